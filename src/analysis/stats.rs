@@ -1,0 +1,413 @@
+//! Summary statistics of repeated runs of one measurement.
+//!
+//! Everything here is pure computation on slices of seconds; no I/O.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Coefficient of variation above which a measurement is reported as noisy.
+pub const NOISY_CV: f64 = 0.10;
+
+/// Target relative half-width of the 95% CI used for [`Summary::runs_needed`].
+const TARGET_REL_HALF_WIDTH: f64 = 0.05;
+
+/// Threshold on |modified z-score| above which a value is an outlier
+/// (Iglewicz & Hoaglin's recommendation).
+const OUTLIER_Z: f64 = 3.5;
+
+/// Minimum relative distance of the first run from the median of the other
+/// runs for it to be flagged (so that a tiny-but-"significant" deviation in a
+/// very tight sample is not reported).
+const OUTLIER_REL_DIFF: f64 = 0.10;
+
+/// Degrees of freedom from which [`t_quantile_975`] uses the asymptotic expansion.
+const ASYMPTOTIC_DF: f64 = 1000.0;
+
+/// 0.975 quantile of the standard normal distribution.
+const Z_975: f64 = 1.959_963_984_540_054;
+
+/// Statistics of repeated runs of one measurement (seconds), in run order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub n: usize,
+    pub mean_s: f64,
+    pub median_s: f64,
+    /// Sample standard deviation (divisor n-1); 0 when n == 1.
+    pub stddev_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    /// Student-t 95% confidence interval of the mean; `None` when n < 2.
+    pub ci95_s: Option<[f64; 2]>,
+    /// Coefficient of variation stddev/mean; `None` when n < 2 or mean == 0.
+    pub cv: Option<f64>,
+    /// The first run is an outlier. Rule: with n >= 3, the first sample is
+    /// flagged when its modified z-score (computed over all samples, see
+    /// [`modified_z_scores`]) has |z| > 3.5 AND it differs from the median of
+    /// the other samples by more than 10% of that median. Some file systems
+    /// (or caches) are fast, or slow, only on their first run.
+    pub first_run_outlier: bool,
+    /// cv > [`NOISY_CV`].
+    pub noisy: bool,
+    /// When noisy: number of runs needed for a 95% CI half-width of ±5% of the
+    /// mean, assuming the cv stays the same: the smallest m (at least n+1)
+    /// with m >= (t(m-1) * cv / 0.05)², found by iterating
+    /// m <- ceil((t(m-1) * cv / 0.05)²). `None` when not noisy.
+    pub runs_needed: Option<usize>,
+}
+
+impl Summary {
+    /// Half-width of the 95% CI of the mean; `None` when n < 2.
+    pub fn ci_half_width(&self) -> Option<f64> {
+        self.ci95_s.map(|[lo, hi]| (hi - lo) / 2.0)
+    }
+}
+
+/// Summarizes `samples` (seconds, in run order).
+///
+/// Returns `None` when `samples` is empty or contains a non-finite value
+/// (NaN/inf would make every statistic meaningless and is not JSON-safe).
+pub fn summarize(samples: &[f64]) -> Option<Summary> {
+    if samples.is_empty() || samples.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let n = samples.len();
+    let nf = n as f64;
+    let mean = samples.iter().sum::<f64>() / nf;
+    let median_s = median(samples);
+    let min_s = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_s = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+
+    // Two-pass variance (numerically safer than sum of squares minus square of sum).
+    let stddev_s = if n >= 2 {
+        let ss: f64 = samples.iter().map(|x| (x - mean) * (x - mean)).sum();
+        (ss / (nf - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+
+    let ci95_s = if n >= 2 {
+        let half = t_quantile_975(n - 1) * stddev_s / nf.sqrt();
+        Some([mean - half, mean + half])
+    } else {
+        None
+    };
+
+    let cv = if n >= 2 && mean != 0.0 {
+        Some(stddev_s / mean)
+    } else {
+        None
+    };
+    // abs(): times are positive, but do not let a negative mean hide noise.
+    let noisy = cv.is_some_and(|c| c.abs() > NOISY_CV);
+    let runs_needed = match cv {
+        Some(c) if noisy => Some(runs_needed_for(n, c.abs())),
+        _ => None,
+    };
+
+    Some(Summary {
+        n,
+        mean_s: mean,
+        median_s,
+        stddev_s,
+        min_s,
+        max_s,
+        ci95_s,
+        cv,
+        first_run_outlier: first_run_outlier(samples),
+        noisy,
+        runs_needed,
+    })
+}
+
+/// Smallest m >= n+1 with m >= (t(m-1) * cv / 0.05)², see [`Summary::runs_needed`].
+fn runs_needed_for(n: usize, cv: f64) -> usize {
+    let floor = n.saturating_add(1);
+    let needed = |m: usize| -> usize {
+        let df = m.saturating_sub(1).max(1);
+        let k = t_quantile_975(df) * cv / TARGET_REL_HALF_WIDTH;
+        // `as` saturates for huge values; `max` enforces "at least n+1".
+        ((k * k).ceil() as usize).max(floor)
+    };
+    // t(m-1) decreases with m, so needed() is non-increasing in m: starting
+    // from the requirement at the current n, the sequence m, needed(m), ...
+    // is non-increasing and bounded below by n+1, hence converges. The
+    // iteration cap is only a safety net (convergence takes a few steps).
+    let mut m = needed(n);
+    for _ in 0..100 {
+        let next = needed(m);
+        if next == m {
+            break;
+        }
+        m = next;
+    }
+    m
+}
+
+/// First-run outlier rule, documented on [`Summary::first_run_outlier`].
+fn first_run_outlier(samples: &[f64]) -> bool {
+    if samples.len() < 3 {
+        return false;
+    }
+    let z_first = modified_z_scores(samples)[0];
+    let others_median = median(&samples[1..]);
+    z_first.abs() > OUTLIER_Z
+        && (samples[0] - others_median).abs() > OUTLIER_REL_DIFF * others_median.abs()
+}
+
+/// Two-sided 95% Student t critical value (the 0.975 quantile) for `df`
+/// degrees of freedom: 12.706 for df=1, 4.303 for df=2, 2.262 for df=9,
+/// tending to 1.960. `df` must be >= 1; 0 is treated as 1.
+pub fn t_quantile_975(df: usize) -> f64 {
+    let df = df.max(1) as f64;
+    // For large df statrs' inverse (through the inverse regularized beta
+    // close to 1) loses precision: ~1e-5 off at df = 1e5, 0.13 at df = 1e7.
+    // From df = 1000 on, the Cornish-Fisher expansion around the normal
+    // quantile is accurate to ~1e-12 (and better as df grows).
+    if df >= ASYMPTOTIC_DF {
+        return t_quantile_975_asymptotic(df);
+    }
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => {
+            let q = t.inverse_cdf(0.975);
+            if q.is_finite() {
+                q
+            } else {
+                t_quantile_975_asymptotic(df)
+            }
+        }
+        // Unreachable for df >= 1; keep a sensible value instead of panicking.
+        Err(_) => t_quantile_975_asymptotic(df),
+    }
+}
+
+/// Cornish-Fisher expansion of the t quantile in powers of 1/df, up to
+/// 1/df³ (Abramowitz & Stegun 26.7.5).
+fn t_quantile_975_asymptotic(df: f64) -> f64 {
+    let z = Z_975;
+    let z3 = z * z * z;
+    let z5 = z3 * z * z;
+    let z7 = z5 * z * z;
+    z + (z3 + z) / (4.0 * df)
+        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df)
+        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * df * df * df)
+}
+
+/// Median of `xs` (unsorted). `xs` must be non-empty; returns NaN for an
+/// empty slice instead of panicking.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// Iglewicz–Hoaglin modified z-scores: 0.6745·(x − median)/MAD, where MAD is
+/// the median absolute deviation from the median. When MAD == 0 (more than
+/// half the values are identical) it falls back to 0.7979·(x − median)/meanAD
+/// with meanAD the mean absolute deviation from the median; when that is also
+/// 0 (all values equal) all scores are 0.
+pub fn modified_z_scores(xs: &[f64]) -> Vec<f64> {
+    if xs.is_empty() {
+        return Vec::new();
+    }
+    let med = median(xs);
+    let abs_dev: Vec<f64> = xs.iter().map(|x| (x - med).abs()).collect();
+    let mad = median(&abs_dev);
+    // 0.6745 (resp. 0.7979) make MAD (resp. meanAD) consistent estimators of
+    // the standard deviation for normal data.
+    let (factor, scale) = if mad > 0.0 {
+        (0.6745, mad)
+    } else {
+        let mean_ad = abs_dev.iter().sum::<f64>() / abs_dev.len() as f64;
+        (0.7979, mean_ad)
+    };
+    if scale > 0.0 {
+        xs.iter().map(|x| factor * (x - med) / scale).collect()
+    } else {
+        vec![0.0; xs.len()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn t_quantiles_match_table() {
+        // Standard two-sided 95% table values (t_{0.975, df}).
+        let table = [
+            (1, 12.706_205),
+            (2, 4.302_653),
+            (4, 2.776_445),
+            (9, 2.262_157),
+            (29, 2.045_230),
+            (1000, 1.962_339),
+        ];
+        for (df, want) in table {
+            let got = t_quantile_975(df);
+            assert!(close(got, want, 1e-3), "df={df}: got {got}, want {want}");
+        }
+        // Large df tends to the normal quantile, and the switch to the
+        // asymptotic expansion is seamless.
+        assert!(close(t_quantile_975(10_000_000), Z_975, 1e-6));
+        let statrs_999 = StudentsT::new(0.0, 1.0, 999.0)
+            .expect("valid df")
+            .inverse_cdf(0.975);
+        assert!(close(statrs_999, t_quantile_975_asymptotic(999.0), 1e-10));
+        assert!(close(t_quantile_975(100_000), 1.959_987_7, 1e-7));
+        // df = 0 is treated as 1 rather than panicking.
+        assert_eq!(t_quantile_975(0), t_quantile_975(1));
+    }
+
+    #[test]
+    fn median_odd_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+    }
+
+    #[test]
+    fn summarize_known_data() {
+        let s = summarize(&[1.0, 2.0, 3.0, 4.0, 5.0]).expect("non-empty");
+        assert_eq!(s.n, 5);
+        assert!(close(s.mean_s, 3.0, 1e-12));
+        assert!(close(s.median_s, 3.0, 1e-12));
+        assert!(close(s.stddev_s, 1.581_139, 1e-6));
+        assert_eq!(s.min_s, 1.0);
+        assert_eq!(s.max_s, 5.0);
+        let half = 2.776_445 * 1.581_139 / 5f64.sqrt();
+        let [lo, hi] = s.ci95_s.expect("n >= 2");
+        assert!(close(lo, 3.0 - half, 1e-4), "lo={lo}");
+        assert!(close(hi, 3.0 + half, 1e-4), "hi={hi}");
+        assert!(close(s.ci_half_width().expect("n >= 2"), half, 1e-4));
+        assert!(close(s.cv.expect("mean != 0"), 1.581_139 / 3.0, 1e-6));
+        // cv = 0.53 > 0.10
+        assert!(s.noisy);
+        assert!(!s.first_run_outlier);
+    }
+
+    #[test]
+    fn summarize_single_and_empty() {
+        assert!(summarize(&[]).is_none());
+        assert!(summarize(&[1.0, f64::NAN]).is_none());
+        let s = summarize(&[2.5]).expect("non-empty");
+        assert_eq!(s.n, 1);
+        assert_eq!(s.mean_s, 2.5);
+        assert_eq!(s.median_s, 2.5);
+        assert_eq!(s.stddev_s, 0.0);
+        assert!(s.ci95_s.is_none());
+        assert!(s.ci_half_width().is_none());
+        assert!(s.cv.is_none());
+        assert!(!s.noisy);
+        assert!(s.runs_needed.is_none());
+        assert!(!s.first_run_outlier);
+        // Must serialize (no NaN anywhere).
+        let json = serde_json::to_string(&s).expect("serializable");
+        let back: Summary = serde_json::from_str(&json).expect("round trip");
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn first_run_outlier_rule() {
+        let s = summarize(&[5.0, 1.0, 1.02, 0.99, 1.01]).expect("non-empty");
+        assert!(s.first_run_outlier);
+        let s = summarize(&[1.0, 1.02, 0.99]).expect("non-empty");
+        assert!(!s.first_run_outlier);
+        // A later outlier is not a first-run outlier.
+        let s = summarize(&[1.0, 1.02, 0.99, 5.0, 1.01]).expect("non-empty");
+        assert!(!s.first_run_outlier);
+        // Statistically extreme but within 10% of the others: not flagged.
+        let s = summarize(&[1.05, 1.0, 1.0001, 0.9999, 1.0]).expect("non-empty");
+        assert!(!s.first_run_outlier);
+        // Fast first run (cold vs warm in the other direction) is flagged too.
+        let s = summarize(&[0.2, 1.0, 1.02, 0.99, 1.01]).expect("non-empty");
+        assert!(s.first_run_outlier);
+        // Needs n >= 3.
+        let s = summarize(&[5.0, 1.0]).expect("non-empty");
+        assert!(!s.first_run_outlier);
+    }
+
+    #[test]
+    fn quiet_sample_not_noisy() {
+        let s = summarize(&[1.0, 1.02, 0.99, 1.01, 1.0]).expect("non-empty");
+        assert!(!s.noisy);
+        assert!(s.runs_needed.is_none());
+        let s = summarize(&[2.0, 2.0, 2.0]).expect("non-empty");
+        assert_eq!(s.stddev_s, 0.0);
+        assert_eq!(s.cv, Some(0.0));
+        assert_eq!(s.ci95_s, Some([2.0, 2.0]));
+        let s = summarize(&[-1.0, 1.0]).expect("non-empty");
+        assert!(s.cv.is_none()); // mean == 0
+        assert!(!s.noisy);
+    }
+
+    #[test]
+    fn noisy_sample_runs_needed() {
+        let xs = [1.0, 1.5, 0.7, 1.2, 0.9, 1.3];
+        let s = summarize(&xs).expect("non-empty");
+        let cv = s.cv.expect("mean != 0");
+        assert!(cv > NOISY_CV, "cv={cv}");
+        assert!(s.noisy);
+        let m = s.runs_needed.expect("noisy");
+        assert!(m > xs.len());
+        let req = |m: usize| {
+            let k = t_quantile_975(m - 1) * cv / 0.05;
+            k * k
+        };
+        // m achieves the target, m - 1 does not (m is minimal).
+        assert!(m as f64 >= req(m), "m={m} req={}", req(m));
+        assert!(
+            ((m - 1) as f64) < req(m - 1),
+            "m-1={} req={}",
+            m - 1,
+            req(m - 1)
+        );
+        // With cv = 0.2581..., (1.96·cv/0.05)² ≈ 102; the t of df ~100 adds a bit.
+        assert!((100..=115).contains(&m), "m={m}");
+
+        // A noisy sample that is already big enough still asks for n+1.
+        let mut big = Vec::new();
+        for i in 0..2000 {
+            big.push(if i % 2 == 0 { 0.88 } else { 1.12 });
+        }
+        let s = summarize(&big).expect("non-empty");
+        assert!(s.noisy);
+        assert_eq!(s.runs_needed, Some(2001));
+
+        // Extremely noisy tiny sample: finite answer, no hang.
+        let s = summarize(&[1e-9, 1.0]).expect("non-empty");
+        assert!(s.noisy);
+        assert!(s.runs_needed.is_some_and(|m| m > 2));
+    }
+
+    #[test]
+    fn modified_z_known_values() {
+        // median 3, |dev| = [2,1,0,1,2] -> MAD 1.
+        let z = modified_z_scores(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+        let want = [-1.349, -0.6745, 0.0, 0.6745, 1.349];
+        for (g, w) in z.iter().zip(want) {
+            assert!(close(*g, w, 1e-12), "{g} vs {w}");
+        }
+        // median 1, |dev| = [0,0,0,9] -> MAD 0, meanAD 2.25.
+        let z = modified_z_scores(&[1.0, 1.0, 1.0, 10.0]);
+        let want = [0.0, 0.0, 0.0, 0.7979 * 9.0 / 2.25];
+        for (g, w) in z.iter().zip(want) {
+            assert!(close(*g, w, 1e-12), "{g} vs {w}");
+        }
+        // All equal -> all zeros.
+        assert_eq!(modified_z_scores(&[2.0, 2.0, 2.0]), vec![0.0; 3]);
+        assert!(modified_z_scores(&[]).is_empty());
+    }
+}

@@ -1,0 +1,283 @@
+//! Command-line definitions (clap) and their translation into the engine's plain config
+//! structs. Nothing below this layer sees clap.
+
+use clap::{Args, Parser, Subcommand};
+use manyfiles::error::{Error, Result};
+use manyfiles::experiment::ladder::LadderSpec;
+use manyfiles::experiment::{TreeExperiment, parse_ops};
+use manyfiles::generate::GenConfig;
+use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
+use manyfiles::tree::content::POOL;
+use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
+use manyfiles::units::{parse_count, parse_size};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "manyfiles",
+    version,
+    about = "Measure what many small files cost a storage system",
+    long_about = "Measure what many small files cost a storage system: the same bytes as 1 file or as \
+                  65,536 files, timed phase by phase with honest statistics, and the per-file and \
+                  per-byte cost fitted from them."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The main job: a fixed total split into 1, 4, 16, … files; time per op, fitted per-file cost and bandwidth
+    Ladder(LadderArgs),
+    /// Time chosen ops (create, stat, list, read, delete) over one generated tree
+    Ops(OpsArgs),
+    /// Write a deterministic tree (same spec + seed → byte-identical tree) into DIR
+    Gen(GenArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LadderArgs {
+    /// Total bytes split across each rung's files
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    pub total: u64,
+    /// Smallest file count
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub from: u64,
+    /// Largest file count
+    #[arg(long, default_value = "65536", value_parser = parse_count)]
+    pub to: u64,
+    /// Multiply the file count by this from rung to rung
+    #[arg(long, default_value = "4", value_parser = parse_count)]
+    pub step: u64,
+    /// Ops to time, comma separated (create, stat, list, read, delete)
+    #[arg(long, default_value = "create,read,delete")]
+    pub ops: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct OpsArgs {
+    /// Number of files
+    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    pub files: u64,
+    /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
+    #[arg(long, default_value = "4k")]
+    pub size: String,
+    /// Ops to time, comma separated, run in this order: create, stat, list, read, delete
+    #[arg(long, default_value = "create,stat,list,read,delete")]
+    pub ops: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Directory to write into: new, empty, or made by an earlier `manyfiles gen`
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Number of files
+    #[arg(long, default_value = "1000", value_parser = parse_count)]
+    pub files: u64,
+    /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
+    #[arg(long, default_value = "4k")]
+    pub size: String,
+    /// Worker threads (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Directory to work in: a private run directory is made inside it and removed afterwards
+    #[arg(long, default_value = ".")]
+    pub target: PathBuf,
+    /// Measured runs of every op on every tree
+    #[arg(long, default_value = "3")]
+    pub runs: u32,
+    /// Unrecorded runs before the measured ones
+    #[arg(long, default_value = "0")]
+    pub warmup: u32,
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Close a per-portion time every N files (and at least once a second)
+    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    pub portion: u64,
+    /// Write the results (versioned JSON) here, rewritten after every measurement
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Keep the run directory instead of removing it
+    #[arg(long)]
+    pub keep: bool,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShapeArgs {
+    /// All files in one directory
+    #[arg(long, conflicts_with_all = ["files_per_dir", "fanout", "depth"])]
+    pub flat: bool,
+    /// Files per leaf directory
+    #[arg(long, default_value = "1000", value_parser = parse_count)]
+    pub files_per_dir: u64,
+    /// Subdirectories per directory
+    #[arg(long, default_value = "16", value_parser = parse_count)]
+    pub fanout: u64,
+    /// Fixed depth of leaf directories (files spread evenly over fanout^depth leaves)
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Length of every file name in bytes
+    #[arg(long, default_value = "16")]
+    pub name_len: usize,
+    /// File content: zeros, random or compressible:RATIO
+    #[arg(long, default_value = "random")]
+    pub content: String,
+    /// Seed: the same spec and seed give byte-identical trees
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// Bytes per write() call when creating files (at most 4 MiB)
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    pub block_size: u64,
+    /// When to fsync while creating: none, file (each file), dir (each directory), end (one syncfs)
+    #[arg(long, default_value = "none")]
+    pub fsync: String,
+    /// Write with O_DIRECT (block size a multiple of 4 KiB)
+    #[arg(long)]
+    pub direct: bool,
+}
+
+fn threads(t: Option<usize>) -> Result<usize> {
+    match t {
+        Some(0) => Err(Error::bad("--threads", "must be at least 1")),
+        Some(n) if n > 1024 => Err(Error::bad("--threads", "must be at most 1024")),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+    }
+}
+
+impl ShapeArgs {
+    fn spec(&self, files: u64, size: SizeDist) -> Result<TreeSpec> {
+        let layout = if self.flat {
+            Layout::Flat
+        } else {
+            Layout::Nested { files_per_dir: self.files_per_dir, fanout: self.fanout, depth: self.depth }
+        };
+        let content = Content::parse(&self.content).map_err(|e| Error::bad("--content", e))?;
+        let spec = TreeSpec { files, size, layout, name_len: self.name_len, content, seed: self.seed };
+        spec.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+        Ok(spec)
+    }
+}
+
+impl WriteArgs {
+    fn options(&self) -> Result<CreateOptions> {
+        let fsync = FsyncMode::parse(&self.fsync).map_err(|e| Error::bad("--fsync", e))?;
+        let bs = self.block_size;
+        if bs == 0 || bs > POOL as u64 {
+            return Err(Error::bad("--block-size", "must be between 1 byte and 4 MiB"));
+        }
+        if self.direct && bs % IoBuf::ALIGN as u64 != 0 {
+            return Err(Error::bad("--block-size", "must be a multiple of 4 KiB with --direct"));
+        }
+        Ok(CreateOptions { block_size: bs as usize, fsync, direct: self.direct })
+    }
+}
+
+impl RunArgs {
+    fn experiment(
+        &self,
+        name: &str,
+        trees: Vec<TreeSpec>,
+        ops: &str,
+        create: CreateOptions,
+        command_line: Vec<String>,
+    ) -> Result<TreeExperiment> {
+        if self.runs == 0 {
+            return Err(Error::bad("--runs", "must be at least 1"));
+        }
+        if self.runs > 10_000 {
+            return Err(Error::bad("--runs", "must be at most 10000"));
+        }
+        if self.portion == 0 {
+            return Err(Error::bad("--portion", "must be at least 1"));
+        }
+        if let Some(j) = &self.json {
+            check_output(j, "--json")?;
+        }
+        Ok(TreeExperiment {
+            name: name.into(),
+            target: self.target.clone(),
+            trees,
+            ops: parse_ops(ops)?,
+            create,
+            runs: self.runs,
+            warmup: self.warmup,
+            threads: threads(self.threads)?,
+            portion_files: self.portion,
+            keep: self.keep,
+            json: self.json.clone(),
+            quiet: self.quiet,
+            command_line,
+        })
+    }
+}
+
+/// An output file's directory must exist, and the path must not be a directory.
+fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
+    if path.is_dir() {
+        return Err(Error::bad(flag, format!("{} is a directory", path.display())));
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(Error::bad(flag, format!("directory {} does not exist", dir.display())));
+    }
+    Ok(())
+}
+
+pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
+    // The shape is checked with the largest rung's file count (name length must fit it).
+    let shape = a.shape.spec(a.to.max(1), SizeDist::Fixed { bytes: 0 })?;
+    let trees = ladder.trees(&shape)?;
+    a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)
+}
+
+pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
+    let spec = a.shape.spec(a.files, size)?;
+    a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
+}
+
+pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
+    let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
+    Ok(GenConfig {
+        dir: a.dir.clone(),
+        spec: a.shape.spec(a.files, size)?,
+        create: a.write.options()?,
+        threads: threads(a.threads)?,
+        quiet: a.quiet,
+    })
+}

@@ -1,0 +1,275 @@
+//! Experiments: a list of trees × ops × runs on one target, run in interleaved order
+//! (run 1 of every tree, then run 2, ...) so machine drift hits every tree alike.
+//! Results are rewritten after every measurement.
+
+pub mod ladder;
+
+use crate::error::{Error, Result};
+use crate::measure::PhaseResult;
+use crate::measure::progress::Progress;
+use crate::measure::provenance::Provenance;
+use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
+use crate::report::{ExperimentInfo, Measurement, ResultSet, json};
+use crate::signals;
+use crate::target::TargetInfo;
+use crate::target::rundir::RunDir;
+use crate::tree::{Plan, Prepared, TreeSpec};
+use crate::units::fmt_size;
+use rustix::fd::AsFd;
+use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
+use std::path::PathBuf;
+
+/// Everything a tree experiment needs; no CLI types.
+#[derive(Debug, Clone)]
+pub struct TreeExperiment {
+    pub name: String,
+    pub target: PathBuf,
+    pub trees: Vec<TreeSpec>,
+    /// Subset of [`ops::OP_NAMES`], in that order.
+    pub ops: Vec<String>,
+    pub create: CreateOptions,
+    pub runs: u32,
+    pub warmup: u32,
+    pub threads: usize,
+    pub portion_files: u64,
+    pub keep: bool,
+    pub json: Option<PathBuf>,
+    pub quiet: bool,
+    pub command_line: Vec<String>,
+}
+
+/// Parse `create,read,delete` into the canonical order; errors name `--ops`.
+pub fn parse_ops(s: &str) -> Result<Vec<String>> {
+    let mut want = Vec::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if !ops::OP_NAMES.contains(&p) {
+            return Err(Error::bad("--ops", format!("unknown op '{p}' (known: {})", ops::OP_NAMES.join(", "))));
+        }
+        want.push(p.to_string());
+    }
+    if want.is_empty() {
+        return Err(Error::bad("--ops", "no op given"));
+    }
+    Ok(ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect())
+}
+
+/// Check the target before anything is created: exists, is a directory, writable,
+/// and has room for the largest tree.
+pub fn check_target(target: &std::path::Path, trees: &[TreeSpec]) -> Result<TargetInfo> {
+    let md = std::fs::metadata(target)
+        .map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
+    if !md.is_dir() {
+        return Err(Error::bad("--target", format!("{} is not a directory", target.display())));
+    }
+    let info = TargetInfo::probe("target", target)
+        .map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
+    if info.read_only {
+        return Err(Error::bad("--target", format!("{} is on a read-only file system", target.display())));
+    }
+    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_err() {
+        return Err(Error::bad("--target", format!("{} is not writable", target.display())));
+    }
+    let need = trees.iter().map(|t| estimate_space(&info, t)).max().unwrap_or(0);
+    if need > info.free_bytes {
+        return Err(Error::bad(
+            "--target",
+            format!(
+                "the largest tree needs about {} but {} has {} free",
+                fmt_size(need as f64),
+                target.display(),
+                fmt_size(info.free_bytes as f64)
+            ),
+        ));
+    }
+    Ok(info)
+}
+
+/// Space a tree takes on `info`'s file system: every file rounded up to whole blocks,
+/// one block per directory, and 10% for metadata.
+pub fn estimate_space(info: &TargetInfo, spec: &TreeSpec) -> u64 {
+    let files: u64 = match &spec.size {
+        crate::tree::SizeDist::Fixed { bytes } => info.allocated(*bytes) * spec.files,
+        d => (0..spec.files).map(|i| info.allocated(d.size_of(spec.seed, i))).sum(),
+    };
+    let dirs = Plan::new(spec).dirs.len() as u64 * info.block_size;
+    (files + dirs) / 10 * 11
+}
+
+fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
+    match name {
+        "create" => Box::new(ops::Create { opts: create.clone() }),
+        "stat" => Box::new(ops::Stat),
+        "list" => Box::new(ops::List),
+        "read" => Box::new(ops::Read),
+        "delete" => Box::new(ops::Delete),
+        other => unreachable!("op names are checked by parse_ops: {other}"),
+    }
+}
+
+/// Why a tree's ops stopped early.
+enum Stop {
+    Signal(i32),
+    Failed(String),
+}
+
+/// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
+/// measurement). The run directory is removed at the end unless `keep`.
+pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
+    signals::install();
+    for t in &cfg.trees {
+        t.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+    }
+    let info = check_target(&cfg.target, &cfg.trees)?;
+    let rundir = RunDir::create(&cfg.target, cfg.keep)?;
+    let provenance = Provenance::collect(cfg.command_line.clone());
+    let experiment = ExperimentInfo {
+        name: cfg.name.clone(),
+        ops: cfg.ops.clone(),
+        runs: cfg.runs,
+        warmup: cfg.warmup,
+        threads: cfg.threads,
+        portion_files: cfg.portion_files,
+        order: "interleaved".into(),
+        create: cfg.create.clone(),
+    };
+    let mut rs = ResultSet::new(provenance, experiment, vec![info.clone()]);
+    let progress = Progress::new(cfg.quiet);
+    let prepared: Vec<Prepared> = cfg.trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
+    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
+    let settings = PhaseSettings {
+        threads: cfg.threads,
+        portion_files: cfg.portion_files,
+        buf_len: cfg.create.block_size.max(64 * 1024),
+    };
+    let save = |rs: &mut ResultSet| -> Result<()> {
+        rs.derive();
+        if let Some(p) = &cfg.json {
+            json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
+        }
+        Ok(())
+    };
+    let mut order = 0u64;
+    let passes = cfg.warmup + cfg.runs;
+    for pass in 0..passes {
+        let recorded = pass >= cfg.warmup;
+        let run = pass.saturating_sub(cfg.warmup) + 1;
+        for tree in &prepared {
+            let (spec, plan) = (&tree.spec, &tree.plan);
+            let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
+            progress.message(format!("{} · {label}", spec.key()));
+            let (done, stop) = run_tree(&rundir, tree, &cfg.ops, &all_ops, &settings, &progress);
+            if recorded {
+                for (op, result) in done {
+                    rs.measurements.push(Measurement {
+                        experiment: cfg.name.clone(),
+                        target: info.id.clone(),
+                        op,
+                        tree: spec.clone(),
+                        tree_key: spec.key(),
+                        tree_files: spec.files,
+                        tree_bytes: spec.total_bytes(),
+                        tree_dirs: plan.dirs.len() as u64 - 1,
+                        run,
+                        order,
+                        result,
+                    });
+                    order += 1;
+                    save(&mut rs)?;
+                }
+            }
+            match stop {
+                None => {}
+                Some(Stop::Signal(sig)) => {
+                    progress.finish();
+                    save(&mut rs)?;
+                    drop(rundir);
+                    return Err(Error::Interrupted { signal: sig });
+                }
+                Some(Stop::Failed(msg)) => {
+                    progress.finish();
+                    save(&mut rs)?;
+                    drop(rundir);
+                    let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
+                    return Err(Error::failed(format!(
+                        "{msg} (target {}, {}, {}{})",
+                        info.path.display(),
+                        info.fs_type,
+                        label_tree(spec),
+                        saved.unwrap_or_default()
+                    )));
+                }
+            }
+        }
+    }
+    progress.finish();
+    rs.complete = true;
+    save(&mut rs)?;
+    if let Err(e) = rundir.remove() {
+        if !cfg.keep {
+            return Err(Error::failed(format!("cannot remove run directory {}: {e}", rundir.path.display())));
+        }
+    }
+    let mut rundir = rundir;
+    rundir.set_keep(true); // removed above (or kept on purpose): nothing left for drop
+    if cfg.keep {
+        eprintln!("manyfiles: kept run directory {}", rundir.path.display());
+    }
+    Ok(rs)
+}
+
+fn label_tree(spec: &TreeSpec) -> String {
+    format!("tree {}", spec.key())
+}
+
+/// Make the tree root, run every op in order on it (create and delete run untimed when
+/// not asked for, since the tree must exist and then go), remove the root.
+fn run_tree(
+    rundir: &RunDir,
+    tree: &Prepared,
+    wanted: &[String],
+    all_ops: &[Box<dyn Op>],
+    settings: &PhaseSettings,
+    progress: &Progress,
+) -> (Vec<(String, PhaseResult)>, Option<Stop>) {
+    const ROOT: &std::ffi::CStr = c"tree";
+    let mut done = Vec::new();
+    if let Err(e) = mkdirat(rundir.fd(), ROOT, Mode::from_raw_mode(0o755)) {
+        return (done, Some(Stop::Failed(format!("cannot create the tree root: {e}"))));
+    }
+    let root = match openat(rundir.fd(), ROOT, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(e) => return (done, Some(Stop::Failed(format!("cannot open the tree root: {e}")))),
+    };
+    for op in all_ops {
+        let name = op.name();
+        let timed = wanted.iter().any(|w| w == name);
+        if !timed && name != "create" && name != "delete" {
+            continue;
+        }
+        let r = run_phase(op.as_ref(), tree, root.as_fd(), settings, progress);
+        let stop = if let Some(f) = &r.failed {
+            Some(Stop::Failed(format!("{name} failed after {} of {} files: {f}", r.files, tree.plan.files)))
+        } else if r.interrupted {
+            Some(Stop::Signal(signals::pending()))
+        } else if !timed && r.errors > 0 {
+            Some(Stop::Failed(format!(
+                "{name} (untimed setup) had {} errors: {}",
+                r.errors,
+                r.first_error.clone().unwrap_or_default()
+            )))
+        } else {
+            None
+        };
+        if timed {
+            done.push((name.to_string(), r));
+        }
+        if stop.is_some() {
+            return (done, stop);
+        }
+    }
+    drop(root);
+    if let Err(e) = unlinkat(rundir.fd(), ROOT, AtFlags::REMOVEDIR) {
+        return (done, Some(Stop::Failed(format!("cannot remove the tree root: {e}"))));
+    }
+    (done, None)
+}

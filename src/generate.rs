@@ -1,0 +1,147 @@
+//! `gen`: write a TreeSpec's tree into a directory, which must be new, empty, or a
+//! manyfiles run directory (marker file) from an earlier `gen`.
+
+use crate::error::{Error, Result};
+use crate::experiment::estimate_space;
+use crate::measure::PhaseResult;
+use crate::measure::progress::Progress;
+use crate::ops::{Create, CreateOptions, PhaseSettings, run_phase};
+use crate::signals;
+use crate::target::TargetInfo;
+use crate::target::rundir::{MARKER, has_marker, remove_contents, remove_contents_keep_marker, write_marker};
+use crate::tree::{Prepared, TreeSpec};
+use crate::units::fmt_size;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{Mode, OFlags, mkdir, openat};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct GenConfig {
+    pub dir: PathBuf,
+    pub spec: TreeSpec,
+    pub create: CreateOptions,
+    pub threads: usize,
+    pub quiet: bool,
+}
+
+#[derive(Debug)]
+pub struct GenOutcome {
+    pub result: PhaseResult,
+    pub dirs: u64,
+    pub info: TargetInfo,
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+
+enum DirState {
+    Missing,
+    Empty,
+    RunDir,
+}
+
+fn inspect(dir: &Path) -> Result<DirState> {
+    let bad = |r: String| Error::bad("DIR", r);
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(bad(format!("{}: parent directory {} does not exist", dir.display(), parent.display())));
+            }
+            Ok(DirState::Missing)
+        }
+        Err(e) => Err(bad(format!("{}: {e}", dir.display()))),
+        Ok(md) if md.file_type().is_symlink() => {
+            Err(bad(format!("{} is a symlink; give the real directory", dir.display())))
+        }
+        Ok(md) if !md.is_dir() => Err(bad(format!("{} is not a directory", dir.display()))),
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+            if entries.next().is_none() {
+                return Ok(DirState::Empty);
+            }
+            let fd = openat(rustix::fs::CWD, dir, DIR_FLAGS, Mode::empty())
+                .map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+            if has_marker(fd.as_fd()) {
+                Ok(DirState::RunDir)
+            } else {
+                Err(bad(format!(
+                    "{} is not empty and not a manyfiles run directory (no {MARKER} file): refusing to write into it",
+                    dir.display()
+                )))
+            }
+        }
+    }
+}
+
+/// Generate the tree. On failure or interrupt the partial tree is removed.
+pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
+    signals::install();
+    cfg.spec.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+    let state = inspect(&cfg.dir)?;
+    let probe_at = match state {
+        DirState::Missing => cfg.dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")),
+        _ => cfg.dir.as_path(),
+    };
+    let info = TargetInfo::probe("target", probe_at).map_err(|e| Error::bad("DIR", format!("{e}")))?;
+    if info.read_only {
+        return Err(Error::bad("DIR", format!("{} is on a read-only file system", cfg.dir.display())));
+    }
+    let need = estimate_space(&info, &cfg.spec);
+    if need > info.free_bytes {
+        return Err(Error::bad(
+            "DIR",
+            format!("the tree needs about {} but only {} is free there", fmt_size(need as f64), fmt_size(info.free_bytes as f64)),
+        ));
+    }
+    let created = matches!(state, DirState::Missing);
+    if created {
+        mkdir(&cfg.dir, Mode::from_raw_mode(0o755))
+            .map_err(|e| Error::bad("DIR", format!("cannot create {}: {e}", cfg.dir.display())))?;
+    }
+    let root: OwnedFd = openat(rustix::fs::CWD, &cfg.dir, DIR_FLAGS, Mode::empty())
+        .map_err(|e| Error::failed(format!("cannot open {}: {e}", cfg.dir.display())))?;
+    let cleanup = |root: &OwnedFd| {
+        let _ = remove_contents(root.as_fd());
+        if created {
+            let _ = std::fs::remove_dir(&cfg.dir);
+        } else {
+            let _ = write_marker(root.as_fd());
+        }
+    };
+    if matches!(state, DirState::RunDir) {
+        remove_contents_keep_marker(root.as_fd())
+            .map_err(|e| Error::failed(format!("cannot clear the earlier tree in {}: {e}", cfg.dir.display())))?;
+    }
+    if let Err(e) = write_marker(root.as_fd()) {
+        cleanup(&root);
+        return Err(Error::failed(format!("cannot write the marker in {}: {e}", cfg.dir.display())));
+    }
+    let tree = Prepared::new(&cfg.spec, cfg.create.direct);
+    let progress = Progress::new(cfg.quiet);
+    let op = Create { opts: cfg.create.clone() };
+    let settings = PhaseSettings { threads: cfg.threads, portion_files: 10_000, buf_len: cfg.create.block_size };
+    let result = run_phase(&op, &tree, root.as_fd(), &settings, &progress);
+    progress.finish();
+    if let Some(f) = &result.failed {
+        cleanup(&root);
+        return Err(Error::failed(format!(
+            "gen failed in {} after {} of {} files: {f}; the partial tree was removed",
+            cfg.dir.display(),
+            result.files,
+            cfg.spec.files
+        )));
+    }
+    if result.interrupted {
+        cleanup(&root);
+        return Err(Error::Interrupted { signal: signals::pending() });
+    }
+    if result.errors > 0 {
+        return Err(Error::failed(format!(
+            "gen in {}: {} errors, first: {}",
+            cfg.dir.display(),
+            result.errors,
+            result.first_error.unwrap_or_default()
+        )));
+    }
+    Ok(GenOutcome { dirs: result.dirs, result, info })
+}

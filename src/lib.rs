@@ -1,0 +1,16 @@
+//! manyfiles: measure what many small files cost a storage system.
+//!
+//! The engine knows nothing of the command line: `cli` (in the binary) turns flags into
+//! the plain config structs of [`experiment`] and [`tree`].
+
+pub mod analysis;
+pub mod error;
+pub mod experiment;
+pub mod generate;
+pub mod measure;
+pub mod ops;
+pub mod report;
+pub mod signals;
+pub mod target;
+pub mod tree;
+pub mod units;

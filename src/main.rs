@@ -1,0 +1,101 @@
+//! Thin: parse → config → run → print → exit code.
+
+mod cli;
+
+use clap::Parser;
+use cli::{Cli, Command};
+use manyfiles::error::Result;
+use manyfiles::report::{ResultSet, table};
+use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            return match e.kind() {
+                DisplayHelp | DisplayVersion => {
+                    let _ = e.print();
+                    ExitCode::SUCCESS
+                }
+                _ => {
+                    // One line: clap's first line names the flag and the reason.
+                    let text = e.render().to_string();
+                    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+                    eprintln!("manyfiles: {} (see manyfiles --help)", line.trim_start_matches("error: "));
+                    ExitCode::from(2)
+                }
+            };
+        }
+    };
+    match run(cli, args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("manyfiles: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+/// Print to stdout; a closed pipe (`| head`) is not an error.
+fn out(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes());
+    let _ = o.flush();
+}
+
+fn run(cli: Cli, args: Vec<String>) -> Result<()> {
+    match cli.command {
+        Command::Ladder(a) => {
+            let cfg = cli::ladder_config(&a, args)?;
+            let rs = manyfiles::experiment::run(&cfg)?;
+            print_results(&rs, true, cfg.json.as_deref());
+        }
+        Command::Ops(a) => {
+            let cfg = cli::ops_config(&a, args)?;
+            let rs = manyfiles::experiment::run(&cfg)?;
+            print_results(&rs, false, cfg.json.as_deref());
+        }
+        Command::Gen(a) => {
+            let cfg = cli::gen_config(&a)?;
+            let g = manyfiles::generate::generate(&cfg)?;
+            let r = &g.result;
+            out(&format!(
+                "created {} files ({}) in {} directories under {} in {} (one run: {}, {} MiB/s)\n",
+                r.files,
+                fmt_size(r.bytes as f64),
+                g.dirs,
+                cfg.dir.display(),
+                fmt_secs(r.elapsed_s),
+                fmt_rate(r.files as f64 / r.elapsed_s.max(1e-9), "files"),
+                manyfiles::units::sig3(r.bytes as f64 / r.elapsed_s.max(1e-9) / 1048576.0)
+            ));
+            out(&format!("file system: {} on {}\n", g.info.fs_type, g.info.mount_point));
+        }
+    }
+    Ok(())
+}
+
+fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
+    let mut s = String::new();
+    if ladder {
+        s.push_str(&table::ladder(rs));
+        s.push('\n');
+        let m = table::models(rs);
+        if !m.is_empty() {
+            s.push_str(&m);
+            s.push('\n');
+        }
+    } else {
+        s.push_str(&table::ops_detail(rs));
+        s.push('\n');
+    }
+    s.push_str(&table::footer(rs));
+    if let Some(p) = json {
+        s.push_str(&format!("results: {}\n", p.display()));
+    }
+    out(&s);
+}

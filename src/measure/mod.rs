@@ -1,0 +1,149 @@
+//! What one phase produced: times, counts, portions, latency percentiles, CPU.
+
+pub mod progress;
+pub mod provenance;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// One slice of a phase: `files` more files done in `elapsed_s`; `end_files` is the
+/// running total at the slice's end. A slice ends every N files or at least once a second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Portion {
+    pub files: u64,
+    pub elapsed_s: f64,
+    pub end_files: u64,
+}
+
+/// Per-operation latency percentiles in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Latency {
+            count: h.len(),
+            mean: h.mean() / 1000.0,
+            p50: us(h.value_at_quantile(0.50)),
+            p90: us(h.value_at_quantile(0.90)),
+            p99: us(h.value_at_quantile(0.99)),
+            max: us(h.max()),
+        }
+    }
+}
+
+/// A latency histogram in nanoseconds: 3 significant digits, up to an hour.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("static histogram bounds are valid")
+}
+
+/// The raw result of one timed phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub elapsed_s: f64,
+    pub files: u64,
+    pub bytes: u64,
+    pub dirs: u64,
+    pub threads: usize,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    /// Stopped by a signal before it finished.
+    pub interrupted: bool,
+    /// Stopped by a fatal error (out of space, read-only, I/O error).
+    pub failed: Option<String>,
+    pub portions: Vec<Portion>,
+    pub latency_us: Latency,
+    /// When the first and the last worker thread ran out of work (seconds from start).
+    pub first_finish_s: f64,
+    pub last_finish_s: f64,
+}
+
+impl PhaseResult {
+    /// A measurement usable in statistics: it ran to the end without errors.
+    pub fn complete(&self) -> bool {
+        !self.interrupted && self.failed.is_none() && self.errors == 0
+    }
+}
+
+/// Process CPU time (user, system) in seconds, from getrusage(RUSAGE_SELF).
+pub fn cpu_times() -> (f64, f64) {
+    // rustix has no getrusage, so this one call goes through libc.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid, writable rusage; RUSAGE_SELF is always accepted.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Turn cumulative points (files done, seconds) into portions ending at `total`/`end_s`.
+pub fn portions_from_points(mut points: Vec<(u64, f64)>, total: u64, end_s: f64) -> Vec<Portion> {
+    points.push((total, end_s));
+    points.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    let mut out = Vec::with_capacity(points.len());
+    let (mut last_f, mut last_t) = (0u64, 0.0f64);
+    for (f, t) in points {
+        if f <= last_f && !(out.is_empty() && f == 0 && total == 0) {
+            continue;
+        }
+        out.push(Portion { files: f - last_f, elapsed_s: (t - last_t).max(0.0), end_files: f });
+        last_f = f;
+        last_t = t;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_percentiles() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let l = Latency::from_histogram(&h);
+        assert_eq!(l.count, 1000);
+        assert!((l.p50 - 500.0).abs() < 1.0, "{}", l.p50);
+        assert!((l.p99 - 990.0).abs() < 1.0, "{}", l.p99);
+        assert!((l.max - 1000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn portions_merge_sorted_and_monotonic() {
+        let pts = vec![(20, 2.0), (10, 1.0), (10, 1.0), (25, 2.4)];
+        let p = portions_from_points(pts, 30, 3.0);
+        let files: Vec<u64> = p.iter().map(|x| x.files).collect();
+        assert_eq!(files, vec![10, 10, 5, 5]);
+        assert!((p.iter().map(|x| x.elapsed_s).sum::<f64>() - 3.0).abs() < 1e-12);
+        assert_eq!(p.last().unwrap().end_files, 30);
+    }
+
+    #[test]
+    fn cpu_times_move_forward() {
+        let (u0, _) = cpu_times();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let (u1, _) = cpu_times();
+        assert!(u1 > u0);
+    }
+}

@@ -1,0 +1,78 @@
+//! Provenance: which tool, command and machine produced a result.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub tool: String,
+    pub version: String,
+    pub command_line: Vec<String>,
+    pub started_utc: String,
+    pub host: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_bytes: u64,
+    pub ranks: usize,
+}
+
+impl Provenance {
+    pub fn collect(command_line: Vec<String>) -> Provenance {
+        let uts = rustix::system::uname();
+        Provenance {
+            tool: "manyfiles".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            command_line,
+            started_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            host: uts.nodename().to_string_lossy().into_owned(),
+            kernel: format!("{} {}", uts.sysname().to_string_lossy(), uts.release().to_string_lossy()),
+            cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            memory_bytes: memory_bytes().unwrap_or(0),
+            ranks: 1,
+        }
+    }
+
+    /// One line for the bottom of a table: where these figures come from.
+    pub fn machine_line(&self) -> String {
+        format!(
+            "machine: {} · {} · {} · {} cores · {:.0} GiB RAM · manyfiles {}",
+            self.host,
+            self.kernel,
+            self.cpu_model,
+            self.cores,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.version
+        )
+    }
+}
+
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+fn memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_this_machine() {
+        let p = Provenance::collect(vec!["manyfiles".into(), "ladder".into()]);
+        assert!(p.cores >= 1);
+        assert!(p.memory_bytes > 0);
+        assert!(p.kernel.starts_with("Linux"));
+        assert!(p.started_utc.ends_with('Z'));
+        assert!(p.machine_line().contains(&p.host));
+    }
+}

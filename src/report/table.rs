@@ -1,0 +1,196 @@
+//! Terminal tables. Every figure carries its uncertainty (95% CI or standard error) and
+//! the tables end with the machine and target they were measured on.
+
+use super::{ResultSet, SummaryRow};
+use crate::units::{fmt_size, sig3};
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, Table};
+
+/// `mean ± half` in one unit chosen by the mean: `12.3 ± 0.41 ms`.
+pub fn fmt_mean_ci(mean: f64, half: Option<f64>) -> String {
+    let (scale, unit) = unit_for(mean);
+    match half {
+        Some(h) => format!("{} ± {} {unit}", sig3(mean * scale), sig3(h * scale)),
+        None => format!("{} {unit} (1 run)", sig3(mean * scale)),
+    }
+}
+
+fn unit_for(s: f64) -> (f64, &'static str) {
+    let a = s.abs();
+    if a < 1e-3 {
+        (1e6, "µs")
+    } else if a < 1.0 {
+        (1e3, "ms")
+    } else {
+        (1.0, "s")
+    }
+}
+
+fn new_table(header: Vec<String>) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY);
+    t.set_header(header);
+    t
+}
+
+fn right_align(t: &mut Table, from: usize) {
+    let n = t.column_count();
+    for i in from..n {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// Ladder: one row per tree (file count), one column per op.
+pub fn ladder(rs: &ResultSet) -> String {
+    let ops = &rs.experiment.ops;
+    let mut header = vec!["files".to_string(), "file size".to_string()];
+    header.extend(ops.iter().map(|o| format!("{o} (mean ± 95% CI)")));
+    let mut t = new_table(header);
+    let mut trees: Vec<(&str, u64, u64)> = Vec::new();
+    for s in &rs.summaries {
+        if !trees.iter().any(|(k, _, _)| *k == s.tree_key) {
+            trees.push((&s.tree_key, s.tree_files, s.tree_bytes));
+        }
+    }
+    for (key, files, bytes) in trees {
+        let mut row = vec![files.to_string(), fmt_size(bytes as f64 / files.max(1) as f64)];
+        for op in ops {
+            let cell = rs
+                .summaries
+                .iter()
+                .find(|s| s.tree_key == key && &s.op == op)
+                .map(|s| fmt_mean_ci(s.stats.mean_s, s.stats.ci_half_width()))
+                .unwrap_or_else(|| "—".into());
+            row.push(cell);
+        }
+        t.add_row(row);
+    }
+    right_align(&mut t, 0);
+    t.to_string()
+}
+
+/// Fitted costs per op: per-file cost, bandwidth, break-even file size.
+pub fn models(rs: &ResultSet) -> String {
+    if rs.models.is_empty() {
+        return String::new();
+    }
+    let mut t = new_table(
+        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "break-even file size", "R²", "points"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for m in &rs.models {
+        let c = &m.model;
+        let per_file = if c.per_file_s > 0.0 {
+            fmt_mean_ci(c.per_file_s, Some(c.per_file_se)).replace(" (1 run)", "")
+        } else {
+            "≈ 0 (not resolved)".into()
+        };
+        let bw = match c.bandwidth_bytes_per_s {
+            Some(bw) => {
+                // s.e. of 1/b by the delta method: se_b / b²
+                let se = c.per_byte_se / (c.per_byte_s * c.per_byte_s);
+                format!("{} ± {} MiB/s", sig3(bw / 1048576.0), sig3(se / 1048576.0))
+            }
+            None => "not resolved".into(),
+        };
+        let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
+        t.add_row(vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()]);
+    }
+    right_align(&mut t, 1);
+    format!(
+        "fitted cost: time = a·files + b·bytes (least squares on relative error)\n{t}\n\
+         break-even: a file costs as much time as moving this many bytes"
+    )
+}
+
+/// One tree, several ops: detail per op.
+pub fn ops_detail(rs: &ResultSet) -> String {
+    let mut t = new_table(
+        ["op", "tree", "mean ± 95% CI", "median", "min … max", "CV", "rate (at the mean)", "latency p50 / p99"]
+            .map(String::from)
+            .to_vec(),
+    );
+    for s in &rs.summaries {
+        let st = &s.stats;
+        let (scale, unit) = unit_for(st.median_s);
+        let lat = latency_cell(rs, s);
+        let rate = if st.mean_s > 0.0 {
+            let files_rate = s.tree_files as f64 / st.mean_s;
+            let mut r = format!("{} files/s", sig3(files_rate));
+            if s.op == "create" || s.op == "read" {
+                r.push_str(&format!(", {} MiB/s", sig3(s.tree_bytes as f64 / st.mean_s / 1048576.0)));
+            }
+            r
+        } else {
+            "—".into()
+        };
+        t.add_row(vec![
+            s.op.clone(),
+            s.tree_key.clone(),
+            fmt_mean_ci(st.mean_s, st.ci_half_width()),
+            format!("{} {unit}", sig3(st.median_s * scale)),
+            format!("{} … {} {unit}", sig3(st.min_s * scale), sig3(st.max_s * scale)),
+            st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into()),
+            rate,
+            lat,
+        ]);
+    }
+    right_align(&mut t, 2);
+    t.to_string()
+}
+
+fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
+    let mut p50: Vec<f64> = Vec::new();
+    let mut p99 = 0.0f64;
+    for m in rs.measurements.iter().filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete()) {
+        p50.push(m.result.latency_us.p50);
+        p99 = p99.max(m.result.latency_us.p99);
+    }
+    if p50.is_empty() {
+        return "—".into();
+    }
+    p50.sort_by(f64::total_cmp);
+    format!("{} / {} µs", sig3(p50[p50.len() / 2]), sig3(p99))
+}
+
+/// Warnings, target and machine: the lines under every table.
+pub fn footer(rs: &ResultSet) -> String {
+    let mut out = String::new();
+    for w in &rs.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    let e = &rs.experiment;
+    out.push_str(&format!(
+        "runs: {} per cell (+{} warmup), {} threads, order {}; CI = Student t 95% over runs\n",
+        e.runs, e.warmup, e.threads, e.order
+    ));
+    for t in &rs.targets {
+        out.push_str(&format!(
+            "target: {} · {} on {} ({}) · block {} · {} free\n",
+            t.path.display(),
+            t.fs_type,
+            t.mount_point,
+            t.mount_source,
+            fmt_size(t.block_size as f64),
+            fmt_size(t.free_bytes as f64)
+        ));
+    }
+    out.push_str(&rs.provenance.machine_line());
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_ci_in_one_unit() {
+        assert_eq!(fmt_mean_ci(0.0123, Some(0.00041)), "12.3 ± 0.410 ms");
+        assert_eq!(fmt_mean_ci(2.5, None), "2.50 s (1 run)");
+        assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.000 µs");
+    }
+}

@@ -1,0 +1,279 @@
+//! Plan: where every directory and file of a TreeSpec goes, and how the work is cut
+//! into units for the worker threads.
+
+use super::rng::{WyRand, hash3};
+use super::spec::{Layout, STREAM_NAME, TreeSpec};
+use std::ffi::CString;
+
+/// Files per work unit: small enough to balance 2..64 threads, large enough that
+/// opening the unit's directory is noise.
+pub const UNIT_FILES: u64 = 1024;
+
+/// Longest name the generator writes, plus the NUL.
+pub const NAME_BUF: usize = 256;
+
+/// One directory of the plan. Directory 0 is the tree root (it exists beforehand).
+#[derive(Debug, Clone)]
+pub struct DirNode {
+    pub parent: u32,
+    pub name: CString,
+    pub depth: u32,
+    pub first_file: u64,
+    pub nfiles: u64,
+}
+
+/// A share of work: `count` files starting at global index `first`, all in `dir`.
+/// For per-directory ops (list) a unit is one directory and `count` its file count.
+#[derive(Debug, Clone, Copy)]
+pub struct Unit {
+    pub dir: u32,
+    pub first: u64,
+    pub count: u64,
+}
+
+#[derive(Debug)]
+pub struct Plan {
+    pub dirs: Vec<DirNode>,
+    /// Index of the first directory of each depth (BFS order), plus dirs.len() at the end.
+    pub level_start: Vec<u32>,
+    pub file_units: Vec<Unit>,
+    pub dir_units: Vec<Unit>,
+    pub files: u64,
+    name_width: usize,
+    name_len: usize,
+    seed: u64,
+}
+
+/// Base-36 digits needed to number `files` files.
+fn width36(files: u64) -> usize {
+    let mut n = files.saturating_sub(1);
+    let mut w = 1;
+    while n >= 36 {
+        n /= 36;
+        w += 1;
+    }
+    w
+}
+
+/// Shortest name length that keeps `files` names unique: "f" + base-36 index.
+pub fn min_name_len(files: u64) -> usize {
+    1 + width36(files)
+}
+
+const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+
+impl Plan {
+    /// Lay out a validated spec.
+    pub fn new(spec: &TreeSpec) -> Plan {
+        let n = spec.files;
+        let (leaves, depth, fanout, per_leaf): (u64, u32, u64, Option<u64>) = match &spec.layout {
+            Layout::Flat => (1, 0, 2, None),
+            Layout::Nested { files_per_dir, fanout, depth: Some(d) } => {
+                let _ = files_per_dir;
+                (fanout.pow(*d), *d, *fanout, None)
+            }
+            Layout::Nested { files_per_dir, fanout, depth: None } => {
+                let leaves = n.div_ceil(*files_per_dir).max(1);
+                let mut d = 0u32;
+                while fanout.saturating_pow(d) < leaves {
+                    d += 1;
+                }
+                (leaves, d, *fanout, Some(*files_per_dir))
+            }
+        };
+        // First file of leaf j: either fixed-size leaves (last one short) or an even spread.
+        let start = |j: u64| -> u64 {
+            match per_leaf {
+                Some(f) => (j * f).min(n),
+                None => ((j as u128 * n as u128) / leaves as u128) as u64,
+            }
+        };
+        let dir_width = format!("{}", fanout - 1).len();
+        let mut dirs = vec![DirNode { parent: 0, name: CString::default(), depth: 0, first_file: 0, nfiles: 0 }];
+        let mut level_start = vec![0u32];
+        let mut prev_start = 0u32;
+        for level in 1..=depth {
+            // Directories at this level: the distinct prefixes of the leaf numbers.
+            let span = fanout.pow(depth - level);
+            let count = leaves.div_ceil(span);
+            let this_start = dirs.len() as u32;
+            level_start.push(this_start);
+            for j in 0..count {
+                let name = format!("d{:0w$}", j % fanout, w = dir_width);
+                dirs.push(DirNode {
+                    parent: prev_start + (j / fanout) as u32,
+                    name: CString::new(name).expect("no NUL in generated names"),
+                    depth: level,
+                    first_file: 0,
+                    nfiles: 0,
+                });
+            }
+            prev_start = this_start;
+        }
+        level_start.push(dirs.len() as u32);
+        let leaf0 = level_start[depth as usize] as usize;
+        let mut file_units = Vec::new();
+        for j in 0..leaves {
+            let (a, b) = (start(j), start(j + 1));
+            let d = &mut dirs[leaf0 + j as usize];
+            d.first_file = a;
+            d.nfiles = b - a;
+            let mut f = a;
+            while f < b {
+                let c = (b - f).min(UNIT_FILES);
+                file_units.push(Unit { dir: (leaf0 + j as usize) as u32, first: f, count: c });
+                f += c;
+            }
+        }
+        let dir_units = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| Unit { dir: i as u32, first: d.first_file, count: d.nfiles })
+            .collect();
+        Plan {
+            dirs,
+            level_start,
+            file_units,
+            dir_units,
+            files: n,
+            name_width: width36(n),
+            name_len: spec.name_len,
+            seed: spec.seed,
+        }
+    }
+
+    pub fn depth(&self) -> usize {
+        self.level_start.len() - 2
+    }
+
+    /// Write file `index`'s name plus a NUL into `out`; returns the name length.
+    /// No allocation: this is on the hot path.
+    #[inline]
+    pub fn file_name(&self, index: u64, out: &mut [u8; NAME_BUF]) -> usize {
+        out[0] = b'f';
+        let mut v = index;
+        for i in (1..=self.name_width).rev() {
+            out[i] = ALPHABET[(v % 36) as usize];
+            v /= 36;
+        }
+        let mut rng = WyRand(hash3(self.seed, index, STREAM_NAME));
+        let mut i = 1 + self.name_width;
+        while i < self.name_len {
+            let w = rng.next_u64();
+            for k in 0..8 {
+                if i >= self.name_len {
+                    break;
+                }
+                out[i] = ALPHABET[((w >> (k * 8)) % 36) as usize];
+                i += 1;
+            }
+        }
+        out[self.name_len] = 0;
+        self.name_len
+    }
+
+    /// Directory indices from the root's child down to `dir` (the root itself excluded).
+    pub fn chain(&self, dir: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let mut d = dir;
+        while d != 0 {
+            out.push(d);
+            d = self.dirs[d as usize].parent;
+        }
+        out.reverse();
+    }
+
+    /// Path of a directory relative to the root, for messages.
+    pub fn dir_path(&self, dir: u32) -> String {
+        let mut chain = Vec::new();
+        self.chain(dir, &mut chain);
+        let parts: Vec<String> =
+            chain.iter().map(|&d| self.dirs[d as usize].name.to_string_lossy().into_owned()).collect();
+        if parts.is_empty() { ".".into() } else { parts.join("/") }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::spec::{Content, SizeDist};
+    use std::collections::HashSet;
+
+    fn spec(files: u64, layout: Layout) -> TreeSpec {
+        TreeSpec {
+            files,
+            size: SizeDist::Fixed { bytes: 1 },
+            layout,
+            name_len: 12,
+            content: Content::Zeros,
+            seed: 42,
+        }
+    }
+
+    fn name(p: &Plan, i: u64) -> String {
+        let mut b = [0u8; NAME_BUF];
+        let n = p.file_name(i, &mut b);
+        String::from_utf8(b[..n].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn flat_puts_everything_in_root() {
+        let p = Plan::new(&spec(3000, Layout::Flat));
+        assert_eq!(p.dirs.len(), 1);
+        assert_eq!(p.dirs[0].nfiles, 3000);
+        assert_eq!(p.file_units.iter().map(|u| u.count).sum::<u64>(), 3000);
+        assert!(p.file_units.iter().all(|u| u.count <= UNIT_FILES));
+    }
+
+    #[test]
+    fn nested_respects_files_per_dir_and_fanout() {
+        let p = Plan::new(&spec(10_000, Layout::Nested { files_per_dir: 100, fanout: 4, depth: None }));
+        // 100 leaves need depth 4 (4^3 = 64 < 100 <= 256)
+        assert_eq!(p.depth(), 4);
+        let leaves: Vec<_> = p.dirs.iter().filter(|d| d.nfiles > 0).collect();
+        assert_eq!(leaves.len(), 100);
+        assert!(leaves.iter().all(|d| d.nfiles == 100 && d.depth == 4));
+        // every parent precedes its child, and no directory has more than fanout children
+        let mut kids = vec![0; p.dirs.len()];
+        for (i, d) in p.dirs.iter().enumerate().skip(1) {
+            assert!((d.parent as usize) < i);
+            kids[d.parent as usize] += 1;
+        }
+        assert!(kids.iter().all(|&k| k <= 4));
+        // sibling names are unique
+        let mut seen = HashSet::new();
+        for d in p.dirs.iter().skip(1) {
+            assert!(seen.insert((d.parent, d.name.clone())));
+        }
+    }
+
+    #[test]
+    fn explicit_depth_spreads_evenly() {
+        let p = Plan::new(&spec(1000, Layout::Nested { files_per_dir: 1, fanout: 3, depth: Some(2) }));
+        let leaves: Vec<_> = p.dirs.iter().filter(|d| d.depth == 2).collect();
+        assert_eq!(leaves.len(), 9);
+        assert_eq!(leaves.iter().map(|d| d.nfiles).sum::<u64>(), 1000);
+        assert!(leaves.iter().all(|d| d.nfiles == 111 || d.nfiles == 112));
+    }
+
+    #[test]
+    fn names_unique_fixed_length_deterministic() {
+        let p = Plan::new(&spec(50_000, Layout::Flat));
+        let names: HashSet<String> = (0..50_000).map(|i| name(&p, i)).collect();
+        assert_eq!(names.len(), 50_000);
+        assert!(names.iter().all(|n| n.len() == 12 && n.starts_with('f')));
+        let q = Plan::new(&spec(50_000, Layout::Flat));
+        assert_eq!(name(&p, 777), name(&q, 777));
+        assert_eq!(min_name_len(1), 2);
+        assert_eq!(min_name_len(36), 2);
+        assert_eq!(min_name_len(37), 3);
+    }
+
+    #[test]
+    fn chain_and_path() {
+        let p = Plan::new(&spec(64, Layout::Nested { files_per_dir: 1, fanout: 4, depth: None }));
+        let last = (p.dirs.len() - 1) as u32;
+        assert_eq!(p.dir_path(last), "d3/d3/d3");
+        assert_eq!(p.dir_path(0), ".");
+    }
+}

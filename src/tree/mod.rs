@@ -1,0 +1,28 @@
+//! The shape of a data set (TreeSpec), where it goes on disk (Plan) and its bytes.
+
+pub mod content;
+pub mod layout;
+pub mod rng;
+pub mod spec;
+
+pub use layout::{Plan, Unit};
+pub use spec::{Content, Layout, SizeDist, TreeSpec};
+
+/// A spec with everything derived from it that phases need, made once per tree
+/// (outside any timed region).
+pub struct Prepared {
+    pub spec: TreeSpec,
+    pub plan: Plan,
+    pub content: content::ContentSource,
+}
+
+impl Prepared {
+    /// `direct`: file starts aligned for O_DIRECT (see [`content::ContentSource::new`]).
+    pub fn new(spec: &TreeSpec, direct: bool) -> Prepared {
+        Prepared {
+            spec: spec.clone(),
+            plan: Plan::new(spec),
+            content: content::ContentSource::new(&spec.content, spec.seed, direct),
+        }
+    }
+}
