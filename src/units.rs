@@ -52,7 +52,7 @@ pub fn fmt_size(bytes: f64) -> String {
     if u == 0 || (v - v.round()).abs() < 1e-9 {
         format!("{} {}", v.round(), UNITS[u])
     } else {
-        format!("{} {}", trim_float(v, 3), UNITS[u])
+        format!("{} {}", sig3(v), UNITS[u])
     }
 }
 
@@ -100,10 +100,6 @@ pub fn fmt_rate(per_s: f64, unit: &str) -> String {
     }
 }
 
-fn trim_float(v: f64, digits: usize) -> String {
-    let s = format!("{v:.digits$}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
 
 #[cfg(test)]
 mod tests {
@@ -143,7 +139,8 @@ mod tests {
     fn formatting() {
         assert_eq!(fmt_size(1024.0), "1 KiB");
         assert_eq!(fmt_size(64.0 * 1048576.0), "64 MiB");
-        assert_eq!(fmt_size(1536.0), "1.5 KiB");
+        assert_eq!(fmt_size(1536.0), "1.50 KiB");
+        assert_eq!(fmt_size(75326.0), "73.6 KiB");
         assert_eq!(fmt_size(100.0), "100 B");
         assert_eq!(fmt_secs(0.0031), "3.10 ms");
         assert_eq!(fmt_secs(12.345), "12.3 s");

@@ -18,7 +18,8 @@ const OUTLIER_Z: f64 = 3.5;
 /// Minimum relative distance of the first run from the median of the other
 /// runs for it to be flagged (so that a tiny-but-"significant" deviation in a
 /// very tight sample is not reported).
-const OUTLIER_REL_DIFF: f64 = 0.10;
+/// 20%: shared machines drift by ~10% between runs without any first-run effect.
+const OUTLIER_REL_DIFF: f64 = 0.20;
 
 /// Degrees of freedom from which [`t_quantile_975`] uses the asymptotic expansion.
 const ASYMPTOTIC_DF: f64 = 1000.0;
@@ -44,7 +45,7 @@ pub struct Summary {
     /// The first run is an outlier. Rule: with n >= 3, the first sample is
     /// flagged when its modified z-score (computed over all samples, see
     /// [`modified_z_scores`]) has |z| > 3.5 AND it differs from the median of
-    /// the other samples by more than 10% of that median. Some file systems
+    /// the other samples by more than 20% of that median. Some file systems
     /// (or caches) are fast, or slow, only on their first run.
     pub first_run_outlier: bool,
     /// cv > [`NOISY_CV`].
@@ -328,8 +329,8 @@ mod tests {
         // A later outlier is not a first-run outlier.
         let s = summarize(&[1.0, 1.02, 0.99, 5.0, 1.01]).expect("non-empty");
         assert!(!s.first_run_outlier);
-        // Statistically extreme but within 10% of the others: not flagged.
-        let s = summarize(&[1.05, 1.0, 1.0001, 0.9999, 1.0]).expect("non-empty");
+        // Statistically extreme but within 20% of the others: not flagged.
+        let s = summarize(&[1.15, 1.0, 1.0001, 0.9999, 1.0]).expect("non-empty");
         assert!(!s.first_run_outlier);
         // Fast first run (cold vs warm in the other direction) is flagged too.
         let s = summarize(&[0.2, 1.0, 1.02, 0.99, 1.01]).expect("non-empty");

@@ -10,7 +10,14 @@ use comfy_table::{CellAlignment, Table};
 pub fn fmt_mean_ci(mean: f64, half: Option<f64>) -> String {
     let (scale, unit) = unit_for(mean);
     match half {
-        Some(h) => format!("{} ± {} {unit}", sig3(mean * scale), sig3(h * scale)),
+        Some(h) => {
+            // The half-width gets the mean's decimals (2 significant digits if that rounds to 0).
+            let m = sig3(mean * scale);
+            let d = m.split_once('.').map_or(0, |(_, f)| f.len());
+            let hs = format!("{:.d$}", h * scale);
+            let hs = if hs.trim_start_matches(['0', '.']).is_empty() && h > 0.0 { format!("{:.2e}", h * scale) } else { hs };
+            format!("{m} ± {hs} {unit}")
+        }
         None => format!("{} {unit} (1 run)", sig3(mean * scale)),
     }
 }
@@ -189,8 +196,9 @@ mod tests {
 
     #[test]
     fn mean_ci_in_one_unit() {
-        assert_eq!(fmt_mean_ci(0.0123, Some(0.00041)), "12.3 ± 0.410 ms");
+        assert_eq!(fmt_mean_ci(0.0123, Some(0.00041)), "12.3 ± 0.4 ms");
+        assert_eq!(fmt_mean_ci(0.0123, Some(0.0123)), "12.3 ± 12.3 ms");
         assert_eq!(fmt_mean_ci(2.5, None), "2.50 s (1 run)");
-        assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.000 µs");
+        assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.0 µs");
     }
 }

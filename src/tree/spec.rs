@@ -133,7 +133,7 @@ impl SizeDist {
 
 impl fmt::Display for SizeDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let z = |b: &u64| fmt_size(*b as f64).replace(' ', "");
+        let z = |b: &u64| exact_size(*b);
         match self {
             SizeDist::Fixed { bytes } => write!(f, "{}", z(bytes)),
             SizeDist::Uniform { min, max } => write!(f, "uniform:{}-{}", z(min), z(max)),
@@ -222,6 +222,16 @@ impl TreeSpec {
     }
 }
 
+/// A size that parses back to the same number: the largest binary unit that divides it.
+fn exact_size(b: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if b != 0 && b % (1u64 << shift) == 0 {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    format!("{b}B")
+}
+
 fn cap(v: f64) -> u64 {
     if v.is_finite() { v.clamp(0.0, MAX_FILE_SIZE as f64) as u64 } else { MAX_FILE_SIZE }
 }
@@ -251,6 +261,7 @@ mod tests {
         for bad in ["uniform:2k-1k", "uniform:1k", "lognormal:1k", "lognormal:1k,x", "list:", "12XB", "2T"] {
             assert!(SizeDist::parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(SizeDist::parse("1500").unwrap().to_string(), "1500B");
         for s in ["4KiB", "uniform:1KiB-2KiB", "lognormal:16KiB,1.5", "exp:32KiB", "list:1B,2B"] {
             assert_eq!(SizeDist::parse(s).unwrap().to_string(), s);
         }
