@@ -43,14 +43,21 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut want = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if !ops::OP_NAMES.contains(&p) {
-            return Err(Error::bad("--ops", format!("unknown op '{p}' (known: {})", ops::OP_NAMES.join(", "))));
+            return Err(Error::bad(
+                "--ops",
+                format!("unknown op '{p}' (known: {})", ops::OP_NAMES.join(", ")),
+            ));
         }
         want.push(p.to_string());
     }
     if want.is_empty() {
         return Err(Error::bad("--ops", "no op given"));
     }
-    Ok(ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect())
+    Ok(ops::OP_NAMES
+        .iter()
+        .filter(|n| want.iter().any(|w| w == *n))
+        .map(|s| s.to_string())
+        .collect())
 }
 
 /// Check the target before anything is created: exists, is a directory, writable,
@@ -59,17 +66,35 @@ pub fn check_target(target: &std::path::Path, trees: &[TreeSpec]) -> Result<Targ
     let md = std::fs::metadata(target)
         .map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
     if !md.is_dir() {
-        return Err(Error::bad("--target", format!("{} is not a directory", target.display())));
+        return Err(Error::bad(
+            "--target",
+            format!("{} is not a directory", target.display()),
+        ));
     }
     let info = TargetInfo::probe("target", target)
         .map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
     if info.read_only {
-        return Err(Error::bad("--target", format!("{} is on a read-only file system", target.display())));
+        return Err(Error::bad(
+            "--target",
+            format!("{} is on a read-only file system", target.display()),
+        ));
     }
-    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_err() {
-        return Err(Error::bad("--target", format!("{} is not writable", target.display())));
+    if rustix::fs::access(
+        target,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_err()
+    {
+        return Err(Error::bad(
+            "--target",
+            format!("{} is not writable", target.display()),
+        ));
     }
-    let need = trees.iter().map(|t| estimate_space(&info, t)).max().unwrap_or(0);
+    let need = trees
+        .iter()
+        .map(|t| estimate_space(&info, t))
+        .max()
+        .unwrap_or(0);
     if need > info.free_bytes {
         return Err(Error::bad(
             "--target",
@@ -89,7 +114,9 @@ pub fn check_target(target: &std::path::Path, trees: &[TreeSpec]) -> Result<Targ
 pub fn estimate_space(info: &TargetInfo, spec: &TreeSpec) -> u64 {
     let files: u64 = match &spec.size {
         crate::tree::SizeDist::Fixed { bytes } => info.allocated(*bytes) * spec.files,
-        d => (0..spec.files).map(|i| info.allocated(d.size_of(spec.seed, i))).sum(),
+        d => (0..spec.files)
+            .map(|i| info.allocated(d.size_of(spec.seed, i)))
+            .sum(),
     };
     let dirs = Plan::new(spec).dirs.len() as u64 * info.block_size;
     (files + dirs) / 10 * 11
@@ -97,7 +124,9 @@ pub fn estimate_space(info: &TargetInfo, spec: &TreeSpec) -> u64 {
 
 fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
     match name {
-        "create" => Box::new(ops::Create { opts: create.clone() }),
+        "create" => Box::new(ops::Create {
+            opts: create.clone(),
+        }),
         "stat" => Box::new(ops::Stat),
         "list" => Box::new(ops::List),
         "read" => Box::new(ops::Read),
@@ -117,7 +146,8 @@ enum Stop {
 pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     signals::install();
     for t in &cfg.trees {
-        t.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+        t.validate()
+            .map_err(|(flag, reason)| Error::bad(flag, reason))?;
     }
     let info = check_target(&cfg.target, &cfg.trees)?;
     let rundir = RunDir::create(&cfg.target, cfg.keep)?;
@@ -134,8 +164,15 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     };
     let mut rs = ResultSet::new(provenance, experiment, vec![info.clone()]);
     let progress = Progress::new(cfg.quiet);
-    let prepared: Vec<Prepared> = cfg.trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
-    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
+    let prepared: Vec<Prepared> = cfg
+        .trees
+        .iter()
+        .map(|t| Prepared::new(t, cfg.create.direct))
+        .collect();
+    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES
+        .iter()
+        .map(|n| op_by_name(n, &cfg.create))
+        .collect();
     let settings = PhaseSettings {
         threads: cfg.threads,
         portion_files: cfg.portion_files,
@@ -144,7 +181,8 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     let save = |rs: &mut ResultSet| -> Result<()> {
         rs.derive();
         if let Some(p) = &cfg.json {
-            json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
+            json::write_atomic(p, rs)
+                .map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(())
     };
@@ -155,7 +193,11 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         let run = pass.saturating_sub(cfg.warmup) + 1;
         for tree in &prepared {
             let (spec, plan) = (&tree.spec, &tree.plan);
-            let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
+            let label = if recorded {
+                format!("run {run}/{}", cfg.runs)
+            } else {
+                format!("warmup {}", pass + 1)
+            };
             progress.message(format!("{} · {label}", spec.key()));
             let (done, stop) = run_tree(&rundir, tree, &cfg.ops, &all_ops, &settings, &progress);
             if recorded {
@@ -189,7 +231,10 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
                     progress.finish();
                     save(&mut rs)?;
                     drop(rundir);
-                    let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
+                    let saved = cfg
+                        .json
+                        .as_ref()
+                        .map(|p| format!("; finished measurements saved to {}", p.display()));
                     return Err(Error::failed(format!(
                         "{msg} (target {}, {}, {}{})",
                         info.path.display(),
@@ -204,15 +249,17 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     progress.finish();
     rs.complete = true;
     save(&mut rs)?;
-    if let Err(e) = rundir.remove() {
-        if !cfg.keep {
-            return Err(Error::failed(format!("cannot remove run directory {}: {e}", rundir.path.display())));
-        }
-    }
     let mut rundir = rundir;
-    rundir.set_keep(true); // removed above (or kept on purpose): nothing left for drop
     if cfg.keep {
         eprintln!("manyfiles: kept run directory {}", rundir.path.display());
+    } else {
+        rundir.remove().map_err(|e| {
+            Error::failed(format!(
+                "cannot remove run directory {}: {e}",
+                rundir.path.display()
+            ))
+        })?;
+        rundir.set_keep(true); // removed: nothing left for drop
     }
     Ok(rs)
 }
@@ -234,11 +281,24 @@ fn run_tree(
     const ROOT: &std::ffi::CStr = c"tree";
     let mut done = Vec::new();
     if let Err(e) = mkdirat(rundir.fd(), ROOT, Mode::from_raw_mode(0o755)) {
-        return (done, Some(Stop::Failed(format!("cannot create the tree root: {e}"))));
+        return (
+            done,
+            Some(Stop::Failed(format!("cannot create the tree root: {e}"))),
+        );
     }
-    let root = match openat(rundir.fd(), ROOT, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW, Mode::empty()) {
+    let root = match openat(
+        rundir.fd(),
+        ROOT,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
+        Mode::empty(),
+    ) {
         Ok(fd) => fd,
-        Err(e) => return (done, Some(Stop::Failed(format!("cannot open the tree root: {e}")))),
+        Err(e) => {
+            return (
+                done,
+                Some(Stop::Failed(format!("cannot open the tree root: {e}"))),
+            );
+        }
     };
     for op in all_ops {
         let name = op.name();
@@ -248,7 +308,10 @@ fn run_tree(
         }
         let r = run_phase(op.as_ref(), tree, root.as_fd(), settings, progress);
         let stop = if let Some(f) = &r.failed {
-            Some(Stop::Failed(format!("{name} failed after {} of {} files: {f}", r.files, tree.plan.files)))
+            Some(Stop::Failed(format!(
+                "{name} failed after {} of {} files: {f}",
+                r.files, tree.plan.files
+            )))
         } else if r.interrupted {
             Some(Stop::Signal(signals::pending()))
         } else if !timed && r.errors > 0 {
@@ -269,7 +332,10 @@ fn run_tree(
     }
     drop(root);
     if let Err(e) = unlinkat(rundir.fd(), ROOT, AtFlags::REMOVEDIR) {
-        return (done, Some(Stop::Failed(format!("cannot remove the tree root: {e}"))));
+        return (
+            done,
+            Some(Stop::Failed(format!("cannot remove the tree root: {e}"))),
+        );
     }
     (done, None)
 }

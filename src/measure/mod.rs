@@ -101,7 +101,11 @@ pub fn portions_from_points(mut points: Vec<(u64, f64)>, total: u64, end_s: f64)
         if f <= last_f && !(out.is_empty() && f == 0 && total == 0) {
             continue;
         }
-        out.push(Portion { files: f - last_f, elapsed_s: (t - last_t).max(0.0), end_files: f });
+        out.push(Portion {
+            files: f - last_f,
+            elapsed_s: (t - last_t).max(0.0),
+            end_files: f,
+        });
         last_f = f;
         last_t = t;
     }

@@ -37,7 +37,11 @@ impl Op for Delete {
             w,
             (1..n).rev(),
             |w, parent, d| {
-                unlinkat(parent, w.shared.plan.dirs[d as usize].name.as_c_str(), AtFlags::REMOVEDIR)?;
+                unlinkat(
+                    parent,
+                    w.shared.plan.dirs[d as usize].name.as_c_str(),
+                    AtFlags::REMOVEDIR,
+                )?;
                 w.dirs += 1;
                 Ok(())
             },

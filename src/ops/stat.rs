@@ -22,7 +22,12 @@ impl Op for Stat {
             w,
             1..n,
             |w, parent, d| {
-                statx(parent, w.shared.plan.dirs[d as usize].name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW, FIELDS)?;
+                statx(
+                    parent,
+                    w.shared.plan.dirs[d as usize].name.as_c_str(),
+                    AtFlags::SYMLINK_NOFOLLOW,
+                    FIELDS,
+                )?;
                 w.dirs += 1;
                 Ok(())
             },
@@ -40,7 +45,12 @@ impl Op for Stat {
                 return;
             }
             let t0 = Instant::now();
-            match statx(dir.as_fd(), w.file_name(i), AtFlags::SYMLINK_NOFOLLOW, FIELDS) {
+            match statx(
+                dir.as_fd(),
+                w.file_name(i),
+                AtFlags::SYMLINK_NOFOLLOW,
+                FIELDS,
+            ) {
                 Ok(_) => w.done(t0, 0),
                 Err(e) => w.error("stat", u.dir, Some(i), e, 1),
             }

@@ -84,7 +84,11 @@ pub struct ModelRow {
 }
 
 impl ResultSet {
-    pub fn new(provenance: Provenance, experiment: ExperimentInfo, targets: Vec<TargetInfo>) -> ResultSet {
+    pub fn new(
+        provenance: Provenance,
+        experiment: ExperimentInfo,
+        targets: Vec<TargetInfo>,
+    ) -> ResultSet {
         ResultSet {
             schema: SCHEMA,
             provenance,
@@ -116,10 +120,17 @@ impl ResultSet {
             let ms: Vec<&Measurement> = self
                 .measurements
                 .iter()
-                .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
+                .filter(|m| {
+                    &m.target == target
+                        && &m.op == op
+                        && &m.tree_key == tree_key
+                        && m.result.complete()
+                })
                 .collect();
             let raw: Vec<f64> = ms.iter().map(|m| m.result.elapsed_s).collect();
-            let Some(stats) = stats::summarize(&raw) else { continue };
+            let Some(stats) = stats::summarize(&raw) else {
+                continue;
+            };
             let label = format!("{op} on {tree_key} ({target})");
             if stats.first_run_outlier {
                 self.warnings.push(format!(
@@ -168,7 +179,11 @@ impl ResultSet {
             }
             let points: Vec<Point> = ms
                 .iter()
-                .map(|m| Point { files: m.tree_files as f64, bytes: m.tree_bytes as f64, seconds: m.result.elapsed_s })
+                .map(|m| Point {
+                    files: m.tree_files as f64,
+                    bytes: m.tree_bytes as f64,
+                    seconds: m.result.elapsed_s,
+                })
                 .collect();
             if let Some(model) = model::fit(&points) {
                 let lo = ms.iter().map(|m| m.tree_files).min().unwrap_or(0);
@@ -179,7 +194,12 @@ impl ResultSet {
                         sig3(model.r2)
                     ));
                 }
-                self.models.push(ModelRow { target, op, files_range: [lo, hi], model });
+                self.models.push(ModelRow {
+                    target,
+                    op,
+                    files_range: [lo, hi],
+                    model,
+                });
             }
         }
         for m in &self.measurements {

@@ -15,7 +15,11 @@ pub fn fmt_mean_ci(mean: f64, half: Option<f64>) -> String {
             let m = sig3(mean * scale);
             let d = m.split_once('.').map_or(0, |(_, f)| f.len());
             let hs = format!("{:.d$}", h * scale);
-            let hs = if hs.trim_start_matches(['0', '.']).is_empty() && h > 0.0 { format!("{:.2e}", h * scale) } else { hs };
+            let hs = if hs.trim_start_matches(['0', '.']).is_empty() && h > 0.0 {
+                format!("{:.2e}", h * scale)
+            } else {
+                hs
+            };
             format!("{m} ± {hs} {unit}")
         }
         None => format!("{} {unit} (1 run)", sig3(mean * scale)),
@@ -49,6 +53,33 @@ fn right_align(t: &mut Table, from: usize) {
     }
 }
 
+/// First line: what was run where.
+pub fn title(rs: &ResultSet) -> String {
+    let e = &rs.experiment;
+    let files: Vec<u64> = rs.summaries.iter().map(|s| s.tree_files).collect();
+    let trees = match (files.iter().min(), files.iter().max()) {
+        (Some(lo), Some(hi)) if lo != hi => format!(
+            "{} split into {lo} … {hi} files",
+            fmt_size(rs.summaries.first().map_or(0, |s| s.tree_bytes) as f64)
+        ),
+        _ => rs
+            .summaries
+            .first()
+            .map(|s| s.tree_key.clone())
+            .unwrap_or_default(),
+    };
+    let target = rs
+        .targets
+        .first()
+        .map(|t| format!("{} ({})", t.path.display(), t.fs_type))
+        .unwrap_or_default();
+    format!(
+        "manyfiles {}: {trees} · ops {} · target {target}",
+        e.name,
+        e.ops.join(", ")
+    )
+}
+
 /// Ladder: one row per tree (file count), one column per op.
 pub fn ladder(rs: &ResultSet) -> String {
     let ops = &rs.experiment.ops;
@@ -62,7 +93,10 @@ pub fn ladder(rs: &ResultSet) -> String {
         }
     }
     for (key, files, bytes) in trees {
-        let mut row = vec![files.to_string(), fmt_size(bytes as f64 / files.max(1) as f64)];
+        let mut row = vec![
+            files.to_string(),
+            fmt_size(bytes as f64 / files.max(1) as f64),
+        ];
         for op in ops {
             let cell = rs
                 .summaries
@@ -84,9 +118,16 @@ pub fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let mut t = new_table(
-        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "break-even file size", "R²", "points"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "op",
+            "per file (± s.e.)",
+            "bandwidth (± s.e.)",
+            "break-even file size",
+            "R²",
+            "points",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     for m in &rs.models {
         let c = &m.model;
@@ -103,8 +144,18 @@ pub fn models(rs: &ResultSet) -> String {
             }
             None => "not resolved".into(),
         };
-        let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
-        t.add_row(vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()]);
+        let be = c
+            .break_even_bytes
+            .map(fmt_size)
+            .unwrap_or_else(|| "—".into());
+        t.add_row(vec![
+            m.op.clone(),
+            per_file,
+            bw,
+            be,
+            sig3(c.r2),
+            c.n.to_string(),
+        ]);
     }
     right_align(&mut t, 1);
     format!(
@@ -116,9 +167,18 @@ pub fn models(rs: &ResultSet) -> String {
 /// One tree, several ops: detail per op.
 pub fn ops_detail(rs: &ResultSet) -> String {
     let mut t = new_table(
-        ["op", "tree", "mean ± 95% CI", "median", "min … max", "CV", "rate (at the mean)", "latency p50 / p99"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "op",
+            "tree",
+            "mean ± 95% CI",
+            "median",
+            "min … max",
+            "CV",
+            "rate (at the mean)",
+            "latency p50 / p99",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     for s in &rs.summaries {
         let st = &s.stats;
@@ -128,7 +188,10 @@ pub fn ops_detail(rs: &ResultSet) -> String {
             let files_rate = s.tree_files as f64 / st.mean_s;
             let mut r = format!("{} files/s", sig3(files_rate));
             if s.op == "create" || s.op == "read" {
-                r.push_str(&format!(", {} MiB/s", sig3(s.tree_bytes as f64 / st.mean_s / 1048576.0)));
+                r.push_str(&format!(
+                    ", {} MiB/s",
+                    sig3(s.tree_bytes as f64 / st.mean_s / 1048576.0)
+                ));
             }
             r
         } else {
@@ -139,8 +202,14 @@ pub fn ops_detail(rs: &ResultSet) -> String {
             s.tree_key.clone(),
             fmt_mean_ci(st.mean_s, st.ci_half_width()),
             format!("{} {unit}", sig3(st.median_s * scale)),
-            format!("{} … {} {unit}", sig3(st.min_s * scale), sig3(st.max_s * scale)),
-            st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into()),
+            format!(
+                "{} … {} {unit}",
+                sig3(st.min_s * scale),
+                sig3(st.max_s * scale)
+            ),
+            st.cv
+                .map(|c| format!("{}%", sig3(c * 100.0)))
+                .unwrap_or_else(|| "—".into()),
             rate,
             lat,
         ]);
@@ -152,7 +221,11 @@ pub fn ops_detail(rs: &ResultSet) -> String {
 fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
     let mut p50: Vec<f64> = Vec::new();
     let mut p99 = 0.0f64;
-    for m in rs.measurements.iter().filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete()) {
+    for m in rs
+        .measurements
+        .iter()
+        .filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete())
+    {
         p50.push(m.result.latency_us.p50);
         p99 = p99.max(m.result.latency_us.p99);
     }

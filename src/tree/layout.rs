@@ -68,11 +68,19 @@ impl Plan {
         let n = spec.files;
         let (leaves, depth, fanout, per_leaf): (u64, u32, u64, Option<u64>) = match &spec.layout {
             Layout::Flat => (1, 0, 2, None),
-            Layout::Nested { files_per_dir, fanout, depth: Some(d) } => {
+            Layout::Nested {
+                files_per_dir,
+                fanout,
+                depth: Some(d),
+            } => {
                 let _ = files_per_dir;
                 (fanout.pow(*d), *d, *fanout, None)
             }
-            Layout::Nested { files_per_dir, fanout, depth: None } => {
+            Layout::Nested {
+                files_per_dir,
+                fanout,
+                depth: None,
+            } => {
                 let leaves = n.div_ceil(*files_per_dir).max(1);
                 let mut d = 0u32;
                 while fanout.saturating_pow(d) < leaves {
@@ -89,7 +97,13 @@ impl Plan {
             }
         };
         let dir_width = format!("{}", fanout - 1).len();
-        let mut dirs = vec![DirNode { parent: 0, name: CString::default(), depth: 0, first_file: 0, nfiles: 0 }];
+        let mut dirs = vec![DirNode {
+            parent: 0,
+            name: CString::default(),
+            depth: 0,
+            first_file: 0,
+            nfiles: 0,
+        }];
         let mut level_start = vec![0u32];
         let mut prev_start = 0u32;
         for level in 1..=depth {
@@ -121,14 +135,22 @@ impl Plan {
             let mut f = a;
             while f < b {
                 let c = (b - f).min(UNIT_FILES);
-                file_units.push(Unit { dir: (leaf0 + j as usize) as u32, first: f, count: c });
+                file_units.push(Unit {
+                    dir: (leaf0 + j as usize) as u32,
+                    first: f,
+                    count: c,
+                });
                 f += c;
             }
         }
         let dir_units = dirs
             .iter()
             .enumerate()
-            .map(|(i, d)| Unit { dir: i as u32, first: d.first_file, count: d.nfiles })
+            .map(|(i, d)| Unit {
+                dir: i as u32,
+                first: d.first_file,
+                count: d.nfiles,
+            })
             .collect();
         Plan {
             dirs,
@@ -187,9 +209,15 @@ impl Plan {
     pub fn dir_path(&self, dir: u32) -> String {
         let mut chain = Vec::new();
         self.chain(dir, &mut chain);
-        let parts: Vec<String> =
-            chain.iter().map(|&d| self.dirs[d as usize].name.to_string_lossy().into_owned()).collect();
-        if parts.is_empty() { ".".into() } else { parts.join("/") }
+        let parts: Vec<String> = chain
+            .iter()
+            .map(|&d| self.dirs[d as usize].name.to_string_lossy().into_owned())
+            .collect();
+        if parts.is_empty() {
+            ".".into()
+        } else {
+            parts.join("/")
+        }
     }
 }
 
@@ -227,7 +255,14 @@ mod tests {
 
     #[test]
     fn nested_respects_files_per_dir_and_fanout() {
-        let p = Plan::new(&spec(10_000, Layout::Nested { files_per_dir: 100, fanout: 4, depth: None }));
+        let p = Plan::new(&spec(
+            10_000,
+            Layout::Nested {
+                files_per_dir: 100,
+                fanout: 4,
+                depth: None,
+            },
+        ));
         // 100 leaves need depth 4 (4^3 = 64 < 100 <= 256)
         assert_eq!(p.depth(), 4);
         let leaves: Vec<_> = p.dirs.iter().filter(|d| d.nfiles > 0).collect();
@@ -249,7 +284,14 @@ mod tests {
 
     #[test]
     fn explicit_depth_spreads_evenly() {
-        let p = Plan::new(&spec(1000, Layout::Nested { files_per_dir: 1, fanout: 3, depth: Some(2) }));
+        let p = Plan::new(&spec(
+            1000,
+            Layout::Nested {
+                files_per_dir: 1,
+                fanout: 3,
+                depth: Some(2),
+            },
+        ));
         let leaves: Vec<_> = p.dirs.iter().filter(|d| d.depth == 2).collect();
         assert_eq!(leaves.len(), 9);
         assert_eq!(leaves.iter().map(|d| d.nfiles).sum::<u64>(), 1000);
@@ -271,7 +313,14 @@ mod tests {
 
     #[test]
     fn chain_and_path() {
-        let p = Plan::new(&spec(64, Layout::Nested { files_per_dir: 1, fanout: 4, depth: None }));
+        let p = Plan::new(&spec(
+            64,
+            Layout::Nested {
+                files_per_dir: 1,
+                fanout: 4,
+                depth: None,
+            },
+        ));
         let last = (p.dirs.len() - 1) as u32;
         assert_eq!(p.dir_path(last), "d3/d3/d3");
         assert_eq!(p.dir_path(0), ".");

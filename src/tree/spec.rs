@@ -28,15 +28,27 @@ pub struct TreeSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum SizeDist {
-    Fixed { bytes: u64 },
+    Fixed {
+        bytes: u64,
+    },
     /// Uniform in [min, max].
-    Uniform { min: u64, max: u64 },
+    Uniform {
+        min: u64,
+        max: u64,
+    },
     /// exp(N(ln median, sigma²)), capped at MAX_FILE_SIZE.
-    Lognormal { median: u64, sigma: f64 },
+    Lognormal {
+        median: u64,
+        sigma: f64,
+    },
     /// Exponential with the given mean, capped at MAX_FILE_SIZE.
-    Exponential { mean: u64 },
+    Exponential {
+        mean: u64,
+    },
     /// File i gets list[i % len].
-    List { sizes: Vec<u64> },
+    List {
+        sizes: Vec<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,7 +59,11 @@ pub enum Layout {
     /// Files in leaf directories of a tree with `fanout` children per directory.
     /// Without `depth`, the depth is the smallest that gives each leaf at most
     /// `files_per_dir` files; with it, files spread evenly over fanout^depth leaves.
-    Nested { files_per_dir: u64, fanout: u64, depth: Option<u32> },
+    Nested {
+        files_per_dir: u64,
+        fanout: u64,
+        depth: Option<u32>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,7 +74,9 @@ pub enum Content {
     Random,
     /// Compresses about `ratio`:1: in every 4 KiB block, the first 4096/ratio bytes are
     /// random and the rest zeros (the scheme fio's buffer_compress_percentage uses).
-    Compressible { ratio: f64 },
+    Compressible {
+        ratio: f64,
+    },
 }
 
 impl SizeDist {
@@ -86,26 +104,43 @@ impl SizeDist {
     /// Parse `4k` (fixed), `uniform:1k-64k`, `lognormal:16k,1.5`, `exp:32k`, `list:1k,4k,1M`.
     pub fn parse(s: &str) -> Result<SizeDist, String> {
         let d = if let Some(r) = s.strip_prefix("uniform:") {
-            let (a, b) = r.split_once('-').ok_or_else(|| format!("'{s}': expected uniform:MIN-MAX, e.g. uniform:1k-64k"))?;
+            let (a, b) = r
+                .split_once('-')
+                .ok_or_else(|| format!("'{s}': expected uniform:MIN-MAX, e.g. uniform:1k-64k"))?;
             let (min, max) = (parse_size(a)?, parse_size(b)?);
             if min > max {
                 return Err(format!("'{s}': MIN is larger than MAX"));
             }
             SizeDist::Uniform { min, max }
         } else if let Some(r) = s.strip_prefix("lognormal:") {
-            let (m, sg) = r.split_once(',').ok_or_else(|| format!("'{s}': expected lognormal:MEDIAN,SIGMA, e.g. lognormal:16k,1.5"))?;
-            let sigma: f64 = sg.trim().parse().map_err(|_| format!("'{s}': SIGMA '{sg}' is not a number"))?;
+            let (m, sg) = r.split_once(',').ok_or_else(|| {
+                format!("'{s}': expected lognormal:MEDIAN,SIGMA, e.g. lognormal:16k,1.5")
+            })?;
+            let sigma: f64 = sg
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}': SIGMA '{sg}' is not a number"))?;
             if !(sigma.is_finite() && sigma >= 0.0 && sigma <= 10.0) {
                 return Err(format!("'{s}': SIGMA must be between 0 and 10"));
             }
-            SizeDist::Lognormal { median: parse_size(m)?, sigma }
+            SizeDist::Lognormal {
+                median: parse_size(m)?,
+                sigma,
+            }
         } else if let Some(r) = s.strip_prefix("exp:") {
-            SizeDist::Exponential { mean: parse_size(r)? }
+            SizeDist::Exponential {
+                mean: parse_size(r)?,
+            }
         } else if let Some(r) = s.strip_prefix("list:") {
-            let sizes = r.split(',').map(parse_size).collect::<Result<Vec<_>, _>>()?;
+            let sizes = r
+                .split(',')
+                .map(parse_size)
+                .collect::<Result<Vec<_>, _>>()?;
             SizeDist::List { sizes }
         } else {
-            SizeDist::Fixed { bytes: parse_size(s)? }
+            SizeDist::Fixed {
+                bytes: parse_size(s)?,
+            }
         };
         d.check()?;
         Ok(d)
@@ -125,7 +160,10 @@ impl SizeDist {
             }
         };
         if biggest > MAX_FILE_SIZE {
-            return Err(format!("file size {} is larger than the 1 TiB limit", fmt_size(biggest as f64)));
+            return Err(format!(
+                "file size {} is larger than the 1 TiB limit",
+                fmt_size(biggest as f64)
+            ));
         }
         Ok(())
     }
@@ -140,7 +178,11 @@ impl fmt::Display for SizeDist {
             SizeDist::Lognormal { median, sigma } => write!(f, "lognormal:{},{sigma}", z(median)),
             SizeDist::Exponential { mean } => write!(f, "exp:{}", z(mean)),
             SizeDist::List { sizes } => {
-                write!(f, "list:{}", sizes.iter().map(z).collect::<Vec<_>>().join(","))
+                write!(
+                    f,
+                    "list:{}",
+                    sizes.iter().map(z).collect::<Vec<_>>().join(",")
+                )
             }
         }
     }
@@ -153,10 +195,12 @@ impl Content {
             "zeros" | "zero" => Ok(Content::Zeros),
             "random" => Ok(Content::Random),
             _ => {
-                let r = s
-                    .strip_prefix("compressible:")
-                    .ok_or_else(|| format!("'{s}': expected zeros, random or compressible:RATIO"))?;
-                let ratio: f64 = r.parse().map_err(|_| format!("'{s}': RATIO '{r}' is not a number"))?;
+                let r = s.strip_prefix("compressible:").ok_or_else(|| {
+                    format!("'{s}': expected zeros, random or compressible:RATIO")
+                })?;
+                let ratio: f64 = r
+                    .parse()
+                    .map_err(|_| format!("'{s}': RATIO '{r}' is not a number"))?;
                 if !(ratio.is_finite() && (1.0..=4096.0).contains(&ratio)) {
                     return Err(format!("'{s}': RATIO must be between 1 and 4096"));
                 }
@@ -182,7 +226,12 @@ impl TreeSpec {
         if self.files == 0 {
             return Err(("--files", "must be at least 1".into()));
         }
-        if let Layout::Nested { files_per_dir, fanout, depth } = &self.layout {
+        if let Layout::Nested {
+            files_per_dir,
+            fanout,
+            depth,
+        } = &self.layout
+        {
             if *files_per_dir == 0 {
                 return Err(("--files-per-dir", "must be at least 1".into()));
             }
@@ -194,7 +243,10 @@ impl TreeSpec {
                     return Err(("--depth", "must be at most 64".into()));
                 }
                 if (*fanout as f64).powi(*d as i32) > 100_000_000.0 {
-                    return Err(("--depth", format!("{fanout}^{d} leaf directories is more than 100 million")));
+                    return Err((
+                        "--depth",
+                        format!("{fanout}^{d} leaf directories is more than 100 million"),
+                    ));
                 }
             }
         }
@@ -202,7 +254,10 @@ impl TreeSpec {
         if self.name_len < min_name || self.name_len > 255 {
             return Err((
                 "--name-len",
-                format!("must be between {min_name} and 255 for {} files (names must be unique)", self.files),
+                format!(
+                    "must be between {min_name} and 255 for {} files (names must be unique)",
+                    self.files
+                ),
             ));
         }
         Ok(())
@@ -233,7 +288,11 @@ fn exact_size(b: u64) -> String {
 }
 
 fn cap(v: f64) -> u64 {
-    if v.is_finite() { v.clamp(0.0, MAX_FILE_SIZE as f64) as u64 } else { MAX_FILE_SIZE }
+    if v.is_finite() {
+        v.clamp(0.0, MAX_FILE_SIZE as f64) as u64
+    } else {
+        MAX_FILE_SIZE
+    }
 }
 
 /// Standard normal draw for file `index` (Box–Muller on two independent hashes).
@@ -250,19 +309,53 @@ mod tests {
 
     #[test]
     fn parse_dists() {
-        assert_eq!(SizeDist::parse("4k").unwrap(), SizeDist::Fixed { bytes: 4096 });
-        assert_eq!(SizeDist::parse("uniform:1k-2k").unwrap(), SizeDist::Uniform { min: 1024, max: 2048 });
+        assert_eq!(
+            SizeDist::parse("4k").unwrap(),
+            SizeDist::Fixed { bytes: 4096 }
+        );
+        assert_eq!(
+            SizeDist::parse("uniform:1k-2k").unwrap(),
+            SizeDist::Uniform {
+                min: 1024,
+                max: 2048
+            }
+        );
         assert_eq!(
             SizeDist::parse("lognormal:16k,1.5").unwrap(),
-            SizeDist::Lognormal { median: 16384, sigma: 1.5 }
+            SizeDist::Lognormal {
+                median: 16384,
+                sigma: 1.5
+            }
         );
-        assert_eq!(SizeDist::parse("exp:32k").unwrap(), SizeDist::Exponential { mean: 32768 });
-        assert_eq!(SizeDist::parse("list:1,2,3").unwrap(), SizeDist::List { sizes: vec![1, 2, 3] });
-        for bad in ["uniform:2k-1k", "uniform:1k", "lognormal:1k", "lognormal:1k,x", "list:", "12XB", "2T"] {
+        assert_eq!(
+            SizeDist::parse("exp:32k").unwrap(),
+            SizeDist::Exponential { mean: 32768 }
+        );
+        assert_eq!(
+            SizeDist::parse("list:1,2,3").unwrap(),
+            SizeDist::List {
+                sizes: vec![1, 2, 3]
+            }
+        );
+        for bad in [
+            "uniform:2k-1k",
+            "uniform:1k",
+            "lognormal:1k",
+            "lognormal:1k,x",
+            "list:",
+            "12XB",
+            "2T",
+        ] {
             assert!(SizeDist::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(SizeDist::parse("1500").unwrap().to_string(), "1500B");
-        for s in ["4KiB", "uniform:1KiB-2KiB", "lognormal:16KiB,1.5", "exp:32KiB", "list:1B,2B"] {
+        for s in [
+            "4KiB",
+            "uniform:1KiB-2KiB",
+            "lognormal:16KiB,1.5",
+            "exp:32KiB",
+            "list:1B,2B",
+        ] {
             assert_eq!(SizeDist::parse(s).unwrap().to_string(), s);
         }
     }
@@ -280,7 +373,10 @@ mod tests {
     #[test]
     fn lognormal_median_and_exponential_mean() {
         let n = 20_000u64;
-        let ln = SizeDist::Lognormal { median: 10_000, sigma: 1.0 };
+        let ln = SizeDist::Lognormal {
+            median: 10_000,
+            sigma: 1.0,
+        };
         let mut v: Vec<u64> = (0..n).map(|i| ln.size_of(1, i)).collect();
         v.sort();
         let med = v[v.len() / 2] as f64;
@@ -293,7 +389,10 @@ mod tests {
     #[test]
     fn content_parse() {
         assert_eq!(Content::parse("zeros").unwrap(), Content::Zeros);
-        assert_eq!(Content::parse("compressible:2").unwrap(), Content::Compressible { ratio: 2.0 });
+        assert_eq!(
+            Content::parse("compressible:2").unwrap(),
+            Content::Compressible { ratio: 2.0 }
+        );
         assert!(Content::parse("compressible:0.5").is_err());
         assert!(Content::parse("rand").is_err());
     }
