@@ -63,12 +63,8 @@ pub struct LadderArgs {
 
 #[derive(Args, Debug)]
 pub struct OpsArgs {
-    /// Number of files
-    #[arg(long, default_value = "10000", value_parser = parse_count)]
-    pub files: u64,
-    /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
-    #[arg(long, default_value = "4k")]
-    pub size: String,
+    #[command(flatten)]
+    pub tree: TreeSizeArgs,
     /// Ops to time, comma separated, run in this order: create, stat, list, read, delete
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
@@ -85,12 +81,8 @@ pub struct GenArgs {
     /// Directory to write into: new, empty, or made by an earlier `manyfiles gen`
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// Number of files
-    #[arg(long, default_value = "1000", value_parser = parse_count)]
-    pub files: u64,
-    /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
-    #[arg(long, default_value = "4k")]
-    pub size: String,
+    #[command(flatten)]
+    pub tree: TreeSizeArgs,
     /// Worker threads (default: available cores)
     #[arg(long)]
     pub threads: Option<usize>,
@@ -101,6 +93,16 @@ pub struct GenArgs {
     pub shape: ShapeArgs,
     #[command(flatten)]
     pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct TreeSizeArgs {
+    /// Number of files
+    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    pub files: u64,
+    /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
+    #[arg(long, default_value = "4k")]
+    pub size: String,
 }
 
 #[derive(Args, Debug)]
@@ -177,6 +179,12 @@ fn threads(t: Option<usize>) -> Result<usize> {
         None => Ok(std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)),
+    }
+}
+
+impl TreeSizeArgs {
+    fn size(&self) -> Result<SizeDist> {
+        SizeDist::parse(&self.size).map_err(|e| Error::bad("--size", e))
     }
 }
 
@@ -305,17 +313,15 @@ pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeEx
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
-    let spec = a.shape.spec(a.files, size)?;
+    let spec = a.shape.spec(a.tree.files, a.tree.size()?)?;
     a.run
         .experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
 }
 
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
-    let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
     Ok(GenConfig {
         dir: a.dir.clone(),
-        spec: a.shape.spec(a.files, size)?,
+        spec: a.shape.spec(a.tree.files, a.tree.size()?)?,
         create: a.write.options()?,
         threads: threads(a.threads)?,
         quiet: a.quiet,

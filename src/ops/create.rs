@@ -1,12 +1,11 @@
 //! create: mkdir every directory, then open/write/close every file.
 
-use super::{Op, Worker, for_each_dir_in_parent};
+use super::{Op, Worker, for_each_dir_in_parent, for_each_file};
 use crate::tree::Unit;
 use rustix::fd::AsFd;
 use rustix::fs::{Mode, OFlags, fcntl_setfl, fsync, mkdirat, openat, syncfs};
 use rustix::io::{Errno, write};
 use serde::{Deserialize, Serialize};
-use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -83,28 +82,17 @@ impl Op for Create {
     }
 
     fn unit(&self, w: &mut Worker, u: Unit) {
-        let dir = match w.open_dir(u.dir) {
-            Ok(fd) => fd,
-            Err(e) => return w.error("create", u.dir, None, e, u.count),
-        };
         let mut flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         if self.opts.direct {
             flags |= OFlags::DIRECT;
         }
-        let spec = w.shared.spec;
-        for i in u.first..u.first + u.count {
-            if w.stopping() {
-                return;
-            }
+        let dir = for_each_file(w, "create", u, |w, dir, i| {
+            let spec = w.shared.spec;
             let size = spec.size.size_of(spec.seed, i);
-            let t0 = Instant::now();
-            match self.write_file(w, dir.as_fd(), i, size, flags) {
-                Ok(()) => w.done(t0, size),
-                Err(e) => w.error("create", u.dir, Some(i), e, 1),
-            }
-        }
-        if self.opts.fsync == FsyncMode::Dir {
+            self.write_file(w, dir, i, size, flags).map(|_| size)
+        });
+        if let (Some(dir), FsyncMode::Dir) = (dir, self.opts.fsync) {
             if let Err(e) = fsync(&dir) {
                 w.error("fsync", u.dir, None, e, 1);
             }

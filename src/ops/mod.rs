@@ -374,6 +374,36 @@ impl WorkerStats {
     }
 }
 
+/// Open the unit's directory and call `f` on each of its files in turn, timing each
+/// call; `f` returns the bytes it moved. Returns the directory fd (None if it could
+/// not be opened: every file of the unit then counts as an error).
+#[inline]
+pub fn for_each_file(
+    w: &mut Worker,
+    op: &str,
+    u: Unit,
+    mut f: impl FnMut(&mut Worker, BorrowedFd<'_>, u64) -> Result<u64, Errno>,
+) -> Option<OwnedFd> {
+    let dir = match w.open_dir(u.dir) {
+        Ok(fd) => fd,
+        Err(e) => {
+            w.error(op, u.dir, None, e, u.count);
+            return None;
+        }
+    };
+    for i in u.first..u.first + u.count {
+        if w.stopping() {
+            break;
+        }
+        let t0 = Instant::now();
+        match f(w, dir.as_fd(), i) {
+            Ok(bytes) => w.done(t0, bytes),
+            Err(e) => w.error(op, u.dir, Some(i), e, 1),
+        }
+    }
+    Some(dir)
+}
+
 /// Walk the plan's directories (except the root) in `order`, calling `f` with each
 /// directory's parent fd. Children of one parent are contiguous in BFS order, so each
 /// parent is opened once.

@@ -1,10 +1,8 @@
 //! stat: statx of every directory and every file (not following symlinks).
 
-use super::{Op, Worker, for_each_dir_in_parent};
+use super::{Op, Worker, for_each_dir_in_parent, for_each_file};
 use crate::tree::Unit;
-use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, StatxFlags, statx};
-use std::time::Instant;
 
 pub struct Stat;
 
@@ -36,24 +34,8 @@ impl Op for Stat {
     }
 
     fn unit(&self, w: &mut Worker, u: Unit) {
-        let dir = match w.open_dir(u.dir) {
-            Ok(fd) => fd,
-            Err(e) => return w.error("stat", u.dir, None, e, u.count),
-        };
-        for i in u.first..u.first + u.count {
-            if w.stopping() {
-                return;
-            }
-            let t0 = Instant::now();
-            match statx(
-                dir.as_fd(),
-                w.file_name(i),
-                AtFlags::SYMLINK_NOFOLLOW,
-                FIELDS,
-            ) {
-                Ok(_) => w.done(t0, 0),
-                Err(e) => w.error("stat", u.dir, Some(i), e, 1),
-            }
-        }
+        for_each_file(w, "stat", u, |w, dir, i| {
+            statx(dir, w.file_name(i), AtFlags::SYMLINK_NOFOLLOW, FIELDS).map(|_| 0)
+        });
     }
 }
