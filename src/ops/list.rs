@@ -40,9 +40,9 @@ impl Op for List {
                 Err(e) => return w.error("list", u.dir, None, e, 1),
             }
         }
-        // One latency sample per directory; `files` counts directories listed, `bytes`
-        // stays 0, and the entries seen are added to `dirs`' sibling counter below.
-        w.done(t0, 0);
-        w.dirs += entries;
+        // One latency sample per directory; `files` counts the entries seen, `dirs` the
+        // directories listed.
+        w.done_many(t0, entries, 0);
+        w.dirs += 1;
     }
 }

@@ -152,23 +152,29 @@ impl<'a> Worker<'a> {
         Ok(fd)
     }
 
-    /// Count one finished file (or entry) that started at `t0`.
+    /// Count one finished file that started at `t0`.
     #[inline]
     pub fn done(&mut self, t0: Instant, bytes: u64) {
+        self.done_many(t0, 1, bytes)
+    }
+
+    /// Count one finished operation that covered `files` entries (list: a directory).
+    #[inline]
+    pub fn done_many(&mut self, t0: Instant, files: u64, bytes: u64) {
         let now = Instant::now();
         let ns = now.saturating_duration_since(t0).as_nanos() as u64;
         let _ = self.hist.record(ns.clamp(1, 3_600_000_000_000));
-        self.files += 1;
+        self.files += files;
         self.bytes += bytes;
-        let d = self.shared.done.fetch_add(1, Ordering::Relaxed) + 1;
-        if d % self.shared.portion_files == 0
-            || now.duration_since(self.last_point) >= Duration::from_secs(1)
-        {
+        let before = self.shared.done.fetch_add(files, Ordering::Relaxed);
+        let d = before + files;
+        let p = self.shared.portion_files;
+        if d / p != before / p || now.duration_since(self.last_point) >= Duration::from_secs(1) {
             self.points
                 .push((d, now.duration_since(self.shared.start).as_secs_f64()));
             self.last_point = now;
         }
-        if d % 1024 == 0 {
+        if d / 1024 != before / 1024 {
             self.shared.progress.set(d);
         }
     }
