@@ -1,0 +1,545 @@
+//! `manyfiles gen DIR`: the tree on disk matches the spec (count, sizes, layout, names,
+//! content), is deterministic across thread counts, and DIR is handled safely.
+
+mod common;
+
+use common::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Run `gen` with `dir` and the whitespace-separated `flags`; must succeed.
+fn gen_ok(dir: &Path, flags: &str) -> Run {
+    let mut args = vec!["gen".to_string(), dir.to_string_lossy().into_owned()];
+    args.extend(words(flags));
+    args.push("--quiet".into());
+    let r = run(&args);
+    r.ok();
+    r
+}
+
+/// The numbers in gen's summary line:
+/// `created N files (SIZE UNIT) in D directories under DIR in ...`.
+fn summary(r: &Run) -> (u64, f64, u64) {
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("created "))
+        .unwrap_or_else(|| panic!("no 'created' line in:\n{}", r.stdout));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    // created N files (SIZE UNIT) in D directories ...
+    assert_eq!(w[2], "files", "{line}");
+    let files: u64 = w[1].parse().unwrap();
+    let size = parse_printed_size(w[3].trim_start_matches('('), w[4].trim_end_matches(')'));
+    assert_eq!(w[5], "in", "{line}");
+    let dirs: u64 = w[6].parse().unwrap();
+    assert_eq!(w[7], "directories", "{line}");
+    (files, size, dirs)
+}
+
+fn name_of(e: &Entry) -> String {
+    Path::new(&e.rel)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn parent_of(e: &Entry) -> String {
+    Path::new(&e.rel)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn fixed_size_flat_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    let r = gen_ok(&dir, "--files 100 --size 3000 --flat --threads 2");
+    assert!(dir.join(MARKER).is_file(), "marker file written");
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 100);
+    assert!(tree_dirs(&dir).is_empty(), "--flat makes no subdirectories");
+    for e in &files {
+        assert_eq!(e.size, 3000, "{}", e.rel);
+        assert_eq!(parent_of(e), "", "{} not in the root", e.rel);
+        assert_eq!(name_of(e).len(), 16, "default --name-len is 16: {}", e.rel);
+    }
+    let (n, size, dirs) = summary(&r);
+    assert_eq!(n, 100);
+    assert_eq!(dirs, 0);
+    assert!(
+        (size - 300_000.0).abs() / 300_000.0 < 0.005,
+        "printed size {size}"
+    );
+}
+
+#[test]
+fn uniform_sizes_in_range_and_total_matches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    let spec = "--files 300 --size uniform:1-4k --files-per-dir 64 --fanout 4 --seed 3";
+    let r = gen_ok(&dir, spec);
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 300);
+    let sizes: Vec<u64> = files.iter().map(|e| e.size).collect();
+    assert!(
+        sizes.iter().all(|&s| (1..=4096).contains(&s)),
+        "sizes out of 1..=4096: {sizes:?}"
+    );
+    let (lo, hi) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
+    assert!(
+        lo < 512 && hi > 3584,
+        "300 uniform draws should span the range: {lo}..{hi}"
+    );
+    let distinct: BTreeSet<u64> = sizes.iter().copied().collect();
+    assert!(
+        distinct.len() > 200,
+        "sizes should vary: {} distinct",
+        distinct.len()
+    );
+    let total: u64 = sizes.iter().sum();
+
+    // The printed total (3 significant digits) agrees with the bytes on disk.
+    let (_, printed, _) = summary(&r);
+    assert!(
+        (printed - total as f64).abs() / (total as f64) < 0.005,
+        "printed {printed} vs on disk {total}"
+    );
+
+    // `ops` with the same spec reports the same exact total for the tree and writes it.
+    let t = tempfile::tempdir().unwrap();
+    let json = t.path().join("r.json");
+    let mut args = words("ops --ops create --runs 1 --quiet --target");
+    args.push(t.path().to_string_lossy().into_owned());
+    args.push("--json".into());
+    args.push(json.to_string_lossy().into_owned());
+    args.extend(words(spec));
+    run(&args).ok();
+    let v = load_json(&json);
+    let m = &arr(&v, "measurements")[0];
+    assert_eq!(
+        u(m, "tree_bytes"),
+        total,
+        "ops' tree_bytes vs gen's bytes on disk"
+    );
+    assert_eq!(
+        u(m, "bytes"),
+        total,
+        "ops' create bytes vs gen's bytes on disk"
+    );
+}
+
+#[test]
+fn nested_layout_respects_files_per_dir_and_fanout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    let r = gen_ok(&dir, "--files 100 --size 100 --files-per-dir 10 --fanout 4");
+    let files = tree_files(&dir);
+    let dirs = tree_dirs(&dir);
+    assert_eq!(files.len(), 100);
+
+    let mut files_in: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &files {
+        *files_in.entry(parent_of(e)).or_default() += 1;
+        assert_eq!(e.size, 100);
+    }
+    let mut subdirs_in: BTreeMap<String, usize> = BTreeMap::new();
+    for d in &dirs {
+        *subdirs_in.entry(parent_of(d)).or_default() += 1;
+    }
+    assert!(
+        !files_in.contains_key(""),
+        "no files in the root with a nested layout"
+    );
+    for (d, n) in &files_in {
+        assert!(*n <= 10, "leaf {d} holds {n} > 10 files");
+        assert!(
+            !subdirs_in.contains_key(d),
+            "{d} holds both files and directories"
+        );
+    }
+    for (d, n) in &subdirs_in {
+        assert!(*n <= 4, "{d:?} has {n} > 4 subdirectories");
+    }
+    // 100 files / 10 per leaf = 10 leaves, which needs depth 2 with fanout 4.
+    assert_eq!(files_in.len(), 10, "leaf directories: {files_in:?}");
+    for leaf in files_in.keys() {
+        assert_eq!(
+            Path::new(leaf).components().count(),
+            2,
+            "leaf {leaf} not at depth 2"
+        );
+    }
+    // Every directory is on the way to some leaf (no empty branches).
+    for d in &dirs {
+        assert!(
+            files_in
+                .keys()
+                .any(|l| l == &d.rel || l.starts_with(&format!("{}/", d.rel))),
+            "empty branch {}",
+            d.rel
+        );
+    }
+    let (_, _, printed_dirs) = summary(&r);
+    assert_eq!(printed_dirs, dirs.len() as u64, "printed directory count");
+}
+
+#[test]
+fn explicit_depth_spreads_files_evenly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(&dir, "--files 100 --size 10 --fanout 3 --depth 2");
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 100);
+    let mut files_in: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &files {
+        *files_in.entry(parent_of(e)).or_default() += 1;
+    }
+    assert_eq!(files_in.len(), 9, "3^2 leaves: {files_in:?}");
+    for (leaf, n) in &files_in {
+        assert_eq!(
+            Path::new(leaf).components().count(),
+            2,
+            "leaf {leaf} not at depth 2"
+        );
+        assert!(
+            *n == 11 || *n == 12,
+            "leaf {leaf} holds {n}, expected 11 or 12"
+        );
+    }
+    assert_eq!(tree_dirs(&dir).len(), 3 + 9);
+}
+
+#[test]
+fn name_length_is_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (len, files) in [(24usize, 50u64), (3, 40), (255, 5)] {
+        let dir = tmp.path().join(format!("g{len}"));
+        gen_ok(
+            &dir,
+            &format!("--files {files} --size 1 --flat --name-len {len}"),
+        );
+        let names: BTreeSet<String> = tree_files(&dir).iter().map(name_of).collect();
+        assert_eq!(names.len() as u64, files, "unique names");
+        for n in &names {
+            assert_eq!(n.len(), len, "name {n}");
+            assert!(n.bytes().all(|b| b.is_ascii_alphanumeric()), "name {n}");
+        }
+    }
+}
+
+#[test]
+fn same_spec_same_tree_whatever_the_threads_and_block_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = "--files 600 --size uniform:1-8k --files-per-dir 50 --fanout 4 --seed 7";
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    let c = tmp.path().join("c");
+    let d = tmp.path().join("d");
+    gen_ok(&a, &format!("{spec} --threads 1"));
+    gen_ok(&b, &format!("{spec} --threads 4"));
+    gen_ok(&c, &format!("{spec} --threads 2 --block-size 1000"));
+    gen_ok(
+        &d,
+        "--files 600 --size uniform:1-8k --files-per-dir 50 --fanout 4 --seed 8 --threads 1",
+    );
+    let (ha, hb, hc, hd) = (tree_hash(&a), tree_hash(&b), tree_hash(&c), tree_hash(&d));
+    assert_eq!(tree_files(&a).len(), 600);
+    assert_eq!(
+        ha, hb,
+        "--threads 1 and --threads 4 must give byte-identical trees"
+    );
+    assert_eq!(ha, hc, "the write block size must not change the bytes");
+    assert_ne!(ha, hd, "another --seed must give another tree");
+    // Not only the hash: the seed changes names and sizes too.
+    let names = |p: &Path| {
+        tree_files(p)
+            .iter()
+            .map(|e| (e.rel.clone(), e.size))
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(names(&a), names(&d));
+}
+
+#[test]
+fn zeros_content_is_all_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(&dir, "--files 4 --size 64k --flat --content zeros");
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 4);
+    for e in files {
+        let data = std::fs::read(&e.path).unwrap();
+        assert_eq!(data.len(), 65536);
+        assert!(data.iter().all(|&b| b == 0), "{} has non-zero bytes", e.rel);
+    }
+}
+
+#[test]
+fn random_content_is_incompressible_and_differs_per_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(&dir, "--files 4 --size 256k --flat --content random");
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 4);
+    let mut seen = BTreeSet::new();
+    for e in &files {
+        let data = std::fs::read(&e.path).unwrap();
+        assert_eq!(data.len(), 262144);
+        let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64;
+        assert!(
+            zeros < 0.01,
+            "{}: {:.3} of the bytes are zero",
+            e.rel,
+            zeros
+        );
+        // All 256 byte values show up, roughly equally.
+        let mut hist = [0usize; 256];
+        for &b in &data {
+            hist[b as usize] += 1;
+        }
+        let (mn, mx) = (*hist.iter().min().unwrap(), *hist.iter().max().unwrap());
+        assert!(
+            mn > 800 && mx < 1250,
+            "{}: byte histogram {mn}..{mx} (expected ~1024 each)",
+            e.rel
+        );
+        assert!(
+            seen.insert(data[..4096].to_vec()),
+            "{} starts like another file",
+            e.rel
+        );
+        match gzip_size(&e.path) {
+            Some(z) => assert!(
+                z as f64 >= 0.99 * data.len() as f64,
+                "{}: gzip made {} of {}",
+                e.rel,
+                z,
+                data.len()
+            ),
+            None => eprintln!("gzip not found: skipped the compression check"),
+        }
+    }
+}
+
+#[test]
+fn compressible_content_is_about_three_quarters_zeros() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(
+        &dir,
+        "--files 4 --size 256k --flat --content compressible:4",
+    );
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 4);
+    for e in &files {
+        let data = std::fs::read(&e.path).unwrap();
+        assert_eq!(data.len(), 262144);
+        let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64;
+        assert!(
+            (0.72..=0.78).contains(&zeros),
+            "{}: {:.3} of the bytes are zero, expected ~0.75",
+            e.rel,
+            zeros
+        );
+        if let Some(z) = gzip_size(&e.path) {
+            let ratio = data.len() as f64 / z as f64;
+            assert!(
+                (2.5..=6.0).contains(&ratio),
+                "{}: gzip ratio {ratio:.2}, expected ~4",
+                e.rel
+            );
+        }
+    }
+}
+
+#[test]
+fn files_are_never_sparse() {
+    let tmp = tempfile::tempdir().unwrap();
+    for content in ["zeros", "random"] {
+        let dir = tmp.path().join(content);
+        gen_ok(
+            &dir,
+            &format!("--files 1 --size 1M --content {content} --block-size 64k"),
+        );
+        let files = tree_files(&dir);
+        assert_eq!(files.len(), 1);
+        let e = &files[0];
+        assert_eq!(e.size, 1 << 20);
+        assert!(
+            e.blocks * 512 >= e.size,
+            "{content}: {} blocks of 512 for {} bytes: sparse",
+            e.blocks,
+            e.size
+        );
+    }
+}
+
+#[test]
+fn direct_io_writes_exact_sizes() {
+    // O_DIRECT with a tail that is not a multiple of 4 KiB (written buffered).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    let r = run([
+        "gen",
+        dir.to_str().unwrap(),
+        "--files",
+        "8",
+        "--size",
+        "list:10000,4096,1,65536",
+        "--flat",
+        "--direct",
+        "--block-size",
+        "8k",
+        "--quiet",
+    ]);
+    if r.code != Some(0) && r.stderr.contains("Invalid argument") {
+        eprintln!("skipped: O_DIRECT not supported here: {}", r.stderr);
+        return;
+    }
+    r.ok();
+    let mut sizes: Vec<u64> = tree_files(&dir).iter().map(|e| e.size).collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![1, 1, 4096, 4096, 10000, 10000, 65536, 65536]);
+}
+
+// ---- refusals and re-generation -------------------------------------------------------
+
+#[test]
+fn refuses_non_empty_dir_without_marker() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mine");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("precious.txt"), b"do not touch").unwrap();
+    std::fs::write(dir.join("sub/also"), b"nor this").unwrap();
+    let before = snapshot(&dir);
+    let r = run(["gen", dir.to_str().unwrap(), "--files", "10", "--quiet"]);
+    assert_bad_input(&r, "DIR", "gen into a foreign non-empty dir");
+    assert_eq!(snapshot(&dir), before, "the directory must be untouched");
+    assert!(!dir.join(MARKER).exists());
+}
+
+#[test]
+fn refuses_a_regular_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("afile");
+    std::fs::write(&file, b"content").unwrap();
+    let r = run(["gen", file.to_str().unwrap(), "--files", "10", "--quiet"]);
+    assert_bad_input(&r, "DIR", "gen into a regular file");
+    assert_eq!(std::fs::read(&file).unwrap(), b"content");
+}
+
+#[test]
+fn refuses_a_missing_parent_and_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("missing/sub");
+    let before = snapshot(tmp.path());
+    let r = run(["gen", dir.to_str().unwrap(), "--files", "10", "--quiet"]);
+    assert_bad_input(&r, "DIR", "gen with a missing parent");
+    assert!(!tmp.path().join("missing").exists());
+    assert_eq!(snapshot(tmp.path()), before);
+}
+
+#[test]
+fn refuses_a_symlink_to_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let r = run(["gen", link.to_str().unwrap(), "--files", "10", "--quiet"]);
+    assert_bad_input(&r, "DIR", "gen into a symlink");
+    assert_eq!(
+        std::fs::read_dir(&real).unwrap().count(),
+        0,
+        "symlink target untouched"
+    );
+}
+
+#[test]
+fn bad_spec_creates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    for (flags, flag) in [
+        ("--files 0", "--files"),
+        ("--size uniform:4k-1k", "--size"),
+        ("--content rand", "--content"),
+        ("--fanout 1", "--fanout"),
+        ("--threads 0", "--threads"),
+        ("--files 100 --name-len 2", "--name-len"),
+        ("--files 4 --size 1T", "DIR"),
+    ] {
+        let mut args = vec![
+            "gen".to_string(),
+            dir.to_string_lossy().into_owned(),
+            "--quiet".into(),
+        ];
+        args.extend(words(flags));
+        let r = run(&args);
+        assert_bad_input(&r, flag, &format!("gen {flags}"));
+        assert!(!dir.exists(), "gen {flags}: DIR must not be created");
+    }
+}
+
+#[test]
+fn empty_dir_is_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("empty");
+    std::fs::create_dir(&dir).unwrap();
+    gen_ok(&dir, "--files 20 --size 1k --flat");
+    assert!(dir.join(MARKER).is_file());
+    assert_eq!(tree_files(&dir).len(), 20);
+}
+
+#[test]
+fn regen_replaces_the_earlier_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(&dir, "--files 50 --size 1k --files-per-dir 5 --fanout 3");
+    assert_eq!(tree_files(&dir).len(), 50);
+    assert!(!tree_dirs(&dir).is_empty());
+
+    // Fewer files, another layout: nothing of the old tree may remain.
+    gen_ok(&dir, "--files 20 --size 2k --flat --seed 5");
+    assert!(dir.join(MARKER).is_file(), "marker kept");
+    let files = tree_files(&dir);
+    assert_eq!(files.len(), 20, "new file count");
+    assert!(files.iter().all(|e| e.size == 2048));
+    assert!(tree_dirs(&dir).is_empty(), "old directories removed");
+
+    // And the result is exactly what a fresh gen of that spec gives.
+    let fresh = tmp.path().join("fresh");
+    gen_ok(&fresh, "--files 20 --size 2k --flat --seed 5");
+    assert_eq!(tree_hash(&dir), tree_hash(&fresh));
+
+    // More files again.
+    gen_ok(&dir, "--files 70 --size 10 --flat");
+    assert_eq!(tree_files(&dir).len(), 70);
+}
+
+#[test]
+fn regen_never_follows_symlinks_in_the_old_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("precious"), b"keep me").unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(&dir, "--files 10 --size 1 --files-per-dir 5 --fanout 2");
+    // Someone drops symlinks into the generated tree.
+    let sub = tree_dirs(&dir)[0].path.clone();
+    std::os::unix::fs::symlink(&outside, sub.join("escape")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("escape-top")).unwrap();
+    gen_ok(&dir, "--files 3 --size 1 --flat");
+    assert_eq!(
+        std::fs::read(outside.join("precious")).unwrap(),
+        b"keep me",
+        "symlink target untouched"
+    );
+    assert!(
+        !dir.join("escape-top").exists() && !dir.join("escape-top").is_symlink(),
+        "old entries removed"
+    );
+    let left: Vec<String> = walk(&dir, true).into_iter().map(|e| e.rel).collect();
+    assert_eq!(left.len(), 3, "only the new tree remains: {left:?}");
+}

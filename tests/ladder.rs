@@ -1,0 +1,457 @@
+//! `manyfiles ladder`: a small ladder end to end — exit code, table, JSON results
+//! (provenance, targets, measurements, summaries, models) and cleanup of the run dir.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Rows of the first table on stdout: (files, file size as printed).
+fn ladder_rows(stdout: &str) -> Vec<(u64, String)> {
+    let mut rows = Vec::new();
+    for line in stdout.lines() {
+        if line.starts_with("fitted cost") {
+            break;
+        }
+        let Some(inner) = line.strip_prefix('│') else {
+            continue;
+        };
+        let w: Vec<&str> = inner.split_whitespace().collect();
+        if w.len() >= 3 {
+            if let Ok(n) = w[0].parse::<u64>() {
+                rows.push((n, format!("{} {}", w[1], w[2])));
+            }
+        }
+    }
+    rows
+}
+
+fn ladder_args(target: &Path, json: &Path, extra: &str) -> Vec<String> {
+    let mut a = vec![
+        "ladder".to_string(),
+        "--target".into(),
+        target.to_string_lossy().into_owned(),
+        "--json".into(),
+        json.to_string_lossy().into_owned(),
+        "--quiet".into(),
+    ];
+    a.extend(words(extra));
+    a
+}
+
+fn check_provenance(v: &Value) {
+    let p = get(v, "provenance");
+    assert_eq!(s(p, "tool"), "manyfiles");
+    assert_eq!(s(p, "version"), env!("CARGO_PKG_VERSION"));
+    let cl = arr(p, "command_line");
+    assert!(
+        cl.iter().any(|a| a == "ladder" || a == "ops"),
+        "command_line {cl:?}"
+    );
+    let started = s(p, "started_utc");
+    assert!(
+        started.len() >= 20 && started.ends_with('Z') && started.starts_with("20"),
+        "started_utc {started}"
+    );
+    for k in ["host", "kernel", "cpu_model"] {
+        assert!(!s(p, k).trim().is_empty(), "provenance.{k} empty");
+    }
+    assert!(u(p, "cores") >= 1);
+    assert!(u(p, "memory_bytes") > 0);
+    assert!(u(p, "ranks") >= 1);
+}
+
+fn check_target(v: &Value, target: &Path) -> String {
+    let targets = arr(v, "targets");
+    assert_eq!(targets.len(), 1);
+    let t = &targets[0];
+    let canon = std::fs::canonicalize(target).unwrap();
+    assert_eq!(
+        Path::new(s(t, "path")),
+        canon.as_path(),
+        "targets[0].path must be the canonical target"
+    );
+    assert_eq!(s(t, "kind"), "dir");
+    assert!(!s(t, "fs_type").is_empty());
+    assert!(!s(t, "mount_point").is_empty());
+    assert!(
+        canon.starts_with(s(t, "mount_point")),
+        "mount point {} does not hold {}",
+        s(t, "mount_point"),
+        canon.display()
+    );
+    assert!(u(t, "block_size") >= 512);
+    assert!(u(t, "free_bytes") > 0);
+    assert!(u(t, "total_bytes") >= u(t, "free_bytes"));
+    assert_eq!(get(t, "read_only"), &Value::Bool(false));
+    s(t, "id").to_string()
+}
+
+/// Raw-figure checks every complete measurement must pass.
+fn check_measurement(m: &Value, target_id: &str) {
+    let op = s(m, "op");
+    let what = format!("{op} {} run {}", s(m, "tree_key"), u(m, "run"));
+    assert!(measurement_complete(m), "{what}: not complete: {m}");
+    assert_eq!(s(m, "target"), target_id);
+    assert_eq!(u(m, "tree_files"), u(get(m, "tree"), "files"), "{what}");
+    let files = u(m, "files");
+    if op != "list" {
+        assert_eq!(files, u(m, "tree_files"), "{what}: files");
+        assert_eq!(
+            u(get(m, "latency_us"), "count"),
+            files,
+            "{what}: one latency sample per file"
+        );
+    }
+    match op {
+        "create" | "read" => assert_eq!(u(m, "bytes"), u(m, "tree_bytes"), "{what}: bytes"),
+        _ => assert_eq!(u(m, "bytes"), 0, "{what}: bytes"),
+    }
+    let elapsed = f(m, "elapsed_s");
+    assert!(
+        elapsed > 0.0 && elapsed < 600.0,
+        "{what}: elapsed_s {elapsed}"
+    );
+    let portions = arr(m, "portions");
+    assert!(!portions.is_empty(), "{what}: no portions");
+    assert_eq!(
+        portions.iter().map(|p| u(p, "files")).sum::<u64>(),
+        files,
+        "{what}: portions' files"
+    );
+    let mut last = 0;
+    for p in portions {
+        assert!(
+            u(p, "end_files") > last || (files == 0 && u(p, "end_files") == 0),
+            "{what}: end_files not increasing"
+        );
+        assert_eq!(
+            u(p, "end_files"),
+            last + u(p, "files"),
+            "{what}: end_files is a running total"
+        );
+        last = u(p, "end_files");
+        assert!(f(p, "elapsed_s") >= 0.0);
+    }
+    assert_eq!(last, files, "{what}: last portion ends at the file count");
+    let lat = get(m, "latency_us");
+    let (p50, p90, p99, max) = (f(lat, "p50"), f(lat, "p90"), f(lat, "p99"), f(lat, "max"));
+    assert!(
+        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
+        "{what}: latency {lat}"
+    );
+    assert!(
+        max <= elapsed * 1e6 * 1.01 + 1.0,
+        "{what}: one file slower than the phase: {max} µs vs {elapsed} s"
+    );
+    let (ff, lf) = (f(m, "first_finish_s"), f(m, "last_finish_s"));
+    assert!(
+        0.0 <= ff && ff <= lf && lf <= elapsed + 1e-9,
+        "{what}: finishes {ff} {lf} vs {elapsed}"
+    );
+    assert!(u(m, "threads") >= 1);
+    assert!(f(m, "cpu_user_s") >= 0.0 && f(m, "cpu_sys_s") >= 0.0);
+}
+
+#[test]
+fn small_ladder_end_to_end() {
+    let target = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let r = run(ladder_args(
+        target.path(),
+        &json,
+        "--total 1MiB --from 1 --to 256 --runs 2",
+    ));
+    r.ok();
+
+    // Table: one row per rung, the file size = total / files.
+    let rows = ladder_rows(&r.stdout);
+    assert_eq!(
+        rows,
+        vec![
+            (1, "1 MiB".to_string()),
+            (4, "256 KiB".to_string()),
+            (16, "64 KiB".to_string()),
+            (64, "16 KiB".to_string()),
+            (256, "4 KiB".to_string())
+        ],
+        "table rows in:\n{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("per file"),
+        "fitted-cost table missing:\n{}",
+        r.stdout
+    );
+    for op in ["create", "read", "delete"] {
+        assert!(
+            r.stdout
+                .lines()
+                .any(|l| l.trim_start_matches('│').split_whitespace().next() == Some(op)),
+            "no model row for {op}:\n{}",
+            r.stdout
+        );
+    }
+
+    // Nothing left in the target.
+    assert!(run_dirs(target.path()).is_empty(), "run dir left behind");
+    assert_eq!(
+        std::fs::read_dir(target.path()).unwrap().count(),
+        0,
+        "target must be empty again"
+    );
+
+    let v = load_json(&json);
+    assert_eq!(u(&v, "schema"), 1);
+    assert_eq!(get(&v, "complete"), &Value::Bool(true));
+    check_provenance(&v);
+    let tid = check_target(&v, target.path());
+
+    let e = get(&v, "experiment");
+    assert_eq!(s(e, "name"), "ladder");
+    assert_eq!(
+        get(e, "ops"),
+        &serde_json::json!(["create", "read", "delete"])
+    );
+    assert_eq!(u(e, "runs"), 2);
+    assert_eq!(u(e, "warmup"), 0);
+    assert_eq!(s(e, "order"), "interleaved");
+    assert_eq!(u(e, "portion_files"), 10000);
+
+    let ms = arr(&v, "measurements");
+    assert_eq!(ms.len(), 5 * 3 * 2, "5 rungs × 3 ops × 2 runs");
+    let rungs = [1u64, 4, 16, 64, 256];
+    for (i, m) in ms.iter().enumerate() {
+        check_measurement(m, &tid);
+        assert_eq!(
+            u(m, "order"),
+            i as u64,
+            "order is the position in the experiment"
+        );
+        // Interleaved: all of run 1 (rung by rung, op by op), then run 2.
+        let run = 1 + i / 15;
+        let rung = rungs[(i % 15) / 3];
+        let op = ["create", "read", "delete"][i % 3];
+        assert_eq!(u(m, "run"), run as u64, "measurement {i}");
+        assert_eq!(u(m, "tree_files"), rung, "measurement {i}");
+        assert_eq!(s(m, "op"), op, "measurement {i}");
+        assert_eq!(u(m, "tree_bytes"), (1 << 20) / rung * rung);
+        assert_eq!(u(m, "tree_dirs"), 0, "≤ 1000 files sit in the tree root");
+        assert_eq!(s(m, "experiment"), "ladder");
+    }
+
+    let sums = arr(&v, "summaries");
+    assert_eq!(sums.len(), 15, "one summary per rung and op");
+    for sm in sums {
+        assert_eq!(u(sm, "n"), 2);
+        let raw: Vec<f64> = arr(sm, "raw_s")
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        assert_eq!(raw.len(), 2);
+        // raw_s are the elapsed times of the matching measurements, in run order.
+        let mine: Vec<f64> = ms
+            .iter()
+            .filter(|m| s(m, "op") == s(sm, "op") && s(m, "tree_key") == s(sm, "tree_key"))
+            .map(|m| f(m, "elapsed_s"))
+            .collect();
+        assert_eq!(raw, mine, "raw_s of {} {}", s(sm, "op"), s(sm, "tree_key"));
+        let mean = f(sm, "mean_s");
+        assert!(
+            (mean - (raw[0] + raw[1]) / 2.0).abs() <= 1e-12 * mean.max(1.0),
+            "mean of {raw:?}: {mean}"
+        );
+        let ci = arr(sm, "ci95_s");
+        let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
+        assert!(
+            lo <= mean && mean <= hi,
+            "ci95 [{lo}, {hi}] must contain the mean {mean}"
+        );
+        assert!(f(sm, "min_s") <= f(sm, "median_s") && f(sm, "median_s") <= f(sm, "max_s"));
+        assert!(f(sm, "stddev_s") >= 0.0);
+        assert!(u(sm, "tree_files") >= 1);
+    }
+
+    let models = arr(&v, "models");
+    let mut ops: Vec<&str> = models.iter().map(|m| s(m, "op")).collect();
+    ops.sort();
+    assert_eq!(ops, vec!["create", "delete", "read"], "one model per op");
+    for m in models {
+        assert_eq!(u(m, "n"), 10, "5 rungs × 2 runs");
+        assert_eq!(get(m, "files_range"), &serde_json::json!([1, 256]));
+        assert!(f(m, "per_file_s") >= 0.0 && f(m, "per_byte_s") >= 0.0);
+        assert!(f(m, "per_file_se") >= 0.0 && f(m, "per_byte_se") >= 0.0);
+        assert!(f(m, "r2").is_finite());
+        assert_eq!(s(m, "weighting"), "relative");
+        assert_eq!(s(m, "target"), tid);
+    }
+    assert!(get(&v, "warnings").is_array());
+}
+
+#[test]
+fn keep_leaves_the_marked_run_dir() {
+    let target = tempfile::tempdir().unwrap();
+    let r = run([
+        "ladder",
+        "--target",
+        target.path().to_str().unwrap(),
+        "--total",
+        "64k",
+        "--from",
+        "1",
+        "--to",
+        "16",
+        "--runs",
+        "1",
+        "--keep",
+        "--quiet",
+    ]);
+    r.ok();
+    let dirs = run_dirs(target.path());
+    assert_eq!(dirs.len(), 1, "--keep must leave exactly one run dir");
+    assert!(dirs[0].is_dir());
+    assert!(
+        dirs[0].join(MARKER).is_file(),
+        "kept run dir holds its marker"
+    );
+    assert!(
+        r.stderr
+            .contains(dirs[0].file_name().unwrap().to_str().unwrap()),
+        "stderr names the kept dir:\n{}",
+        r.stderr
+    );
+
+    // Without --keep a second run in the same target removes its own dir, and only it.
+    run([
+        "ladder",
+        "--target",
+        target.path().to_str().unwrap(),
+        "--total",
+        "64k",
+        "--to",
+        "4",
+        "--runs",
+        "1",
+        "--quiet",
+    ])
+    .ok();
+    assert_eq!(run_dirs(target.path()), dirs, "only the kept dir remains");
+}
+
+#[test]
+fn rungs_follow_from_to_step_and_round_sizes_down() {
+    let target = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let r = run(ladder_args(
+        target.path(),
+        &json,
+        "--total 1000 --from 3 --to 30 --step 3 --runs 1 --ops create --flat --threads 1",
+    ));
+    r.ok();
+    let v = load_json(&json);
+    let ms = arr(&v, "measurements");
+    let files: Vec<u64> = ms.iter().map(|m| u(m, "tree_files")).collect();
+    assert_eq!(files, vec![3, 9, 27], "rungs 3, 9, 27 (81 > --to 30)");
+    for m in ms {
+        let n = u(m, "tree_files");
+        assert_eq!(u(m, "tree_bytes"), 1000 / n * n);
+        assert_eq!(u(m, "bytes"), 1000 / n * n);
+        assert_eq!(s(m, "op"), "create");
+        assert_eq!(u(m, "threads"), 1, "--threads 1");
+        assert_eq!(s(get(get(m, "tree"), "layout"), "kind"), "flat");
+    }
+    assert_eq!(
+        get(&v, "experiment").get("ops").unwrap(),
+        &serde_json::json!(["create"])
+    );
+    let rows: Vec<u64> = ladder_rows(&r.stdout).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(rows, vec![3, 9, 27]);
+    assert!(run_dirs(target.path()).is_empty());
+}
+
+#[test]
+fn json_is_rewritten_and_matches_stdout_path() {
+    // The results line names the JSON file; the file parses and is complete.
+    let target = tempfile::tempdir().unwrap();
+    let json = target.path().join("inside-target.json");
+    let r = run(ladder_args(
+        target.path(),
+        &json,
+        "--total 16k --to 4 --runs 1",
+    ));
+    r.ok();
+    assert!(
+        r.stdout.contains(&json.to_string_lossy().into_owned()),
+        "stdout names the results file:\n{}",
+        r.stdout
+    );
+    let v = load_json(&json);
+    assert_eq!(get(&v, "complete"), &Value::Bool(true));
+    assert_eq!(arr(&v, "measurements").len(), 2 * 3);
+    // No temp files of the atomic writer are left next to it.
+    let names: Vec<String> = std::fs::read_dir(target.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["inside-target.json".to_string()],
+        "leftovers in the target: {names:?}"
+    );
+}
+
+#[test]
+fn leaves_other_content_of_the_target_alone() {
+    let target = tempfile::tempdir().unwrap();
+    let t = target.path();
+    std::fs::write(t.join("precious.txt"), b"mine").unwrap();
+    std::fs::create_dir_all(t.join("manyfiles-run-not-ours/sub")).unwrap();
+    std::fs::write(t.join("manyfiles-run-not-ours/sub/f"), b"also mine").unwrap();
+    let before = snapshot(t);
+    run([
+        "ladder",
+        "--target",
+        t.to_str().unwrap(),
+        "--total",
+        "16k",
+        "--to",
+        "4",
+        "--runs",
+        "1",
+        "--quiet",
+    ])
+    .ok();
+    assert_eq!(
+        snapshot(t),
+        before,
+        "the target's other content must be untouched"
+    );
+}
+
+#[test]
+fn symlinked_target_is_accepted() {
+    // exposes bug: src/target/rundir.rs RunDir::create opens --target with O_NOFOLLOW
+    // (DIR_FLAGS), so a --target that is a symlink to a directory passes check_target
+    // (std::fs::metadata follows it) and is then refused with a misleading
+    // "manyfiles: --target: cannot open LINK: Not a directory (os error 20)", exit 2.
+    // `--target LINK/` works. The target (unlike paths below the run dir) is the
+    // user's own path and is canonicalized for the results anyway.
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let json = tmp.path().join("r.json");
+    let r = run(ladder_args(&link, &json, "--total 16k --to 4 --runs 1"));
+    r.ok();
+    let v = load_json(&json);
+    assert_eq!(
+        Path::new(s(&arr(&v, "targets")[0], "path")),
+        std::fs::canonicalize(&real).unwrap().as_path()
+    );
+    assert!(run_dirs(&real).is_empty());
+    assert!(link.is_symlink(), "the symlink itself is left alone");
+}
