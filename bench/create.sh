@@ -12,7 +12,11 @@
 # rounds first, default 1), FILES (default 100000), SIZE (bytes, default 1024),
 # IMG_SIZE (ext4 image, default 4G), DROP_CACHES=1 (drop the page/dentry/inode caches
 # before every timed run, besides the sync that always happens), RAW (also copy the
-# raw per-run figures, TSV, to this path).
+# raw per-run figures, TSV, to this path), QUIET_CORES / QUIET_MAX (before every timed
+# run, wait up to QUIET_MAX s, default 120, until other processes use fewer than
+# QUIET_CORES cores, default 0.15: the machine may be shared), DISTURBED (a run during
+# which other processes used more than this many cores on average, default 0.25, is
+# counted as disturbed in the table; it is still included in the medians).
 #
 # Every round runs each contender once, in an order rotated by one each round:
 #   c-1t        create_loop DIR N SIZE                 (1 thread, one directory)
@@ -22,8 +26,9 @@
 # The C loop's files are removed between runs (untimed); manyfiles removes its own
 # (its delete phase, not reported here). `sync` precedes every timed run.
 # Prints the machine, the raw figures and a Markdown table of medians and ratios.
-# Needs root (mount, losetup), cc, cargo, python3.
+# Needs root (mount, losetup), cc, cargo, python3, /usr/bin/time.
 set -euo pipefail
+shopt -s inherit_errexit
 
 ROUNDS=${ROUNDS:-7}
 WARMUP=${WARMUP:-1}
@@ -32,6 +37,9 @@ SIZE=${SIZE:-1024}
 IMG_SIZE=${IMG_SIZE:-4G}
 DROP_CACHES=${DROP_CACHES:-0}
 DISK_DIR=${DISK_DIR:-/tmp}
+QUIET_CORES=${QUIET_CORES:-0.15}
+QUIET_MAX=${QUIET_MAX:-120}
+DISTURBED=${DISTURBED:-0.25}
 RAW=${RAW:-}
 
 if [ "$#" -eq 0 ]; then set -- ext4-ram tmpfs; fi
@@ -83,7 +91,7 @@ echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || ech
 echo
 
 # --- file systems ----------------------------------------------------------------
-# Prints the directory to run in for file system $1 (made fresh, empty).
+# Sets RUN_DIR to a fresh, empty directory on file system $1.
 prepare() {
     case "$1" in
         ext4-ram)
@@ -96,22 +104,62 @@ prepare() {
             mkdir -p "$MNT"
             mount "$LOOP" "$MNT"
             mkdir "$MNT/runs"
-            echo "$MNT/runs"
+            RUN_DIR=$MNT/runs
             ;;
         tmpfs)
             mkdir -p "$WORK/tmpfs-runs"
-            echo "$WORK/tmpfs-runs"
+            RUN_DIR=$WORK/tmpfs-runs
             ;;
         disk)
             DISK_WORK=$(mktemp -d "$DISK_DIR/manyfiles-bench-$$.XXXXXX")
-            echo "$DISK_WORK"
+            RUN_DIR=$DISK_WORK
             ;;
     esac
+}
+
+HZ=$(getconf CLK_TCK)
+# Busy and idle jiffies of all CPUs so far (steal counts as busy: someone else's time).
+cpu_sample() {
+    local _ u n s i w q sq st
+    read -r _ u n s i w q sq st _ < /proc/stat
+    echo "$((u + n + s + q + sq + st)) $((i + w))"
+}
+
+# This is a shared machine: before each timed run wait (up to QUIET_MAX seconds) until
+# the CPUs were less than QUIET_CORES busy over one second. Writes the wait to $WORK/waited.
+wait_quiet() {
+    local t=0 b0 i0 b1 i1
+    while :; do
+        read -r b0 i0 < <(cpu_sample)
+        sleep 1
+        read -r b1 i1 < <(cpu_sample)
+        if python3 -c "import sys; sys.exit(0 if ($b1 - $b0) / $HZ < $QUIET_CORES else 1)"; then break; fi
+        t=$((t + 1))
+        if [ "$t" -ge "$QUIET_MAX" ]; then echo "  (not quiet after ${QUIET_MAX}s, running anyway)" >&2; break; fi
+        if [ $((t % 10)) -eq 1 ]; then echo "  (waiting for other load to stop...)" >&2; fi
+    done
+    echo "$t" > "$WORK/waited"
 }
 
 quiesce() {
     sync
     if [ "$DROP_CACHES" = 1 ]; then echo 3 > /proc/sys/vm/drop_caches; fi
+    wait_quiet
+}
+
+# timed CMD...: run CMD (its stdout passes through) and write to $WORK/other the CPU
+# cores that everything else used on average meanwhile (system busy time minus CMD's
+# own user+sys time, over CMD's wall time): a disturbance indicator, ~0 when alone.
+timed() {
+    local b0 i0 b1 i1 t0 t1 e u s
+    read -r b0 i0 < <(cpu_sample)
+    t0=$EPOCHREALTIME
+    /usr/bin/time -f '%U %S' -o "$WORK/time" "$@"
+    t1=$EPOCHREALTIME
+    read -r b1 i1 < <(cpu_sample)
+    read -r u s < "$WORK/time"
+    e=$(python3 -c "print($t1 - $t0)")
+    python3 -c "print(f'{max(0.0, (($b1 - $b0) / $HZ - $u - $s) / max($e, 0.01)):.2f}')" > "$WORK/other"
 }
 
 # run_one FS DIR CONTENDER -> prints seconds
@@ -124,11 +172,12 @@ run_one() {
             mkdir "$out"
             quiesce
             if [ "$c" = c-1t ]; then
-                secs=$("$CLOOP" "$out" "$FILES" "$SIZE")
+                secs=$(timed "$CLOOP" "$out" "$FILES" "$SIZE")
             else
-                secs=$("$CLOOP" "$out" "$FILES" "$SIZE" 2 100)
+                secs=$(timed "$CLOOP" "$out" "$FILES" "$SIZE" 2 100)
             fi
             rm -rf "$out"
+            secs=$(printf '%s\t\t' "$secs")
             ;;
         mf-1t|mf-2t-100d)
             local json=$WORK/mf.json args
@@ -139,7 +188,7 @@ run_one() {
                 args=(--threads 2 --fanout 100 --files-per-dir $((FILES / 100)))
             fi
             quiesce
-            "$MF" ops --target "$dir" --files "$FILES" --size "$SIZE" "${args[@]}" \
+            timed "$MF" ops --target "$dir" --files "$FILES" --size "$SIZE" "${args[@]}" \
                 --ops create,delete --runs 1 --quiet --json "$json" >/dev/null
             secs=$(python3 - "$json" "$FILES" "$c" <<'EOF'
 import json, sys
@@ -155,16 +204,14 @@ EOF
 )
             ;;
     esac
-    echo "$secs"
+    printf '%s\t%s\t%s\n' "$secs" "$(cat "$WORK/waited")" "$(cat "$WORK/other")"
 }
 
 CONTENDERS=(c-1t mf-1t mf-2t-100d c-2t-100d)
-printf 'fs\tround\tcontender\tseconds\tuser_s\tsys_s\n' > "$TSV"
+printf 'fs\tround\tcontender\tseconds\tuser_s\tsys_s\twaited_s\tother_cores\n' > "$TSV"
 for fs in "$@"; do
-    dir=$(prepare "$fs")
-    # prepare ran in a subshell: recover the loop device for cleanup
-    if [ "$fs" = ext4-ram ]; then LOOP=$(findmnt -n -o SOURCE "$MNT"); fi
-    if [ "$fs" = disk ]; then DISK_WORK=$dir; fi
+    prepare "$fs"
+    dir=$RUN_DIR
     echo "$fs: $(findmnt -n -o FSTYPE,SOURCE,OPTIONS --target "$dir" | head -1)" >&2
     total=$((WARMUP + ROUNDS))
     for ((r = 0; r < total; r++)); do
@@ -172,12 +219,12 @@ for fs in "$@"; do
             c=${CONTENDERS[$(((k + r) % ${#CONTENDERS[@]}))]}
             res=$(run_one "$fs" "$dir" "$c")
             secs=${res%%$'\t'*}
-            if [ "$res" = "$secs" ]; then res=$'\t\t'; else res=${res#*$'\t'}; fi
+            other=${res##*$'\t'}
             if [ "$r" -lt "$WARMUP" ]; then
-                echo "  $fs warmup $c ${secs}s" >&2
+                echo "  $fs warmup $c ${secs}s (others used $other cores)" >&2
             else
-                printf '%s\t%d\t%s\t%s\t%s\n' "$fs" $((r - WARMUP + 1)) "$c" "$secs" "$res" >> "$TSV"
-                echo "  $fs round $((r - WARMUP + 1))/$ROUNDS $c ${secs}s" >&2
+                printf '%s\t%d\t%s\t%s\n' "$fs" $((r - WARMUP + 1)) "$c" "$res" >> "$TSV"
+                echo "  $fs round $((r - WARMUP + 1))/$ROUNDS $c ${secs}s (others used $other cores)" >&2
             fi
         done
     done
@@ -186,15 +233,18 @@ done
 
 if [ -n "$RAW" ]; then cp "$TSV" "$RAW"; fi
 
-python3 - "$TSV" "$FILES" <<'EOF'
+python3 - "$TSV" "$FILES" "$DISTURBED" <<'EOF'
 import csv, statistics, sys
 from collections import defaultdict
 
 files = int(sys.argv[2])
+disturbed_at = float(sys.argv[3])
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 t = defaultdict(lambda: defaultdict(dict))   # fs -> contender -> round -> seconds
+other = defaultdict(lambda: defaultdict(dict))
 for r in rows:
     t[r["fs"]][r["contender"]][int(r["round"])] = float(r["seconds"])
+    other[r["fs"]][r["contender"]][int(r["round"])] = float(r["other_cores"] or 0)
 
 names = {
     "c-1t": "C loop, 1 thread, 1 dir",
@@ -203,18 +253,21 @@ names = {
     "c-2t-100d": "C loop, 2 threads, 100 dirs",
 }
 targets = {"mf-1t": 0.95, "mf-2t-100d": 1.6, "c-2t-100d": None}
-med = lambda xs: statistics.median(xs)
+med = statistics.median
 
-print("### raw seconds per round\n")
-print("| file system | contender | " + " | ".join(f"r{i}" for i in sorted(t[next(iter(t))]["c-1t"])) + " |")
-print("|---|---|" + "---:|" * len(t[next(iter(t))]["c-1t"]))
+print("### raw seconds per round (in brackets: CPU cores used by other processes meanwhile)\n")
+nr = max(len(v) for cs in t.values() for v in cs.values())
+print("| file system | contender | " + " | ".join(f"r{i}" for i in range(1, nr + 1)) + " |")
+print("|---|---|" + "---:|" * nr)
 for fs, cs in t.items():
     for c in names:
         if c in cs:
-            print(f"| {fs} | {c} | " + " | ".join(f"{cs[c][k]:.3f}" for k in sorted(cs[c])) + " |")
+            print(f"| {fs} | {c} | " + " | ".join(
+                f"{cs[c][k]:.3f} [{other[fs][c][k]:.2f}]" for k in sorted(cs[c])) + " |")
 print()
-print(f"### medians ({files:,} files; rate ratio = C-1T median time / contender median time)\n")
-print("| file system | contender | runs | median s | min–max s | files/s (median) | × C-1T | per-round × C-1T min–max | target | result |")
+print(f"### medians ({files:,} files; ratio = C-1T median time / contender median time, i.e. a rate ratio)\n")
+print(f"A run counts as disturbed when other processes used more than {disturbed_at} cores on average during it.\n")
+print("| file system | contender | runs (disturbed) | median s | min–max s | files/s (median) | × C-1T | per-round × C-1T min–max | target | result |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for fs, cs in t.items():
     base = cs["c-1t"]
@@ -224,16 +277,16 @@ for fs, cs in t.items():
             continue
         xs = cs[c]
         m = med(xs.values())
-        ratio = mb / m
-        per_round = [base[k] / xs[k] for k in xs if k in base]
+        nd = sum(1 for v in other[fs][c].values() if v > disturbed_at)
         tgt = targets.get(c)
         if c == "c-1t":
-            rr, tg, res = "1.000", "", "baseline"
+            rr, spread, tg, res = "1.000", "", "", "baseline"
         else:
-            rr = f"{ratio:.3f}"
+            per_round = [base[k] / xs[k] for k in xs if k in base]
+            rr = f"{mb / m:.3f}"
+            spread = f"{min(per_round):.3f}–{max(per_round):.3f}"
             tg = f"≥ {tgt}" if tgt else "(reference)"
-            res = ("PASS" if ratio >= tgt else "MISS") if tgt else ""
-        spread = f"{min(per_round):.3f}–{max(per_round):.3f}" if c != "c-1t" else ""
-        print(f"| {fs} | {label} | {len(xs)} | {m:.3f} | {min(xs.values()):.3f}–{max(xs.values()):.3f} "
+            res = ("PASS" if mb / m >= tgt else "MISS") if tgt else ""
+        print(f"| {fs} | {label} | {len(xs)} ({nd}) | {m:.3f} | {min(xs.values()):.3f}–{max(xs.values()):.3f} "
               f"| {files / m:,.0f} | {rr} | {spread} | {tg} | {res} |")
 EOF

@@ -176,9 +176,7 @@ fn threads(t: Option<usize>) -> Result<usize> {
         Some(0) => Err(Error::bad("--threads", "must be at least 1")),
         Some(n) if n > 1024 => Err(Error::bad("--threads", "must be at most 1024")),
         Some(n) => Ok(n),
-        None => Ok(std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)),
+        None => Ok(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
     }
 }
 
@@ -193,23 +191,11 @@ impl ShapeArgs {
         let layout = if self.flat {
             Layout::Flat
         } else {
-            Layout::Nested {
-                files_per_dir: self.files_per_dir,
-                fanout: self.fanout,
-                depth: self.depth,
-            }
+            Layout::Nested { files_per_dir: self.files_per_dir, fanout: self.fanout, depth: self.depth }
         };
         let content = Content::parse(&self.content).map_err(|e| Error::bad("--content", e))?;
-        let spec = TreeSpec {
-            files,
-            size,
-            layout,
-            name_len: self.name_len,
-            content,
-            seed: self.seed,
-        };
-        spec.validate()
-            .map_err(|(flag, reason)| Error::bad(flag, reason))?;
+        let spec = TreeSpec { files, size, layout, name_len: self.name_len, content, seed: self.seed };
+        spec.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
         Ok(spec)
     }
 }
@@ -219,22 +205,12 @@ impl WriteArgs {
         let fsync = FsyncMode::parse(&self.fsync).map_err(|e| Error::bad("--fsync", e))?;
         let bs = self.block_size;
         if bs == 0 || bs > POOL as u64 {
-            return Err(Error::bad(
-                "--block-size",
-                "must be between 1 byte and 4 MiB",
-            ));
+            return Err(Error::bad("--block-size", "must be between 1 byte and 4 MiB"));
         }
         if self.direct && bs % IoBuf::ALIGN as u64 != 0 {
-            return Err(Error::bad(
-                "--block-size",
-                "must be a multiple of 4 KiB with --direct",
-            ));
+            return Err(Error::bad("--block-size", "must be a multiple of 4 KiB with --direct"));
         }
-        Ok(CreateOptions {
-            block_size: bs as usize,
-            fsync,
-            direct: self.direct,
-        })
+        Ok(CreateOptions { block_size: bs as usize, fsync, direct: self.direct })
     }
 }
 
@@ -280,42 +256,38 @@ impl RunArgs {
 /// An output file's directory must exist, and the path must not be a directory.
 fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
     if path.is_dir() {
-        return Err(Error::bad(
-            flag,
-            format!("{} is a directory", path.display()),
-        ));
+        return Err(Error::bad(flag, format!("{} is a directory", path.display())));
     }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     if !dir.is_dir() {
-        return Err(Error::bad(
-            flag,
-            format!("directory {} does not exist", dir.display()),
-        ));
+        return Err(Error::bad(flag, format!("directory {} does not exist", dir.display())));
     }
     Ok(())
 }
 
 pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let ladder = LadderSpec {
-        total: a.total,
-        from: a.from,
-        to: a.to,
-        step: a.step,
-    };
+    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
     // The shape is checked with the largest rung's file count (name length must fit it).
-    let shape = a.shape.spec(a.to.max(1), SizeDist::Fixed { bytes: 0 })?;
+    let shape = a.shape.spec(a.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
+        Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
+        e => e,
+    })?;
+    if a.total < a.to {
+        return Err(Error::bad(
+            "--total",
+            format!(
+                "{} bytes cannot be split into {} files of at least 1 byte (use ops --size 0 for empty files)",
+                a.total, a.to
+            ),
+        ));
+    }
     let trees = ladder.trees(&shape)?;
-    a.run
-        .experiment("ladder", trees, &a.ops, a.write.options()?, command_line)
+    a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
     let spec = a.shape.spec(a.tree.files, a.tree.size()?)?;
-    a.run
-        .experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
+    a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
 }
 
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {

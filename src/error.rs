@@ -18,10 +18,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn bad(flag: impl Into<String>, reason: impl Into<String>) -> Self {
-        Error::BadInput {
-            flag: flag.into(),
-            reason: reason.into(),
-        }
+        Error::BadInput { flag: flag.into(), reason: reason.into() }
     }
     pub fn failed(msg: impl Into<String>) -> Self {
         Error::Failed(msg.into())

@@ -8,9 +8,7 @@ use crate::measure::progress::Progress;
 use crate::ops::{Create, CreateOptions, PhaseSettings, run_phase};
 use crate::signals;
 use crate::target::TargetInfo;
-use crate::target::rundir::{
-    MARKER, has_marker, remove_contents, remove_contents_keep_marker, write_marker,
-};
+use crate::target::rundir::{MARKER, has_marker, remove_contents, remove_contents_keep_marker, write_marker};
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
 use rustix::fd::{AsFd, OwnedFd};
@@ -33,10 +31,7 @@ pub struct GenOutcome {
     pub info: TargetInfo,
 }
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 enum DirState {
     Missing,
@@ -48,28 +43,19 @@ fn inspect(dir: &Path) -> Result<DirState> {
     let bad = |r: String| Error::bad("DIR", r);
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = dir
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !parent.is_dir() {
-                return Err(bad(format!(
-                    "{}: parent directory {} does not exist",
-                    dir.display(),
-                    parent.display()
-                )));
+                return Err(bad(format!("{}: parent directory {} does not exist", dir.display(), parent.display())));
             }
             Ok(DirState::Missing)
         }
         Err(e) => Err(bad(format!("{}: {e}", dir.display()))),
-        Ok(md) if md.file_type().is_symlink() => Err(bad(format!(
-            "{} is a symlink; give the real directory",
-            dir.display()
-        ))),
+        Ok(md) if md.file_type().is_symlink() => {
+            Err(bad(format!("{} is a symlink; give the real directory", dir.display())))
+        }
         Ok(md) if !md.is_dir() => Err(bad(format!("{} is not a directory", dir.display()))),
         Ok(_) => {
-            let mut entries =
-                std::fs::read_dir(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+            let mut entries = std::fs::read_dir(dir).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
             if entries.next().is_none() {
                 return Ok(DirState::Empty);
             }
@@ -90,25 +76,15 @@ fn inspect(dir: &Path) -> Result<DirState> {
 /// Generate the tree. On failure or interrupt the partial tree is removed.
 pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
     signals::install();
-    cfg.spec
-        .validate()
-        .map_err(|(flag, reason)| Error::bad(flag, reason))?;
+    cfg.spec.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
     let state = inspect(&cfg.dir)?;
     let probe_at = match state {
-        DirState::Missing => cfg
-            .dir
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new(".")),
+        DirState::Missing => cfg.dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")),
         _ => cfg.dir.as_path(),
     };
-    let info =
-        TargetInfo::probe("target", probe_at).map_err(|e| Error::bad("DIR", format!("{e}")))?;
+    let info = TargetInfo::probe("target", probe_at).map_err(|e| Error::bad("DIR", format!("{e}")))?;
     if info.read_only {
-        return Err(Error::bad(
-            "DIR",
-            format!("{} is on a read-only file system", cfg.dir.display()),
-        ));
+        return Err(Error::bad("DIR", format!("{} is on a read-only file system", cfg.dir.display())));
     }
     let need = estimate_space(&info, &cfg.spec);
     if need > info.free_bytes {
@@ -137,30 +113,17 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
         }
     };
     if matches!(state, DirState::RunDir) {
-        remove_contents_keep_marker(root.as_fd()).map_err(|e| {
-            Error::failed(format!(
-                "cannot clear the earlier tree in {}: {e}",
-                cfg.dir.display()
-            ))
-        })?;
+        remove_contents_keep_marker(root.as_fd())
+            .map_err(|e| Error::failed(format!("cannot clear the earlier tree in {}: {e}", cfg.dir.display())))?;
     }
     if let Err(e) = write_marker(root.as_fd()) {
         cleanup(&root);
-        return Err(Error::failed(format!(
-            "cannot write the marker in {}: {e}",
-            cfg.dir.display()
-        )));
+        return Err(Error::failed(format!("cannot write the marker in {}: {e}", cfg.dir.display())));
     }
     let tree = Prepared::new(&cfg.spec, cfg.create.direct);
     let progress = Progress::new(cfg.quiet);
-    let op = Create {
-        opts: cfg.create.clone(),
-    };
-    let settings = PhaseSettings {
-        threads: cfg.threads,
-        portion_files: 10_000,
-        buf_len: cfg.create.block_size,
-    };
+    let op = Create { opts: cfg.create.clone() };
+    let settings = PhaseSettings { threads: cfg.threads, portion_files: 10_000, buf_len: cfg.create.block_size };
     let result = run_phase(&op, &tree, root.as_fd(), &settings, &progress);
     progress.finish();
     if let Some(f) = &result.failed {
@@ -174,9 +137,7 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
     }
     if result.interrupted {
         cleanup(&root);
-        return Err(Error::Interrupted {
-            signal: signals::pending(),
-        });
+        return Err(Error::Interrupted { signal: signals::pending() });
     }
     if result.errors > 0 {
         return Err(Error::failed(format!(
@@ -186,9 +147,5 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
             result.first_error.unwrap_or_default()
         )));
     }
-    Ok(GenOutcome {
-        dirs: result.dirs,
-        result,
-        info,
-    })
+    Ok(GenOutcome { dirs: result.dirs, result, info })
 }

@@ -11,9 +11,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -23,17 +21,15 @@ fn main() -> ExitCode {
                     let _ = e.print();
                     ExitCode::SUCCESS
                 }
+                DisplayHelpOnMissingArgumentOrSubcommand => {
+                    eprintln!("manyfiles: a command is needed: ladder, ops or gen (see manyfiles --help)");
+                    ExitCode::from(2)
+                }
                 _ => {
                     // One line: clap's first line names the flag and the reason.
                     let text = e.render().to_string();
-                    let line = text
-                        .lines()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or("bad arguments");
-                    eprintln!(
-                        "manyfiles: {} (see manyfiles --help)",
-                        line.trim_start_matches("error: ")
-                    );
+                    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+                    eprintln!("manyfiles: {} (see manyfiles --help)", line.trim_start_matches("error: "));
                     ExitCode::from(2)
                 }
             };
@@ -81,10 +77,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
                 fmt_rate(r.files as f64 / r.elapsed_s.max(1e-9), "files"),
                 manyfiles::units::sig3(r.bytes as f64 / r.elapsed_s.max(1e-9) / 1048576.0)
             ));
-            out(&format!(
-                "file system: {} on {}\n",
-                g.info.fs_type, g.info.mount_point
-            ));
+            out(&format!("file system: {} on {}\n", g.info.fs_type, g.info.mount_point));
         }
     }
     Ok(())

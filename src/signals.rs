@@ -15,8 +15,7 @@ pub fn install() {
         let seen = Arc::new(AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // Order matters: the conditional shutdown is checked before the flag is set.
-            let _ =
-                signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen));
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen));
             let _ = signal_hook::flag::register(sig, Arc::clone(&seen));
             let _ = signal_hook::flag::register_usize(sig, Arc::clone(&flag), sig as usize);
         }
@@ -27,8 +26,5 @@ pub fn install() {
 /// The signal received, if any (0 when none). Cheap: one relaxed load.
 #[inline]
 pub fn pending() -> i32 {
-    PENDING
-        .get()
-        .map(|f| f.load(Ordering::Relaxed) as i32)
-        .unwrap_or(0)
+    PENDING.get().map(|f| f.load(Ordering::Relaxed) as i32).unwrap_or(0)
 }

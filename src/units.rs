@@ -6,18 +6,12 @@
 /// Parse a byte size such as `64MiB`, `1k`, `4096`, `1.5G`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!(
-            "'{s}' is not a size (expected a number with an optional unit such as 4k, 64MiB, 1G)"
-        ));
+        return Err(format!("'{s}' is not a size (expected a number with an optional unit such as 4k, 64MiB, 1G)"));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size: bad number '{num}'"))?;
+    let value: f64 = num.parse().map_err(|_| format!("'{s}' is not a size: bad number '{num}'"))?;
     let mult: f64 = match suffix.trim() {
         "" | "b" | "B" => 1.0,
         "k" | "K" | "KiB" | "Ki" | "kiB" => 1024.0,
@@ -128,23 +122,10 @@ mod tests {
 
     #[test]
     fn sizes_reject() {
-        for bad in [
-            "12XB",
-            "",
-            "k",
-            "-1",
-            "1..2k",
-            "abc",
-            "1e999",
-            "99999999999T",
-        ] {
+        for bad in ["12XB", "", "k", "-1", "1..2k", "abc", "1e999", "99999999999T"] {
             assert!(parse_size(bad).is_err(), "{bad} should be rejected");
         }
-        assert!(
-            parse_size("12XB")
-                .unwrap_err()
-                .contains("unknown unit 'XB'")
-        );
+        assert!(parse_size("12XB").unwrap_err().contains("unknown unit 'XB'"));
     }
 
     #[test]

@@ -18,18 +18,12 @@ fn refused(args: &str, flag: &str) -> Run {
     let before = snapshot(t);
     let argv: Vec<String> = words(args)
         .into_iter()
-        .map(|a| {
-            a.replace("{T}", t.to_str().unwrap())
-                .replace("{F}", file.to_str().unwrap())
-        })
+        .map(|a| a.replace("{T}", t.to_str().unwrap()).replace("{F}", file.to_str().unwrap()))
         .collect();
     // A flag given twice would be refused by clap for the wrong reason.
     let mut flags: Vec<&String> = argv.iter().filter(|a| a.starts_with("--")).collect();
     flags.sort();
-    assert!(
-        flags.windows(2).all(|w| w[0] != w[1]),
-        "test bug: a flag repeats in {args}"
-    );
+    assert!(flags.windows(2).all(|w| w[0] != w[1]), "test bug: a flag repeats in {args}");
     let r = run_in(t, &argv);
     assert_bad_input(&r, flag, args);
     assert!(run_dirs(t).is_empty(), "{args}: run dir created");
@@ -44,172 +38,64 @@ const L: &str = "ladder --target {T} --quiet";
 fn bad_sizes_and_counts() {
     refused(&format!("{L} --total 12XB --to 4 --runs 1"), "--total");
     refused(&format!("{L} --total 0 --to 4 --runs 1"), "--total");
-    refused(
-        &format!("{L} --total 64k --from 0 --to 4 --runs 1"),
-        "--from",
-    );
-    refused(
-        &format!("{L} --total 64k --from 100 --to 10 --runs 1"),
-        "--from",
-    );
+    refused(&format!("{L} --total 64k --from 0 --to 4 --runs 1"), "--from");
+    refused(&format!("{L} --total 64k --from 100 --to 10 --runs 1"), "--from");
     refused(&format!("{L} --total 64k --to 0 --runs 1"), "--to");
     refused(&format!("{L} --total 64k --to 4 --runs 0"), "--runs");
     refused(&format!("{L} --total 64k --to 4 --runs 10001"), "--runs");
     refused(&format!("{L} --total 64k --to 4 --runs abc"), "--runs");
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --threads 0"),
-        "--threads",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --threads 5000"),
-        "--threads",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --step 1"),
-        "--step",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --portion 0"),
-        "--portion",
-    );
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --threads 0"), "--threads");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --threads 5000"), "--threads");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --step 1"), "--step");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --portion 0"), "--portion");
     refused("ops --target {T} --quiet --files 0 --runs 1", "--files");
-    refused(
-        "ops --target {T} --quiet --files 10 --size lognormal:1k --runs 1",
-        "--size",
-    );
-    refused(
-        "ops --target {T} --quiet --files 10 --size uniform:4k-1k --runs 1",
-        "--size",
-    );
-    refused(
-        "ops --target {T} --quiet --files 10 --size list: --runs 1",
-        "--size",
-    );
-    refused(
-        "ops --target {T} --quiet --files 10 --size 2T --runs 1",
-        "--size",
-    );
-    refused(
-        "ops --target {T} --quiet --files 10 --size 12XB --runs 1",
-        "--size",
-    );
+    refused("ops --target {T} --quiet --files 10 --size lognormal:1k --runs 1", "--size");
+    refused("ops --target {T} --quiet --files 10 --size uniform:4k-1k --runs 1", "--size");
+    refused("ops --target {T} --quiet --files 10 --size list: --runs 1", "--size");
+    refused("ops --target {T} --quiet --files 10 --size 2T --runs 1", "--size");
+    refused("ops --target {T} --quiet --files 10 --size 12XB --runs 1", "--size");
 }
 
 #[test]
 fn bad_targets() {
-    let r = refused(
-        "ladder --target /nonexistent --quiet --total 64k --to 4 --runs 1",
-        "--target",
-    );
-    assert!(
-        r.stderr.contains("/nonexistent"),
-        "message names the missing path: {}",
-        r.stderr
-    );
-    refused(
-        "ladder --target {F} --quiet --total 64k --to 4 --runs 1",
-        "--target",
-    );
-    refused(
-        "ops --target {F} --quiet --files 4 --size 1k --runs 1",
-        "--target",
-    );
+    let r = refused("ladder --target /nonexistent --quiet --total 64k --to 4 --runs 1", "--target");
+    assert!(r.stderr.contains("/nonexistent"), "message names the missing path: {}", r.stderr);
+    refused("ladder --target {F} --quiet --total 64k --to 4 --runs 1", "--target");
+    refused("ops --target {F} --quiet --files 4 --size 1k --runs 1", "--target");
 }
 
 #[test]
 fn bad_choices() {
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --ops create,frobnicate"),
-        "--ops",
-    );
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --ops create,frobnicate"), "--ops");
     refused(&format!("{L} --total 64k --to 4 --runs 1 --ops ,"), "--ops");
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --content rand"),
-        "--content",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --content compressible:0.5"),
-        "--content",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --fsync sometimes"),
-        "--fsync",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --block-size 5M"),
-        "--block-size",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --block-size 0"),
-        "--block-size",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --direct --block-size 1000"),
-        "--block-size",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --name-len 300"),
-        "--name-len",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --fanout 1"),
-        "--fanout",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --files-per-dir 0"),
-        "--files-per-dir",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --depth 65"),
-        "--depth",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --flat --fanout 4"),
-        "--flat",
-    );
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --content rand"), "--content");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --content compressible:0.5"), "--content");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --fsync sometimes"), "--fsync");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --block-size 5M"), "--block-size");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --block-size 0"), "--block-size");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --direct --block-size 1000"), "--block-size");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --name-len 300"), "--name-len");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --fanout 1"), "--fanout");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --files-per-dir 0"), "--files-per-dir");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --depth 65"), "--depth");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --flat --fanout 4"), "--flat");
 }
 
 #[test]
 fn bad_outputs_and_unknown_flags() {
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --json /nonexistent/dir/x.json"),
-        "--json",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --json {{T}}"),
-        "--json",
-    );
-    refused(
-        &format!("{L} --total 64k --to 4 --runs 1 --bogus"),
-        "--bogus",
-    );
-    refused(
-        "ops --target {T} --quiet --files 4 --runs 1 --bogus",
-        "--bogus",
-    );
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --json /nonexistent/dir/x.json"), "--json");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --json {{T}}"), "--json");
+    refused(&format!("{L} --total 64k --to 4 --runs 1 --bogus"), "--bogus");
+    refused("ops --target {T} --quiet --files 4 --runs 1 --bogus", "--bogus");
     refused("frobnicate", "frobnicate");
 }
 
 #[test]
 fn dataset_larger_than_free_space() {
-    let r = refused(
-        "ops --target {T} --quiet --files 4 --size 1T --runs 1",
-        "--target",
-    );
-    assert!(
-        r.stderr.contains("free"),
-        "message must mention the free space: {}",
-        r.stderr
-    );
-    let r = refused(
-        &format!("{L} --total 1T --from 1 --to 1 --runs 1"),
-        "--target",
-    );
-    assert!(
-        r.stderr.contains("free"),
-        "message must mention the free space: {}",
-        r.stderr
-    );
+    let r = refused("ops --target {T} --quiet --files 4 --size 1T --runs 1", "--target");
+    assert!(r.stderr.contains("free"), "message must mention the free space: {}", r.stderr);
+    let r = refused(&format!("{L} --total 1T --from 1 --to 1 --runs 1"), "--target");
+    assert!(r.stderr.contains("free"), "message must mention the free space: {}", r.stderr);
 }
 
 #[test]
@@ -223,18 +109,7 @@ fn unwritable_target() {
     std::fs::create_dir(&t).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let r = run([
-        "ladder",
-        "--target",
-        t.to_str().unwrap(),
-        "--quiet",
-        "--total",
-        "64k",
-        "--to",
-        "4",
-        "--runs",
-        "1",
-    ]);
+    let r = run(["ladder", "--target", t.to_str().unwrap(), "--quiet", "--total", "64k", "--to", "4", "--runs", "1"]);
     std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_bad_input(&r, "--target", "chmod 555 target");
     assert_eq!(std::fs::read_dir(&t).unwrap().count(), 0);
@@ -247,28 +122,16 @@ fn bare_invocation_is_bad_input() {
     assert_eq!(r.code, Some(2), "no subcommand: {r:?}");
     assert_eq!(r.stderr_lines().len(), 1, "one stderr line: {}", r.stderr);
     assert!(r.stderr.starts_with("manyfiles: "), "{}", r.stderr);
-    // exposes bug: src/main.rs maps clap's DisplayHelpOnMissingArgumentOrSubcommand to
-    // the error branch and prints the first line of the help (the about text) as if
-    // it were the reason: "manyfiles: Measure what many small files cost a storage
-    // system (see manyfiles --help)". The line should say a subcommand is missing.
+    // Regression: the line once repeated the about text instead of saying what is missing.
     let line = r.stderr_lines()[0].to_lowercase();
-    assert!(
-        line.contains("subcommand") || line.contains("ladder"),
-        "the line must say what is missing: {}",
-        r.stderr
-    );
+    assert!(line.contains("subcommand") || line.contains("ladder"), "the line must say what is missing: {}", r.stderr);
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
 #[test]
 fn huge_file_count_is_refused_quickly_and_cheaply() {
-    // exposes bug: src/experiment/mod.rs estimate_space() calls Plan::new(spec) just to
-    // count directories, and Plan::new (src/tree/layout.rs) allocates one Unit per
-    // 1,024 files and one DirNode per directory. So a huge --files / --to is refused for
-    // lack of free space only after allocating memory in proportion to the file count:
-    // `ops --files 16G --size 1` takes ~5 s and ~2 GB RSS to say "needs about 70.5 TiB",
-    // and `--files 1T` (also `gen DIR --files 1T`, `ladder --to 1T`) dies with SIGABRT
-    // (memory allocation failure) under a 1 GiB address-space limit instead of exit 2.
+    // Regression: a huge --files / --to once built the whole plan (memory in proportion
+    // to the file count) before being refused, and died of SIGABRT under a 1 GiB limit.
     use std::os::unix::process::CommandExt;
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path().to_str().unwrap().to_string();
@@ -282,16 +145,11 @@ fn huge_file_count_is_refused_quickly_and_cheaply() {
         .iter()
         .map(|c| {
             let mut cmd = std::process::Command::new(bin());
-            cmd.args(words(c))
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
+            cmd.args(words(c)).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
             // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
             unsafe {
                 cmd.pre_exec(|| {
-                    let lim = libc::rlimit {
-                        rlim_cur: 1 << 30,
-                        rlim_max: 1 << 30,
-                    };
+                    let lim = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
                     if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -315,18 +173,10 @@ fn huge_file_count_is_refused_quickly_and_cheaply() {
             "ops" => &["--target", "--files"],
             _ => &["--target", "--to"],
         };
-        let flag = flags
-            .iter()
-            .find(|f| r.stderr.contains(**f))
-            .copied()
-            .unwrap_or(flags[0]);
+        let flag = flags.iter().find(|f| r.stderr.contains(**f)).copied().unwrap_or(flags[0]);
         assert_bad_input(&r, flag, c);
     }
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(20),
-        "refusals took {:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(20), "refusals took {:?}", start.elapsed());
     assert!(run_dirs(tmp.path()).is_empty());
     assert!(!tmp.path().join("g").exists());
 }

@@ -37,18 +37,11 @@ fn summary(r: &Run) -> (u64, f64, u64) {
 }
 
 fn name_of(e: &Entry) -> String {
-    Path::new(&e.rel)
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
+    Path::new(&e.rel).file_name().unwrap().to_string_lossy().into_owned()
 }
 
 fn parent_of(e: &Entry) -> String {
-    Path::new(&e.rel)
-        .parent()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    Path::new(&e.rel).parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 #[test]
@@ -68,10 +61,7 @@ fn fixed_size_flat_tree() {
     let (n, size, dirs) = summary(&r);
     assert_eq!(n, 100);
     assert_eq!(dirs, 0);
-    assert!(
-        (size - 300_000.0).abs() / 300_000.0 < 0.005,
-        "printed size {size}"
-    );
+    assert!((size - 300_000.0).abs() / 300_000.0 < 0.005, "printed size {size}");
 }
 
 #[test]
@@ -83,29 +73,16 @@ fn uniform_sizes_in_range_and_total_matches() {
     let files = tree_files(&dir);
     assert_eq!(files.len(), 300);
     let sizes: Vec<u64> = files.iter().map(|e| e.size).collect();
-    assert!(
-        sizes.iter().all(|&s| (1..=4096).contains(&s)),
-        "sizes out of 1..=4096: {sizes:?}"
-    );
+    assert!(sizes.iter().all(|&s| (1..=4096).contains(&s)), "sizes out of 1..=4096: {sizes:?}");
     let (lo, hi) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
-    assert!(
-        lo < 512 && hi > 3584,
-        "300 uniform draws should span the range: {lo}..{hi}"
-    );
+    assert!(lo < 512 && hi > 3584, "300 uniform draws should span the range: {lo}..{hi}");
     let distinct: BTreeSet<u64> = sizes.iter().copied().collect();
-    assert!(
-        distinct.len() > 200,
-        "sizes should vary: {} distinct",
-        distinct.len()
-    );
+    assert!(distinct.len() > 200, "sizes should vary: {} distinct", distinct.len());
     let total: u64 = sizes.iter().sum();
 
     // The printed total (3 significant digits) agrees with the bytes on disk.
     let (_, printed, _) = summary(&r);
-    assert!(
-        (printed - total as f64).abs() / (total as f64) < 0.005,
-        "printed {printed} vs on disk {total}"
-    );
+    assert!((printed - total as f64).abs() / (total as f64) < 0.005, "printed {printed} vs on disk {total}");
 
     // `ops` with the same spec reports the same exact total for the tree and writes it.
     let t = tempfile::tempdir().unwrap();
@@ -118,16 +95,8 @@ fn uniform_sizes_in_range_and_total_matches() {
     run(&args).ok();
     let v = load_json(&json);
     let m = &arr(&v, "measurements")[0];
-    assert_eq!(
-        u(m, "tree_bytes"),
-        total,
-        "ops' tree_bytes vs gen's bytes on disk"
-    );
-    assert_eq!(
-        u(m, "bytes"),
-        total,
-        "ops' create bytes vs gen's bytes on disk"
-    );
+    assert_eq!(u(m, "tree_bytes"), total, "ops' tree_bytes vs gen's bytes on disk");
+    assert_eq!(u(m, "bytes"), total, "ops' create bytes vs gen's bytes on disk");
 }
 
 #[test]
@@ -148,16 +117,10 @@ fn nested_layout_respects_files_per_dir_and_fanout() {
     for d in &dirs {
         *subdirs_in.entry(parent_of(d)).or_default() += 1;
     }
-    assert!(
-        !files_in.contains_key(""),
-        "no files in the root with a nested layout"
-    );
+    assert!(!files_in.contains_key(""), "no files in the root with a nested layout");
     for (d, n) in &files_in {
         assert!(*n <= 10, "leaf {d} holds {n} > 10 files");
-        assert!(
-            !subdirs_in.contains_key(d),
-            "{d} holds both files and directories"
-        );
+        assert!(!subdirs_in.contains_key(d), "{d} holds both files and directories");
     }
     for (d, n) in &subdirs_in {
         assert!(*n <= 4, "{d:?} has {n} > 4 subdirectories");
@@ -165,18 +128,12 @@ fn nested_layout_respects_files_per_dir_and_fanout() {
     // 100 files / 10 per leaf = 10 leaves, which needs depth 2 with fanout 4.
     assert_eq!(files_in.len(), 10, "leaf directories: {files_in:?}");
     for leaf in files_in.keys() {
-        assert_eq!(
-            Path::new(leaf).components().count(),
-            2,
-            "leaf {leaf} not at depth 2"
-        );
+        assert_eq!(Path::new(leaf).components().count(), 2, "leaf {leaf} not at depth 2");
     }
     // Every directory is on the way to some leaf (no empty branches).
     for d in &dirs {
         assert!(
-            files_in
-                .keys()
-                .any(|l| l == &d.rel || l.starts_with(&format!("{}/", d.rel))),
+            files_in.keys().any(|l| l == &d.rel || l.starts_with(&format!("{}/", d.rel))),
             "empty branch {}",
             d.rel
         );
@@ -198,15 +155,8 @@ fn explicit_depth_spreads_files_evenly() {
     }
     assert_eq!(files_in.len(), 9, "3^2 leaves: {files_in:?}");
     for (leaf, n) in &files_in {
-        assert_eq!(
-            Path::new(leaf).components().count(),
-            2,
-            "leaf {leaf} not at depth 2"
-        );
-        assert!(
-            *n == 11 || *n == 12,
-            "leaf {leaf} holds {n}, expected 11 or 12"
-        );
+        assert_eq!(Path::new(leaf).components().count(), 2, "leaf {leaf} not at depth 2");
+        assert!(*n == 11 || *n == 12, "leaf {leaf} holds {n}, expected 11 or 12");
     }
     assert_eq!(tree_dirs(&dir).len(), 3 + 9);
 }
@@ -216,10 +166,7 @@ fn name_length_is_exact() {
     let tmp = tempfile::tempdir().unwrap();
     for (len, files) in [(24usize, 50u64), (3, 40), (255, 5)] {
         let dir = tmp.path().join(format!("g{len}"));
-        gen_ok(
-            &dir,
-            &format!("--files {files} --size 1 --flat --name-len {len}"),
-        );
+        gen_ok(&dir, &format!("--files {files} --size 1 --flat --name-len {len}"));
         let names: BTreeSet<String> = tree_files(&dir).iter().map(name_of).collect();
         assert_eq!(names.len() as u64, files, "unique names");
         for n in &names {
@@ -240,25 +187,14 @@ fn same_spec_same_tree_whatever_the_threads_and_block_size() {
     gen_ok(&a, &format!("{spec} --threads 1"));
     gen_ok(&b, &format!("{spec} --threads 4"));
     gen_ok(&c, &format!("{spec} --threads 2 --block-size 1000"));
-    gen_ok(
-        &d,
-        "--files 600 --size uniform:1-8k --files-per-dir 50 --fanout 4 --seed 8 --threads 1",
-    );
+    gen_ok(&d, "--files 600 --size uniform:1-8k --files-per-dir 50 --fanout 4 --seed 8 --threads 1");
     let (ha, hb, hc, hd) = (tree_hash(&a), tree_hash(&b), tree_hash(&c), tree_hash(&d));
     assert_eq!(tree_files(&a).len(), 600);
-    assert_eq!(
-        ha, hb,
-        "--threads 1 and --threads 4 must give byte-identical trees"
-    );
+    assert_eq!(ha, hb, "--threads 1 and --threads 4 must give byte-identical trees");
     assert_eq!(ha, hc, "the write block size must not change the bytes");
     assert_ne!(ha, hd, "another --seed must give another tree");
     // Not only the hash: the seed changes names and sizes too.
-    let names = |p: &Path| {
-        tree_files(p)
-            .iter()
-            .map(|e| (e.rel.clone(), e.size))
-            .collect::<Vec<_>>()
-    };
+    let names = |p: &Path| tree_files(p).iter().map(|e| (e.rel.clone(), e.size)).collect::<Vec<_>>();
     assert_ne!(names(&a), names(&d));
 }
 
@@ -288,36 +224,17 @@ fn random_content_is_incompressible_and_differs_per_file() {
         let data = std::fs::read(&e.path).unwrap();
         assert_eq!(data.len(), 262144);
         let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64;
-        assert!(
-            zeros < 0.01,
-            "{}: {:.3} of the bytes are zero",
-            e.rel,
-            zeros
-        );
+        assert!(zeros < 0.01, "{}: {:.3} of the bytes are zero", e.rel, zeros);
         // All 256 byte values show up, roughly equally.
         let mut hist = [0usize; 256];
         for &b in &data {
             hist[b as usize] += 1;
         }
         let (mn, mx) = (*hist.iter().min().unwrap(), *hist.iter().max().unwrap());
-        assert!(
-            mn > 800 && mx < 1250,
-            "{}: byte histogram {mn}..{mx} (expected ~1024 each)",
-            e.rel
-        );
-        assert!(
-            seen.insert(data[..4096].to_vec()),
-            "{} starts like another file",
-            e.rel
-        );
+        assert!(mn > 800 && mx < 1250, "{}: byte histogram {mn}..{mx} (expected ~1024 each)", e.rel);
+        assert!(seen.insert(data[..4096].to_vec()), "{} starts like another file", e.rel);
         match gzip_size(&e.path) {
-            Some(z) => assert!(
-                z as f64 >= 0.99 * data.len() as f64,
-                "{}: gzip made {} of {}",
-                e.rel,
-                z,
-                data.len()
-            ),
+            Some(z) => assert!(z as f64 >= 0.99 * data.len() as f64, "{}: gzip made {} of {}", e.rel, z, data.len()),
             None => eprintln!("gzip not found: skipped the compression check"),
         }
     }
@@ -327,29 +244,17 @@ fn random_content_is_incompressible_and_differs_per_file() {
 fn compressible_content_is_about_three_quarters_zeros() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("g");
-    gen_ok(
-        &dir,
-        "--files 4 --size 256k --flat --content compressible:4",
-    );
+    gen_ok(&dir, "--files 4 --size 256k --flat --content compressible:4");
     let files = tree_files(&dir);
     assert_eq!(files.len(), 4);
     for e in &files {
         let data = std::fs::read(&e.path).unwrap();
         assert_eq!(data.len(), 262144);
         let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64;
-        assert!(
-            (0.72..=0.78).contains(&zeros),
-            "{}: {:.3} of the bytes are zero, expected ~0.75",
-            e.rel,
-            zeros
-        );
+        assert!((0.72..=0.78).contains(&zeros), "{}: {:.3} of the bytes are zero, expected ~0.75", e.rel, zeros);
         if let Some(z) = gzip_size(&e.path) {
             let ratio = data.len() as f64 / z as f64;
-            assert!(
-                (2.5..=6.0).contains(&ratio),
-                "{}: gzip ratio {ratio:.2}, expected ~4",
-                e.rel
-            );
+            assert!((2.5..=6.0).contains(&ratio), "{}: gzip ratio {ratio:.2}, expected ~4", e.rel);
         }
     }
 }
@@ -359,20 +264,12 @@ fn files_are_never_sparse() {
     let tmp = tempfile::tempdir().unwrap();
     for content in ["zeros", "random"] {
         let dir = tmp.path().join(content);
-        gen_ok(
-            &dir,
-            &format!("--files 1 --size 1M --content {content} --block-size 64k"),
-        );
+        gen_ok(&dir, &format!("--files 1 --size 1M --content {content} --block-size 64k"));
         let files = tree_files(&dir);
         assert_eq!(files.len(), 1);
         let e = &files[0];
         assert_eq!(e.size, 1 << 20);
-        assert!(
-            e.blocks * 512 >= e.size,
-            "{content}: {} blocks of 512 for {} bytes: sparse",
-            e.blocks,
-            e.size
-        );
+        assert!(e.blocks * 512 >= e.size, "{content}: {} blocks of 512 for {} bytes: sparse", e.blocks, e.size);
     }
 }
 
@@ -450,11 +347,7 @@ fn refuses_a_symlink_to_a_directory() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let r = run(["gen", link.to_str().unwrap(), "--files", "10", "--quiet"]);
     assert_bad_input(&r, "DIR", "gen into a symlink");
-    assert_eq!(
-        std::fs::read_dir(&real).unwrap().count(),
-        0,
-        "symlink target untouched"
-    );
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0, "symlink target untouched");
 }
 
 #[test]
@@ -470,11 +363,7 @@ fn bad_spec_creates_nothing() {
         ("--files 100 --name-len 2", "--name-len"),
         ("--files 4 --size 1T", "DIR"),
     ] {
-        let mut args = vec![
-            "gen".to_string(),
-            dir.to_string_lossy().into_owned(),
-            "--quiet".into(),
-        ];
+        let mut args = vec!["gen".to_string(), dir.to_string_lossy().into_owned(), "--quiet".into()];
         args.extend(words(flags));
         let r = run(&args);
         assert_bad_input(&r, flag, &format!("gen {flags}"));
@@ -531,15 +420,8 @@ fn regen_never_follows_symlinks_in_the_old_tree() {
     std::os::unix::fs::symlink(&outside, sub.join("escape")).unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("escape-top")).unwrap();
     gen_ok(&dir, "--files 3 --size 1 --flat");
-    assert_eq!(
-        std::fs::read(outside.join("precious")).unwrap(),
-        b"keep me",
-        "symlink target untouched"
-    );
-    assert!(
-        !dir.join("escape-top").exists() && !dir.join("escape-top").is_symlink(),
-        "old entries removed"
-    );
+    assert_eq!(std::fs::read(outside.join("precious")).unwrap(), b"keep me", "symlink target untouched");
+    assert!(!dir.join("escape-top").exists() && !dir.join("escape-top").is_symlink(), "old entries removed");
     let left: Vec<String> = walk(&dir, true).into_iter().map(|e| e.rel).collect();
     assert_eq!(left.len(), 3, "only the new tree remains: {left:?}");
 }

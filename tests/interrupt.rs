@@ -29,11 +29,7 @@ impl Spawned {
             .stderr(Stdio::from(File::create(&stderr).unwrap()))
             .spawn()
             .expect("spawn manyfiles");
-        Spawned {
-            child,
-            stdout,
-            stderr,
-        }
+        Spawned { child, stdout, stderr }
     }
 
     fn output(&self) -> String {
@@ -47,10 +43,7 @@ impl Spawned {
     /// Panic (after killing the child) if it has already exited.
     fn assert_running(&mut self, what: &str) {
         if let Some(st) = self.child.try_wait().unwrap() {
-            panic!(
-                "{what}: manyfiles exited early with {st}\n{}",
-                self.output()
-            );
+            panic!("{what}: manyfiles exited early with {st}\n{}", self.output());
         }
     }
 
@@ -70,10 +63,7 @@ impl Spawned {
         if !done {
             let _ = self.child.kill();
             let _ = self.child.wait();
-            panic!(
-                "manyfiles did not exit within {TIMEOUT:?} of the signal\n{}",
-                self.output()
-            );
+            panic!("manyfiles did not exit within {TIMEOUT:?} of the signal\n{}", self.output());
         }
         status.unwrap().code()
     }
@@ -96,9 +86,7 @@ fn measurements_so_far(json: &Path) -> usize {
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return 0;
     };
-    v.get("measurements")
-        .and_then(|m| m.as_array())
-        .map_or(0, |m| m.len())
+    v.get("measurements").and_then(|m| m.as_array()).map_or(0, |m| m.len())
 }
 
 /// Start a long ladder, signal it once the results file holds a measurement, and check
@@ -113,73 +101,37 @@ fn interrupt_ladder(sig: i32, total: &str) {
         json.display()
     ));
     let mut p = Spawned::start(&args, out.path());
-    let saw = wait_until(TIMEOUT, || {
-        measurements_so_far(&json) >= 1 || p.child.try_wait().unwrap().is_some()
-    });
-    assert!(
-        saw,
-        "no measurement saved within {TIMEOUT:?}\n{}",
-        p.output()
-    );
+    let saw = wait_until(TIMEOUT, || measurements_so_far(&json) >= 1 || p.child.try_wait().unwrap().is_some());
+    assert!(saw, "no measurement saved within {TIMEOUT:?}\n{}", p.output());
     p.assert_running("before the signal");
     p.signal(sig);
     let code = p.wait_code();
-    assert_eq!(
-        code,
-        Some(128 + sig),
-        "exit code after signal {sig}\n{}",
-        p.output()
-    );
+    assert_eq!(code, Some(128 + sig), "exit code after signal {sig}\n{}", p.output());
 
     let stderr = std::fs::read_to_string(&p.stderr).unwrap();
-    let name = if sig == libc::SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
-    };
+    let name = if sig == libc::SIGINT { "SIGINT" } else { "SIGTERM" };
     assert!(stderr.contains(name), "stderr names the signal: {stderr}");
     assert!(stderr.starts_with("manyfiles: "), "{stderr}");
 
-    assert!(
-        run_dirs(target.path()).is_empty(),
-        "run dir left behind after {name}"
-    );
-    assert_eq!(
-        std::fs::read_dir(target.path()).unwrap().count(),
-        0,
-        "target not empty after {name}"
-    );
+    assert!(run_dirs(target.path()).is_empty(), "run dir left behind after {name}");
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "target not empty after {name}");
     // Only the results file (and our logs) next to it: no temp file of the atomic writer.
-    let mut names: Vec<String> = std::fs::read_dir(out.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(names, vec!["r.json", "stderr.txt", "stdout.txt"]);
 
     let v = load_json(&json);
     assert_eq!(u(&v, "schema"), 1);
-    assert_eq!(
-        get(&v, "complete"),
-        &Value::Bool(false),
-        "an interrupted run is not complete"
-    );
+    assert_eq!(get(&v, "complete"), &Value::Bool(false), "an interrupted run is not complete");
     let ms = arr(&v, "measurements");
     let mut complete = 0;
     for m in ms {
         if measurement_complete(m) {
             complete += 1;
-            assert_eq!(
-                u(m, "files"),
-                u(m, "tree_files"),
-                "a complete measurement did all files: {m}"
-            );
+            assert_eq!(u(m, "files"), u(m, "tree_files"), "a complete measurement did all files: {m}");
         } else {
-            assert_eq!(
-                get(m, "interrupted"),
-                &Value::Bool(true),
-                "incomplete but not interrupted: {m}"
-            );
+            assert_eq!(get(m, "interrupted"), &Value::Bool(true), "incomplete but not interrupted: {m}");
             assert!(u(m, "files") <= u(m, "tree_files"));
         }
     }
@@ -188,19 +140,9 @@ fn interrupt_ladder(sig: i32, total: &str) {
     for sm in arr(&v, "summaries") {
         let n = ms
             .iter()
-            .filter(|m| {
-                s(m, "op") == s(sm, "op")
-                    && s(m, "tree_key") == s(sm, "tree_key")
-                    && measurement_complete(m)
-            })
+            .filter(|m| s(m, "op") == s(sm, "op") && s(m, "tree_key") == s(sm, "tree_key") && measurement_complete(m))
             .count();
-        assert_eq!(
-            u(sm, "n") as usize,
-            n,
-            "summary of {} {}",
-            s(sm, "op"),
-            s(sm, "tree_key")
-        );
+        assert_eq!(u(sm, "n") as usize, n, "summary of {} {}", s(sm, "op"), s(sm, "tree_key"));
     }
 }
 
@@ -224,27 +166,18 @@ fn interrupt_gen(dir: &Path, logs: &Path) -> Option<i32> {
     let started = wait_until(TIMEOUT, || {
         p.child.try_wait().unwrap().is_some()
             || std::fs::read_dir(dir).is_ok_and(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter(|e| e.path().is_dir())
-                    .any(|d| {
-                        // A file somewhere below a top-level directory.
-                        walk_quiet(&d.path()) > 0
-                    })
+                rd.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).any(|d| {
+                    // A file somewhere below a top-level directory.
+                    walk_quiet(&d.path()) > 0
+                })
             })
     });
-    assert!(
-        started,
-        "gen wrote no file within {TIMEOUT:?}\n{}",
-        p.output()
-    );
+    assert!(started, "gen wrote no file within {TIMEOUT:?}\n{}", p.output());
     p.assert_running("gen before the signal");
     p.signal(libc::SIGINT);
     let code = p.wait_code();
     if code != Some(130) {
-        panic!(
-            "gen: expected exit 130 after SIGINT, got {code:?}\n{}",
-            p.output()
-        );
+        panic!("gen: expected exit 130 after SIGINT, got {code:?}\n{}", p.output());
     }
     code
 }
@@ -275,29 +208,14 @@ fn sigint_during_gen_removes_the_partial_tree() {
     // A new DIR: removed entirely.
     let dir = tmp.path().join("new");
     interrupt_gen(&dir, logs.path());
-    assert!(
-        !dir.exists(),
-        "partial tree in a new DIR must be removed with DIR"
-    );
+    assert!(!dir.exists(), "partial tree in a new DIR must be removed with DIR");
 
     // An earlier gen dir: emptied back to just its marker.
     let dir = tmp.path().join("old");
-    run([
-        "gen",
-        dir.to_str().unwrap(),
-        "--files",
-        "10",
-        "--size",
-        "1",
-        "--flat",
-        "--quiet",
-    ])
-    .ok();
+    run(["gen", dir.to_str().unwrap(), "--files", "10", "--size", "1", "--flat", "--quiet"]).ok();
     interrupt_gen(&dir, logs.path());
     assert!(dir.is_dir());
-    let left: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec![MARKER.to_string()], "only the marker remains");
 }

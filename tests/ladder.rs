@@ -45,15 +45,9 @@ fn check_provenance(v: &Value) {
     assert_eq!(s(p, "tool"), "manyfiles");
     assert_eq!(s(p, "version"), env!("CARGO_PKG_VERSION"));
     let cl = arr(p, "command_line");
-    assert!(
-        cl.iter().any(|a| a == "ladder" || a == "ops"),
-        "command_line {cl:?}"
-    );
+    assert!(cl.iter().any(|a| a == "ladder" || a == "ops"), "command_line {cl:?}");
     let started = s(p, "started_utc");
-    assert!(
-        started.len() >= 20 && started.ends_with('Z') && started.starts_with("20"),
-        "started_utc {started}"
-    );
+    assert!(started.len() >= 20 && started.ends_with('Z') && started.starts_with("20"), "started_utc {started}");
     for k in ["host", "kernel", "cpu_model"] {
         assert!(!s(p, k).trim().is_empty(), "provenance.{k} empty");
     }
@@ -67,11 +61,7 @@ fn check_target(v: &Value, target: &Path) -> String {
     assert_eq!(targets.len(), 1);
     let t = &targets[0];
     let canon = std::fs::canonicalize(target).unwrap();
-    assert_eq!(
-        Path::new(s(t, "path")),
-        canon.as_path(),
-        "targets[0].path must be the canonical target"
-    );
+    assert_eq!(Path::new(s(t, "path")), canon.as_path(), "targets[0].path must be the canonical target");
     assert_eq!(s(t, "kind"), "dir");
     assert!(!s(t, "fs_type").is_empty());
     assert!(!s(t, "mount_point").is_empty());
@@ -98,58 +88,31 @@ fn check_measurement(m: &Value, target_id: &str) {
     let files = u(m, "files");
     if op != "list" {
         assert_eq!(files, u(m, "tree_files"), "{what}: files");
-        assert_eq!(
-            u(get(m, "latency_us"), "count"),
-            files,
-            "{what}: one latency sample per file"
-        );
+        assert_eq!(u(get(m, "latency_us"), "count"), files, "{what}: one latency sample per file");
     }
     match op {
         "create" | "read" => assert_eq!(u(m, "bytes"), u(m, "tree_bytes"), "{what}: bytes"),
         _ => assert_eq!(u(m, "bytes"), 0, "{what}: bytes"),
     }
     let elapsed = f(m, "elapsed_s");
-    assert!(
-        elapsed > 0.0 && elapsed < 600.0,
-        "{what}: elapsed_s {elapsed}"
-    );
+    assert!(elapsed > 0.0 && elapsed < 600.0, "{what}: elapsed_s {elapsed}");
     let portions = arr(m, "portions");
     assert!(!portions.is_empty(), "{what}: no portions");
-    assert_eq!(
-        portions.iter().map(|p| u(p, "files")).sum::<u64>(),
-        files,
-        "{what}: portions' files"
-    );
+    assert_eq!(portions.iter().map(|p| u(p, "files")).sum::<u64>(), files, "{what}: portions' files");
     let mut last = 0;
     for p in portions {
-        assert!(
-            u(p, "end_files") > last || (files == 0 && u(p, "end_files") == 0),
-            "{what}: end_files not increasing"
-        );
-        assert_eq!(
-            u(p, "end_files"),
-            last + u(p, "files"),
-            "{what}: end_files is a running total"
-        );
+        assert!(u(p, "end_files") > last || (files == 0 && u(p, "end_files") == 0), "{what}: end_files not increasing");
+        assert_eq!(u(p, "end_files"), last + u(p, "files"), "{what}: end_files is a running total");
         last = u(p, "end_files");
         assert!(f(p, "elapsed_s") >= 0.0);
     }
     assert_eq!(last, files, "{what}: last portion ends at the file count");
     let lat = get(m, "latency_us");
     let (p50, p90, p99, max) = (f(lat, "p50"), f(lat, "p90"), f(lat, "p99"), f(lat, "max"));
-    assert!(
-        0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
-        "{what}: latency {lat}"
-    );
-    assert!(
-        max <= elapsed * 1e6 * 1.01 + 1.0,
-        "{what}: one file slower than the phase: {max} µs vs {elapsed} s"
-    );
+    assert!(0.0 < p50 && p50 <= p90 && p90 <= p99 && p99 <= max, "{what}: latency {lat}");
+    assert!(max <= elapsed * 1e6 * 1.01 + 1.0, "{what}: one file slower than the phase: {max} µs vs {elapsed} s");
     let (ff, lf) = (f(m, "first_finish_s"), f(m, "last_finish_s"));
-    assert!(
-        0.0 <= ff && ff <= lf && lf <= elapsed + 1e-9,
-        "{what}: finishes {ff} {lf} vs {elapsed}"
-    );
+    assert!(0.0 <= ff && ff <= lf && lf <= elapsed + 1e-9, "{what}: finishes {ff} {lf} vs {elapsed}");
     assert!(u(m, "threads") >= 1);
     assert!(f(m, "cpu_user_s") >= 0.0 && f(m, "cpu_sys_s") >= 0.0);
 }
@@ -159,11 +122,7 @@ fn small_ladder_end_to_end() {
     let target = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let r = run(ladder_args(
-        target.path(),
-        &json,
-        "--total 1MiB --from 1 --to 256 --runs 2",
-    ));
+    let r = run(ladder_args(target.path(), &json, "--total 1MiB --from 1 --to 256 --runs 2"));
     r.ok();
 
     // Table: one row per rung, the file size = total / files.
@@ -180,16 +139,10 @@ fn small_ladder_end_to_end() {
         "table rows in:\n{}",
         r.stdout
     );
-    assert!(
-        r.stdout.contains("per file"),
-        "fitted-cost table missing:\n{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains("per file"), "fitted-cost table missing:\n{}", r.stdout);
     for op in ["create", "read", "delete"] {
         assert!(
-            r.stdout
-                .lines()
-                .any(|l| l.trim_start_matches('│').split_whitespace().next() == Some(op)),
+            r.stdout.lines().any(|l| l.trim_start_matches('│').split_whitespace().next() == Some(op)),
             "no model row for {op}:\n{}",
             r.stdout
         );
@@ -197,11 +150,7 @@ fn small_ladder_end_to_end() {
 
     // Nothing left in the target.
     assert!(run_dirs(target.path()).is_empty(), "run dir left behind");
-    assert_eq!(
-        std::fs::read_dir(target.path()).unwrap().count(),
-        0,
-        "target must be empty again"
-    );
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "target must be empty again");
 
     let v = load_json(&json);
     assert_eq!(u(&v, "schema"), 1);
@@ -211,10 +160,7 @@ fn small_ladder_end_to_end() {
 
     let e = get(&v, "experiment");
     assert_eq!(s(e, "name"), "ladder");
-    assert_eq!(
-        get(e, "ops"),
-        &serde_json::json!(["create", "read", "delete"])
-    );
+    assert_eq!(get(e, "ops"), &serde_json::json!(["create", "read", "delete"]));
     assert_eq!(u(e, "runs"), 2);
     assert_eq!(u(e, "warmup"), 0);
     assert_eq!(s(e, "order"), "interleaved");
@@ -225,11 +171,7 @@ fn small_ladder_end_to_end() {
     let rungs = [1u64, 4, 16, 64, 256];
     for (i, m) in ms.iter().enumerate() {
         check_measurement(m, &tid);
-        assert_eq!(
-            u(m, "order"),
-            i as u64,
-            "order is the position in the experiment"
-        );
+        assert_eq!(u(m, "order"), i as u64, "order is the position in the experiment");
         // Interleaved: all of run 1 (rung by rung, op by op), then run 2.
         let run = 1 + i / 15;
         let rung = rungs[(i % 15) / 3];
@@ -246,10 +188,7 @@ fn small_ladder_end_to_end() {
     assert_eq!(sums.len(), 15, "one summary per rung and op");
     for sm in sums {
         assert_eq!(u(sm, "n"), 2);
-        let raw: Vec<f64> = arr(sm, "raw_s")
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
+        let raw: Vec<f64> = arr(sm, "raw_s").iter().map(|x| x.as_f64().unwrap()).collect();
         assert_eq!(raw.len(), 2);
         // raw_s are the elapsed times of the matching measurements, in run order.
         let mine: Vec<f64> = ms
@@ -259,16 +198,10 @@ fn small_ladder_end_to_end() {
             .collect();
         assert_eq!(raw, mine, "raw_s of {} {}", s(sm, "op"), s(sm, "tree_key"));
         let mean = f(sm, "mean_s");
-        assert!(
-            (mean - (raw[0] + raw[1]) / 2.0).abs() <= 1e-12 * mean.max(1.0),
-            "mean of {raw:?}: {mean}"
-        );
+        assert!((mean - (raw[0] + raw[1]) / 2.0).abs() <= 1e-12 * mean.max(1.0), "mean of {raw:?}: {mean}");
         let ci = arr(sm, "ci95_s");
         let (lo, hi) = (ci[0].as_f64().unwrap(), ci[1].as_f64().unwrap());
-        assert!(
-            lo <= mean && mean <= hi,
-            "ci95 [{lo}, {hi}] must contain the mean {mean}"
-        );
+        assert!(lo <= mean && mean <= hi, "ci95 [{lo}, {hi}] must contain the mean {mean}");
         assert!(f(sm, "min_s") <= f(sm, "median_s") && f(sm, "median_s") <= f(sm, "max_s"));
         assert!(f(sm, "stddev_s") >= 0.0);
         assert!(u(sm, "tree_files") >= 1);
@@ -312,13 +245,9 @@ fn keep_leaves_the_marked_run_dir() {
     let dirs = run_dirs(target.path());
     assert_eq!(dirs.len(), 1, "--keep must leave exactly one run dir");
     assert!(dirs[0].is_dir());
+    assert!(dirs[0].join(MARKER).is_file(), "kept run dir holds its marker");
     assert!(
-        dirs[0].join(MARKER).is_file(),
-        "kept run dir holds its marker"
-    );
-    assert!(
-        r.stderr
-            .contains(dirs[0].file_name().unwrap().to_str().unwrap()),
+        r.stderr.contains(dirs[0].file_name().unwrap().to_str().unwrap()),
         "stderr names the kept dir:\n{}",
         r.stderr
     );
@@ -363,10 +292,7 @@ fn rungs_follow_from_to_step_and_round_sizes_down() {
         assert_eq!(u(m, "threads"), 1, "--threads 1");
         assert_eq!(s(get(get(m, "tree"), "layout"), "kind"), "flat");
     }
-    assert_eq!(
-        get(&v, "experiment").get("ops").unwrap(),
-        &serde_json::json!(["create"])
-    );
+    assert_eq!(get(&v, "experiment").get("ops").unwrap(), &serde_json::json!(["create"]));
     let rows: Vec<u64> = ladder_rows(&r.stdout).into_iter().map(|(n, _)| n).collect();
     assert_eq!(rows, vec![3, 9, 27]);
     assert!(run_dirs(target.path()).is_empty());
@@ -377,17 +303,9 @@ fn json_is_rewritten_and_matches_stdout_path() {
     // The results line names the JSON file; the file parses and is complete.
     let target = tempfile::tempdir().unwrap();
     let json = target.path().join("inside-target.json");
-    let r = run(ladder_args(
-        target.path(),
-        &json,
-        "--total 16k --to 4 --runs 1",
-    ));
+    let r = run(ladder_args(target.path(), &json, "--total 16k --to 4 --runs 1"));
     r.ok();
-    assert!(
-        r.stdout.contains(&json.to_string_lossy().into_owned()),
-        "stdout names the results file:\n{}",
-        r.stdout
-    );
+    assert!(r.stdout.contains(&json.to_string_lossy().into_owned()), "stdout names the results file:\n{}", r.stdout);
     let v = load_json(&json);
     assert_eq!(get(&v, "complete"), &Value::Bool(true));
     assert_eq!(arr(&v, "measurements").len(), 2 * 3);
@@ -396,11 +314,7 @@ fn json_is_rewritten_and_matches_stdout_path() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(
-        names,
-        vec!["inside-target.json".to_string()],
-        "leftovers in the target: {names:?}"
-    );
+    assert_eq!(names, vec!["inside-target.json".to_string()], "leftovers in the target: {names:?}");
 }
 
 #[test]
@@ -411,34 +325,14 @@ fn leaves_other_content_of_the_target_alone() {
     std::fs::create_dir_all(t.join("manyfiles-run-not-ours/sub")).unwrap();
     std::fs::write(t.join("manyfiles-run-not-ours/sub/f"), b"also mine").unwrap();
     let before = snapshot(t);
-    run([
-        "ladder",
-        "--target",
-        t.to_str().unwrap(),
-        "--total",
-        "16k",
-        "--to",
-        "4",
-        "--runs",
-        "1",
-        "--quiet",
-    ])
-    .ok();
-    assert_eq!(
-        snapshot(t),
-        before,
-        "the target's other content must be untouched"
-    );
+    run(["ladder", "--target", t.to_str().unwrap(), "--total", "16k", "--to", "4", "--runs", "1", "--quiet"]).ok();
+    assert_eq!(snapshot(t), before, "the target's other content must be untouched");
 }
 
 #[test]
 fn symlinked_target_is_accepted() {
-    // exposes bug: src/target/rundir.rs RunDir::create opens --target with O_NOFOLLOW
-    // (DIR_FLAGS), so a --target that is a symlink to a directory passes check_target
-    // (std::fs::metadata follows it) and is then refused with a misleading
-    // "manyfiles: --target: cannot open LINK: Not a directory (os error 20)", exit 2.
-    // `--target LINK/` works. The target (unlike paths below the run dir) is the
-    // user's own path and is canonicalized for the results anyway.
+    // Regression: a --target that is a symlink to a directory was once refused. The
+    // target (unlike paths below the run dir) is the user's own path, canonicalized.
     let tmp = tempfile::tempdir().unwrap();
     let real = tmp.path().join("real");
     std::fs::create_dir(&real).unwrap();
@@ -448,10 +342,7 @@ fn symlinked_target_is_accepted() {
     let r = run(ladder_args(&link, &json, "--total 16k --to 4 --runs 1"));
     r.ok();
     let v = load_json(&json);
-    assert_eq!(
-        Path::new(s(&arr(&v, "targets")[0], "path")),
-        std::fs::canonicalize(&real).unwrap().as_path()
-    );
+    assert_eq!(Path::new(s(&arr(&v, "targets")[0], "path")), std::fs::canonicalize(&real).unwrap().as_path());
     assert!(run_dirs(&real).is_empty());
     assert!(link.is_symlink(), "the symlink itself is left alone");
 }

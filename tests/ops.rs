@@ -54,18 +54,10 @@ fn all_ops_count_files_bytes_and_dirs() {
         let (files, bytes, dirs) = (u(m, "files"), u(m, "bytes"), u(m, "dirs"));
         match op {
             "create" => {
-                assert_eq!(
-                    (files, bytes, dirs),
-                    (2000, 2000 * 1024, 27),
-                    "{what}: files, bytes, dirs made"
-                );
+                assert_eq!((files, bytes, dirs), (2000, 2000 * 1024, 27), "{what}: files, bytes, dirs made");
             }
             "stat" => {
-                assert_eq!(
-                    (files, bytes, dirs),
-                    (2000, 0, 27),
-                    "{what}: files and dirs stat'ed"
-                );
+                assert_eq!((files, bytes, dirs), (2000, 0, 27), "{what}: files and dirs stat'ed");
             }
             "list" => {
                 // Since 54897e9: `files` = entries seen (every file and every
@@ -73,53 +65,27 @@ fn all_ops_count_files_bytes_and_dirs() {
                 assert_eq!(dirs, 27 + 1, "{what}: directories listed");
                 assert_eq!(files, 2000 + 27, "{what}: entries seen");
                 assert_eq!(bytes, 0);
-                assert_eq!(
-                    u(get(m, "latency_us"), "count"),
-                    28,
-                    "{what}: one latency sample per directory"
-                );
+                assert_eq!(u(get(m, "latency_us"), "count"), 28, "{what}: one latency sample per directory");
             }
             "read" => {
-                assert_eq!(
-                    (files, bytes),
-                    (2000, 2000 * 1024),
-                    "{what}: files and bytes read"
-                );
+                assert_eq!((files, bytes), (2000, 2000 * 1024), "{what}: files and bytes read");
             }
             "delete" => {
-                assert_eq!(
-                    (files, bytes, dirs),
-                    (2000, 0, 27),
-                    "{what}: files unlinked, dirs removed"
-                );
+                assert_eq!((files, bytes, dirs), (2000, 0, 27), "{what}: files unlinked, dirs removed");
             }
             _ => unreachable!(),
         }
         if op != "list" {
-            assert_eq!(
-                u(get(m, "latency_us"), "count"),
-                files,
-                "{what}: latency samples"
-            );
+            assert_eq!(u(get(m, "latency_us"), "count"), files, "{what}: latency samples");
         }
         let portions = arr(m, "portions");
-        assert_eq!(
-            portions.iter().map(|p| u(p, "files")).sum::<u64>(),
-            files,
-            "{what}: portions add up"
-        );
+        assert_eq!(portions.iter().map(|p| u(p, "files")).sum::<u64>(), files, "{what}: portions add up");
         let ends: Vec<u64> = portions.iter().map(|p| u(p, "end_files")).collect();
-        assert!(
-            ends.windows(2).all(|w| w[0] < w[1]),
-            "{what}: end_files increasing: {ends:?}"
-        );
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "{what}: end_files increasing: {ends:?}");
         assert_eq!(*ends.last().unwrap(), files);
         if op != "list" {
             for k in [500, 1000, 1500, 2000] {
-                assert!(
-                    ends.contains(&k),
-                    "{what}: --portion 500 must close a portion at {k}: {ends:?}"
-                );
+                assert!(ends.contains(&k), "{what}: --portion 500 must close a portion at {k}: {ends:?}");
             }
         }
     }
@@ -127,9 +93,7 @@ fn all_ops_count_files_bytes_and_dirs() {
     // The detail table has a row per op for this tree.
     for op in ops {
         assert!(
-            r.stdout
-                .lines()
-                .any(|l| l.contains(op) && l.contains("n=2000 size=1KiB")),
+            r.stdout.lines().any(|l| l.contains(op) && l.contains("n=2000 size=1KiB")),
             "no table row for {op}:\n{}",
             r.stdout
         );
@@ -152,30 +116,18 @@ fn subset_of_ops_warmup_and_order() {
         &json,
         "--files 300 --size uniform:1-2k --flat --ops read,stat --runs 2 --warmup 1 --threads 2",
     );
-    assert_eq!(
-        get(get(&v, "experiment"), "ops"),
-        &serde_json::json!(["stat", "read"])
-    );
+    assert_eq!(get(get(&v, "experiment"), "ops"), &serde_json::json!(["stat", "read"]));
     assert_eq!(u(get(&v, "experiment"), "warmup"), 1);
     let ms = arr(&v, "measurements");
-    let got: Vec<(String, u64)> = ms
-        .iter()
-        .map(|m| (s(m, "op").to_string(), u(m, "run")))
-        .collect();
-    let want: Vec<(String, u64)> = [("stat", 1), ("read", 1), ("stat", 2), ("read", 2)]
-        .iter()
-        .map(|(o, r)| (o.to_string(), *r))
-        .collect();
+    let got: Vec<(String, u64)> = ms.iter().map(|m| (s(m, "op").to_string(), u(m, "run"))).collect();
+    let want: Vec<(String, u64)> =
+        [("stat", 1), ("read", 1), ("stat", 2), ("read", 2)].iter().map(|(o, r)| (o.to_string(), *r)).collect();
     assert_eq!(got, want, "warmup runs are not recorded");
     for m in ms {
         assert!(measurement_complete(m));
         assert_eq!(u(m, "files"), 300);
         if s(m, "op") == "read" {
-            assert_eq!(
-                u(m, "bytes"),
-                u(m, "tree_bytes"),
-                "read every byte of the uniform tree"
-            );
+            assert_eq!(u(m, "bytes"), u(m, "tree_bytes"), "read every byte of the uniform tree");
         }
     }
     assert!(run_dirs(target.path()).is_empty());
@@ -184,10 +136,8 @@ fn subset_of_ops_warmup_and_order() {
 
 #[test]
 fn portions_cover_the_whole_phase() {
-    // exposes bug: src/measure/mod.rs portions_from_points drops the final (total, end_s)
-    // point when a portion already closed exactly at the file count, so the time after
-    // the last file (syncfs with --fsync end, rmdir of the directories in delete) is in
-    // no portion: the portions' elapsed_s then add up to less than the phase's elapsed_s.
+    // Regression: the time after the last file (syncfs with --fsync end, rmdirs in
+    // delete) once fell in no portion when a portion closed exactly at the file count.
     let target = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("o.json");

@@ -81,10 +81,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         return None;
     }
     // Rows divided by their own time: (u, v) = (files, bytes) / seconds, target 1.
-    let rows: Vec<(f64, f64)> = kept
-        .iter()
-        .map(|p| (p.files / p.seconds, p.bytes / p.seconds))
-        .collect();
+    let rows: Vec<(f64, f64)> = kept.iter().map(|p| (p.files / p.seconds, p.bytes / p.seconds)).collect();
 
     let solution = match solve_both(&rows) {
         Some(s) if s.a >= 0.0 && s.b >= 0.0 => s,
@@ -114,11 +111,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
     let s2 = if n > p { r / (n - p) as f64 } else { 0.0 };
     let se = |var_factor: f64| {
         let v = s2 * var_factor;
-        if v.is_finite() && v > 0.0 {
-            v.sqrt()
-        } else {
-            0.0
-        }
+        if v.is_finite() && v > 0.0 { v.sqrt() } else { 0.0 }
     };
 
     // Weighted total sum of squares around the weighted mean time
@@ -126,10 +119,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
     let sum_w: f64 = kept.iter().map(|p| 1.0 / (p.seconds * p.seconds)).sum();
     let sum_ws: f64 = kept.iter().map(|p| 1.0 / p.seconds).sum();
     let mean_w = sum_ws / sum_w;
-    let tss: f64 = kept
-        .iter()
-        .map(|p| (1.0 - mean_w / p.seconds).powi(2))
-        .sum();
+    let tss: f64 = kept.iter().map(|p| (1.0 - mean_w / p.seconds).powi(2)).sum();
     let r2 = if tss > 0.0 {
         1.0 - r / tss
     } else if r == 0.0 {
@@ -151,17 +141,9 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
 
     Some(CostModel {
         per_file_s: a,
-        per_file_se: if solution.a_free {
-            se(solution.var_a)
-        } else {
-            0.0
-        },
+        per_file_se: if solution.a_free { se(solution.var_a) } else { 0.0 },
         per_byte_s: b,
-        per_byte_se: if solution.b_free {
-            se(solution.var_b)
-        } else {
-            0.0
-        },
+        per_byte_se: if solution.b_free { se(solution.var_b) } else { 0.0 },
         r2: if r2.is_finite() { r2 } else { 0.0 },
         n,
         weighting: "relative".to_string(),
@@ -231,9 +213,7 @@ fn solve_both(rows: &[(f64, f64)]) -> Option<Solution> {
 
 /// Fit with b fixed at 0: a = Σu / Σu² (non-negative since u >= 0).
 fn solve_files_only(rows: &[(f64, f64)]) -> Option<Solution> {
-    let (s, ss) = rows
-        .iter()
-        .fold((0.0, 0.0), |(s, ss), &(u, _)| (s + u, ss + u * u));
+    let (s, ss) = rows.iter().fold((0.0, 0.0), |(s, ss), &(u, _)| (s + u, ss + u * u));
     let a = s / ss;
     (ss > 0.0 && a.is_finite()).then_some(Solution {
         a,
@@ -248,9 +228,7 @@ fn solve_files_only(rows: &[(f64, f64)]) -> Option<Solution> {
 
 /// Fit with a fixed at 0: b = Σv / Σv².
 fn solve_bytes_only(rows: &[(f64, f64)]) -> Option<Solution> {
-    let (s, ss) = rows
-        .iter()
-        .fold((0.0, 0.0), |(s, ss), &(_, v)| (s + v, ss + v * v));
+    let (s, ss) = rows.iter().fold((0.0, 0.0), |(s, ss), &(_, v)| (s + v, ss + v * v));
     let b = s / ss;
     (ss > 0.0 && b.is_finite()).then_some(Solution {
         a: 0.0,
@@ -265,9 +243,7 @@ fn solve_bytes_only(rows: &[(f64, f64)]) -> Option<Solution> {
 
 /// Weighted residual sum of squares Σ w (s − ŝ)² = Σ (1 − a·u − b·v)².
 fn rss(rows: &[(f64, f64)], s: &Solution) -> f64 {
-    rows.iter()
-        .map(|&(u, v)| (1.0 - s.a * u - s.b * v).powi(2))
-        .sum()
+    rows.iter().map(|&(u, v)| (1.0 - s.a * u - s.b * v).powi(2)).sum()
 }
 
 #[cfg(test)]
@@ -288,29 +264,20 @@ mod tests {
     }
 
     fn exact(files: f64, bytes: f64) -> Point {
-        Point {
-            files,
-            bytes,
-            seconds: A * files + B * bytes,
-        }
+        Point { files, bytes, seconds: A * files + B * bytes }
     }
 
     /// Deterministic multiplicative noise in [1 − amp, 1 + amp] (an LCG; no
     /// rand crate).
     fn noise(state: &mut u64, amp: f64) -> f64 {
-        *state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
+        *state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         let unit = (*state >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
         1.0 + amp * (2.0 * unit - 1.0)
     }
 
     #[test]
     fn recovers_exact_ladder() {
-        let pts: Vec<Point> = ladder_files()
-            .into_iter()
-            .map(|f| exact(f, MIB64))
-            .collect();
+        let pts: Vec<Point> = ladder_files().into_iter().map(|f| exact(f, MIB64)).collect();
         let m = fit(&pts).expect("fit");
         assert!(rel(m.per_file_s, A) < 1e-9, "a={}", m.per_file_s);
         assert!(rel(m.per_byte_s, B) < 1e-9, "b={}", m.per_byte_s);
@@ -347,10 +314,7 @@ mod tests {
             .flat_map(|f| [f, f, f]) // 3 repetitions per rung
             .map(|f| {
                 let p = exact(f, MIB64);
-                Point {
-                    seconds: p.seconds * noise(&mut state, 0.03),
-                    ..p
-                }
+                Point { seconds: p.seconds * noise(&mut state, 0.03), ..p }
             })
             .collect();
         let m = fit(&pts).expect("fit");
@@ -370,19 +334,10 @@ mod tests {
     #[test]
     fn clamps_negative_per_byte() {
         // Generated with a = 0.01, b = −1e-6: the unconstrained fit has b < 0.
-        let pts: Vec<Point> = [
-            (10.0, 1000.0),
-            (20.0, 5000.0),
-            (30.0, 20_000.0),
-            (40.0, 2000.0),
-        ]
-        .into_iter()
-        .map(|(files, bytes)| Point {
-            files,
-            bytes,
-            seconds: 0.01 * files - 1e-6 * bytes,
-        })
-        .collect();
+        let pts: Vec<Point> = [(10.0, 1000.0), (20.0, 5000.0), (30.0, 20_000.0), (40.0, 2000.0)]
+            .into_iter()
+            .map(|(files, bytes)| Point { files, bytes, seconds: 0.01 * files - 1e-6 * bytes })
+            .collect();
         let m = fit(&pts).expect("fit");
         assert_eq!(m.constrained, vec!["per_byte".to_string()]);
         assert_eq!(m.per_byte_s, 0.0);
@@ -404,11 +359,7 @@ mod tests {
         // Generated with a = −1e-4, b = 1e-8.
         let pts: Vec<Point> = [(1.0, 1e6), (100.0, 2e6), (10.0, 5e6), (1000.0, 4e7)]
             .into_iter()
-            .map(|(files, bytes)| Point {
-                files,
-                bytes,
-                seconds: -1e-4 * files + 1e-8 * bytes,
-            })
+            .map(|(files, bytes)| Point { files, bytes, seconds: -1e-4 * files + 1e-8 * bytes })
             .collect();
         let m = fit(&pts).expect("fit");
         assert_eq!(m.constrained, vec!["per_file".to_string()]);
@@ -422,11 +373,7 @@ mod tests {
         // bytes = 1000·files everywhere: a and b cannot be separated.
         let pts: Vec<Point> = [1.0, 4.0, 16.0, 64.0]
             .into_iter()
-            .map(|f| Point {
-                files: f,
-                bytes: 1000.0 * f,
-                seconds: 2e-3 * f,
-            })
+            .map(|f| Point { files: f, bytes: 1000.0 * f, seconds: 2e-3 * f })
             .collect();
         let m = fit(&pts).expect("fit");
         assert_eq!(m.constrained.len(), 1);
@@ -437,14 +384,8 @@ mod tests {
         }
 
         // All bytes zero: only per_file can be estimated.
-        let pts: Vec<Point> = [1.0, 2.0, 3.0]
-            .into_iter()
-            .map(|f| Point {
-                files: f,
-                bytes: 0.0,
-                seconds: 0.5 * f,
-            })
-            .collect();
+        let pts: Vec<Point> =
+            [1.0, 2.0, 3.0].into_iter().map(|f| Point { files: f, bytes: 0.0, seconds: 0.5 * f }).collect();
         let m = fit(&pts).expect("fit");
         assert_eq!(m.constrained, vec!["per_byte".to_string()]);
         assert!(rel(m.per_file_s, 0.5) < 1e-12);
@@ -452,57 +393,20 @@ mod tests {
 
     #[test]
     fn drops_invalid_points_and_rejects_too_few() {
-        let mut pts: Vec<Point> = ladder_files()
-            .into_iter()
-            .map(|f| exact(f, MIB64))
-            .collect();
-        pts.push(Point {
-            files: 1.0,
-            bytes: 1.0,
-            seconds: 0.0,
-        });
-        pts.push(Point {
-            files: 1.0,
-            bytes: 1.0,
-            seconds: -1.0,
-        });
-        pts.push(Point {
-            files: 1.0,
-            bytes: 1.0,
-            seconds: f64::NAN,
-        });
-        pts.push(Point {
-            files: 1.0,
-            bytes: 1.0,
-            seconds: f64::INFINITY,
-        });
-        pts.push(Point {
-            files: f64::NAN,
-            bytes: 1.0,
-            seconds: 1.0,
-        });
+        let mut pts: Vec<Point> = ladder_files().into_iter().map(|f| exact(f, MIB64)).collect();
+        pts.push(Point { files: 1.0, bytes: 1.0, seconds: 0.0 });
+        pts.push(Point { files: 1.0, bytes: 1.0, seconds: -1.0 });
+        pts.push(Point { files: 1.0, bytes: 1.0, seconds: f64::NAN });
+        pts.push(Point { files: 1.0, bytes: 1.0, seconds: f64::INFINITY });
+        pts.push(Point { files: f64::NAN, bytes: 1.0, seconds: 1.0 });
         let m = fit(&pts).expect("fit");
         assert_eq!(m.n, 9);
         assert!(rel(m.per_file_s, A) < 1e-9);
 
         assert!(fit(&[]).is_none());
         assert!(fit(&[exact(1.0, MIB64)]).is_none());
-        assert!(
-            fit(&[
-                exact(1.0, MIB64),
-                Point {
-                    files: 4.0,
-                    bytes: MIB64,
-                    seconds: 0.0
-                }
-            ])
-            .is_none()
-        );
-        let zero = Point {
-            files: 0.0,
-            bytes: 0.0,
-            seconds: 1.0,
-        };
+        assert!(fit(&[exact(1.0, MIB64), Point { files: 4.0, bytes: MIB64, seconds: 0.0 }]).is_none());
+        let zero = Point { files: 0.0, bytes: 0.0, seconds: 1.0 };
         assert!(fit(&[zero, zero]).is_none());
     }
 

@@ -94,11 +94,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         None
     };
 
-    let cv = if n >= 2 && mean != 0.0 {
-        Some(stddev_s / mean)
-    } else {
-        None
-    };
+    let cv = if n >= 2 && mean != 0.0 { Some(stddev_s / mean) } else { None };
     // abs(): times are positive, but do not let a negative mean hide noise.
     let noisy = cv.is_some_and(|c| c.abs() > NOISY_CV);
     let runs_needed = match cv {
@@ -152,8 +148,7 @@ fn first_run_outlier(samples: &[f64]) -> bool {
     }
     let z_first = modified_z_scores(samples)[0];
     let others_median = median(&samples[1..]);
-    z_first.abs() > OUTLIER_Z
-        && (samples[0] - others_median).abs() > OUTLIER_REL_DIFF * others_median.abs()
+    z_first.abs() > OUTLIER_Z && (samples[0] - others_median).abs() > OUTLIER_REL_DIFF * others_median.abs()
 }
 
 /// Two-sided 95% Student t critical value (the 0.975 quantile) for `df`
@@ -171,11 +166,7 @@ pub fn t_quantile_975(df: usize) -> f64 {
     match StudentsT::new(0.0, 1.0, df) {
         Ok(t) => {
             let q = t.inverse_cdf(0.975);
-            if q.is_finite() {
-                q
-            } else {
-                t_quantile_975_asymptotic(df)
-            }
+            if q.is_finite() { q } else { t_quantile_975_asymptotic(df) }
         }
         // Unreachable for df >= 1; keep a sensible value instead of panicking.
         Err(_) => t_quantile_975_asymptotic(df),
@@ -203,11 +194,7 @@ pub fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    }
+    if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
 }
 
 /// Iglewicz–Hoaglin modified z-scores: 0.6745·(x − median)/MAD, where MAD is
@@ -230,11 +217,7 @@ pub fn modified_z_scores(xs: &[f64]) -> Vec<f64> {
         let mean_ad = abs_dev.iter().sum::<f64>() / abs_dev.len() as f64;
         (0.7979, mean_ad)
     };
-    if scale > 0.0 {
-        xs.iter().map(|x| factor * (x - med) / scale).collect()
-    } else {
-        vec![0.0; xs.len()]
-    }
+    if scale > 0.0 { xs.iter().map(|x| factor * (x - med) / scale).collect() } else { vec![0.0; xs.len()] }
 }
 
 #[cfg(test)]
@@ -248,14 +231,8 @@ mod tests {
     #[test]
     fn t_quantiles_match_table() {
         // Standard two-sided 95% table values (t_{0.975, df}).
-        let table = [
-            (1, 12.706_205),
-            (2, 4.302_653),
-            (4, 2.776_445),
-            (9, 2.262_157),
-            (29, 2.045_230),
-            (1000, 1.962_339),
-        ];
+        let table =
+            [(1, 12.706_205), (2, 4.302_653), (4, 2.776_445), (9, 2.262_157), (29, 2.045_230), (1000, 1.962_339)];
         for (df, want) in table {
             let got = t_quantile_975(df);
             assert!(close(got, want, 1e-3), "df={df}: got {got}, want {want}");
@@ -263,9 +240,7 @@ mod tests {
         // Large df tends to the normal quantile, and the switch to the
         // asymptotic expansion is seamless.
         assert!(close(t_quantile_975(10_000_000), Z_975, 1e-6));
-        let statrs_999 = StudentsT::new(0.0, 1.0, 999.0)
-            .expect("valid df")
-            .inverse_cdf(0.975);
+        let statrs_999 = StudentsT::new(0.0, 1.0, 999.0).expect("valid df").inverse_cdf(0.975);
         assert!(close(statrs_999, t_quantile_975_asymptotic(999.0), 1e-10));
         assert!(close(t_quantile_975(100_000), 1.959_987_7, 1e-7));
         // df = 0 is treated as 1 rather than panicking.
@@ -369,12 +344,7 @@ mod tests {
         };
         // m achieves the target, m - 1 does not (m is minimal).
         assert!(m as f64 >= req(m), "m={m} req={}", req(m));
-        assert!(
-            ((m - 1) as f64) < req(m - 1),
-            "m-1={} req={}",
-            m - 1,
-            req(m - 1)
-        );
+        assert!(((m - 1) as f64) < req(m - 1), "m-1={} req={}", m - 1, req(m - 1));
         // With cv = 0.2581..., (1.96·cv/0.05)² ≈ 102; the t of df ~100 adds a bit.
         assert!((100..=115).contains(&m), "m={m}");
 

@@ -14,12 +14,7 @@ pub struct LadderSpec {
 
 impl Default for LadderSpec {
     fn default() -> Self {
-        LadderSpec {
-            total: 64 << 20,
-            from: 1,
-            to: 65_536,
-            step: 4,
-        }
+        LadderSpec { total: 64 << 20, from: 1, to: 65_536, step: 4 }
     }
 }
 
@@ -36,10 +31,7 @@ impl LadderSpec {
             return Err(Error::bad("--to", "must be at least 1"));
         }
         if self.from > self.to {
-            return Err(Error::bad(
-                "--from",
-                format!("{} is larger than --to {}", self.from, self.to),
-            ));
+            return Err(Error::bad("--from", format!("{} is larger than --to {}", self.from, self.to)));
         }
         if self.step < 2 {
             return Err(Error::bad("--step", "must be at least 2"));
@@ -52,10 +44,7 @@ impl LadderSpec {
         while n <= self.to {
             v.push(n);
             if v.len() > MAX_RUNGS {
-                return Err(Error::bad(
-                    "--step",
-                    format!("more than {MAX_RUNGS} rungs between --from and --to"),
-                ));
+                return Err(Error::bad("--step", format!("more than {MAX_RUNGS} rungs between --from and --to")));
             }
             n = match n.checked_mul(self.step) {
                 Some(x) => x,
@@ -71,13 +60,7 @@ impl LadderSpec {
         Ok(self
             .rungs()?
             .into_iter()
-            .map(|n| TreeSpec {
-                files: n,
-                size: SizeDist::Fixed {
-                    bytes: self.total / n,
-                },
-                ..shape.clone()
-            })
+            .map(|n| TreeSpec { files: n, size: SizeDist::Fixed { bytes: self.total / n }, ..shape.clone() })
             .collect())
     }
 }
@@ -94,16 +77,7 @@ mod tests {
 
     #[test]
     fn bad_rungs() {
-        let bad = |f, t, s, tot| {
-            LadderSpec {
-                total: tot,
-                from: f,
-                to: t,
-                step: s,
-            }
-            .rungs()
-            .unwrap_err()
-        };
+        let bad = |f, t, s, tot| LadderSpec { total: tot, from: f, to: t, step: s }.rungs().unwrap_err();
         assert!(bad(0, 4, 4, 1).to_string().starts_with("--from"));
         assert!(bad(8, 4, 4, 1).to_string().contains("larger than --to"));
         assert!(bad(1, 4, 1, 1).to_string().starts_with("--step"));

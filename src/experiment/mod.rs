@@ -13,7 +13,8 @@ use crate::report::{ExperimentInfo, Measurement, ResultSet, json};
 use crate::signals;
 use crate::target::TargetInfo;
 use crate::target::rundir::RunDir;
-use crate::tree::{Plan, Prepared, TreeSpec};
+use crate::tree::layout::Shape;
+use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
@@ -43,58 +44,32 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut want = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if !ops::OP_NAMES.contains(&p) {
-            return Err(Error::bad(
-                "--ops",
-                format!("unknown op '{p}' (known: {})", ops::OP_NAMES.join(", ")),
-            ));
+            return Err(Error::bad("--ops", format!("unknown op '{p}' (known: {})", ops::OP_NAMES.join(", "))));
         }
         want.push(p.to_string());
     }
     if want.is_empty() {
         return Err(Error::bad("--ops", "no op given"));
     }
-    Ok(ops::OP_NAMES
-        .iter()
-        .filter(|n| want.iter().any(|w| w == *n))
-        .map(|s| s.to_string())
-        .collect())
+    Ok(ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect())
 }
 
 /// Check the target before anything is created: exists, is a directory, writable,
 /// and has room for the largest tree.
 pub fn check_target(target: &std::path::Path, trees: &[TreeSpec]) -> Result<TargetInfo> {
-    let md = std::fs::metadata(target)
-        .map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
+    let md = std::fs::metadata(target).map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
     if !md.is_dir() {
-        return Err(Error::bad(
-            "--target",
-            format!("{} is not a directory", target.display()),
-        ));
+        return Err(Error::bad("--target", format!("{} is not a directory", target.display())));
     }
     let info = TargetInfo::probe("target", target)
         .map_err(|e| Error::bad("--target", format!("{}: {e}", target.display())))?;
     if info.read_only {
-        return Err(Error::bad(
-            "--target",
-            format!("{} is on a read-only file system", target.display()),
-        ));
+        return Err(Error::bad("--target", format!("{} is on a read-only file system", target.display())));
     }
-    if rustix::fs::access(
-        target,
-        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-    )
-    .is_err()
-    {
-        return Err(Error::bad(
-            "--target",
-            format!("{} is not writable", target.display()),
-        ));
+    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_err() {
+        return Err(Error::bad("--target", format!("{} is not writable", target.display())));
     }
-    let need = trees
-        .iter()
-        .map(|t| estimate_space(&info, t))
-        .max()
-        .unwrap_or(0);
+    let need = trees.iter().map(|t| estimate_space(&info, t)).max().unwrap_or(0);
     if need > info.free_bytes {
         return Err(Error::bad(
             "--target",
@@ -112,21 +87,14 @@ pub fn check_target(target: &std::path::Path, trees: &[TreeSpec]) -> Result<Targ
 /// Space a tree takes on `info`'s file system: every file rounded up to whole blocks,
 /// one block per directory, and 10% for metadata.
 pub fn estimate_space(info: &TargetInfo, spec: &TreeSpec) -> u64 {
-    let files: u64 = match &spec.size {
-        crate::tree::SizeDist::Fixed { bytes } => info.allocated(*bytes) * spec.files,
-        d => (0..spec.files)
-            .map(|i| info.allocated(d.size_of(spec.seed, i)))
-            .sum(),
-    };
-    let dirs = Plan::new(spec).dirs.len() as u64 * info.block_size;
-    (files + dirs) / 10 * 11
+    let files = spec.sum_sizes(|b| info.allocated(b));
+    let dirs = Shape::of(spec).dir_count().saturating_mul(info.block_size);
+    files.saturating_add(dirs) / 10 * 11
 }
 
 fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
     match name {
-        "create" => Box::new(ops::Create {
-            opts: create.clone(),
-        }),
+        "create" => Box::new(ops::Create { opts: create.clone() }),
         "stat" => Box::new(ops::Stat),
         "list" => Box::new(ops::List),
         "read" => Box::new(ops::Read),
@@ -146,11 +114,11 @@ enum Stop {
 pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     signals::install();
     for t in &cfg.trees {
-        t.validate()
-            .map_err(|(flag, reason)| Error::bad(flag, reason))?;
+        t.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
     }
     let info = check_target(&cfg.target, &cfg.trees)?;
-    let rundir = RunDir::create(&cfg.target, cfg.keep)?;
+    // The canonical path: a --target given as a symlink is the user's choice to follow.
+    let rundir = RunDir::create(&info.path, cfg.keep)?;
     let provenance = Provenance::collect(cfg.command_line.clone());
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
@@ -164,15 +132,8 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     };
     let mut rs = ResultSet::new(provenance, experiment, vec![info.clone()]);
     let progress = Progress::new(cfg.quiet);
-    let prepared: Vec<Prepared> = cfg
-        .trees
-        .iter()
-        .map(|t| Prepared::new(t, cfg.create.direct))
-        .collect();
-    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES
-        .iter()
-        .map(|n| op_by_name(n, &cfg.create))
-        .collect();
+    let prepared: Vec<Prepared> = cfg.trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
+    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
     let settings = PhaseSettings {
         threads: cfg.threads,
         portion_files: cfg.portion_files,
@@ -181,8 +142,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     let save = |rs: &mut ResultSet| -> Result<()> {
         rs.derive();
         if let Some(p) = &cfg.json {
-            json::write_atomic(p, rs)
-                .map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
+            json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(())
     };
@@ -193,11 +153,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         let run = pass.saturating_sub(cfg.warmup) + 1;
         for tree in &prepared {
             let (spec, plan) = (&tree.spec, &tree.plan);
-            let label = if recorded {
-                format!("run {run}/{}", cfg.runs)
-            } else {
-                format!("warmup {}", pass + 1)
-            };
+            let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
             progress.message(format!("{} · {label}", spec.key()));
             let (done, stop) = run_tree(&rundir, tree, &cfg.ops, &all_ops, &settings, &progress);
             if recorded {
@@ -209,7 +165,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
                         tree: spec.clone(),
                         tree_key: spec.key(),
                         tree_files: spec.files,
-                        tree_bytes: spec.total_bytes(),
+                        tree_bytes: tree.total_bytes,
                         tree_dirs: plan.dirs.len() as u64 - 1,
                         run,
                         order,
@@ -231,10 +187,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
                     progress.finish();
                     save(&mut rs)?;
                     drop(rundir);
-                    let saved = cfg
-                        .json
-                        .as_ref()
-                        .map(|p| format!("; finished measurements saved to {}", p.display()));
+                    let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
                     return Err(Error::failed(format!(
                         "{msg} (target {}, {}, {}{})",
                         info.path.display(),
@@ -253,12 +206,9 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     if cfg.keep {
         eprintln!("manyfiles: kept run directory {}", rundir.path.display());
     } else {
-        rundir.remove().map_err(|e| {
-            Error::failed(format!(
-                "cannot remove run directory {}: {e}",
-                rundir.path.display()
-            ))
-        })?;
+        rundir
+            .remove()
+            .map_err(|e| Error::failed(format!("cannot remove run directory {}: {e}", rundir.path.display())))?;
         rundir.set_keep(true); // removed: nothing left for drop
     }
     Ok(rs)
@@ -281,23 +231,12 @@ fn run_tree(
     const ROOT: &std::ffi::CStr = c"tree";
     let mut done = Vec::new();
     if let Err(e) = mkdirat(rundir.fd(), ROOT, Mode::from_raw_mode(0o755)) {
-        return (
-            done,
-            Some(Stop::Failed(format!("cannot create the tree root: {e}"))),
-        );
+        return (done, Some(Stop::Failed(format!("cannot create the tree root: {e}"))));
     }
-    let root = match openat(
-        rundir.fd(),
-        ROOT,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
-        Mode::empty(),
-    ) {
+    let root = match openat(rundir.fd(), ROOT, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW, Mode::empty()) {
         Ok(fd) => fd,
         Err(e) => {
-            return (
-                done,
-                Some(Stop::Failed(format!("cannot open the tree root: {e}"))),
-            );
+            return (done, Some(Stop::Failed(format!("cannot open the tree root: {e}"))));
         }
     };
     for op in all_ops {
@@ -308,10 +247,7 @@ fn run_tree(
         }
         let r = run_phase(op.as_ref(), tree, root.as_fd(), settings, progress);
         let stop = if let Some(f) = &r.failed {
-            Some(Stop::Failed(format!(
-                "{name} failed after {} of {} files: {f}",
-                r.files, tree.plan.files
-            )))
+            Some(Stop::Failed(format!("{name} failed after {} of {} files: {f}", r.files, tree.plan.files)))
         } else if r.interrupted {
             Some(Stop::Signal(signals::pending()))
         } else if !timed && r.errors > 0 {
@@ -332,10 +268,7 @@ fn run_tree(
     }
     drop(root);
     if let Err(e) = unlinkat(rundir.fd(), ROOT, AtFlags::REMOVEDIR) {
-        return (
-            done,
-            Some(Stop::Failed(format!("cannot remove the tree root: {e}"))),
-        );
+        return (done, Some(Stop::Failed(format!("cannot remove the tree root: {e}"))));
     }
     (done, None)
 }

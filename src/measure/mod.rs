@@ -101,13 +101,15 @@ pub fn portions_from_points(mut points: Vec<(u64, f64)>, total: u64, end_s: f64)
         if f <= last_f && !(out.is_empty() && f == 0 && total == 0) {
             continue;
         }
-        out.push(Portion {
-            files: f - last_f,
-            elapsed_s: (t - last_t).max(0.0),
-            end_files: f,
-        });
+        out.push(Portion { files: f - last_f, elapsed_s: (t - last_t).max(0.0), end_files: f });
         last_f = f;
         last_t = t;
+    }
+    // Work after the last file (syncfs, rmdir) belongs to the last portion.
+    if let Some(last) = out.last_mut() {
+        if end_s > last_t {
+            last.elapsed_s += end_s - last_t;
+        }
     }
     out
 }
@@ -137,6 +139,10 @@ mod tests {
         assert_eq!(files, vec![10, 10, 5, 5]);
         assert!((p.iter().map(|x| x.elapsed_s).sum::<f64>() - 3.0).abs() < 1e-12);
         assert_eq!(p.last().unwrap().end_files, 30);
+        // a portion closed exactly at the total still gets the time after it
+        let p = portions_from_points(vec![(10, 1.0), (20, 2.0)], 20, 2.5);
+        assert_eq!(p.len(), 2);
+        assert!((p.iter().map(|x| x.elapsed_s).sum::<f64>() - 2.5).abs() < 1e-12);
     }
 
     #[test]

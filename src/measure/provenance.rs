@@ -23,18 +23,11 @@ impl Provenance {
             tool: "manyfiles".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             command_line,
-            started_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                .to_string(),
+            started_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             host: uts.nodename().to_string_lossy().into_owned(),
-            kernel: format!(
-                "{} {}",
-                uts.sysname().to_string_lossy(),
-                uts.release().to_string_lossy()
-            ),
+            kernel: format!("{} {}", uts.sysname().to_string_lossy(), uts.release().to_string_lossy()),
             cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
-            cores: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             memory_bytes: memory_bytes().unwrap_or(0),
             ranks: 1,
         }

@@ -43,11 +43,7 @@ pub struct CreateOptions {
 
 impl Default for CreateOptions {
     fn default() -> Self {
-        CreateOptions {
-            block_size: 1 << 20,
-            fsync: FsyncMode::None,
-            direct: false,
-        }
+        CreateOptions { block_size: 1 << 20, fsync: FsyncMode::None, direct: false }
     }
 }
 
@@ -69,11 +65,7 @@ impl Op for Create {
             w,
             1..n,
             |w, parent, d| {
-                mkdirat(
-                    parent,
-                    w.shared.plan.dirs[d as usize].name.as_c_str(),
-                    Mode::from_raw_mode(DIR_MODE),
-                )?;
+                mkdirat(parent, w.shared.plan.dirs[d as usize].name.as_c_str(), Mode::from_raw_mode(DIR_MODE))?;
                 w.dirs += 1;
                 Ok(())
             },
@@ -82,8 +74,7 @@ impl Op for Create {
     }
 
     fn unit(&self, w: &mut Worker, u: Unit) {
-        let mut flags =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         if self.opts.direct {
             flags |= OFlags::DIRECT;
         }
@@ -127,10 +118,7 @@ impl Create {
             let n = (size - off).min(block) as usize;
             if direct && n % super::IoBuf::ALIGN != 0 {
                 // O_DIRECT needs aligned lengths: write the unaligned tail buffered.
-                fcntl_setfl(
-                    &fd,
-                    flags.difference(OFlags::DIRECT | OFlags::CREATE | OFlags::EXCL),
-                )?;
+                fcntl_setfl(&fd, flags.difference(OFlags::DIRECT | OFlags::CREATE | OFlags::EXCL))?;
                 direct = false;
             }
             write_all(fd.as_fd(), w.shared.content.bytes(index, off, n))?;

@@ -13,9 +13,7 @@ impl Op for Delete {
     }
 
     fn unit(&self, w: &mut Worker, u: Unit) {
-        for_each_file(w, "delete", u, |w, dir, i| {
-            unlinkat(dir, w.file_name(i), AtFlags::empty()).map(|_| 0)
-        });
+        for_each_file(w, "delete", u, |w, dir, i| unlinkat(dir, w.file_name(i), AtFlags::empty()).map(|_| 0));
     }
 
     fn after(&self, w: &mut Worker) {
@@ -24,11 +22,7 @@ impl Op for Delete {
             w,
             (1..n).rev(),
             |w, parent, d| {
-                unlinkat(
-                    parent,
-                    w.shared.plan.dirs[d as usize].name.as_c_str(),
-                    AtFlags::REMOVEDIR,
-                )?;
+                unlinkat(parent, w.shared.plan.dirs[d as usize].name.as_c_str(), AtFlags::REMOVEDIR)?;
                 w.dirs += 1;
                 Ok(())
             },

@@ -142,12 +142,7 @@ impl<'a> Worker<'a> {
         plan.chain(dir, &mut self.chain);
         let mut fd = openat(self.shared.root, c".", flags, Mode::empty())?;
         for &d in &self.chain {
-            fd = openat(
-                &fd,
-                plan.dirs[d as usize].name.as_c_str(),
-                flags,
-                Mode::empty(),
-            )?;
+            fd = openat(&fd, plan.dirs[d as usize].name.as_c_str(), flags, Mode::empty())?;
         }
         Ok(fd)
     }
@@ -170,8 +165,7 @@ impl<'a> Worker<'a> {
         let d = before + files;
         let p = self.shared.portion_files;
         if d / p != before / p || now.duration_since(self.last_point) >= Duration::from_secs(1) {
-            self.points
-                .push((d, now.duration_since(self.shared.start).as_secs_f64()));
+            self.points.push((d, now.duration_since(self.shared.start).as_secs_f64()));
             self.last_point = now;
         }
         if d / 1024 != before / 1024 {
@@ -187,21 +181,13 @@ impl<'a> Worker<'a> {
         let what = match file {
             Some(i) => {
                 let name = self.file_name(i).to_string_lossy().into_owned();
-                if path == "." {
-                    name
-                } else {
-                    format!("{path}/{name}")
-                }
+                if path == "." { name } else { format!("{path}/{name}") }
             }
             None => path,
         };
         let msg = format!("{op} {what}: {e}");
         if is_fatal(e) {
-            let mut f = self
-                .shared
-                .failure
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut f = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner());
             if f.is_none() {
                 *f = Some(msg.clone());
             }
@@ -237,17 +223,9 @@ pub fn run_phase(
     progress: &Progress,
 ) -> PhaseResult {
     let plan = &tree.plan;
-    let units: &[Unit] = if op.per_directory() {
-        &plan.dir_units
-    } else {
-        &plan.file_units
-    };
+    let units: &[Unit] = if op.per_directory() { &plan.dir_units } else { &plan.file_units };
     let threads = settings.threads.clamp(1, units.len().max(1));
-    let total = if op.per_directory() {
-        plan.dirs.len() as u64
-    } else {
-        plan.files
-    };
+    let total = if op.per_directory() { plan.dirs.len() as u64 } else { plan.files };
     progress.phase(op.name(), total);
     let (u0, s0) = measure::cpu_times();
     let shared = Shared {
@@ -315,11 +293,7 @@ pub fn run_phase(
         all.merge(w);
     }
     progress.set(all.files);
-    let failure = shared
-        .failure
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
+    let failure = shared.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
     PhaseResult {
         elapsed_s: elapsed,
         files: all.files,

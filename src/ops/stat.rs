@@ -20,12 +20,7 @@ impl Op for Stat {
             w,
             1..n,
             |w, parent, d| {
-                statx(
-                    parent,
-                    w.shared.plan.dirs[d as usize].name.as_c_str(),
-                    AtFlags::SYMLINK_NOFOLLOW,
-                    FIELDS,
-                )?;
+                statx(parent, w.shared.plan.dirs[d as usize].name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW, FIELDS)?;
                 w.dirs += 1;
                 Ok(())
             },

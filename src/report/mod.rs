@@ -84,11 +84,7 @@ pub struct ModelRow {
 }
 
 impl ResultSet {
-    pub fn new(
-        provenance: Provenance,
-        experiment: ExperimentInfo,
-        targets: Vec<TargetInfo>,
-    ) -> ResultSet {
+    pub fn new(provenance: Provenance, experiment: ExperimentInfo, targets: Vec<TargetInfo>) -> ResultSet {
         ResultSet {
             schema: SCHEMA,
             provenance,
@@ -120,12 +116,7 @@ impl ResultSet {
             let ms: Vec<&Measurement> = self
                 .measurements
                 .iter()
-                .filter(|m| {
-                    &m.target == target
-                        && &m.op == op
-                        && &m.tree_key == tree_key
-                        && m.result.complete()
-                })
+                .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
                 .collect();
             let raw: Vec<f64> = ms.iter().map(|m| m.result.elapsed_s).collect();
             let Some(stats) = stats::summarize(&raw) else {
@@ -163,11 +154,8 @@ impl ResultSet {
             }
         }
         for (target, op) in pairs {
-            let ms: Vec<&Measurement> = self
-                .measurements
-                .iter()
-                .filter(|m| m.target == target && m.op == op && m.result.complete())
-                .collect();
+            let ms: Vec<&Measurement> =
+                self.measurements.iter().filter(|m| m.target == target && m.op == op && m.result.complete()).collect();
             let distinct_trees = {
                 let mut k: Vec<&str> = ms.iter().map(|m| m.tree_key.as_str()).collect();
                 k.sort();
@@ -179,11 +167,7 @@ impl ResultSet {
             }
             let points: Vec<Point> = ms
                 .iter()
-                .map(|m| Point {
-                    files: m.tree_files as f64,
-                    bytes: m.tree_bytes as f64,
-                    seconds: m.result.elapsed_s,
-                })
+                .map(|m| Point { files: m.tree_files as f64, bytes: m.tree_bytes as f64, seconds: m.result.elapsed_s })
                 .collect();
             if let Some(model) = model::fit(&points) {
                 let lo = ms.iter().map(|m| m.tree_files).min().unwrap_or(0);
@@ -194,12 +178,7 @@ impl ResultSet {
                         sig3(model.r2)
                     ));
                 }
-                self.models.push(ModelRow {
-                    target,
-                    op,
-                    files_range: [lo, hi],
-                    model,
-                });
+                self.models.push(ModelRow { target, op, files_range: [lo, hi], model });
             }
         }
         for m in &self.measurements {

@@ -11,15 +11,15 @@ pub fn fmt_mean_ci(mean: f64, half: Option<f64>) -> String {
     let (scale, unit) = unit_for(mean);
     match half {
         Some(h) => {
-            // The half-width gets the mean's decimals (2 significant digits if that rounds to 0).
+            // The half-width gets the mean's decimals, or 2 significant digits if that
+            // would round it to 0.
             let m = sig3(mean * scale);
-            let d = m.split_once('.').map_or(0, |(_, f)| f.len());
-            let hs = format!("{:.d$}", h * scale);
-            let hs = if hs.trim_start_matches(['0', '.']).is_empty() && h > 0.0 {
-                format!("{:.2e}", h * scale)
-            } else {
-                hs
-            };
+            let hv = h * scale;
+            let mut d = m.split_once('.').map_or(0, |(_, f)| f.len());
+            if hv > 0.0 && format!("{hv:.d$}").trim_start_matches(['0', '.']).is_empty() {
+                d = (1.0 - hv.log10().floor()).max(0.0) as usize;
+            }
+            let hs = format!("{hv:.d$}");
             format!("{m} ± {hs} {unit}")
         }
         None => format!("{} {unit} (1 run)", sig3(mean * scale)),
@@ -62,22 +62,10 @@ pub fn title(rs: &ResultSet) -> String {
             "{} split into {lo} … {hi} files",
             fmt_size(rs.summaries.first().map_or(0, |s| s.tree_bytes) as f64)
         ),
-        _ => rs
-            .summaries
-            .first()
-            .map(|s| s.tree_key.clone())
-            .unwrap_or_default(),
+        _ => rs.summaries.first().map(|s| s.tree_key.clone()).unwrap_or_default(),
     };
-    let target = rs
-        .targets
-        .first()
-        .map(|t| format!("{} ({})", t.path.display(), t.fs_type))
-        .unwrap_or_default();
-    format!(
-        "manyfiles {}: {trees} · ops {} · target {target}",
-        e.name,
-        e.ops.join(", ")
-    )
+    let target = rs.targets.first().map(|t| format!("{} ({})", t.path.display(), t.fs_type)).unwrap_or_default();
+    format!("manyfiles {}: {trees} · ops {} · target {target}", e.name, e.ops.join(", "))
 }
 
 /// Ladder: one row per tree (file count), one column per op.
@@ -93,10 +81,7 @@ pub fn ladder(rs: &ResultSet) -> String {
         }
     }
     for (key, files, bytes) in trees {
-        let mut row = vec![
-            files.to_string(),
-            fmt_size(bytes as f64 / files.max(1) as f64),
-        ];
+        let mut row = vec![files.to_string(), fmt_size(bytes as f64 / files.max(1) as f64)];
         for op in ops {
             let cell = rs
                 .summaries
@@ -118,16 +103,9 @@ pub fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let mut t = new_table(
-        [
-            "op",
-            "per file (± s.e.)",
-            "bandwidth (± s.e.)",
-            "break-even file size",
-            "R²",
-            "points",
-        ]
-        .map(String::from)
-        .to_vec(),
+        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "break-even file size", "R²", "points"]
+            .map(String::from)
+            .to_vec(),
     );
     for m in &rs.models {
         let c = &m.model;
@@ -144,18 +122,8 @@ pub fn models(rs: &ResultSet) -> String {
             }
             None => "not resolved".into(),
         };
-        let be = c
-            .break_even_bytes
-            .map(fmt_size)
-            .unwrap_or_else(|| "—".into());
-        t.add_row(vec![
-            m.op.clone(),
-            per_file,
-            bw,
-            be,
-            sig3(c.r2),
-            c.n.to_string(),
-        ]);
+        let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
+        t.add_row(vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()]);
     }
     right_align(&mut t, 1);
     format!(
@@ -167,18 +135,9 @@ pub fn models(rs: &ResultSet) -> String {
 /// One tree, several ops: detail per op.
 pub fn ops_detail(rs: &ResultSet) -> String {
     let mut t = new_table(
-        [
-            "op",
-            "tree",
-            "mean ± 95% CI",
-            "median",
-            "min … max",
-            "CV",
-            "rate (at the mean)",
-            "latency p50 / p99",
-        ]
-        .map(String::from)
-        .to_vec(),
+        ["op", "tree", "mean ± 95% CI", "median", "min … max", "CV", "rate (at the mean)", "latency p50 / p99"]
+            .map(String::from)
+            .to_vec(),
     );
     for s in &rs.summaries {
         let st = &s.stats;
@@ -188,10 +147,7 @@ pub fn ops_detail(rs: &ResultSet) -> String {
             let files_rate = s.tree_files as f64 / st.mean_s;
             let mut r = format!("{} files/s", sig3(files_rate));
             if s.op == "create" || s.op == "read" {
-                r.push_str(&format!(
-                    ", {} MiB/s",
-                    sig3(s.tree_bytes as f64 / st.mean_s / 1048576.0)
-                ));
+                r.push_str(&format!(", {} MiB/s", sig3(s.tree_bytes as f64 / st.mean_s / 1048576.0)));
             }
             r
         } else {
@@ -202,14 +158,8 @@ pub fn ops_detail(rs: &ResultSet) -> String {
             s.tree_key.clone(),
             fmt_mean_ci(st.mean_s, st.ci_half_width()),
             format!("{} {unit}", sig3(st.median_s * scale)),
-            format!(
-                "{} … {} {unit}",
-                sig3(st.min_s * scale),
-                sig3(st.max_s * scale)
-            ),
-            st.cv
-                .map(|c| format!("{}%", sig3(c * 100.0)))
-                .unwrap_or_else(|| "—".into()),
+            format!("{} … {} {unit}", sig3(st.min_s * scale), sig3(st.max_s * scale)),
+            st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into()),
             rate,
             lat,
         ]);
@@ -221,11 +171,7 @@ pub fn ops_detail(rs: &ResultSet) -> String {
 fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
     let mut p50: Vec<f64> = Vec::new();
     let mut p99 = 0.0f64;
-    for m in rs
-        .measurements
-        .iter()
-        .filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete())
-    {
+    for m in rs.measurements.iter().filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete()) {
         p50.push(m.result.latency_us.p50);
         p99 = p99.max(m.result.latency_us.p99);
     }
@@ -272,6 +218,7 @@ mod tests {
         assert_eq!(fmt_mean_ci(0.0123, Some(0.00041)), "12.3 ± 0.4 ms");
         assert_eq!(fmt_mean_ci(0.0123, Some(0.0123)), "12.3 ± 12.3 ms");
         assert_eq!(fmt_mean_ci(2.5, None), "2.50 s (1 run)");
+        assert_eq!(fmt_mean_ci(0.00199, Some(0.000000637)), "1.99 ± 0.00064 ms");
         assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.0 µs");
     }
 }

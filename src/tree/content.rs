@@ -37,9 +37,7 @@ impl ContentSource {
         let random_per_page = match content {
             Content::Zeros => 0,
             Content::Random => PAGE,
-            Content::Compressible { ratio } => {
-                ((PAGE as f64 / ratio).ceil() as usize).clamp(1, PAGE)
-            }
+            Content::Compressible { ratio } => ((PAGE as f64 / ratio).ceil() as usize).clamp(1, PAGE),
         };
         if random_per_page > 0 {
             let pool = &mut raw[off..off + POOL];
@@ -49,16 +47,7 @@ impl ContentSource {
             }
             raw.copy_within(off..off + POOL, off + POOL);
         }
-        ContentSource {
-            raw,
-            off,
-            seed,
-            align: if direct_align {
-                PAGE as u64
-            } else {
-                START_ALIGN
-            },
-        }
+        ContentSource { raw, off, seed, align: if direct_align { PAGE as u64 } else { START_ALIGN } }
     }
 
     /// Bytes `offset .. offset + len` of file `index` (len ≤ POOL).
@@ -99,11 +88,7 @@ mod tests {
 
     #[test]
     fn independent_of_block_size_and_deterministic() {
-        for c in [
-            Content::Random,
-            Content::Compressible { ratio: 3.0 },
-            Content::Zeros,
-        ] {
+        for c in [Content::Random, Content::Compressible { ratio: 3.0 }, Content::Zeros] {
             let s = ContentSource::new(&c, 7, false);
             let a = whole(&s, 9 << 20, POOL);
             assert_eq!(a, whole(&s, 9 << 20, 4096));
@@ -123,8 +108,7 @@ mod tests {
         // 3/4 of each page is zeros, plus the ~1/256 of random bytes that happen to be 0
         assert!((zeros - 0.75).abs() < 0.01, "{zeros}");
         let r = ContentSource::new(&Content::Random, 1, false);
-        let zr =
-            r.bytes(5, 0, 1 << 20).iter().filter(|&&b| b == 0).count() as f64 / (1 << 20) as f64;
+        let zr = r.bytes(5, 0, 1 << 20).iter().filter(|&&b| b == 0).count() as f64 / (1 << 20) as f64;
         assert!(zr < 0.01, "{zr}");
     }
 

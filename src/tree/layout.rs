@@ -62,33 +62,50 @@ pub fn min_name_len(files: u64) -> usize {
 
 const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
 
-impl Plan {
-    /// Lay out a validated spec.
-    pub fn new(spec: &TreeSpec) -> Plan {
-        let n = spec.files;
-        let (leaves, depth, fanout, per_leaf): (u64, u32, u64, Option<u64>) = match &spec.layout {
-            Layout::Flat => (1, 0, 2, None),
-            Layout::Nested {
-                files_per_dir,
-                fanout,
-                depth: Some(d),
-            } => {
-                let _ = files_per_dir;
-                (fanout.pow(*d), *d, *fanout, None)
+/// The directory skeleton of a spec: leaf count, depth, fan-out, and files per leaf
+/// (None: files spread evenly over the leaves). Cheap: no per-directory work.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub leaves: u64,
+    pub depth: u32,
+    pub fanout: u64,
+    pub per_leaf: Option<u64>,
+}
+
+impl Shape {
+    pub fn of(spec: &TreeSpec) -> Shape {
+        match &spec.layout {
+            Layout::Flat => Shape { leaves: 1, depth: 0, fanout: 2, per_leaf: None },
+            Layout::Nested { fanout, depth: Some(d), .. } => {
+                Shape { leaves: fanout.saturating_pow(*d), depth: *d, fanout: *fanout, per_leaf: None }
             }
-            Layout::Nested {
-                files_per_dir,
-                fanout,
-                depth: None,
-            } => {
-                let leaves = n.div_ceil(*files_per_dir).max(1);
+            Layout::Nested { files_per_dir, fanout, depth: None } => {
+                let leaves = spec.files.div_ceil((*files_per_dir).max(1)).max(1);
                 let mut d = 0u32;
                 while fanout.saturating_pow(d) < leaves {
                     d += 1;
                 }
-                (leaves, d, *fanout, Some(*files_per_dir))
+                Shape { leaves, depth: d, fanout: *fanout, per_leaf: Some(*files_per_dir) }
             }
-        };
+        }
+    }
+
+    /// Directories at `level` (1..=depth): the distinct prefixes of the leaf numbers.
+    pub fn dirs_at(&self, level: u32) -> u64 {
+        self.leaves.div_ceil(self.fanout.saturating_pow(self.depth - level))
+    }
+
+    /// Every directory of the tree, the root included.
+    pub fn dir_count(&self) -> u64 {
+        1 + (1..=self.depth).map(|l| self.dirs_at(l)).sum::<u64>()
+    }
+}
+
+impl Plan {
+    /// Lay out a validated spec.
+    pub fn new(spec: &TreeSpec) -> Plan {
+        let n = spec.files;
+        let Shape { leaves, depth, fanout, per_leaf } = Shape::of(spec);
         // First file of leaf j: either fixed-size leaves (last one short) or an even spread.
         let start = |j: u64| -> u64 {
             match per_leaf {
@@ -97,19 +114,11 @@ impl Plan {
             }
         };
         let dir_width = format!("{}", fanout - 1).len();
-        let mut dirs = vec![DirNode {
-            parent: 0,
-            name: CString::default(),
-            depth: 0,
-            first_file: 0,
-            nfiles: 0,
-        }];
+        let mut dirs = vec![DirNode { parent: 0, name: CString::default(), depth: 0, first_file: 0, nfiles: 0 }];
         let mut level_start = vec![0u32];
         let mut prev_start = 0u32;
         for level in 1..=depth {
-            // Directories at this level: the distinct prefixes of the leaf numbers.
-            let span = fanout.pow(depth - level);
-            let count = leaves.div_ceil(span);
+            let count = Shape { leaves, depth, fanout, per_leaf }.dirs_at(level);
             let this_start = dirs.len() as u32;
             level_start.push(this_start);
             for j in 0..count {
@@ -135,22 +144,14 @@ impl Plan {
             let mut f = a;
             while f < b {
                 let c = (b - f).min(UNIT_FILES);
-                file_units.push(Unit {
-                    dir: (leaf0 + j as usize) as u32,
-                    first: f,
-                    count: c,
-                });
+                file_units.push(Unit { dir: (leaf0 + j as usize) as u32, first: f, count: c });
                 f += c;
             }
         }
         let dir_units = dirs
             .iter()
             .enumerate()
-            .map(|(i, d)| Unit {
-                dir: i as u32,
-                first: d.first_file,
-                count: d.nfiles,
-            })
+            .map(|(i, d)| Unit { dir: i as u32, first: d.first_file, count: d.nfiles })
             .collect();
         Plan {
             dirs,
@@ -209,15 +210,9 @@ impl Plan {
     pub fn dir_path(&self, dir: u32) -> String {
         let mut chain = Vec::new();
         self.chain(dir, &mut chain);
-        let parts: Vec<String> = chain
-            .iter()
-            .map(|&d| self.dirs[d as usize].name.to_string_lossy().into_owned())
-            .collect();
-        if parts.is_empty() {
-            ".".into()
-        } else {
-            parts.join("/")
-        }
+        let parts: Vec<String> =
+            chain.iter().map(|&d| self.dirs[d as usize].name.to_string_lossy().into_owned()).collect();
+        if parts.is_empty() { ".".into() } else { parts.join("/") }
     }
 }
 
@@ -228,14 +223,7 @@ mod tests {
     use std::collections::HashSet;
 
     fn spec(files: u64, layout: Layout) -> TreeSpec {
-        TreeSpec {
-            files,
-            size: SizeDist::Fixed { bytes: 1 },
-            layout,
-            name_len: 12,
-            content: Content::Zeros,
-            seed: 42,
-        }
+        TreeSpec { files, size: SizeDist::Fixed { bytes: 1 }, layout, name_len: 12, content: Content::Zeros, seed: 42 }
     }
 
     fn name(p: &Plan, i: u64) -> String {
@@ -255,14 +243,7 @@ mod tests {
 
     #[test]
     fn nested_respects_files_per_dir_and_fanout() {
-        let p = Plan::new(&spec(
-            10_000,
-            Layout::Nested {
-                files_per_dir: 100,
-                fanout: 4,
-                depth: None,
-            },
-        ));
+        let p = Plan::new(&spec(10_000, Layout::Nested { files_per_dir: 100, fanout: 4, depth: None }));
         // 100 leaves need depth 4 (4^3 = 64 < 100 <= 256)
         assert_eq!(p.depth(), 4);
         let leaves: Vec<_> = p.dirs.iter().filter(|d| d.nfiles > 0).collect();
@@ -284,14 +265,7 @@ mod tests {
 
     #[test]
     fn explicit_depth_spreads_evenly() {
-        let p = Plan::new(&spec(
-            1000,
-            Layout::Nested {
-                files_per_dir: 1,
-                fanout: 3,
-                depth: Some(2),
-            },
-        ));
+        let p = Plan::new(&spec(1000, Layout::Nested { files_per_dir: 1, fanout: 3, depth: Some(2) }));
         let leaves: Vec<_> = p.dirs.iter().filter(|d| d.depth == 2).collect();
         assert_eq!(leaves.len(), 9);
         assert_eq!(leaves.iter().map(|d| d.nfiles).sum::<u64>(), 1000);
@@ -313,16 +287,23 @@ mod tests {
 
     #[test]
     fn chain_and_path() {
-        let p = Plan::new(&spec(
-            64,
-            Layout::Nested {
-                files_per_dir: 1,
-                fanout: 4,
-                depth: None,
-            },
-        ));
+        let p = Plan::new(&spec(64, Layout::Nested { files_per_dir: 1, fanout: 4, depth: None }));
         let last = (p.dirs.len() - 1) as u32;
         assert_eq!(p.dir_path(last), "d3/d3/d3");
         assert_eq!(p.dir_path(0), ".");
+    }
+
+    #[test]
+    fn shape_counts_directories_like_the_plan() {
+        for (files, layout) in [
+            (1, Layout::Flat),
+            (10_000, Layout::Nested { files_per_dir: 100, fanout: 4, depth: None }),
+            (1000, Layout::Nested { files_per_dir: 1, fanout: 3, depth: Some(2) }),
+            (65_536, Layout::Nested { files_per_dir: 1000, fanout: 16, depth: None }),
+            (7, Layout::Nested { files_per_dir: 1, fanout: 2, depth: None }),
+        ] {
+            let s = spec(files, layout);
+            assert_eq!(Shape::of(&s).dir_count(), Plan::new(&s).dirs.len() as u64);
+        }
     }
 }

@@ -14,6 +14,8 @@ pub struct Prepared {
     pub spec: TreeSpec,
     pub plan: Plan,
     pub content: content::ContentSource,
+    /// Sum of all file sizes.
+    pub total_bytes: u64,
 }
 
 impl Prepared {
@@ -23,6 +25,7 @@ impl Prepared {
             spec: spec.clone(),
             plan: Plan::new(spec),
             content: content::ContentSource::new(&spec.content, spec.seed, direct),
+            total_bytes: spec.total_bytes(),
         }
     }
 }

@@ -11,6 +11,12 @@ pub(crate) const STREAM_SIZE: u64 = 1;
 pub(crate) const STREAM_NAME: u64 = 2;
 pub(crate) const STREAM_CONTENT: u64 = 3;
 
+/// Most files in one tree (the plan holds ~20 bytes per 1,000 files; beyond this a
+/// typo like `--files 1T` would exhaust memory before any work starts).
+pub const MAX_FILES: u64 = 1_000_000_000;
+/// Most directories in one tree (the plan holds ~60 bytes per directory).
+pub const MAX_DIRS: u64 = 10_000_000;
+
 /// Largest file the generator will make (1 TiB): guards against typos like `1P`.
 pub const MAX_FILE_SIZE: u64 = 1 << 40;
 
@@ -59,11 +65,7 @@ pub enum Layout {
     /// Files in leaf directories of a tree with `fanout` children per directory.
     /// Without `depth`, the depth is the smallest that gives each leaf at most
     /// `files_per_dir` files; with it, files spread evenly over fanout^depth leaves.
-    Nested {
-        files_per_dir: u64,
-        fanout: u64,
-        depth: Option<u32>,
-    },
+    Nested { files_per_dir: u64, fanout: u64, depth: Option<u32> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,43 +106,29 @@ impl SizeDist {
     /// Parse `4k` (fixed), `uniform:1k-64k`, `lognormal:16k,1.5`, `exp:32k`, `list:1k,4k,1M`.
     pub fn parse(s: &str) -> Result<SizeDist, String> {
         let d = if let Some(r) = s.strip_prefix("uniform:") {
-            let (a, b) = r
-                .split_once('-')
-                .ok_or_else(|| format!("'{s}': expected uniform:MIN-MAX, e.g. uniform:1k-64k"))?;
+            let (a, b) =
+                r.split_once('-').ok_or_else(|| format!("'{s}': expected uniform:MIN-MAX, e.g. uniform:1k-64k"))?;
             let (min, max) = (parse_size(a)?, parse_size(b)?);
             if min > max {
                 return Err(format!("'{s}': MIN is larger than MAX"));
             }
             SizeDist::Uniform { min, max }
         } else if let Some(r) = s.strip_prefix("lognormal:") {
-            let (m, sg) = r.split_once(',').ok_or_else(|| {
-                format!("'{s}': expected lognormal:MEDIAN,SIGMA, e.g. lognormal:16k,1.5")
-            })?;
-            let sigma: f64 = sg
-                .trim()
-                .parse()
-                .map_err(|_| format!("'{s}': SIGMA '{sg}' is not a number"))?;
+            let (m, sg) = r
+                .split_once(',')
+                .ok_or_else(|| format!("'{s}': expected lognormal:MEDIAN,SIGMA, e.g. lognormal:16k,1.5"))?;
+            let sigma: f64 = sg.trim().parse().map_err(|_| format!("'{s}': SIGMA '{sg}' is not a number"))?;
             if !(sigma.is_finite() && sigma >= 0.0 && sigma <= 10.0) {
                 return Err(format!("'{s}': SIGMA must be between 0 and 10"));
             }
-            SizeDist::Lognormal {
-                median: parse_size(m)?,
-                sigma,
-            }
+            SizeDist::Lognormal { median: parse_size(m)?, sigma }
         } else if let Some(r) = s.strip_prefix("exp:") {
-            SizeDist::Exponential {
-                mean: parse_size(r)?,
-            }
+            SizeDist::Exponential { mean: parse_size(r)? }
         } else if let Some(r) = s.strip_prefix("list:") {
-            let sizes = r
-                .split(',')
-                .map(parse_size)
-                .collect::<Result<Vec<_>, _>>()?;
+            let sizes = r.split(',').map(parse_size).collect::<Result<Vec<_>, _>>()?;
             SizeDist::List { sizes }
         } else {
-            SizeDist::Fixed {
-                bytes: parse_size(s)?,
-            }
+            SizeDist::Fixed { bytes: parse_size(s)? }
         };
         d.check()?;
         Ok(d)
@@ -160,10 +148,7 @@ impl SizeDist {
             }
         };
         if biggest > MAX_FILE_SIZE {
-            return Err(format!(
-                "file size {} is larger than the 1 TiB limit",
-                fmt_size(biggest as f64)
-            ));
+            return Err(format!("file size {} is larger than the 1 TiB limit", fmt_size(biggest as f64)));
         }
         Ok(())
     }
@@ -178,11 +163,7 @@ impl fmt::Display for SizeDist {
             SizeDist::Lognormal { median, sigma } => write!(f, "lognormal:{},{sigma}", z(median)),
             SizeDist::Exponential { mean } => write!(f, "exp:{}", z(mean)),
             SizeDist::List { sizes } => {
-                write!(
-                    f,
-                    "list:{}",
-                    sizes.iter().map(z).collect::<Vec<_>>().join(",")
-                )
+                write!(f, "list:{}", sizes.iter().map(z).collect::<Vec<_>>().join(","))
             }
         }
     }
@@ -195,12 +176,10 @@ impl Content {
             "zeros" | "zero" => Ok(Content::Zeros),
             "random" => Ok(Content::Random),
             _ => {
-                let r = s.strip_prefix("compressible:").ok_or_else(|| {
-                    format!("'{s}': expected zeros, random or compressible:RATIO")
-                })?;
-                let ratio: f64 = r
-                    .parse()
-                    .map_err(|_| format!("'{s}': RATIO '{r}' is not a number"))?;
+                let r = s
+                    .strip_prefix("compressible:")
+                    .ok_or_else(|| format!("'{s}': expected zeros, random or compressible:RATIO"))?;
+                let ratio: f64 = r.parse().map_err(|_| format!("'{s}': RATIO '{r}' is not a number"))?;
                 if !(ratio.is_finite() && (1.0..=4096.0).contains(&ratio)) {
                     return Err(format!("'{s}': RATIO must be between 1 and 4096"));
                 }
@@ -226,12 +205,10 @@ impl TreeSpec {
         if self.files == 0 {
             return Err(("--files", "must be at least 1".into()));
         }
-        if let Layout::Nested {
-            files_per_dir,
-            fanout,
-            depth,
-        } = &self.layout
-        {
+        if self.files > MAX_FILES {
+            return Err(("--files", format!("{} files is more than the {MAX_FILES} a tree may hold", self.files)));
+        }
+        if let Layout::Nested { files_per_dir, fanout, depth } = &self.layout {
             if *files_per_dir == 0 {
                 return Err(("--files-per-dir", "must be at least 1".into()));
             }
@@ -243,31 +220,38 @@ impl TreeSpec {
                     return Err(("--depth", "must be at most 64".into()));
                 }
                 if (*fanout as f64).powi(*d as i32) > 100_000_000.0 {
-                    return Err((
-                        "--depth",
-                        format!("{fanout}^{d} leaf directories is more than 100 million"),
-                    ));
+                    return Err(("--depth", format!("{fanout}^{d} leaf directories is more than 100 million")));
                 }
             }
+        }
+        let dirs = super::layout::Shape::of(self).dir_count();
+        if dirs > MAX_DIRS {
+            return Err((
+                "--files-per-dir",
+                format!("this layout needs {dirs} directories, more than the {MAX_DIRS} a tree may hold"),
+            ));
         }
         let min_name = super::layout::min_name_len(self.files);
         if self.name_len < min_name || self.name_len > 255 {
             return Err((
                 "--name-len",
-                format!(
-                    "must be between {min_name} and 255 for {} files (names must be unique)",
-                    self.files
-                ),
+                format!("must be between {min_name} and 255 for {} files (names must be unique)", self.files),
             ));
         }
         Ok(())
     }
 
-    /// Total bytes of all files (exact: sums every file's size).
+    /// Total bytes of all files (exact: sums every file's size; one pass per call).
     pub fn total_bytes(&self) -> u64 {
+        self.sum_sizes(|b| b)
+    }
+
+    /// Sum of `f(size)` over every file, exact (one pass over the sizes; a fixed size is
+    /// one multiplication).
+    pub fn sum_sizes(&self, f: impl Fn(u64) -> u64) -> u64 {
         match &self.size {
-            SizeDist::Fixed { bytes } => bytes * self.files,
-            d => (0..self.files).map(|i| d.size_of(self.seed, i)).sum(),
+            SizeDist::Fixed { bytes } => f(*bytes).saturating_mul(self.files),
+            d => (0..self.files).map(|i| f(d.size_of(self.seed, i))).fold(0u64, u64::saturating_add),
         }
     }
 
@@ -288,11 +272,7 @@ fn exact_size(b: u64) -> String {
 }
 
 fn cap(v: f64) -> u64 {
-    if v.is_finite() {
-        v.clamp(0.0, MAX_FILE_SIZE as f64) as u64
-    } else {
-        MAX_FILE_SIZE
-    }
+    if v.is_finite() { v.clamp(0.0, MAX_FILE_SIZE as f64) as u64 } else { MAX_FILE_SIZE }
 }
 
 /// Standard normal draw for file `index` (Box–Muller on two independent hashes).
@@ -309,53 +289,16 @@ mod tests {
 
     #[test]
     fn parse_dists() {
-        assert_eq!(
-            SizeDist::parse("4k").unwrap(),
-            SizeDist::Fixed { bytes: 4096 }
-        );
-        assert_eq!(
-            SizeDist::parse("uniform:1k-2k").unwrap(),
-            SizeDist::Uniform {
-                min: 1024,
-                max: 2048
-            }
-        );
-        assert_eq!(
-            SizeDist::parse("lognormal:16k,1.5").unwrap(),
-            SizeDist::Lognormal {
-                median: 16384,
-                sigma: 1.5
-            }
-        );
-        assert_eq!(
-            SizeDist::parse("exp:32k").unwrap(),
-            SizeDist::Exponential { mean: 32768 }
-        );
-        assert_eq!(
-            SizeDist::parse("list:1,2,3").unwrap(),
-            SizeDist::List {
-                sizes: vec![1, 2, 3]
-            }
-        );
-        for bad in [
-            "uniform:2k-1k",
-            "uniform:1k",
-            "lognormal:1k",
-            "lognormal:1k,x",
-            "list:",
-            "12XB",
-            "2T",
-        ] {
+        assert_eq!(SizeDist::parse("4k").unwrap(), SizeDist::Fixed { bytes: 4096 });
+        assert_eq!(SizeDist::parse("uniform:1k-2k").unwrap(), SizeDist::Uniform { min: 1024, max: 2048 });
+        assert_eq!(SizeDist::parse("lognormal:16k,1.5").unwrap(), SizeDist::Lognormal { median: 16384, sigma: 1.5 });
+        assert_eq!(SizeDist::parse("exp:32k").unwrap(), SizeDist::Exponential { mean: 32768 });
+        assert_eq!(SizeDist::parse("list:1,2,3").unwrap(), SizeDist::List { sizes: vec![1, 2, 3] });
+        for bad in ["uniform:2k-1k", "uniform:1k", "lognormal:1k", "lognormal:1k,x", "list:", "12XB", "2T"] {
             assert!(SizeDist::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(SizeDist::parse("1500").unwrap().to_string(), "1500B");
-        for s in [
-            "4KiB",
-            "uniform:1KiB-2KiB",
-            "lognormal:16KiB,1.5",
-            "exp:32KiB",
-            "list:1B,2B",
-        ] {
+        for s in ["4KiB", "uniform:1KiB-2KiB", "lognormal:16KiB,1.5", "exp:32KiB", "list:1B,2B"] {
             assert_eq!(SizeDist::parse(s).unwrap().to_string(), s);
         }
     }
@@ -373,10 +316,7 @@ mod tests {
     #[test]
     fn lognormal_median_and_exponential_mean() {
         let n = 20_000u64;
-        let ln = SizeDist::Lognormal {
-            median: 10_000,
-            sigma: 1.0,
-        };
+        let ln = SizeDist::Lognormal { median: 10_000, sigma: 1.0 };
         let mut v: Vec<u64> = (0..n).map(|i| ln.size_of(1, i)).collect();
         v.sort();
         let med = v[v.len() / 2] as f64;
@@ -389,10 +329,7 @@ mod tests {
     #[test]
     fn content_parse() {
         assert_eq!(Content::parse("zeros").unwrap(), Content::Zeros);
-        assert_eq!(
-            Content::parse("compressible:2").unwrap(),
-            Content::Compressible { ratio: 2.0 }
-        );
+        assert_eq!(Content::parse("compressible:2").unwrap(), Content::Compressible { ratio: 2.0 });
         assert!(Content::parse("compressible:0.5").is_err());
         assert!(Content::parse("rand").is_err());
     }

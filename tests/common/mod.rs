@@ -56,10 +56,7 @@ impl Run {
 
     /// Non-empty stderr lines.
     pub fn stderr_lines(&self) -> Vec<&str> {
-        self.stderr
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .collect()
+        self.stderr.lines().filter(|l| !l.trim().is_empty()).collect()
     }
 }
 
@@ -79,11 +76,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = cmd()
-        .current_dir(cwd)
-        .args(args)
-        .output()
-        .expect("spawn manyfiles");
+    let out = cmd().current_dir(cwd).args(args).output().expect("spawn manyfiles");
     Run::from_output(out)
 }
 
@@ -95,35 +88,12 @@ pub fn words(s: &str) -> Vec<String> {
 /// Assert the run was refused as bad input: exit 2, exactly one non-empty stderr line
 /// that starts with `manyfiles: ` and contains `flag`, and nothing on stdout.
 pub fn assert_bad_input(r: &Run, flag: &str, what: &str) {
-    assert_eq!(
-        r.code,
-        Some(2),
-        "{what}: expected exit 2\n--- stdout:\n{}\n--- stderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
+    assert_eq!(r.code, Some(2), "{what}: expected exit 2\n--- stdout:\n{}\n--- stderr:\n{}", r.stdout, r.stderr);
     let lines = r.stderr_lines();
-    assert_eq!(
-        lines.len(),
-        1,
-        "{what}: expected exactly one stderr line, got:\n{}",
-        r.stderr
-    );
-    assert!(
-        lines[0].starts_with("manyfiles: "),
-        "{what}: stderr line must start with 'manyfiles: ': {}",
-        lines[0]
-    );
-    assert!(
-        lines[0].contains(flag),
-        "{what}: stderr line must name {flag}: {}",
-        lines[0]
-    );
-    assert!(
-        r.stdout.is_empty(),
-        "{what}: stdout must be empty, got:\n{}",
-        r.stdout
-    );
+    assert_eq!(lines.len(), 1, "{what}: expected exactly one stderr line, got:\n{}", r.stderr);
+    assert!(lines[0].starts_with("manyfiles: "), "{what}: stderr line must start with 'manyfiles: ': {}", lines[0]);
+    assert!(lines[0].contains(flag), "{what}: stderr line must name {flag}: {}", lines[0]);
+    assert!(r.stdout.is_empty(), "{what}: stdout must be empty, got:\n{}", r.stdout);
 }
 
 /// `manyfiles-run-*` entries directly inside `dir`.
@@ -131,11 +101,7 @@ pub fn run_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("read target dir")
         .map(|e| e.expect("dir entry").path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("manyfiles-run-"))
-        })
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("manyfiles-run-")))
         .collect();
     v.sort();
     v
@@ -158,16 +124,10 @@ pub struct Entry {
 /// The top-level marker file is left out when `skip_marker`.
 pub fn walk(root: &Path, skip_marker: bool) -> Vec<Entry> {
     fn go(root: &Path, dir: &Path, out: &mut Vec<Entry>, skip_marker: bool) {
-        for e in
-            std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read_dir {}: {e}", dir.display()))
-        {
+        for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read_dir {}: {e}", dir.display())) {
             let e = e.expect("dir entry");
             let path = e.path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
             if skip_marker && rel == MARKER {
                 continue;
             }
@@ -256,56 +216,39 @@ pub fn tree_hash(root: &Path) -> u64 {
 
 /// Parse a JSON file.
 pub fn load_json(path: &Path) -> Value {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
 }
 
 /// Field access that panics with the key path when missing.
 pub fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
-    v.get(key)
-        .unwrap_or_else(|| panic!("missing key '{key}' in {v}"))
+    v.get(key).unwrap_or_else(|| panic!("missing key '{key}' in {v}"))
 }
 
 pub fn u(v: &Value, key: &str) -> u64 {
-    get(v, key)
-        .as_u64()
-        .unwrap_or_else(|| panic!("'{key}' is not an unsigned integer: {v}"))
+    get(v, key).as_u64().unwrap_or_else(|| panic!("'{key}' is not an unsigned integer: {v}"))
 }
 
 pub fn f(v: &Value, key: &str) -> f64 {
-    get(v, key)
-        .as_f64()
-        .unwrap_or_else(|| panic!("'{key}' is not a number: {v}"))
+    get(v, key).as_f64().unwrap_or_else(|| panic!("'{key}' is not a number: {v}"))
 }
 
 pub fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    get(v, key)
-        .as_str()
-        .unwrap_or_else(|| panic!("'{key}' is not a string: {v}"))
+    get(v, key).as_str().unwrap_or_else(|| panic!("'{key}' is not a string: {v}"))
 }
 
 pub fn arr<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
-    get(v, key)
-        .as_array()
-        .unwrap_or_else(|| panic!("'{key}' is not an array: {v}"))
+    get(v, key).as_array().unwrap_or_else(|| panic!("'{key}' is not an array: {v}"))
 }
 
 /// A measurement ran to the end: no errors, not interrupted, not failed.
 pub fn measurement_complete(m: &Value) -> bool {
-    u(m, "errors") == 0
-        && get(m, "interrupted") == &Value::Bool(false)
-        && get(m, "failed").is_null()
+    u(m, "errors") == 0 && get(m, "interrupted") == &Value::Bool(false) && get(m, "failed").is_null()
 }
 
 /// Size of `path` compressed by `gzip -c`, or None when gzip is not installed.
 pub fn gzip_size(path: &Path) -> Option<u64> {
-    let out = std::process::Command::new("gzip")
-        .arg("-c")
-        .arg(path)
-        .output()
-        .ok()?;
+    let out = std::process::Command::new("gzip").arg("-c").arg(path).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -328,9 +271,7 @@ pub fn wait_until(timeout: std::time::Duration, mut cond: impl FnMut() -> bool) 
 
 /// Parse a size the tool printed, such as `186 KiB`, `1.95 MiB` or `100 B`, into bytes.
 pub fn parse_printed_size(num: &str, unit: &str) -> f64 {
-    let v: f64 = num
-        .parse()
-        .unwrap_or_else(|_| panic!("not a number: {num}"));
+    let v: f64 = num.parse().unwrap_or_else(|_| panic!("not a number: {num}"));
     let mult = match unit {
         "B" => 1.0,
         "KiB" => 1024.0,
