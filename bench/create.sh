@@ -147,19 +147,44 @@ quiesce() {
     wait_quiet
 }
 
-# timed CMD...: run CMD (its stdout passes through) and write to $WORK/other the CPU
-# cores that everything else used on average meanwhile (system busy time minus CMD's
-# own user+sys time, over CMD's wall time): a disturbance indicator, ~0 when alone.
+# Write "pid jiffies" (user+sys so far) of every kernel thread (PF_KTHREAD) to $1:
+# journal, writeback, loop device and RCU work that file system operations cause.
+kthread_snapshot() {
+    python3 -c '
+import os, sys
+with open(sys.argv[1], "w") as out:
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(f[6]) & 0x00200000:
+            print(p, int(f[11]) + int(f[12]), file=out)' "$1"
+}
+
+# timed CMD...: run CMD (its stdout passes through) and write to $WORK/other, over CMD's
+# wall time, the average CPU cores used meanwhile by (1) other processes: system busy
+# time (steal included) minus CMD's own user+sys time minus kernel threads, a
+# disturbance indicator, ~0 when alone; (2) kernel threads (mostly work CMD causes;
+# threads that exit meanwhile are missed).
 timed() {
-    local b0 i0 b1 i1 t0 t1 e u s
+    local b0 i0 b1 i1 t0 t1 u s
+    kthread_snapshot "$WORK/k0"
     read -r b0 i0 < <(cpu_sample)
     t0=$EPOCHREALTIME
     /usr/bin/time -f '%U %S' -o "$WORK/time" "$@"
     t1=$EPOCHREALTIME
     read -r b1 i1 < <(cpu_sample)
+    kthread_snapshot "$WORK/k1"
     read -r u s < "$WORK/time"
-    e=$(python3 -c "print($t1 - $t0)")
-    python3 -c "print(f'{max(0.0, (($b1 - $b0) / $HZ - $u - $s) / max($e, 0.01)):.2f}')" > "$WORK/other"
+    python3 - "$WORK/k0" "$WORK/k1" > "$WORK/other" <<EOF
+k0 = dict(l.split() for l in open("$WORK/k0"))
+k = sum(max(0, int(v) - int(k0[p])) for p, v in (l.split() for l in open("$WORK/k1")) if p in k0) / $HZ
+e = max($t1 - $t0, 0.01)
+print(f"{max(0.0, (($b1 - $b0) / $HZ - $u - $s - k) / e):.2f}\t{k / e:.2f}")
+EOF
 }
 
 # run_one FS DIR CONTENDER -> prints seconds
@@ -208,7 +233,7 @@ EOF
 }
 
 CONTENDERS=(c-1t mf-1t mf-2t-100d c-2t-100d)
-printf 'fs\tround\tcontender\tseconds\tuser_s\tsys_s\twaited_s\tother_cores\n' > "$TSV"
+printf 'fs\tround\tcontender\tseconds\tuser_s\tsys_s\twaited_s\tother_cores\tkthread_cores\n' > "$TSV"
 for fs in "$@"; do
     prepare "$fs"
     dir=$RUN_DIR
@@ -219,7 +244,7 @@ for fs in "$@"; do
             c=${CONTENDERS[$(((k + r) % ${#CONTENDERS[@]}))]}
             res=$(run_one "$fs" "$dir" "$c")
             secs=${res%%$'\t'*}
-            other=${res##*$'\t'}
+            other=$(cut -f5 <<< "$res")
             if [ "$r" -lt "$WARMUP" ]; then
                 echo "  $fs warmup $c ${secs}s (others used $other cores)" >&2
             else
@@ -242,9 +267,11 @@ disturbed_at = float(sys.argv[3])
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 t = defaultdict(lambda: defaultdict(dict))   # fs -> contender -> round -> seconds
 other = defaultdict(lambda: defaultdict(dict))
+kth = defaultdict(lambda: defaultdict(dict))
 for r in rows:
     t[r["fs"]][r["contender"]][int(r["round"])] = float(r["seconds"])
     other[r["fs"]][r["contender"]][int(r["round"])] = float(r["other_cores"] or 0)
+    kth[r["fs"]][r["contender"]][int(r["round"])] = float(r["kthread_cores"] or 0)
 
 names = {
     "c-1t": "C loop, 1 thread, 1 dir",
@@ -255,7 +282,9 @@ names = {
 targets = {"mf-1t": 0.95, "mf-2t-100d": 1.6, "c-2t-100d": None}
 med = statistics.median
 
-print("### raw seconds per round (in brackets: CPU cores used by other processes meanwhile)\n")
+print("### raw seconds per round\n")
+print("In brackets: CPU cores used on average during the run by other processes / by kernel threads "
+      "(journal, writeback, loop device: mostly work the run itself causes).\n")
 nr = max(len(v) for cs in t.values() for v in cs.values())
 print("| file system | contender | " + " | ".join(f"r{i}" for i in range(1, nr + 1)) + " |")
 print("|---|---|" + "---:|" * nr)
@@ -263,7 +292,7 @@ for fs, cs in t.items():
     for c in names:
         if c in cs:
             print(f"| {fs} | {c} | " + " | ".join(
-                f"{cs[c][k]:.3f} [{other[fs][c][k]:.2f}]" for k in sorted(cs[c])) + " |")
+                f"{cs[c][k]:.3f} [{other[fs][c][k]:.2f} / {kth[fs][c][k]:.2f}]" for k in sorted(cs[c])) + " |")
 print()
 print(f"### medians ({files:,} files; ratio = C-1T median time / contender median time, i.e. a rate ratio)\n")
 print(f"A run counts as disturbed when other processes used more than {disturbed_at} cores on average during it.\n")
