@@ -67,8 +67,9 @@ pub struct Shared<'a> {
 }
 
 /// Errors that make going on pointless: the phase stops and reports how far it got.
+/// (EINVAL: e.g. O_DIRECT on a file system without it; every file would fail alike.)
 fn is_fatal(e: Errno) -> bool {
-    matches!(e, Errno::NOSPC | Errno::DQUOT | Errno::ROFS | Errno::IO)
+    matches!(e, Errno::NOSPC | Errno::DQUOT | Errno::ROFS | Errno::IO | Errno::INVAL)
 }
 
 /// A buffer aligned for O_DIRECT (4 KiB), reused for every file a thread touches.
