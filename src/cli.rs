@@ -125,7 +125,7 @@ pub struct RunArgs {
     /// Write the results (versioned JSON) here, rewritten after every measurement
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Keep the run directory instead of removing it
+    /// Keep the run directory (trees are still deleted after each run; an interrupted or failed run leaves its tree there)
     #[arg(long)]
     pub keep: bool,
     /// No progress bar
