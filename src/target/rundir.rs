@@ -1,0 +1,190 @@
+//! Run directories: the only places the tool writes. Each holds a marker file naming
+//! the process that made it; removal works through directory fds, never follows a
+//! symlink, and removes a run directory only while its marker is there.
+
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, mkdirat, openat, unlinkat};
+use rustix::io::Errno;
+use std::ffi::{CStr, CString};
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+
+/// Name of the marker file in every directory the tool made to write into.
+pub const MARKER: &str = ".manyfiles-run";
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+
+/// A run directory `manyfiles-run-<id>` the tool created; removed on drop unless kept.
+pub struct RunDir {
+    pub path: PathBuf,
+    parent: OwnedFd,
+    name: CString,
+    fd: OwnedFd,
+    keep: bool,
+}
+
+/// A unique run id: UTC time and pid, e.g. `20261122T031500Z-4242`.
+pub fn run_id() -> String {
+    let t = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let compact: String = t.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{compact}-{}", std::process::id())
+}
+
+impl RunDir {
+    /// Create `manyfiles-run-<id>` inside `parent` with its marker.
+    pub fn create(parent: &Path, keep: bool) -> Result<RunDir> {
+        let pfd = openat(rustix::fs::CWD, parent, DIR_FLAGS, Mode::empty())
+            .map_err(|e| Error::bad("--target", format!("cannot open {}: {e}", parent.display())))?;
+        let name = format!("manyfiles-run-{}", run_id());
+        let cname = CString::new(name.clone()).expect("no NUL");
+        mkdirat(&pfd, cname.as_c_str(), Mode::from_raw_mode(0o755)).map_err(|e| {
+            Error::bad("--target", format!("cannot create a run directory in {}: {e}", parent.display()))
+        })?;
+        let fd = openat(&pfd, cname.as_c_str(), DIR_FLAGS, Mode::empty())
+            .map_err(|e| Error::failed(format!("cannot open the new run directory: {e}")))?;
+        let rd = RunDir { path: parent.join(&name), parent: pfd, name: cname, fd, keep };
+        write_marker(rd.fd.as_fd())
+            .map_err(|e| Error::failed(format!("cannot write the marker in {}: {e}", rd.path.display())))?;
+        Ok(rd)
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    pub fn set_keep(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
+    /// Remove the run directory and everything in it.
+    pub fn remove(&self) -> std::result::Result<(), Errno> {
+        if !has_marker(self.fd.as_fd()) {
+            // Not ours any more (someone replaced it): leave it alone.
+            return Err(Errno::PERM);
+        }
+        remove_contents(self.fd.as_fd())?;
+        unlinkat(&self.parent, self.name.as_c_str(), AtFlags::REMOVEDIR)
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            if let Err(e) = self.remove() {
+                eprintln!("manyfiles: could not remove run directory {}: {e}", self.path.display());
+            }
+        }
+    }
+}
+
+/// Write the marker file (tool, version, pid) into `dir`.
+pub fn write_marker(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+    let fd = openat(
+        dir,
+        MARKER,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    let text = format!("manyfiles {} pid {}\n", env!("CARGO_PKG_VERSION"), std::process::id());
+    crate::ops::create::write_all(fd.as_fd(), text.as_bytes())
+}
+
+/// Does `dir` hold a marker file (a regular file, not a symlink)?
+pub fn has_marker(dir: BorrowedFd<'_>) -> bool {
+    rustix::fs::statx(dir, MARKER, AtFlags::SYMLINK_NOFOLLOW, rustix::fs::StatxFlags::TYPE)
+        .map(|st| FileType::from_raw_mode(st.stx_mode as u32) == FileType::RegularFile)
+        .unwrap_or(false)
+}
+
+/// Remove everything inside `dir`, marker included. Never follows symlinks: subdirectories are opened with O_NOFOLLOW relative
+/// to their parent's fd, and symlinks are unlinked, not followed.
+pub fn remove_contents(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+    remove_below(dir, false)
+}
+
+/// Like [`remove_contents`] but keeps the top-level marker file.
+pub fn remove_contents_keep_marker(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+    remove_below(dir, true)
+}
+
+fn remove_below(dir: BorrowedFd<'_>, keep_marker: bool) -> std::result::Result<(), Errno> {
+    // Collect names first: unlinking while getdents walks can skip entries.
+    let mut names: Vec<(CString, FileType)> = Vec::new();
+    let mut space = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
+    let dup = openat(dir, c".", DIR_FLAGS, Mode::empty())?;
+    let mut it = RawDir::new(&dup, &mut space);
+    while let Some(e) = it.next() {
+        let e = e?;
+        let n = e.file_name();
+        if n == c"." || n == c".." || (keep_marker && n.to_bytes() == MARKER.as_bytes()) {
+            continue;
+        }
+        names.push((n.to_owned(), e.file_type()));
+    }
+    let mut first_err = None;
+    for (name, ft) in names {
+        if let Err(e) = remove_entry(dir, &name, ft) {
+            first_err.get_or_insert(e);
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+fn remove_entry(dir: BorrowedFd<'_>, name: &CStr, ft: FileType) -> std::result::Result<(), Errno> {
+    let is_dir = match ft {
+        FileType::Directory => true,
+        FileType::Unknown => {
+            let st = rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, rustix::fs::StatxFlags::TYPE)?;
+            FileType::from_raw_mode(st.stx_mode as u32) == FileType::Directory
+        }
+        _ => false,
+    };
+    if is_dir {
+        let sub = openat(dir, name, DIR_FLAGS, Mode::empty())?;
+        remove_below(sub.as_fd(), false)?;
+        unlinkat(dir, name, AtFlags::REMOVEDIR)
+    } else {
+        unlinkat(dir, name, AtFlags::empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_and_removes_without_following_symlinks() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("precious"), b"keep me").unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let path;
+        {
+            let rd = RunDir::create(parent.path(), false).unwrap();
+            path = rd.path.clone();
+            assert!(path.join(MARKER).is_file());
+            std::fs::create_dir_all(path.join("a/b/c")).unwrap();
+            std::fs::write(path.join("a/b/c/f"), b"x").unwrap();
+            std::os::unix::fs::symlink(outside.path(), path.join("a/link")).unwrap();
+        }
+        assert!(!path.exists(), "run dir removed on drop");
+        assert!(outside.path().join("precious").exists(), "symlink target untouched");
+    }
+
+    #[test]
+    fn keep_and_refuse_without_marker() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut rd = RunDir::create(parent.path(), true).unwrap();
+        let path = rd.path.clone();
+        std::fs::remove_file(path.join(MARKER)).unwrap();
+        assert_eq!(rd.remove(), Err(Errno::PERM));
+        rd.set_keep(true);
+        drop(rd);
+        assert!(path.exists());
+    }
+
+    #[test]
+    fn bad_parent_is_bad_input() {
+        let e = RunDir::create(Path::new("/nonexistent/dir"), false).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+    }
+}
