@@ -4,9 +4,10 @@
 use clap::{Args, Parser, Subcommand};
 use manyfiles::error::{Error, Result};
 use manyfiles::experiment::ladder::LadderSpec;
-use manyfiles::experiment::{TreeExperiment, parse_ops};
+use manyfiles::experiment::{Order, TargetSpec, TreeExperiment, parse_ops};
 use manyfiles::generate::GenConfig;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
+use manyfiles::target::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::content::POOL;
 use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
 use manyfiles::units::{parse_count, parse_size};
@@ -34,6 +35,8 @@ pub enum Command {
     Ops(OpsArgs),
     /// Write a deterministic tree (same spec + seed → byte-identical tree) into DIR
     Gen(GenArgs),
+    /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
+    Cleanup,
 }
 
 #[derive(Args, Debug)]
@@ -108,8 +111,22 @@ pub struct TreeSizeArgs {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Directory to work in: a private run directory is made inside it and removed afterwards
-    #[arg(long, default_value = ".")]
-    pub target: PathBuf,
+    /// (default: . unless --fs is given)
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]], comma
+    /// separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
+    #[arg(long, value_name = "SPEC,...")]
+    pub fs: Option<String>,
+    /// Image size for --fs (default: twice the largest tree, at least 512 MiB)
+    #[arg(long, value_parser = parse_size)]
+    pub fs_size: Option<u64>,
+    /// Keep each --fs file system between trials instead of formatting it afresh
+    #[arg(long)]
+    pub reuse: bool,
+    /// interleaved (run 1 on every tree and target, then run 2, ...) or sequential
+    #[arg(long, default_value = "interleaved")]
+    pub order: String,
     /// Measured runs of every op on every tree
     #[arg(long, default_value = "3")]
     pub runs: u32,
@@ -235,9 +252,24 @@ impl RunArgs {
         if let Some(j) = &self.json {
             check_output(j, "--json")?;
         }
+        let mut targets = Vec::new();
+        if let Some(t) = &self.target {
+            targets.push(TargetSpec::Dir(t.clone()));
+        }
+        if let Some(f) = &self.fs {
+            targets.extend(parse_fs_list(f).map_err(|e| Error::bad("--fs", e))?.into_iter().map(TargetSpec::Fs));
+        } else if self.fs_size.is_some() || self.reuse {
+            return Err(Error::bad(if self.reuse { "--reuse" } else { "--fs-size" }, "only makes sense with --fs"));
+        }
+        if targets.is_empty() {
+            targets.push(TargetSpec::Dir(PathBuf::from(".")));
+        }
         Ok(TreeExperiment {
             name: name.into(),
-            target: self.target.clone(),
+            targets,
+            fs_size: self.fs_size,
+            reuse: self.reuse,
+            order: Order::parse(&self.order)?,
             trees,
             ops: parse_ops(ops)?,
             create,

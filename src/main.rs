@@ -22,7 +22,7 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
-                    eprintln!("manyfiles: a command is needed: ladder, ops or gen (see manyfiles --help)");
+                    eprintln!("manyfiles: a command is needed: ladder, ops, gen or cleanup (see manyfiles --help)");
                     ExitCode::from(2)
                 }
                 _ => {
@@ -62,6 +62,10 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let cfg = cli::ops_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;
             print_results(&rs, false, cfg.json.as_deref());
+        }
+        Command::Cleanup => {
+            let report = manyfiles::target::registry::cleanup()?;
+            out(&format!("{report}\n"));
         }
         Command::Gen(a) => {
             let cfg = cli::gen_config(&a)?;

@@ -3,6 +3,7 @@
 //! Results are rewritten after every measurement.
 
 pub mod ladder;
+pub mod targets;
 
 use crate::error::{Error, Result};
 use crate::measure::PhaseResult;
@@ -19,12 +20,18 @@ use crate::units::fmt_size;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
+pub use targets::{LiveTarget, TargetSpec};
 
 /// Everything a tree experiment needs; no CLI types.
 #[derive(Debug, Clone)]
 pub struct TreeExperiment {
     pub name: String,
-    pub target: PathBuf,
+    pub targets: Vec<TargetSpec>,
+    /// Image size for managed file systems (None: from the largest tree).
+    pub fs_size: Option<u64>,
+    /// Keep a managed file system between trials instead of formatting it afresh.
+    pub reuse: bool,
+    pub order: Order,
     pub trees: Vec<TreeSpec>,
     /// Subset of [`ops::OP_NAMES`], in that order.
     pub ops: Vec<String>,
@@ -37,6 +44,31 @@ pub struct TreeExperiment {
     pub json: Option<PathBuf>,
     pub quiet: bool,
     pub command_line: Vec<String>,
+}
+
+/// The order trials run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Run 1 of every tree on every target, then run 2, ...: drift hits all alike.
+    Interleaved,
+    /// Every run of every tree on the first target, then the next target.
+    Sequential,
+}
+
+impl Order {
+    pub fn parse(s: &str) -> Result<Order> {
+        match s {
+            "interleaved" => Ok(Order::Interleaved),
+            "sequential" => Ok(Order::Sequential),
+            _ => Err(Error::bad("--order", format!("'{s}': expected interleaved or sequential"))),
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
 }
 
 /// Parse `create,read,delete` into the canonical order; errors name `--ops`.
@@ -109,16 +141,46 @@ enum Stop {
     Failed(String),
 }
 
+/// One trial: (pass, tree index, target index).
+fn trials(cfg: &TreeExperiment) -> Vec<(u32, usize, usize)> {
+    let passes = cfg.warmup + cfg.runs;
+    let (nt, ng) = (cfg.trees.len(), cfg.targets.len());
+    let mut v = Vec::with_capacity(passes as usize * nt * ng);
+    match cfg.order {
+        Order::Interleaved => {
+            for p in 0..passes {
+                for t in 0..nt {
+                    for g in 0..ng {
+                        v.push((p, t, g));
+                    }
+                }
+            }
+        }
+        Order::Sequential => {
+            for g in 0..ng {
+                for p in 0..passes {
+                    for t in 0..nt {
+                        v.push((p, t, g));
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
 /// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
-/// measurement). The run directory is removed at the end unless `keep`.
+/// measurement). Run directories are removed and managed file systems torn down at
+/// the end, and on every error path (by drop).
 pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     signals::install();
     for t in &cfg.trees {
         t.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
     }
-    let info = check_target(&cfg.target, &cfg.trees)?;
-    // The canonical path: a --target given as a symlink is the user's choice to follow.
-    let rundir = RunDir::create(&info.path, cfg.keep)?;
+    if cfg.targets.is_empty() {
+        return Err(Error::bad("--target", "no target given"));
+    }
+    let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
     let provenance = Provenance::collect(cfg.command_line.clone());
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
@@ -127,10 +189,11 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         warmup: cfg.warmup,
         threads: cfg.threads,
         portion_files: cfg.portion_files,
-        order: "interleaved".into(),
+        order: cfg.order.name().into(),
         create: cfg.create.clone(),
     };
-    let mut rs = ResultSet::new(provenance, experiment, vec![info.clone()]);
+    let infos = targets.iter().map(|t| t.info.clone()).collect();
+    let mut rs = ResultSet::new(provenance, experiment, infos);
     let progress = Progress::new(cfg.quiet);
     let prepared: Vec<Prepared> = cfg.trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
     let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
@@ -147,69 +210,74 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         Ok(())
     };
     let mut order = 0u64;
-    let passes = cfg.warmup + cfg.runs;
-    for pass in 0..passes {
+    for (pass, ti, gi) in trials(cfg) {
         let recorded = pass >= cfg.warmup;
         let run = pass.saturating_sub(cfg.warmup) + 1;
-        for tree in &prepared {
-            let (spec, plan) = (&tree.spec, &tree.plan);
-            let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
-            progress.message(format!("{} · {label}", spec.key()));
-            let (done, stop) = run_tree(&rundir, tree, &cfg.ops, &all_ops, &settings, &progress);
-            if recorded {
-                for (op, result) in done {
-                    rs.measurements.push(Measurement {
-                        experiment: cfg.name.clone(),
-                        target: info.id.clone(),
-                        op,
-                        tree: spec.clone(),
-                        tree_key: spec.key(),
-                        tree_files: spec.files,
-                        tree_bytes: tree.total_bytes,
-                        tree_dirs: plan.dirs.len() as u64 - 1,
-                        run,
-                        order,
-                        result,
-                    });
-                    order += 1;
-                    save(&mut rs)?;
-                }
+        let tree = &prepared[ti];
+        let (spec, plan) = (&tree.spec, &tree.plan);
+        let target = &mut targets[gi];
+        let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
+        progress.message(format!("{} · {} · {label}", target.id, spec.key()));
+        let rundir = match target.begin_trial() {
+            Ok(rd) => rd,
+            Err(e) => {
+                progress.finish();
+                save(&mut rs)?;
+                return Err(e);
             }
-            match stop {
-                None => {}
-                Some(Stop::Signal(sig)) => {
-                    progress.finish();
-                    save(&mut rs)?;
-                    drop(rundir);
-                    return Err(Error::Interrupted { signal: sig });
-                }
-                Some(Stop::Failed(msg)) => {
-                    progress.finish();
-                    save(&mut rs)?;
-                    drop(rundir);
-                    let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
-                    return Err(Error::failed(format!(
-                        "{msg} (target {}, {}, {}{})",
-                        info.path.display(),
-                        info.fs_type,
-                        label_tree(spec),
-                        saved.unwrap_or_default()
-                    )));
-                }
+        };
+        let (done, stop) = run_tree(rundir, tree, &cfg.ops, &all_ops, &settings, &progress);
+        rs.targets[gi] = target.info.clone(); // format count and details as of this trial
+        if recorded {
+            for (op, result) in done {
+                rs.measurements.push(Measurement {
+                    experiment: cfg.name.clone(),
+                    target: target.id.clone(),
+                    op,
+                    tree: spec.clone(),
+                    tree_key: spec.key(),
+                    tree_files: spec.files,
+                    tree_bytes: tree.total_bytes,
+                    tree_dirs: plan.dirs.len() as u64 - 1,
+                    run,
+                    order,
+                    result,
+                });
+                order += 1;
+                save(&mut rs)?;
+            }
+        }
+        match stop {
+            None => {}
+            Some(Stop::Signal(sig)) => {
+                progress.finish();
+                save(&mut rs)?;
+                drop(targets);
+                return Err(Error::Interrupted { signal: sig });
+            }
+            Some(Stop::Failed(msg)) => {
+                progress.finish();
+                save(&mut rs)?;
+                let info = &target.info;
+                let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
+                let err = Error::failed(format!(
+                    "{msg} (target {} = {}, {}, {}{})",
+                    target.id,
+                    info.path.display(),
+                    info.fs_type,
+                    label_tree(spec),
+                    saved.unwrap_or_default()
+                ));
+                drop(targets);
+                return Err(err);
             }
         }
     }
     progress.finish();
     rs.complete = true;
     save(&mut rs)?;
-    let mut rundir = rundir;
-    if cfg.keep {
-        eprintln!("manyfiles: kept run directory {}", rundir.path.display());
-    } else {
-        rundir
-            .remove()
-            .map_err(|e| Error::failed(format!("cannot remove run directory {}: {e}", rundir.path.display())))?;
-        rundir.set_keep(true); // removed: nothing left for drop
+    for t in targets {
+        t.finish()?;
     }
     Ok(rs)
 }

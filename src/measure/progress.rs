@@ -15,9 +15,11 @@ impl Progress {
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(4));
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>6} [{bar:24}] {human_pos}/{human_len} ({elapsed}, eta {eta}) {wide_msg}")
-                .expect("static template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{prefix:>6} [{bar:24}] {human_pos}/{human_len} ({elapsed}, eta {eta}) {wide_msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
         );
         Progress { bar: Some(bar) }
     }

@@ -64,34 +64,54 @@ pub fn title(rs: &ResultSet) -> String {
         ),
         _ => rs.summaries.first().map(|s| s.tree_key.clone()).unwrap_or_default(),
     };
-    let target = rs.targets.first().map(|t| format!("{} ({})", t.path.display(), t.fs_type)).unwrap_or_default();
-    format!("manyfiles {}: {trees} · ops {} · target {target}", e.name, e.ops.join(", "))
+    let targets: Vec<String> = rs
+        .targets
+        .iter()
+        .map(|t| if t.managed.is_some() { t.id.clone() } else { format!("{} ({})", t.path.display(), t.fs_type) })
+        .collect();
+    format!("manyfiles {}: {trees} · ops {} · on {}", e.name, e.ops.join(", "), targets.join(", "))
 }
 
-/// Ladder: one row per tree (file count), one column per op.
+/// Ladder: one row per tree (and target, when there are several), one column per op.
 pub fn ladder(rs: &ResultSet) -> String {
     let ops = &rs.experiment.ops;
+    let many = rs.targets.len() > 1;
     let mut header = vec!["files".to_string(), "file size".to_string()];
+    if many {
+        header.push("target".into());
+    }
     header.extend(ops.iter().map(|o| format!("{o} (mean ± 95% CI)")));
     let mut t = new_table(header);
-    let mut trees: Vec<(&str, u64, u64)> = Vec::new();
+    let mut rows: Vec<(&str, &str, u64, u64)> = Vec::new();
     for s in &rs.summaries {
-        if !trees.iter().any(|(k, _, _)| *k == s.tree_key) {
-            trees.push((&s.tree_key, s.tree_files, s.tree_bytes));
+        if !rows.iter().any(|(k, g, _, _)| *k == s.tree_key && *g == s.target) {
+            rows.push((&s.tree_key, &s.target, s.tree_files, s.tree_bytes));
         }
     }
-    for (key, files, bytes) in trees {
-        let mut row = vec![files.to_string(), fmt_size(bytes as f64 / files.max(1) as f64)];
-        for op in ops {
-            let cell = rs
-                .summaries
-                .iter()
-                .find(|s| s.tree_key == key && &s.op == op)
-                .map(|s| fmt_mean_ci(s.stats.mean_s, s.stats.ci_half_width()))
-                .unwrap_or_else(|| "—".into());
-            row.push(cell);
+    // Group a tree's targets together, trees in experiment order.
+    let mut keys: Vec<&str> = Vec::new();
+    for (k, ..) in &rows {
+        if !keys.contains(k) {
+            keys.push(k);
         }
-        t.add_row(row);
+    }
+    for key in keys {
+        for (_, target, files, bytes) in rows.iter().filter(|r| r.0 == key) {
+            let mut row = vec![files.to_string(), fmt_size(*bytes as f64 / (*files).max(1) as f64)];
+            if many {
+                row.push(target.to_string());
+            }
+            for op in ops {
+                let cell = rs
+                    .summaries
+                    .iter()
+                    .find(|s| s.tree_key == key && s.target == *target && &s.op == op)
+                    .map(|s| fmt_mean_ci(s.stats.mean_s, s.stats.ci_half_width()))
+                    .unwrap_or_else(|| "—".into());
+                row.push(cell);
+            }
+            t.add_row(row);
+        }
     }
     right_align(&mut t, 0);
     t.to_string()
@@ -102,11 +122,15 @@ pub fn models(rs: &ResultSet) -> String {
     if rs.models.is_empty() {
         return String::new();
     }
-    let mut t = new_table(
+    let many = rs.targets.len() > 1;
+    let mut header: Vec<String> =
         ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "break-even file size", "R²", "points"]
             .map(String::from)
-            .to_vec(),
-    );
+            .to_vec();
+    if many {
+        header.insert(1, "target".into());
+    }
+    let mut t = new_table(header);
     for m in &rs.models {
         let c = &m.model;
         let per_file = if c.per_file_s > 0.0 {
@@ -123,7 +147,11 @@ pub fn models(rs: &ResultSet) -> String {
             None => "not resolved".into(),
         };
         let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
-        t.add_row(vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()]);
+        let mut row = vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()];
+        if many {
+            row.insert(1, m.target.clone());
+        }
+        t.add_row(row);
     }
     right_align(&mut t, 1);
     format!(
@@ -153,9 +181,10 @@ pub fn ops_detail(rs: &ResultSet) -> String {
         } else {
             "—".into()
         };
+        let tree = if rs.targets.len() > 1 { format!("{} on {}", s.tree_key, s.target) } else { s.tree_key.clone() };
         t.add_row(vec![
             s.op.clone(),
-            s.tree_key.clone(),
+            tree,
             fmt_mean_ci(st.mean_s, st.ci_half_width()),
             format!("{} {unit}", sig3(st.median_s * scale)),
             format!("{} … {} {unit}", sig3(st.min_s * scale), sig3(st.max_s * scale)),
@@ -194,8 +223,10 @@ pub fn footer(rs: &ResultSet) -> String {
         e.runs, e.warmup, e.threads, e.order
     ));
     for t in &rs.targets {
+        let made = t.managed.as_ref().map(|m| format!(" · made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
         out.push_str(&format!(
-            "target: {} · {} on {} ({}) · block {} · {} free\n",
+            "target {}: {} · {} on {} ({}) · block {} · {} free{made}\n",
+            t.id,
             t.path.display(),
             t.fs_type,
             t.mount_point,

@@ -1,6 +1,9 @@
 //! Target: where the work happens. For now an existing directory; the tool works only
 //! inside a run directory it creates there (see [`rundir`]).
 
+pub mod fsspec;
+pub mod managed;
+pub mod registry;
 pub mod rundir;
 
 use rustix::fs::{StatVfsMountFlags, statvfs};
@@ -21,6 +24,8 @@ pub struct TargetInfo {
     pub free_bytes: u64,
     pub total_bytes: u64,
     pub read_only: bool,
+    /// How a managed test file system was made (None for an existing directory).
+    pub managed: Option<managed::ManagedDetails>,
 }
 
 impl TargetInfo {
@@ -41,6 +46,7 @@ impl TargetInfo {
             free_bytes: vfs.f_bavail.saturating_mul(vfs.f_frsize),
             total_bytes: vfs.f_blocks.saturating_mul(vfs.f_frsize),
             read_only: vfs.f_flag.contains(StatVfsMountFlags::RDONLY),
+            managed: None,
         })
     }
 

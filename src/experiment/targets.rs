@@ -1,0 +1,187 @@
+//! The targets of an experiment, alive for its duration: an existing directory, or a
+//! managed test file system (image → loop → mkfs → mount) formatted afresh before every
+//! trial unless `reuse`. Each target has its own run directory; all checks happen
+//! before anything is created.
+
+use super::{check_target, estimate_space};
+use crate::error::{Error, Result};
+use crate::target::TargetInfo;
+use crate::target::fsspec::FsSpec;
+use crate::target::managed::ManagedFs;
+use crate::target::rundir::RunDir;
+use crate::tree::TreeSpec;
+use crate::units::fmt_size;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetSpec {
+    Dir(PathBuf),
+    Fs(FsSpec),
+}
+
+pub struct LiveTarget {
+    pub id: String,
+    pub info: TargetInfo,
+    // Field order is drop order: the run directory (fds inside the mount) must go
+    // before the file system is unmounted.
+    rundir: Option<RunDir>,
+    managed: Option<ManagedFs>,
+    keep: bool,
+    reuse: bool,
+    trials: u64,
+}
+
+/// Smallest image each type formats into (mkfs refuses smaller), in bytes.
+fn min_image(spec: &FsSpec) -> u64 {
+    crate::target::managed::min_image_bytes(spec)
+}
+
+/// Default image floor: small images change how file systems lay themselves out
+/// (btrfs mixed block groups run out of space early), so never go below this.
+const DEFAULT_IMAGE_FLOOR: u64 = 512 << 20;
+
+/// Image size: `fs_size` if given (checked against the largest tree), else twice the
+/// largest tree's estimated footprint, at least 512 MiB.
+fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result<u64> {
+    // The allocation unit the file system will use: exfatprogs picks 32 KiB clusters
+    // for volumes from 256 MiB to 32 GiB; the others default to 4 KiB here.
+    let default_block = if spec.fs_type == crate::target::fsspec::FsType::Exfat { 32 << 10 } else { 4096 };
+    let block = spec.block.unwrap_or(default_block).max(512);
+    let probe = TargetInfo {
+        id: String::new(),
+        kind: "managed".into(),
+        path: PathBuf::new(),
+        fs_type: String::new(),
+        mount_point: String::new(),
+        mount_source: String::new(),
+        mount_options: String::new(),
+        block_size: block,
+        free_bytes: 0,
+        total_bytes: 0,
+        read_only: false,
+        managed: None,
+    };
+    let need = trees.iter().map(|t| estimate_space(&probe, t)).max().unwrap_or(0);
+    match fs_size {
+        Some(sz) => {
+            // File systems keep ~10-20% for their own metadata and journal.
+            if need > sz / 10 * 8 {
+                return Err(Error::bad(
+                    "--fs-size",
+                    format!(
+                        "{} is too small for {}: the largest tree needs about {}; use at least {}",
+                        fmt_size(sz as f64),
+                        spec.label(),
+                        fmt_size(need as f64),
+                        fmt_size((need / 8 * 10) as f64)
+                    ),
+                ));
+            }
+            if sz < min_image(spec) {
+                return Err(Error::bad(
+                    "--fs-size",
+                    format!("{} needs an image of at least {}", spec.label(), fmt_size(min_image(spec) as f64)),
+                ));
+            }
+            Ok(sz)
+        }
+        None => Ok(need.saturating_mul(2).max(DEFAULT_IMAGE_FLOOR).max(min_image(spec)).div_ceil(1 << 20) << 20),
+    }
+}
+
+impl LiveTarget {
+    /// Check every target, then create them (managed ones are formatted and mounted).
+    pub fn open_all(
+        specs: &[TargetSpec],
+        trees: &[TreeSpec],
+        fs_size: Option<u64>,
+        keep: bool,
+        reuse: bool,
+    ) -> Result<Vec<LiveTarget>> {
+        // 1. Checks, nothing created.
+        let mut sizes = Vec::new();
+        let mut fs_specs = Vec::new();
+        for s in specs {
+            match s {
+                TargetSpec::Dir(p) => {
+                    check_target(p, trees)?;
+                }
+                TargetSpec::Fs(f) => {
+                    sizes.push(image_size(f, trees, fs_size)?);
+                    fs_specs.push(f.clone());
+                }
+            }
+        }
+        if !fs_specs.is_empty() {
+            ManagedFs::preflight(&fs_specs, sizes.iter().copied().max().unwrap_or(0))?;
+        }
+        // 2. Create; on failure the ones made so far are torn down by drop.
+        let mut out: Vec<LiveTarget> = Vec::new();
+        let mut ids: Vec<String> = Vec::new();
+        let mut sizes = sizes.into_iter();
+        for s in specs {
+            let (base_id, managed, path) = match s {
+                TargetSpec::Dir(p) => ("dir".to_string(), None, p.clone()),
+                TargetSpec::Fs(f) => {
+                    let m = ManagedFs::create(f, sizes.next().unwrap_or(0))?;
+                    let mp = m.mount_point().to_path_buf();
+                    (f.label(), Some(m), mp)
+                }
+            };
+            let mut id = base_id.clone();
+            let mut k = 2;
+            while ids.contains(&id) {
+                id = format!("{base_id}#{k}");
+                k += 1;
+            }
+            ids.push(id.clone());
+            let mut info =
+                TargetInfo::probe(&id, &path).map_err(|e| Error::failed(format!("{}: {e}", path.display())))?;
+            if let Some(m) = &managed {
+                info.kind = "managed".into();
+                info.managed = Some(m.details().clone());
+            }
+            // The canonical path: a --target given as a symlink is the user's choice to follow.
+            let rundir = Some(RunDir::create(&info.path, keep)?);
+            out.push(LiveTarget { id, info, managed, rundir, keep, reuse, trials: 0 });
+        }
+        Ok(out)
+    }
+
+    /// Get ready for one trial: a managed file system is formatted afresh (except for
+    /// the first trial, which gets the fresh format of its creation, or with `reuse`).
+    pub fn begin_trial(&mut self) -> Result<&RunDir> {
+        if self.trials > 0 && !self.reuse {
+            if let Some(m) = self.managed.as_mut() {
+                if let Some(rd) = self.rundir.take() {
+                    let _ = rd.remove();
+                    let mut rd = rd;
+                    rd.set_keep(true);
+                }
+                m.refresh()?;
+                self.info.managed = Some(m.details().clone());
+                self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
+            }
+        }
+        self.trials += 1;
+        self.rundir.as_ref().ok_or_else(|| Error::failed("run directory missing"))
+    }
+
+    /// Remove the run directory (unless kept) and tear a managed file system down.
+    pub fn finish(mut self) -> Result<()> {
+        if let Some(mut rd) = self.rundir.take() {
+            if self.keep {
+                eprintln!("manyfiles: kept run directory {}", rd.path.display());
+                rd.set_keep(true);
+            } else {
+                rd.remove()
+                    .map_err(|e| Error::failed(format!("cannot remove run directory {}: {e}", rd.path.display())))?;
+                rd.set_keep(true);
+            }
+        }
+        if let Some(m) = self.managed.as_mut() {
+            m.teardown()?;
+        }
+        Ok(())
+    }
+}

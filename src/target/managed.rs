@@ -1,0 +1,551 @@
+//! Managed test file systems: an image file → loop device → mkfs → mount, made by the
+//! tool, reformatted between trials, and removed at the end (or by
+//! [`registry::cleanup`](super::registry::cleanup) after a kill).
+//!
+//! External tools are run with `std::process::Command`: mkfs.*, losetup, mount, umount,
+//! ntfs-3g and mount.exfat-fuse are what people use and trust, and their exact argv is
+//! recorded in the results. Each resource is registered before it exists, so a `kill -9`
+//! at any point leaves nothing the registry does not know about.
+
+use super::fsspec::{FsSpec, FsType, fmt_block};
+use super::registry::{
+    self, Registration, detach_loop, loop_backing_file, loops_backed_by, mounts_at, run_tool, unmount,
+};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsStr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the results record about a managed file system.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManagedDetails {
+    pub spec: String,
+    pub fs_type: String,
+    pub block_size: Option<u64>,
+    pub backing: String,
+    pub image: PathBuf,
+    pub image_bytes: u64,
+    pub device: Option<String>,
+    pub mkfs_command: Vec<String>,
+    pub mkfs_version: String,
+    pub mount_command: Vec<String>,
+    pub mount_options: String,
+    pub fuse: bool,
+    pub formats: u64,
+}
+
+/// A file system the tool made and mounted; torn down on drop.
+pub struct ManagedFs {
+    spec: FsSpec,
+    mount_point: PathBuf,
+    tmpfs_source: String,
+    details: ManagedDetails,
+    reg: Option<Registration>,
+    image_created: bool,
+    mp_created: bool,
+    done: bool,
+}
+
+/// Minimum image sizes mkfs accepts (measured with xfsprogs 6.1, btrfs-progs 6.2).
+pub fn min_image_bytes(spec: &FsSpec) -> u64 {
+    const MIB: u64 = 1 << 20;
+    match spec.fs_type {
+        FsType::Xfs => 300 * MIB,
+        FsType::Btrfs => 114_294_784,
+        FsType::Exfat => (4 * MIB).max(spec.block.unwrap_or(0) * 64),
+        FsType::Ntfs => 4 * MIB,
+        FsType::Ext2 | FsType::Ext3 | FsType::Ext4 => 4 * MIB,
+        FsType::Tmpfs => MIB,
+    }
+}
+
+/// The mkfs tool of a type and the Debian packages that provide its tools.
+fn tools(t: FsType) -> Vec<(&'static str, &'static str)> {
+    let mut v = match t {
+        FsType::Ext2 => vec![("mkfs.ext2", "e2fsprogs")],
+        FsType::Ext3 => vec![("mkfs.ext3", "e2fsprogs")],
+        FsType::Ext4 => vec![("mkfs.ext4", "e2fsprogs")],
+        FsType::Xfs => vec![("mkfs.xfs", "xfsprogs")],
+        FsType::Btrfs => vec![("mkfs.btrfs", "btrfs-progs")],
+        FsType::Ntfs => vec![("mkfs.ntfs", "ntfs-3g"), ("ntfs-3g", "ntfs-3g")],
+        FsType::Exfat => vec![("mkfs.exfat", "exfatprogs"), ("mount.exfat-fuse", "exfat-fuse")],
+        FsType::Tmpfs => vec![],
+    };
+    if t != FsType::Tmpfs {
+        v.push(("losetup", "mount"));
+    }
+    v.push(("mount", "mount"));
+    v.push(("umount", "mount"));
+    v
+}
+
+/// `name` looked up in `path` (a PATH value), as the shell would.
+pub fn find_in_path(name: &str, path: &OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path)
+        .map(|d| d.join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+fn kernel_has(fs: &str) -> bool {
+    std::fs::read_to_string("/proc/filesystems")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some(fs))
+}
+
+/// Is `fs` known to the kernel (after trying `modprobe`)?
+fn kernel_supports(fs: &str) -> bool {
+    if kernel_has(fs) {
+        return true;
+    }
+    let _ = std::process::Command::new("modprobe")
+        .args(["-q", fs])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    kernel_has(fs)
+}
+
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    let v = rustix::fs::statvfs(dir).map_err(std::io::Error::from)?;
+    Ok(v.f_bavail.saturating_mul(v.f_frsize))
+}
+
+impl ManagedFs {
+    /// Check everything before creating anything (see the module docs); tools are looked
+    /// up in $PATH.
+    pub fn preflight(specs: &[FsSpec], image_bytes: u64) -> Result<()> {
+        let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+        Self::preflight_in(specs, image_bytes, &path)
+    }
+
+    /// [`preflight`](Self::preflight) with tools looked up in `search_path` (for tests).
+    pub fn preflight_in(specs: &[FsSpec], image_bytes: u64, search_path: &OsStr) -> Result<()> {
+        const FLAG: &str = "--fs";
+        if !rustix::process::geteuid().is_root() {
+            return Err(Error::bad(
+                FLAG,
+                "formatting test file systems needs root; use --target DIR to measure an existing directory",
+            ));
+        }
+        let image_bytes = round_image(image_bytes);
+        let mut need_loop = false;
+        let mut per_dir: Vec<(PathBuf, u64)> = Vec::new();
+        for spec in specs {
+            let label = spec.label();
+            for (tool, pkg) in tools(spec.fs_type) {
+                if find_in_path(tool, search_path).is_none() {
+                    return Err(Error::bad(
+                        FLAG,
+                        format!("{label}: {tool} not found: install the Debian package {pkg}"),
+                    ));
+                }
+            }
+            let t = spec.fs_type;
+            if t.is_fuse() {
+                if !Path::new("/dev/fuse").exists() || !kernel_supports("fuseblk") {
+                    return Err(Error::bad(
+                        FLAG,
+                        format!(
+                            "{label}: this kernel has no FUSE support (no /dev/fuse or no fuseblk); try `modprobe fuse`"
+                        ),
+                    ));
+                }
+            } else if !kernel_supports(t.name()) {
+                return Err(Error::bad(FLAG, format!("{label}: this kernel has no {} support", t.name())));
+            }
+            if t != FsType::Tmpfs {
+                need_loop = true;
+            }
+            let min = min_image_bytes(spec);
+            if image_bytes < min {
+                return Err(Error::bad(
+                    FLAG,
+                    format!(
+                        "{label}: the image size {} is below the minimum for {} ({} MiB); give a larger image size",
+                        crate::units::fmt_size(image_bytes as f64),
+                        t.name(),
+                        min.div_ceil(1 << 20)
+                    ),
+                ));
+            }
+            let dir = spec.backing_dir();
+            if !dir.is_dir() {
+                return Err(Error::bad(
+                    FLAG,
+                    format!("{label}: the backing directory {} does not exist", dir.display()),
+                ));
+            }
+            match per_dir.iter_mut().find(|(d, _)| *d == dir) {
+                Some((_, n)) => *n += image_bytes,
+                None => per_dir.push((dir, image_bytes)),
+            }
+        }
+        if need_loop && !Path::new("/dev/loop-control").exists() && !kernel_supports("loop") {
+            // `loop` is not a file system, so kernel_supports only served to modprobe it.
+            if !Path::new("/dev/loop-control").exists() {
+                return Err(Error::bad(FLAG, "this kernel has no loop device support (/dev/loop-control missing)"));
+            }
+        }
+        for (dir, need) in per_dir {
+            let free = free_bytes(&dir)
+                .map_err(|e| Error::bad(FLAG, format!("cannot check free space in {}: {e}", dir.display())))?;
+            if free < need {
+                return Err(Error::bad(
+                    FLAG,
+                    format!(
+                        "{} has {} free, the test file systems need {}; use a smaller image size or another backing",
+                        dir.display(),
+                        crate::units::fmt_size(free as f64),
+                        crate::units::fmt_size(need as f64)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Make, format and mount one file system (see the module docs).
+    pub fn create(spec: &FsSpec, image_bytes: u64) -> Result<ManagedFs> {
+        let key = next_key();
+        let image_bytes = round_image(image_bytes);
+        let tmpfs = spec.fs_type == FsType::Tmpfs;
+        let image = if tmpfs { PathBuf::new() } else { spec.backing_dir().join(format!("manyfiles-img-{key}.img")) };
+        let mount_point = registry::state_dir().join(format!("mnt-{key}"));
+        let mut fs = ManagedFs {
+            spec: spec.clone(),
+            mount_point,
+            tmpfs_source: format!("manyfiles-{key}"),
+            details: ManagedDetails {
+                spec: spec.label(),
+                fs_type: spec.fs_type.name().to_string(),
+                block_size: spec.block,
+                backing: spec.backing_name().to_string(),
+                image,
+                image_bytes,
+                device: None,
+                mkfs_command: Vec::new(),
+                mkfs_version: String::new(),
+                mount_command: Vec::new(),
+                mount_options: String::new(),
+                fuse: spec.fs_type.is_fuse(),
+                formats: 0,
+            },
+            reg: None,
+            image_created: false,
+            mp_created: false,
+            done: false,
+        };
+        match fs.build(&key) {
+            Ok(()) => Ok(fs),
+            Err(e) => {
+                if let Err(t) = fs.teardown() {
+                    eprintln!("manyfiles: cleaning up after a failed create: {t}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn build(&mut self, key: &str) -> Result<()> {
+        let tmpfs = self.spec.fs_type == FsType::Tmpfs;
+        let mut rec = registry::own_record(&self.details.spec);
+        rec.mount_point = Some(self.mount_point.clone());
+        if tmpfs {
+            rec.tmpfs_source = Some(self.tmpfs_source.clone());
+        } else {
+            rec.image = Some(self.details.image.clone());
+        }
+        self.reg = Some(registry::register(key, rec)?);
+        if !tmpfs {
+            let img = &self.details.image;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(img)
+                .map_err(|e| Error::failed(format!("cannot create the image {}: {e}", img.display())))?;
+            self.image_created = true;
+            f.set_len(self.details.image_bytes)
+                .map_err(|e| Error::failed(format!("cannot size the image {}: {e}", img.display())))?;
+            drop(f);
+            let out =
+                run_tool(&argv(&["losetup", "--find", "--show", &img.to_string_lossy()])).map_err(Error::failed)?;
+            let dev = out.trim().to_string();
+            if !dev.starts_with("/dev/loop") {
+                return Err(Error::failed(format!("losetup printed '{dev}', not a loop device")));
+            }
+            self.details.device = Some(dev.clone());
+            self.reg.as_mut().expect("registered").update(|r| r.loop_device = Some(dev))?;
+            self.details.mkfs_version = tool_version(self.spec.fs_type);
+            self.format()?;
+        } else {
+            self.details.mkfs_version = format!("kernel {}", kernel_release());
+            self.details.formats = 1;
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&self.mount_point)
+            .map_err(|e| Error::failed(format!("cannot create the mount point {}: {e}", self.mount_point.display())))?;
+        self.mp_created = true;
+        self.mount()?;
+        Ok(())
+    }
+
+    fn mkfs_argv(&self) -> Vec<String> {
+        let dev = self.details.device.clone().unwrap_or_default();
+        let b = self.spec.block.map(|b| b.to_string());
+        let mut v: Vec<String> = Vec::new();
+        let t = self.spec.fs_type;
+        match t {
+            FsType::Ext2 | FsType::Ext3 | FsType::Ext4 => {
+                // Initialise inode tables and journal now: no ext4lazyinit thread writing
+                // in the background while we measure.
+                v.extend(argv(&[
+                    &format!("mkfs.{}", t.name()),
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0",
+                ]));
+                match &b {
+                    Some(b) => v.extend(argv(&["-b", b])),
+                    // mke2fs gives images under 512 MiB 1 KiB blocks ("small" usage type);
+                    // a test file system should behave like a real one: 4 KiB.
+                    None => v.extend(argv(&["-b", "4096"])),
+                }
+            }
+            FsType::Xfs => {
+                v.extend(argv(&["mkfs.xfs", "-q", "-f"]));
+                if let Some(b) = &b {
+                    v.extend(argv(&["-b", &format!("size={b}")]));
+                }
+            }
+            FsType::Btrfs => {
+                v.extend(argv(&["mkfs.btrfs", "-q", "-f"]));
+                if let Some(b) = &b {
+                    v.extend(argv(&["-s", b]));
+                }
+            }
+            FsType::Ntfs => {
+                // -Q: quick format (no zeroing), -F: our loop device has no partition geometry.
+                v.extend(argv(&["mkfs.ntfs", "-Q", "-q", "-F"]));
+                if let Some(b) = &b {
+                    v.extend(argv(&["-c", b]));
+                }
+            }
+            FsType::Exfat => {
+                v.push("mkfs.exfat".into());
+                if let Some(b) = &b {
+                    v.extend(argv(&["-c", &fmt_block(b.parse::<u64>().unwrap_or(0))]));
+                }
+            }
+            FsType::Tmpfs => return v,
+        }
+        v.push(dev);
+        v
+    }
+
+    fn format(&mut self) -> Result<()> {
+        let cmd = self.mkfs_argv();
+        self.details.mkfs_command = cmd.clone();
+        // Right after an unmount a FUSE daemon may still hold the device for a moment.
+        let mut last = String::new();
+        for i in 0..4 {
+            match run_tool(&cmd) {
+                Ok(_) => {
+                    self.details.formats += 1;
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200 * (i + 1)));
+        }
+        Err(Error::failed(format!("{}: {last}", self.details.spec)))
+    }
+
+    fn mount_argv(&self) -> Vec<String> {
+        let mp = self.mount_point.to_string_lossy().into_owned();
+        let dev = self.details.device.clone().unwrap_or_default();
+        match self.spec.fs_type {
+            FsType::Tmpfs => argv(&[
+                "mount",
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={},mode=0755", self.details.image_bytes),
+                &self.tmpfs_source,
+                &mp,
+            ]),
+            FsType::Ntfs => argv(&["ntfs-3g", "-o", "big_writes", &dev, &mp]),
+            FsType::Exfat => argv(&["mount.exfat-fuse", &dev, &mp]),
+            t => argv(&["mount", "-t", t.name(), &dev, &mp]),
+        }
+    }
+
+    fn mount(&mut self) -> Result<()> {
+        let cmd = self.mount_argv();
+        self.details.mount_command = cmd.clone();
+        run_tool(&cmd).map_err(|e| Error::failed(format!("{}: {e}", self.details.spec)))?;
+        let m = mounts_at(&self.mount_point);
+        let Some(top) = m.last() else {
+            return Err(Error::failed(format!(
+                "{}: {} is not mounted after `{}`",
+                self.details.spec,
+                self.mount_point.display(),
+                cmd.join(" ")
+            )));
+        };
+        let want = self.spec.fs_type.mountinfo_type();
+        if top.fs_type != want {
+            return Err(Error::failed(format!("{}: mounted as {}, expected {want}", self.details.spec, top.fs_type)));
+        }
+        self.details.mount_options = top.options.clone();
+        Ok(())
+    }
+
+    pub fn mount_point(&self) -> &Path {
+        &self.mount_point
+    }
+
+    pub fn details(&self) -> &ManagedDetails {
+        &self.details
+    }
+
+    pub fn spec(&self) -> &FsSpec {
+        &self.spec
+    }
+
+    /// Fresh format for the next trial: unmount, mkfs again, mount again.
+    pub fn refresh(&mut self) -> Result<()> {
+        if self.done {
+            return Err(Error::failed(format!("{}: refresh after teardown", self.details.spec)));
+        }
+        unmount(&self.mount_point).map_err(|e| Error::failed(format!("{}: {e}", self.details.spec)))?;
+        if self.spec.fs_type == FsType::Tmpfs {
+            self.details.formats += 1;
+        } else {
+            self.format()?;
+        }
+        self.mount()
+    }
+
+    /// Unmount, detach the loop device, delete the image and the mount point, unregister.
+    /// Idempotent; on a problem the registry record is kept (for `cleanup`).
+    pub fn teardown(&mut self) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        let mut problems: Vec<String> = Vec::new();
+        if !mounts_at(&self.mount_point).is_empty() {
+            if let Err(e) = unmount(&self.mount_point) {
+                problems.push(e);
+            }
+        }
+        if self.spec.fs_type != FsType::Tmpfs && self.image_created {
+            let img = &self.details.image;
+            let mut devs = loops_backed_by(img);
+            if let Some(d) = &self.details.device {
+                if loop_backing_file(d).as_deref() == Some(img.as_path()) && !devs.contains(d) {
+                    devs.push(d.clone());
+                }
+            }
+            for d in devs {
+                if let Err(e) = detach_loop(&d) {
+                    problems.push(e);
+                }
+            }
+            match std::fs::remove_file(img) {
+                Ok(()) => self.image_created = false,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.image_created = false,
+                Err(e) => problems.push(format!("cannot delete {}: {e}", img.display())),
+            }
+        }
+        if self.mp_created && mounts_at(&self.mount_point).is_empty() {
+            match std::fs::remove_dir(&self.mount_point) {
+                Ok(()) => self.mp_created = false,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.mp_created = false,
+                Err(e) => problems.push(format!("cannot remove {}: {e}", self.mount_point.display())),
+            }
+        }
+        if problems.is_empty() {
+            if let Some(r) = self.reg.take() {
+                r.unregister()?;
+            }
+            self.done = true;
+            Ok(())
+        } else {
+            Err(Error::failed(format!("{}: teardown: {}", self.details.spec, problems.join("; "))))
+        }
+    }
+}
+
+impl Drop for ManagedFs {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            eprintln!("manyfiles: {e} (run the cleanup later to remove what is left)");
+        }
+    }
+}
+
+fn argv(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Loop devices want whole 4 KiB pages; round the image size up.
+fn round_image(b: u64) -> u64 {
+    b.div_ceil(4096) * 4096
+}
+
+/// `<runid>-<n>`, unique per process and call.
+fn next_key() -> String {
+    static RUN: OnceLock<String> = OnceLock::new();
+    static N: AtomicU64 = AtomicU64::new(0);
+    let run = RUN.get_or_init(super::rundir::run_id);
+    format!("{run}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string()
+}
+
+/// First line of the mkfs tool's version output.
+fn tool_version(t: FsType) -> String {
+    let (tool, flag) = match t {
+        FsType::Ext2 | FsType::Ext3 | FsType::Ext4 => ("mke2fs", "-V"),
+        FsType::Xfs => ("mkfs.xfs", "-V"),
+        FsType::Btrfs => ("mkfs.btrfs", "--version"),
+        FsType::Ntfs => ("mkfs.ntfs", "--version"),
+        FsType::Exfat => ("mkfs.exfat", "-V"),
+        FsType::Tmpfs => return format!("kernel {}", kernel_release()),
+    };
+    let Ok(out) = std::process::Command::new(tool).arg(flag).stdin(std::process::Stdio::null()).output() else {
+        return String::new();
+    };
+    let so = String::from_utf8_lossy(&out.stdout).into_owned();
+    let se = String::from_utf8_lossy(&out.stderr).into_owned();
+    so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimums_and_rounding() {
+        assert_eq!(min_image_bytes(&FsSpec::parse("xfs").unwrap()), 300 << 20);
+        assert!(min_image_bytes(&FsSpec::parse("btrfs").unwrap()) > 100 << 20);
+        assert_eq!(round_image(1), 4096);
+        assert_eq!(round_image(8192), 8192);
+    }
+
+    #[test]
+    fn finds_tools_in_a_given_path() {
+        assert!(find_in_path("sh", OsStr::new("/usr/bin:/bin")).is_some());
+        assert!(find_in_path("sh", OsStr::new("/nonexistent")).is_none());
+    }
+}

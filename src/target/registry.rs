@@ -1,0 +1,466 @@
+//! Registry of everything the tool created for managed test file systems (image files,
+//! loop devices, mount points, mounts), so what a killed run left can be removed.
+//!
+//! State lives in /run/manyfiles (mode 0700, root only): one JSON record per resource set,
+//! `<runid>-<n>.json`, written (atomically: temp file + rename) BEFORE each resource is
+//! created. A loop device's name is known only after `losetup --find` made it, so cleanup
+//! also finds loop devices by their backing file (the recorded image) — a kill between
+//! `losetup` and the record update is still cleanable.
+//!
+//! [`cleanup`] touches only what a record names, and only after checking that it is what
+//! the record says: a mount whose source is the recorded loop device (or a loop device
+//! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
+//! backing file is the recorded image, an image that is a regular file named
+//! `manyfiles-img-*.img`.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where records (and mount point directories) live.
+pub const STATE_DIR: &str = "/run/manyfiles";
+
+pub fn state_dir() -> PathBuf {
+    PathBuf::from(STATE_DIR)
+}
+
+/// One resource set of one managed file system.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub pid: u32,
+    /// Field 22 of /proc/<pid>/stat (start time in clock ticks after boot): a pid reused
+    /// by another process has a different one.
+    pub start_time: u64,
+    pub image: Option<PathBuf>,
+    pub loop_device: Option<String>,
+    pub mount_point: Option<PathBuf>,
+    /// Source name of a tmpfs mount (`manyfiles-<key>`), None for loop-backed ones.
+    #[serde(default)]
+    pub tmpfs_source: Option<String>,
+    /// Spec label, for messages.
+    pub fs: String,
+}
+
+/// A record this process owns; `save` after every change, `remove` when all is gone.
+#[derive(Debug)]
+pub struct Registration {
+    path: PathBuf,
+    pub record: Record,
+}
+
+/// Create the state directory (0700) if needed.
+pub fn ensure_state_dir() -> Result<PathBuf> {
+    let dir = state_dir();
+    if !dir.is_dir() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    Ok(dir)
+}
+
+/// Start time (field 22 of /proc/<pid>/stat), None if the process does not exist.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parens: fields after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    // rest starts with field 3 (state); field 22 is index 19 here.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Register a new resource set under `key` (`<runid>-<n>`) before creating anything.
+pub fn register(key: &str, record: Record) -> Result<Registration> {
+    let dir = ensure_state_dir()?;
+    let reg = Registration { path: dir.join(format!("{key}.json")), record };
+    reg.save()?;
+    Ok(reg)
+}
+
+/// A record for this process, with nothing in it yet.
+pub fn own_record(fs: &str) -> Record {
+    let pid = std::process::id();
+    Record {
+        pid,
+        start_time: start_time(pid).unwrap_or(0),
+        image: None,
+        loop_device: None,
+        mount_point: None,
+        tmpfs_source: None,
+        fs: fs.to_string(),
+    }
+}
+
+impl Registration {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Change the record and write it out (atomically) before the caller acts on it.
+    pub fn update(&mut self, f: impl FnOnce(&mut Record)) -> Result<()> {
+        f(&mut self.record);
+        self.save()
+    }
+
+    fn save(&self) -> Result<()> {
+        let json = serde_json::to_vec_pretty(&self.record).expect("record serializes");
+        let tmp = self.path.with_extension("json.tmp");
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+            f.write_all(&json)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &self.path)
+        };
+        write().map_err(|e| Error::failed(format!("cannot write the registry record {}: {e}", self.path.display())))
+    }
+
+    /// Delete the record (everything it named is gone).
+    pub fn unregister(self) -> Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::failed(format!("cannot remove {}: {e}", self.path.display()))),
+        }
+    }
+}
+
+/// What [`cleanup`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CleanupReport {
+    pub unmounted: Vec<String>,
+    pub detached: Vec<String>,
+    pub deleted: Vec<String>,
+    pub skipped_live: usize,
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for CleanupReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cleanup: {} unmounted, {} loop device(s) detached, {} image(s) deleted, {} record(s) of running processes left alone",
+            self.unmounted.len(),
+            self.detached.len(),
+            self.deleted.len(),
+            self.skipped_live
+        )?;
+        for p in &self.problems {
+            write!(f, "\n  problem: {p}")?;
+        }
+        Ok(())
+    }
+}
+
+fn alive(rec: &Record) -> bool {
+    match start_time(rec.pid) {
+        None => false,
+        Some(t) => t == rec.start_time,
+    }
+}
+
+/// One line of /proc/self/mountinfo.
+#[derive(Debug, Clone)]
+pub struct MountEntry {
+    pub mount_point: PathBuf,
+    pub fs_type: String,
+    pub source: String,
+    pub options: String,
+}
+
+/// All mounts of this process's namespace.
+pub fn mounts() -> Vec<MountEntry> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((left, right)) = line.split_once(" - ") else { continue };
+        let l: Vec<&str> = left.split(' ').collect();
+        let r: Vec<&str> = right.split(' ').collect();
+        if l.len() < 6 || r.len() < 3 {
+            continue;
+        }
+        out.push(MountEntry {
+            mount_point: PathBuf::from(unescape(l[4])),
+            fs_type: r[0].to_string(),
+            source: unescape(r[1]),
+            options: format!("{},{}", l[5], r[2]),
+        });
+    }
+    out
+}
+
+/// Mounts at exactly `mp` (stacked mounts give several; the last is on top).
+pub fn mounts_at(mp: &Path) -> Vec<MountEntry> {
+    mounts().into_iter().filter(|m| m.mount_point == mp).collect()
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Backing file of loop device `dev` (`/dev/loop3`), from sysfs; None if not attached.
+pub fn loop_backing_file(dev: &str) -> Option<PathBuf> {
+    let name = dev.strip_prefix("/dev/")?;
+    let text = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
+    let t = text.trim_end_matches('\n');
+    // A deleted image shows as "/path (deleted)".
+    Some(PathBuf::from(t.strip_suffix(" (deleted)").unwrap_or(t)))
+}
+
+/// Loop devices whose backing file is `image`.
+pub fn loops_backed_by(image: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/sys/block") else { return out };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let dev = format!("/dev/{name}");
+        if loop_backing_file(&dev).as_deref() == Some(image) {
+            out.push(dev);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Is `name` the name of an image this tool makes?
+pub fn is_image_name(name: &str) -> bool {
+    name.starts_with("manyfiles-img-") && name.ends_with(".img") && !name.contains('/')
+}
+
+/// Run a tool (mount, umount, losetup: the tools people use and trust), Ok or the last
+/// line of its stderr.
+pub(crate) fn run_tool(argv: &[String]) -> std::result::Result<String, String> {
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", argv[0]))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let std_out = String::from_utf8_lossy(&out.stdout);
+        let last =
+            err.lines().chain(std_out.lines()).rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+        Err(format!("`{}` failed ({}): {last}", argv.join(" "), out.status))
+    }
+}
+
+fn sv(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Unmount `mp`: a few tries (EBUSY right after use is common, e.g. a FUSE daemon or an
+/// fsnotify user finishing), then a lazy unmount as the last resort.
+pub(crate) fn unmount(mp: &Path) -> std::result::Result<(), String> {
+    let mps = mp.to_string_lossy().into_owned();
+    let mut last = String::new();
+    for i in 0..5 {
+        if mounts_at(mp).is_empty() {
+            return Ok(());
+        }
+        match run_tool(&sv(&["umount", &mps])) {
+            Ok(_) => {
+                if mounts_at(mp).is_empty() {
+                    return Ok(());
+                }
+            }
+            Err(e) => last = e,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100 * (i + 1)));
+    }
+    run_tool(&sv(&["umount", "-l", &mps])).map_err(|e| format!("{last}; lazy unmount: {e}"))?;
+    Ok(())
+}
+
+/// Detach `dev` and wait (up to ~2 s) until the kernel has let it go. If something still
+/// holds it open, `losetup -d` marks it auto-clear and the kernel detaches it on last close.
+pub(crate) fn detach_loop(dev: &str) -> std::result::Result<(), String> {
+    if loop_backing_file(dev).is_none() {
+        return Ok(());
+    }
+    let r = run_tool(&sv(&["losetup", "-d", dev]));
+    for _ in 0..40 {
+        if loop_backing_file(dev).is_none() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    match r {
+        Err(e) => Err(e),
+        Ok(_) => Err(format!("{dev} is still attached after losetup -d (busy?)")),
+    }
+}
+
+/// Remove what dead runs left (see the module docs). Records of live processes are left alone.
+pub fn cleanup() -> Result<CleanupReport> {
+    let mut rep = CleanupReport::default();
+    let dir = state_dir();
+    if !dir.is_dir() {
+        return Ok(rep);
+    }
+    // One cleanup at a time (across processes): two would race on the same records.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join(".cleanup.lock"))
+        .map_err(|e| Error::failed(format!("cannot open the cleanup lock in {}: {e}", dir.display())))?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| Error::failed(format!("cannot lock {}: {e}", dir.display())))?;
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rep),
+        Err(e) => return Err(Error::failed(format!("cannot read {}: {e}", dir.display()))),
+    };
+    let mut paths: Vec<PathBuf> =
+        rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    paths.sort();
+    for path in paths {
+        let rec: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+            Some(r) => r,
+            None => {
+                rep.problems.push(format!("{}: not a readable record; left alone", path.display()));
+                continue;
+            }
+        };
+        if alive(&rec) {
+            rep.skipped_live += 1;
+            continue;
+        }
+        let before = rep.problems.len();
+        clean_record(&rec, &mut rep);
+        if rep.problems.len() == before {
+            if let Err(e) = std::fs::remove_file(&path) {
+                rep.problems.push(format!("cannot remove {}: {e}", path.display()));
+            }
+        } else {
+            rep.problems.push(format!("{}: kept because of the problems above", path.display()));
+        }
+        // A leftover temp record of the same key.
+        let _ = std::fs::remove_file(path.with_extension("json.tmp"));
+    }
+    Ok(rep)
+}
+
+fn clean_record(rec: &Record, rep: &mut CleanupReport) {
+    // Loop devices that are ours: the recorded one if its backing file is the recorded
+    // image, and any other backed by the recorded image (killed before the record said).
+    let mut ours: Vec<String> = Vec::new();
+    if let Some(img) = &rec.image {
+        ours = loops_backed_by(img);
+    }
+    // 1. Mounts at the recorded mount point whose source is ours.
+    if let Some(mp) = &rec.mount_point {
+        for m in mounts_at(mp).into_iter().rev() {
+            let mine = match &rec.tmpfs_source {
+                Some(src) => m.fs_type == "tmpfs" && &m.source == src,
+                None => rec.loop_device.as_deref() == Some(m.source.as_str()) || ours.contains(&m.source),
+            };
+            if !mine {
+                rep.problems.push(format!(
+                    "{}: mounted from {} ({}), which is not what the record names; left alone",
+                    mp.display(),
+                    m.source,
+                    m.fs_type
+                ));
+                break;
+            }
+            match unmount(mp) {
+                Ok(()) => rep.unmounted.push(mp.display().to_string()),
+                Err(e) => {
+                    rep.problems.push(e);
+                    break;
+                }
+            }
+        }
+    }
+    // 2. Loop devices backed by the recorded image.
+    if let Some(img) = &rec.image {
+        for dev in loops_backed_by(img) {
+            match detach_loop(&dev) {
+                Ok(()) => rep.detached.push(dev),
+                Err(e) => rep.problems.push(e),
+            }
+        }
+    }
+    // 3. The image, if it is one of ours.
+    if let Some(img) = &rec.image {
+        match std::fs::symlink_metadata(img) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => rep.problems.push(format!("{}: {e}", img.display())),
+            Ok(md) => {
+                let name_ok = img.file_name().and_then(|n| n.to_str()).is_some_and(is_image_name);
+                if md.file_type().is_file() && name_ok {
+                    match std::fs::remove_file(img) {
+                        Ok(()) => rep.deleted.push(img.display().to_string()),
+                        Err(e) => rep.problems.push(format!("cannot delete {}: {e}", img.display())),
+                    }
+                } else {
+                    rep.problems.push(format!("{}: not a manyfiles image file; left alone", img.display()));
+                }
+            }
+        }
+    }
+    // 4. The mount point directory (rmdir: only if empty and no longer mounted).
+    if let Some(mp) = &rec.mount_point {
+        if mounts_at(mp).is_empty() {
+            match std::fs::remove_dir(mp) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => rep.problems.push(format!("cannot remove the mount point {}: {e}", mp.display())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_start_time_is_found() {
+        let t = start_time(std::process::id()).unwrap();
+        assert!(t > 0);
+        assert_eq!(start_time(std::process::id()), Some(t));
+        let r = own_record("x");
+        assert!(alive(&r));
+        let dead = Record { pid: r.pid, start_time: t + 1, ..r.clone() };
+        assert!(!alive(&dead), "same pid, other start time = pid reused");
+    }
+
+    #[test]
+    fn image_names() {
+        assert!(is_image_name("manyfiles-img-20260101T000000Z-1-0.img"));
+        assert!(!is_image_name("important.img"));
+        assert!(!is_image_name("manyfiles-img-x.raw"));
+    }
+
+    #[test]
+    fn report_display() {
+        let r = CleanupReport { unmounted: vec!["a".into()], problems: vec!["p".into()], ..Default::default() };
+        let s = r.to_string();
+        assert!(s.contains("1 unmounted") && s.contains("problem: p"));
+    }
+}

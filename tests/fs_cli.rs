@@ -1,0 +1,135 @@
+//! `--fs`: experiments on managed test file systems through the CLI. These need root
+//! (CI runs as root); elsewhere they print why they skip.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+fn manyfiles(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_manyfiles")).args(args).output().unwrap()
+}
+
+/// Mounts, loop devices and images that look like ours.
+fn leftovers() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("manyfiles"))
+        .map(String::from)
+        .collect();
+    if let Ok(o) = Command::new("losetup").arg("-a").output() {
+        v.extend(String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("manyfiles-img")).map(String::from));
+    }
+    for d in ["/dev/shm", "/var/tmp"] {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            v.extend(
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("manyfiles-img"))
+                    .map(|n| format!("{d}/{n}")),
+            );
+        }
+    }
+    v
+}
+
+#[test]
+fn ladder_on_two_managed_file_systems() {
+    if !is_root() {
+        eprintln!("skipped: --fs needs root");
+        return;
+    }
+    let before = leftovers();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let o = manyfiles(&[
+        "ladder",
+        "--fs",
+        "ext4:1k,tmpfs",
+        "--total",
+        "256k",
+        "--to",
+        "64",
+        "--runs",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("ext4:1k@ram") && stdout.contains("tmpfs@ram"), "{stdout}");
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let targets = d["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 2);
+    assert_eq!(targets[0]["kind"], "managed");
+    assert_eq!(targets[0]["managed"]["fs_type"], "ext4");
+    assert_eq!(targets[0]["block_size"], 1024, "ext4:1k formatted with 1 KiB blocks");
+    assert!(targets[0]["managed"]["mkfs_command"].as_array().unwrap().iter().any(|a| a == "mkfs.ext4"));
+    assert_eq!(targets[1]["fs_type"], "tmpfs");
+    // 4 rungs × 3 ops × 2 runs × 2 targets, interleaved: target alternates
+    let ms = d["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 4 * 3 * 2 * 2);
+    assert_ne!(ms[0]["target"], ms[3]["target"], "interleaved order alternates targets");
+    assert!(ms.iter().all(|m| m["errors"] == 0 && m["interrupted"] == false));
+    assert_eq!(d["complete"], true);
+    // a fresh format before every trial: 4 rungs × 2 runs
+    assert_eq!(targets[0]["managed"]["formats"], 8);
+    assert_eq!(leftovers(), before, "nothing left behind");
+}
+
+#[test]
+fn fs_bad_input_is_refused_before_anything_is_made() {
+    let before = if is_root() { leftovers() } else { vec![] };
+    for args in [
+        vec!["ladder", "--fs", "zfs"],
+        vec!["ladder", "--fs", "ext4:3k"],
+        vec!["ladder", "--fs-size", "1G"],
+        vec!["ladder", "--reuse"],
+        vec!["ladder", "--fs", "ext4", "--fs-size", "1M"],
+        vec!["ladder", "--fs", "ext4", "--order", "random"],
+    ] {
+        let o = manyfiles(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("manyfiles: --"), "{args:?}: {err}");
+    }
+    if is_root() {
+        assert_eq!(leftovers(), before);
+    }
+}
+
+#[test]
+fn fs_needs_root() {
+    if !is_root() {
+        let o = manyfiles(&["ladder", "--fs", "ext4"]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
+        return;
+    }
+    // As root: run the check as nobody through setpriv, when it is there.
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: setpriv not installed");
+        return;
+    }
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_manyfiles"),
+            "ladder",
+            "--fs",
+            "ext4",
+        ])
+        .current_dir("/tmp")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs root") && err.contains("--target"), "{err}");
+}
