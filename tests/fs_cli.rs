@@ -4,6 +4,9 @@
 use serde_json::Value;
 use std::process::Command;
 
+/// The tests here compare mounts and images before and after: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
@@ -38,6 +41,7 @@ fn leftovers() -> Vec<String> {
 
 #[test]
 fn ladder_on_two_managed_file_systems() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         eprintln!("skipped: --fs needs root");
         return;
@@ -83,6 +87,7 @@ fn ladder_on_two_managed_file_systems() {
 
 #[test]
 fn fs_bad_input_is_refused_before_anything_is_made() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let before = if is_root() { leftovers() } else { vec![] };
     for args in [
         vec!["ladder", "--fs", "zfs"],
@@ -105,6 +110,7 @@ fn fs_bad_input_is_refused_before_anything_is_made() {
 
 #[test]
 fn fs_needs_root() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     if !is_root() {
         let o = manyfiles(&["ladder", "--fs", "ext4"]);
         assert_eq!(o.status.code(), Some(2));
