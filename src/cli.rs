@@ -4,7 +4,7 @@
 use clap::{Args, Parser, Subcommand};
 use manyfiles::error::{Error, Result};
 use manyfiles::experiment::ladder::LadderSpec;
-use manyfiles::experiment::{Order, TargetSpec, TreeExperiment, parse_ops};
+use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
 use manyfiles::generate::GenConfig;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
 use manyfiles::target::fsspec::parse_list as parse_fs_list;
@@ -35,6 +35,14 @@ pub enum Command {
     Ops(OpsArgs),
     /// Write a deterministic tree (same spec + seed → byte-identical tree) into DIR
     Gen(GenArgs),
+    /// One big file written in blocks: write loop, close (fsync) and unlink timed apart
+    Bigfile(BigfileArgs),
+    /// Cluster sizes × file sizes on fresh formats: seconds per portion and slack per file
+    Clusters(ClustersArgs),
+    /// Fill one directory portion by portion and find where the per-file cost jumps
+    Dirsize(DirsizeArgs),
+    /// Run an experiment described in a TOML file (keys are the command's long flags)
+    Run(RunFileArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
 }
@@ -77,6 +85,73 @@ pub struct OpsArgs {
     pub shape: ShapeArgs,
     #[command(flatten)]
     pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct BigfileArgs {
+    /// Size of the file
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub size: u64,
+    /// Bytes per write() call (at most 4 MiB)
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    pub block: u64,
+    /// fsync before close (timed with the close)
+    #[arg(long)]
+    pub fsync: bool,
+    /// Write with O_DIRECT (block a multiple of 4 KiB)
+    #[arg(long)]
+    pub direct: bool,
+    /// File content: zeros, random or compressible:RATIO
+    #[arg(long, default_value = "random")]
+    pub content: String,
+    /// Seed of the content
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ClustersArgs {
+    /// Cluster (block) sizes to format each --fs with
+    #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_CLUSTERS)]
+    pub cluster: String,
+    /// File sizes; cluster+1 is one byte more than each cluster size
+    #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_SIZES)]
+    pub sizes: String,
+    /// Portions per trial (each of --portion files)
+    #[arg(long, default_value = "3", value_parser = parse_count)]
+    pub portions: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct DirsizeArgs {
+    /// Files to put in the one directory
+    #[arg(long, default_value = "1000000", value_parser = parse_count)]
+    pub max: u64,
+    /// Size of every file
+    #[arg(long, default_value = "0", value_parser = parse_size)]
+    pub size: u64,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RunFileArgs {
+    /// Experiment file: `command = "ladder"` plus the command's long flags as keys
+    /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -127,9 +202,15 @@ pub struct RunArgs {
     /// interleaved (run 1 on every tree and target, then run 2, ...) or sequential
     #[arg(long, default_value = "interleaved")]
     pub order: String,
-    /// Measured runs of every op on every tree
-    #[arg(long, default_value = "3")]
-    pub runs: u32,
+    /// sync and drop page, dentry and inode caches before every phase (root)
+    #[arg(long, conflicts_with = "cold")]
+    pub drop_caches: bool,
+    /// Drop the caches before read, stat and list only: cold reads (root)
+    #[arg(long)]
+    pub cold: bool,
+    /// Measured runs of every op on every tree (default 3; bigfile 10)
+    #[arg(long)]
+    pub runs: Option<u32>,
     /// Unrecorded runs before the measured ones
     #[arg(long, default_value = "0")]
     pub warmup: u32,
@@ -232,26 +313,16 @@ impl WriteArgs {
 }
 
 impl RunArgs {
-    fn experiment(
-        &self,
-        name: &str,
-        trees: Vec<TreeSpec>,
-        ops: &str,
-        create: CreateOptions,
-        command_line: Vec<String>,
-    ) -> Result<TreeExperiment> {
-        if self.runs == 0 {
-            return Err(Error::bad("--runs", "must be at least 1"));
+    fn runs(&self, default: u32) -> Result<u32> {
+        match self.runs.unwrap_or(default) {
+            0 => Err(Error::bad("--runs", "must be at least 1")),
+            n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
+            n => Ok(n),
         }
-        if self.runs > 10_000 {
-            return Err(Error::bad("--runs", "must be at most 10000"));
-        }
-        if self.portion == 0 {
-            return Err(Error::bad("--portion", "must be at least 1"));
-        }
-        if let Some(j) = &self.json {
-            check_output(j, "--json")?;
-        }
+    }
+
+    /// --target and --fs together; `.` when neither is given.
+    fn targets(&self) -> Result<Vec<TargetSpec>> {
         let mut targets = Vec::new();
         if let Some(t) = &self.target {
             targets.push(TargetSpec::Dir(t.clone()));
@@ -264,16 +335,41 @@ impl RunArgs {
         if targets.is_empty() {
             targets.push(TargetSpec::Dir(PathBuf::from(".")));
         }
+        Ok(targets)
+    }
+    fn experiment(
+        &self,
+        name: &str,
+        trees: Vec<TreeSpec>,
+        ops: &str,
+        create: CreateOptions,
+        command_line: Vec<String>,
+    ) -> Result<TreeExperiment> {
+        let runs = self.runs(3)?;
+        if self.portion == 0 {
+            return Err(Error::bad("--portion", "must be at least 1"));
+        }
+        if let Some(j) = &self.json {
+            check_output(j, "--json")?;
+        }
+        let targets = self.targets()?;
         Ok(TreeExperiment {
             name: name.into(),
             targets,
             fs_size: self.fs_size,
             reuse: self.reuse,
             order: Order::parse(&self.order)?,
+            caches: if self.drop_caches {
+                CacheMode::Drop
+            } else if self.cold {
+                CacheMode::Cold
+            } else {
+                CacheMode::Warm
+            },
             trees,
             ops: parse_ops(ops)?,
             create,
-            runs: self.runs,
+            runs,
             warmup: self.warmup,
             threads: threads(self.threads)?,
             portion_files: self.portion,
@@ -329,5 +425,118 @@ pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
         create: a.write.options()?,
         threads: threads(a.threads)?,
         quiet: a.quiet,
+    })
+}
+
+pub fn clusters_config(a: &ClustersArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    use manyfiles::experiment::clusters;
+    let Some(fs) = &a.run.fs else {
+        return Err(Error::bad("--fs", "clusters formats test file systems: give --fs, e.g. --fs ntfs"));
+    };
+    if a.run.target.is_some() {
+        return Err(Error::bad("--target", "clusters formats each cluster size afresh: use --fs, not --target"));
+    }
+    let base = parse_fs_list(fs).map_err(|e| Error::bad("--fs", e))?;
+    let cl = clusters::parse_clusters(&a.cluster).map_err(|e| Error::bad("--cluster", e))?;
+    let sizes = clusters::parse_sizes(&a.sizes).map_err(|e| Error::bad("--sizes", e))?;
+    if a.portions == 0 {
+        return Err(Error::bad("--portions", "must be at least 1"));
+    }
+    let files = a.run.portion.saturating_mul(a.portions);
+    let shape = a.shape.spec(files.max(1), SizeDist::Fixed { bytes: 0 })?;
+    let trees = clusters::trees(&sizes, &cl, files, &shape);
+    let targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
+    let mut cfg = a.run.experiment("clusters", trees, "create", a.write.options()?, command_line)?;
+    cfg.targets = targets;
+    Ok(cfg)
+}
+
+pub fn dirsize_config(a: &DirsizeArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    if a.max == 0 {
+        return Err(Error::bad("--max", "must be at least 1"));
+    }
+    let shape = a.shape.spec(a.max, SizeDist::Fixed { bytes: a.size }).map_err(|e| match e {
+        Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--max", reason),
+        e => e,
+    })?;
+    let tree = manyfiles::experiment::dirsize::tree(a.max, a.size, &shape);
+    a.run.experiment("dirsize", vec![tree], "create", a.write.options()?, command_line)
+}
+
+/// Turn a TOML experiment file into the command line it stands for, so a file and
+/// the flags mean exactly the same thing (one parser, one validation).
+pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
+    let bad = |r: String| Error::bad("FILE", format!("{}: {r}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
+    let mut args = vec!["manyfiles".to_string()];
+    let command = match table.get("command") {
+        Some(toml::Value::String(c)) if ["ladder", "ops", "bigfile", "clusters", "dirsize"].contains(&c.as_str()) => {
+            c.clone()
+        }
+        Some(v) => return Err(bad(format!("command = {v} is not one of ladder, ops, bigfile, clusters, dirsize"))),
+        None => return Err(bad("no `command = \"...\"` key (ladder, ops, bigfile, clusters or dirsize)".into())),
+    };
+    args.push(command);
+    for (k, v) in &table {
+        if k == "command" {
+            continue;
+        }
+        let flag = format!("--{}", k.replace('_', "-"));
+        match v {
+            toml::Value::Boolean(true) => args.push(flag),
+            toml::Value::Boolean(false) => {}
+            toml::Value::String(s) => args.extend([flag, s.clone()]),
+            toml::Value::Integer(i) => args.extend([flag, i.to_string()]),
+            toml::Value::Float(f) => args.extend([flag, f.to_string()]),
+            toml::Value::Array(items) => {
+                let parts: Vec<String> = items
+                    .iter()
+                    .map(|i| match i {
+                        toml::Value::String(s) => Ok(s.clone()),
+                        toml::Value::Integer(n) => Ok(n.to_string()),
+                        other => Err(bad(format!("key {k}: list item {other} is not a string or number"))),
+                    })
+                    .collect::<Result<_>>()?;
+                args.extend([flag, parts.join(",")]);
+            }
+            other => return Err(bad(format!("key {k}: {other} is not a string, number, boolean or list"))),
+        }
+    }
+    Ok(args)
+}
+
+pub fn bigfile_config(
+    a: &BigfileArgs,
+    command_line: Vec<String>,
+) -> Result<manyfiles::experiment::bigfile::BigfileConfig> {
+    let r = &a.run;
+    if r.cold {
+        return Err(Error::bad("--cold", "bigfile only writes; use --drop-caches"));
+    }
+    if let Some(j) = &r.json {
+        check_output(j, "--json")?;
+    }
+    if a.block > usize::MAX as u64 {
+        return Err(Error::bad("--block", "too large"));
+    }
+    Ok(manyfiles::experiment::bigfile::BigfileConfig {
+        targets: r.targets()?,
+        fs_size: r.fs_size,
+        reuse: r.reuse,
+        order: Order::parse(&r.order)?,
+        size: a.size,
+        block: a.block as usize,
+        fsync: a.fsync,
+        direct: a.direct,
+        content: Content::parse(&a.content).map_err(|e| Error::bad("--content", e))?,
+        seed: a.seed,
+        runs: r.runs(10)?,
+        warmup: r.warmup,
+        keep: r.keep,
+        json: r.json.clone(),
+        quiet: r.quiet,
+        command_line,
+        drop_caches: r.drop_caches,
     })
 }

@@ -22,7 +22,9 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
-                    eprintln!("manyfiles: a command is needed: ladder, ops, gen or cleanup (see manyfiles --help)");
+                    eprintln!(
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen or cleanup (see manyfiles --help)"
+                    );
                     ExitCode::from(2)
                 }
                 _ => {
@@ -53,6 +55,56 @@ fn out(text: &str) {
 
 fn run(cli: Cli, args: Vec<String>) -> Result<()> {
     match cli.command {
+        Command::Run(a) => {
+            let file_args = cli::toml_args(&a.file)?;
+            let inner = Cli::try_parse_from(&file_args).map_err(|e| {
+                let text = e.render().to_string();
+                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad experiment file").to_string();
+                manyfiles::error::Error::bad(
+                    "FILE",
+                    format!("{}: {}", a.file.display(), line.trim_start_matches("error: ")),
+                )
+            })?;
+            if matches!(inner.command, Command::Run(_)) {
+                return Err(manyfiles::error::Error::bad("FILE", "an experiment file cannot run another"));
+            }
+            // Provenance records the command as typed plus what the file stood for.
+            let mut recorded = args;
+            recorded.push("=>".into());
+            recorded.extend(file_args);
+            return run(inner, recorded);
+        }
+        Command::Bigfile(a) => {
+            let cfg = cli::bigfile_config(&a, args)?;
+            let rs = manyfiles::experiment::bigfile::run(&cfg)?;
+            let mut s = table::title(&rs);
+            s.push('\n');
+            s.push_str(&manyfiles::experiment::bigfile::table(&rs));
+            s.push('\n');
+            s.push_str(&table::footer(&rs));
+            if let Some(p) = &cfg.json {
+                s.push_str(&format!("results: {}\n", p.display()));
+            }
+            out(&s);
+        }
+        Command::Clusters(a) => {
+            let cfg = cli::clusters_config(&a, args)?;
+            let rs = manyfiles::experiment::run(&cfg)?;
+            let mut s = table::title(&rs);
+            s.push('\n');
+            s.push_str(&manyfiles::experiment::clusters::table(&rs, a.run.portion));
+            s.push_str(&table::footer(&rs));
+            out(&s);
+        }
+        Command::Dirsize(a) => {
+            let cfg = cli::dirsize_config(&a, args)?;
+            let rs = manyfiles::experiment::run(&cfg)?;
+            let mut s = table::title(&rs);
+            s.push('\n');
+            s.push_str(&manyfiles::experiment::dirsize::report(&rs, a.run.portion));
+            s.push_str(&table::footer(&rs));
+            out(&s);
+        }
         Command::Ladder(a) => {
             let cfg = cli::ladder_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;

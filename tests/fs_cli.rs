@@ -139,3 +139,68 @@ fn fs_needs_root() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("needs root") && err.contains("--target"), "{err}");
 }
+
+#[test]
+fn small_ladder_on_every_file_system_type() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        eprintln!("skipped: --fs needs root");
+        return;
+    }
+    let before = leftovers();
+    let types = ["ext2", "ext3", "ext4", "xfs", "btrfs", "ntfs", "exfat", "tmpfs"];
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let o = manyfiles(&[
+        "ladder",
+        "--fs",
+        &types.join(","),
+        "--total",
+        "64k",
+        "--to",
+        "16",
+        "--runs",
+        "1",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let got: Vec<&str> =
+        d["targets"].as_array().unwrap().iter().map(|t| t["managed"]["fs_type"].as_str().unwrap()).collect();
+    assert_eq!(got, types);
+    // 3 rungs × 3 ops per type, all complete
+    let ms = d["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), types.len() * 3 * 3);
+    assert!(ms.iter().all(|m| m["errors"] == 0 && m["failed"].is_null()));
+    assert_eq!(leftovers(), before, "nothing left behind");
+}
+
+#[test]
+fn kill_9_then_cleanup_leaves_nothing() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        eprintln!("skipped: --fs needs root");
+        return;
+    }
+    let before = leftovers();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
+        .args(["ladder", "--fs", "ext4,ntfs", "--total", "1M", "--to", "1024", "--runs", "100", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until both file systems are mounted, then kill -9 mid-run.
+    let t0 = std::time::Instant::now();
+    while leftovers().len() < before.len() + 4 && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(leftovers().len() > before.len(), "the killed run left its file systems");
+    let o = manyfiles(&["cleanup"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(leftovers(), before, "cleanup removed what the killed run left");
+}

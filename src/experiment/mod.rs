@@ -2,6 +2,9 @@
 //! (run 1 of every tree, then run 2, ...) so machine drift hits every tree alike.
 //! Results are rewritten after every measurement.
 
+pub mod bigfile;
+pub mod clusters;
+pub mod dirsize;
 pub mod ladder;
 pub mod targets;
 
@@ -32,6 +35,7 @@ pub struct TreeExperiment {
     /// Keep a managed file system between trials instead of formatting it afresh.
     pub reuse: bool,
     pub order: Order,
+    pub caches: CacheMode,
     pub trees: Vec<TreeSpec>,
     /// Subset of [`ops::OP_NAMES`], in that order.
     pub ops: Vec<String>,
@@ -44,6 +48,44 @@ pub struct TreeExperiment {
     pub json: Option<PathBuf>,
     pub quiet: bool,
     pub command_line: Vec<String>,
+}
+
+/// What happens to the kernel's caches between phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// Left alone: reads after create hit the page cache.
+    #[default]
+    Warm,
+    /// sync + drop page, dentry and inode caches before every phase (--drop-caches).
+    Drop,
+    /// Dropped before read, stat and list only (--cold).
+    Cold,
+}
+
+impl CacheMode {
+    fn drops_before(&self, op: &str) -> bool {
+        match self {
+            CacheMode::Warm => false,
+            CacheMode::Drop => true,
+            CacheMode::Cold => matches!(op, "read" | "stat" | "list"),
+        }
+    }
+}
+
+/// sync, then drop the page, dentry and inode caches (needs root). Outside any timing.
+pub fn drop_caches() -> Result<()> {
+    rustix::fs::sync();
+    std::fs::write("/proc/sys/vm/drop_caches", "3")
+        .map_err(|e| Error::failed(format!("cannot drop caches (/proc/sys/vm/drop_caches): {e}")))
+}
+
+/// Refuse cache dropping without root, before anything is created.
+pub fn check_caches(mode: CacheMode, flag: &str) -> Result<()> {
+    if mode != CacheMode::Warm && !rustix::process::geteuid().is_root() {
+        return Err(Error::bad(flag, "dropping the kernel's caches needs root"));
+    }
+    Ok(())
 }
 
 /// The order trials run in.
@@ -180,6 +222,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     if cfg.targets.is_empty() {
         return Err(Error::bad("--target", "no target given"));
     }
+    check_caches(cfg.caches, if cfg.caches == CacheMode::Cold { "--cold" } else { "--drop-caches" })?;
     let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
     let provenance = Provenance::collect(cfg.command_line.clone());
     let experiment = ExperimentInfo {
@@ -191,6 +234,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         portion_files: cfg.portion_files,
         order: cfg.order.name().into(),
         create: cfg.create.clone(),
+        caches: cfg.caches,
     };
     let infos = targets.iter().map(|t| t.info.clone()).collect();
     let mut rs = ResultSet::new(provenance, experiment, infos);
@@ -226,7 +270,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
                 return Err(e);
             }
         };
-        let (done, stop) = run_tree(rundir, tree, &cfg.ops, &all_ops, &settings, &progress);
+        let (done, stop) = run_tree(rundir, tree, &cfg.ops, &all_ops, &settings, &progress, cfg.caches);
         rs.targets[gi] = target.info.clone(); // format count and details as of this trial
         if recorded {
             for (op, result) in done {
@@ -295,6 +339,7 @@ fn run_tree(
     all_ops: &[Box<dyn Op>],
     settings: &PhaseSettings,
     progress: &Progress,
+    caches: CacheMode,
 ) -> (Vec<(String, PhaseResult)>, Option<Stop>) {
     const ROOT: &std::ffi::CStr = c"tree";
     let mut done = Vec::new();
@@ -313,7 +358,21 @@ fn run_tree(
         if !timed && name != "create" && name != "delete" {
             continue;
         }
-        let r = run_phase(op.as_ref(), tree, root.as_fd(), settings, progress);
+        if timed && caches.drops_before(name) {
+            if let Err(e) = drop_caches() {
+                return (done, Some(Stop::Failed(e.to_string())));
+            }
+        }
+        // Space the phase takes or frees (statvfs around it, outside the timing): the
+        // allocated bytes behind a create, from which slack per file follows.
+        let used = || rustix::fs::fstatvfs(&root).ok().map(|v| (v.f_blocks - v.f_bfree).saturating_mul(v.f_frsize));
+        let before = used();
+        let mut r = run_phase(op.as_ref(), tree, root.as_fd(), settings, progress);
+        if name == "create" {
+            if let (Some(a), Some(b)) = (before, used()) {
+                r.space_used_bytes = Some(b as i64 - a as i64);
+            }
+        }
         let stop = if let Some(f) = &r.failed {
             Some(Stop::Failed(format!("{name} failed after {} of {} files: {f}", r.files, tree.plan.files)))
         } else if r.interrupted {

@@ -69,6 +69,9 @@ pub struct PhaseResult {
     /// When the first and the last worker thread ran out of work (seconds from start).
     pub first_finish_s: f64,
     pub last_finish_s: f64,
+    /// create: bytes the file system allocated for the tree (statvfs before/after).
+    #[serde(default)]
+    pub space_used_bytes: Option<i64>,
 }
 
 impl PhaseResult {

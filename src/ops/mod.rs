@@ -311,6 +311,7 @@ pub fn run_phase(
         latency_us: Latency::from_histogram(&all.hist),
         first_finish_s: finishes.iter().cloned().fold(f64::INFINITY, f64::min),
         last_finish_s: finishes.iter().cloned().fold(0.0, f64::max),
+        space_used_bytes: None,
     }
 }
 

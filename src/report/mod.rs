@@ -40,6 +40,8 @@ pub struct ExperimentInfo {
     pub portion_files: u64,
     pub order: String,
     pub create: CreateOptions,
+    #[serde(default)]
+    pub caches: crate::experiment::CacheMode,
 }
 
 /// One op on one tree on one target in one run, with every raw figure.

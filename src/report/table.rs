@@ -214,8 +214,13 @@ fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
 /// Warnings, target and machine: the lines under every table.
 pub fn footer(rs: &ResultSet) -> String {
     let mut out = String::new();
-    for w in &rs.warnings {
+    // A long list hides the table: the first few here, all of them in the JSON.
+    const SHOWN: usize = 8;
+    for w in rs.warnings.iter().take(SHOWN) {
         out.push_str(&format!("warning: {w}\n"));
+    }
+    if rs.warnings.len() > SHOWN {
+        out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
     }
     let e = &rs.experiment;
     out.push_str(&format!(

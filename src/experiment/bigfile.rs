@@ -1,0 +1,553 @@
+//! `bigfile`: what one large file costs. One file of `size` bytes is written in
+//! `block`-byte write(2) calls, and three phases are timed separately, as in the
+//! published comparison this reproduces (one 16 GB and one 32 GB file in 1 MiB writes
+//! on btrfs, ext2, ext4, jfs and xfs, fresh mkfs, caches dropped, 10 runs, 95% CIs):
+//!
+//! - `bigfile-write`: the write loop (the open before it is not timed);
+//! - `bigfile-close`: fsync (with `fsync`) and close;
+//! - `bigfile-unlink`: unlinkat of the file.
+//!
+//! Trials run like a tree experiment's: in `order` over the targets, a managed file
+//! system formatted afresh before each (unless `reuse`), the JSON rewritten after every
+//! measurement, warmup runs not recorded. Summaries, first-run flags (btrfs was fast
+//! only on its first run) and warnings come from [`ResultSet::derive`].
+
+use super::{CacheMode, LiveTarget, Order, TargetSpec, drop_caches};
+use crate::error::{Error, Result};
+use crate::measure::progress::Progress;
+use crate::measure::provenance::Provenance;
+use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
+use crate::ops::create::write_all;
+use crate::ops::{CreateOptions, FsyncMode};
+use crate::report::table::fmt_mean_ci;
+use crate::report::{ExperimentInfo, Measurement, ResultSet, json};
+use crate::signals;
+use crate::target::rundir::RunDir;
+use crate::tree::content::{ContentSource, PAGE, POOL};
+use crate::tree::spec::MAX_FILE_SIZE;
+use crate::tree::{Content, Layout, SizeDist, TreeSpec};
+use crate::units::{fmt_size, sig3};
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, Table};
+use rustix::fd::{AsFd, IntoRawFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, fcntl_setfl, fstat, fsync, openat, unlinkat};
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Everything a bigfile experiment needs; no CLI types.
+#[derive(Debug, Clone)]
+pub struct BigfileConfig {
+    pub targets: Vec<TargetSpec>,
+    /// Image size for managed file systems (None: from the file size).
+    pub fs_size: Option<u64>,
+    /// Keep a managed file system between trials instead of formatting it afresh.
+    pub reuse: bool,
+    pub order: Order,
+    /// Bytes in the file (`--size`).
+    pub size: u64,
+    /// Bytes per write(2) call (`--block`), 1 … 4 MiB.
+    pub block: usize,
+    /// fsync before close, timed in the close phase.
+    pub fsync: bool,
+    /// O_DIRECT (block must be a multiple of 4 KiB).
+    pub direct: bool,
+    pub content: Content,
+    pub seed: u64,
+    pub runs: u32,
+    pub warmup: u32,
+    pub keep: bool,
+    pub json: Option<PathBuf>,
+    pub quiet: bool,
+    pub command_line: Vec<String>,
+    /// sync and drop the page, dentry and inode caches before each trial's write phase
+    /// (needs root).
+    pub drop_caches: bool,
+}
+
+/// Op names of the three phases, in the order they run.
+pub const OPS: [&str; 3] = ["bigfile-write", "bigfile-close", "bigfile-unlink"];
+/// Name of the file, inside the run directory.
+pub const FILE_NAME: &CStr = c"bigfile";
+const FILE_MODE: u32 = 0o644;
+/// A portion point is taken after at least this many bytes (or a second).
+const PORTION_BYTES: u64 = 1 << 30;
+
+/// The tree a bigfile trial amounts to: one file of `size` bytes, so free-space checks
+/// and managed image sizing work as for tree experiments.
+pub fn tree_spec(cfg: &BigfileConfig) -> TreeSpec {
+    TreeSpec {
+        files: 1,
+        size: SizeDist::Fixed { bytes: cfg.size },
+        layout: Layout::Flat,
+        name_len: 16,
+        content: cfg.content.clone(),
+        seed: cfg.seed,
+    }
+}
+
+/// Check the settings; errors name the flag at fault. Nothing is created.
+pub fn validate(cfg: &BigfileConfig) -> Result<()> {
+    if cfg.size == 0 {
+        return Err(Error::bad("--size", "must be at least 1 byte"));
+    }
+    if cfg.size > MAX_FILE_SIZE {
+        return Err(Error::bad(
+            "--size",
+            format!(
+                "{} is more than the {} a file may have",
+                fmt_size(cfg.size as f64),
+                fmt_size(MAX_FILE_SIZE as f64)
+            ),
+        ));
+    }
+    if cfg.block == 0 || cfg.block > POOL {
+        return Err(Error::bad(
+            "--block",
+            format!("{} bytes: must be between 1 byte and {}", cfg.block, fmt_size(POOL as f64)),
+        ));
+    }
+    if cfg.direct && cfg.block % PAGE != 0 {
+        return Err(Error::bad("--block", format!("{} bytes: --direct needs a multiple of {PAGE}", cfg.block)));
+    }
+    if cfg.runs == 0 {
+        return Err(Error::bad("--runs", "must be at least 1"));
+    }
+    if cfg.targets.is_empty() {
+        return Err(Error::bad("--target", "no target given"));
+    }
+    if cfg.drop_caches && rustix::fs::access("/proc/sys/vm/drop_caches", rustix::fs::Access::WRITE_OK).is_err() {
+        return Err(Error::bad("--drop-caches", "cannot write /proc/sys/vm/drop_caches (needs root)"));
+    }
+    tree_spec(cfg).validate().map_err(|(flag, reason)| Error::bad(flag, reason))
+}
+
+/// Why a trial stopped early.
+enum Stop {
+    Signal(i32),
+    Failed(String),
+}
+
+/// One trial: (pass, target index), in `order`.
+fn trials(order: Order, passes: u32, targets: usize) -> Vec<(u32, usize)> {
+    let mut v = Vec::with_capacity(passes as usize * targets);
+    match order {
+        Order::Interleaved => {
+            for p in 0..passes {
+                for g in 0..targets {
+                    v.push((p, g));
+                }
+            }
+        }
+        Order::Sequential => {
+            for g in 0..targets {
+                for p in 0..passes {
+                    v.push((p, g));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
+/// measurement). Run directories are removed and managed file systems torn down at the
+/// end, and on every error path (by drop).
+pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
+    signals::install();
+    validate(cfg)?;
+    let tree = tree_spec(cfg);
+    let mut targets =
+        LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, cfg.keep, cfg.reuse)?;
+    let provenance = Provenance::collect(cfg.command_line.clone());
+    let experiment = ExperimentInfo {
+        name: "bigfile".into(),
+        ops: OPS.iter().map(|s| s.to_string()).collect(),
+        runs: cfg.runs,
+        warmup: cfg.warmup,
+        threads: 1,
+        portion_files: 1,
+        order: cfg.order.name().into(),
+        // Drop: before each trial's write phase (the only phase that starts cold).
+        caches: if cfg.drop_caches { CacheMode::Drop } else { CacheMode::Warm },
+        create: CreateOptions {
+            block_size: cfg.block,
+            fsync: if cfg.fsync { FsyncMode::File } else { FsyncMode::None },
+            direct: cfg.direct,
+        },
+    };
+    let infos = targets.iter().map(|t| t.info.clone()).collect();
+    let mut rs = ResultSet::new(provenance, experiment, infos);
+    let progress = Progress::new(cfg.quiet);
+    // Built once, outside any timed region.
+    let content = ContentSource::new(&cfg.content, cfg.seed, cfg.direct);
+    let tree_key = tree.key();
+    let save = |rs: &mut ResultSet| -> Result<()> {
+        rs.derive();
+        if let Some(p) = &cfg.json {
+            json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
+        }
+        Ok(())
+    };
+    let mut order = 0u64;
+    for (pass, gi) in trials(cfg.order, cfg.warmup + cfg.runs, targets.len()) {
+        let recorded = pass >= cfg.warmup;
+        let run = pass.saturating_sub(cfg.warmup) + 1;
+        let target = &mut targets[gi];
+        let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
+        progress.message(format!("{} · bigfile {} · {label}", target.id, fmt_size(cfg.size as f64)));
+        let rundir = match target.begin_trial() {
+            Ok(rd) => rd,
+            Err(e) => {
+                progress.finish();
+                save(&mut rs)?;
+                return Err(e);
+            }
+        };
+        let (done, mut stop) = if cfg.drop_caches {
+            match drop_caches() {
+                Ok(()) => run_trial(rundir, cfg, &content, &progress),
+                Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
+            }
+        } else {
+            run_trial(rundir, cfg, &content, &progress)
+        };
+        if stop.is_none() && signals::pending() != 0 {
+            // A signal during close or unlink (or the last write): the phases finished,
+            // but the user wants out.
+            stop = Some(Stop::Signal(signals::pending()));
+        }
+        rs.targets[gi] = target.info.clone(); // format count and details as of this trial
+        if recorded {
+            for (op, result) in done {
+                rs.measurements.push(Measurement {
+                    experiment: "bigfile".into(),
+                    target: target.id.clone(),
+                    op: op.into(),
+                    tree: tree.clone(),
+                    tree_key: tree_key.clone(),
+                    tree_files: 1,
+                    tree_bytes: cfg.size,
+                    tree_dirs: 0,
+                    run,
+                    order,
+                    result,
+                });
+                order += 1;
+                save(&mut rs)?;
+            }
+        }
+        match stop {
+            None => {}
+            Some(Stop::Signal(sig)) => {
+                progress.finish();
+                save(&mut rs)?;
+                drop(targets);
+                return Err(Error::Interrupted { signal: sig });
+            }
+            Some(Stop::Failed(msg)) => {
+                progress.finish();
+                save(&mut rs)?;
+                let info = &target.info;
+                let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
+                let err = Error::failed(format!(
+                    "{msg} (target {} = {}, {}, {label}{})",
+                    target.id,
+                    info.path.display(),
+                    info.fs_type,
+                    saved.unwrap_or_default()
+                ));
+                drop(targets);
+                return Err(err);
+            }
+        }
+    }
+    progress.finish();
+    rs.complete = true;
+    save(&mut rs)?;
+    for t in targets {
+        t.finish()?;
+    }
+    Ok(rs)
+}
+
+/// A phase result for one file, one thread; `failed` also counts as its error.
+fn phase_result(
+    elapsed_s: f64,
+    files: u64,
+    bytes: u64,
+    cpu0: (f64, f64),
+    failed: Option<String>,
+    interrupted: bool,
+) -> PhaseResult {
+    let (u1, s1) = cpu_times();
+    PhaseResult {
+        elapsed_s,
+        files,
+        bytes,
+        dirs: 0,
+        threads: 1,
+        cpu_user_s: u1 - cpu0.0,
+        cpu_sys_s: s1 - cpu0.1,
+        errors: failed.is_some() as u64,
+        first_error: failed.clone(),
+        interrupted,
+        failed,
+        portions: Vec::new(),
+        latency_us: Latency::default(),
+        first_finish_s: elapsed_s,
+        last_finish_s: elapsed_s,
+        space_used_bytes: None,
+    }
+}
+
+/// One latency sample (nanoseconds, at least 1).
+fn one_latency(secs: f64) -> Latency {
+    let mut h = new_histogram();
+    h.saturating_record(((secs * 1e9) as u64).max(1));
+    Latency::from_histogram(&h)
+}
+
+/// Create, write, close and unlink the file in `rundir`; the timed phases done so far,
+/// and why the trial stopped early, if it did.
+fn run_trial(
+    rundir: &RunDir,
+    cfg: &BigfileConfig,
+    content: &ContentSource,
+    progress: &Progress,
+) -> (Vec<(&'static str, PhaseResult)>, Option<Stop>) {
+    let mut done = Vec::new();
+    let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if cfg.direct {
+        flags |= OFlags::DIRECT;
+    }
+    let fd = match openat(rundir.fd(), FILE_NAME, flags, Mode::from_raw_mode(FILE_MODE)) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let how = if cfg.direct { " with O_DIRECT" } else { "" };
+            return (done, Some(Stop::Failed(format!("cannot create the file{how}: {e}"))));
+        }
+    };
+
+    // Phase 1: the write loop.
+    let (write, stop) = write_phase(&fd, flags, cfg, content, progress);
+    done.push((OPS[0], write));
+    if stop.is_some() {
+        return (done, stop); // fd and file go with the run directory
+    }
+
+    // Phase 2: (fsync +) close. rustix has no fallible close, so the fd is closed with
+    // libc::close to see its error (e.g. a delayed ENOSPC on NFS).
+    let cpu0 = cpu_times();
+    let start = Instant::now();
+    let mut failure = None;
+    if cfg.fsync {
+        if let Err(e) = fsync(&fd) {
+            failure = Some(format!("fsync: {e}"));
+        }
+    }
+    let raw = fd.into_raw_fd();
+    // SAFETY: `raw` came from into_raw_fd, so it is open and owned by nobody else; it
+    // is closed exactly once (close is not retried on EINTR: Linux frees the fd anyway).
+    let rc = unsafe { libc::close(raw) };
+    let close_err = (rc != 0).then(std::io::Error::last_os_error);
+    let elapsed = start.elapsed().as_secs_f64();
+    if let (None, Some(e)) = (&failure, close_err) {
+        failure = Some(format!("close: {e}"));
+    }
+    let mut r = phase_result(elapsed, 1, 0, cpu0, failure.clone(), false);
+    r.latency_us = one_latency(elapsed);
+    r.portions = portions_from_points(Vec::new(), 1, elapsed);
+    done.push((OPS[1], r));
+    if let Some(f) = failure {
+        return (done, Some(Stop::Failed(f)));
+    }
+
+    // Phase 3: unlink.
+    let cpu0 = cpu_times();
+    let start = Instant::now();
+    let res = unlinkat(rundir.fd(), FILE_NAME, AtFlags::empty());
+    let elapsed = start.elapsed().as_secs_f64();
+    let failure = res.err().map(|e| format!("unlink: {e}"));
+    let mut r = phase_result(elapsed, 1, 0, cpu0, failure.clone(), false);
+    r.latency_us = one_latency(elapsed);
+    r.portions = portions_from_points(Vec::new(), 1, elapsed);
+    done.push((OPS[2], r));
+    (done, failure.map(Stop::Failed))
+}
+
+/// The timed write loop.
+///
+/// Portions count write calls, not files: `Portion::files` is the number of
+/// `block`-sized write_all calls in the slice and `end_files` the running total, so
+/// bytes are `files × block` (the last call may be shorter). A slice ends every 1 GiB
+/// or at least once a second. The latency histogram has one sample per write_all call.
+fn write_phase(
+    fd: &OwnedFd,
+    flags: OFlags,
+    cfg: &BigfileConfig,
+    content: &ContentSource,
+    progress: &Progress,
+) -> (PhaseResult, Option<Stop>) {
+    let size = cfg.size;
+    let block = cfg.block as u64;
+    let total_calls = size.div_ceil(block);
+    progress.phase("write", total_calls);
+    let mut hist = new_histogram();
+    let mut points: Vec<(u64, f64)> = Vec::new();
+    let (mut last_pt_s, mut last_pt_off) = (0.0f64, 0u64);
+    let mut direct = cfg.direct;
+    let (mut off, mut calls) = (0u64, 0u64);
+    let mut failure: Option<String> = None;
+    let mut signal = 0;
+    let cpu0 = cpu_times();
+    let start = Instant::now();
+    while off < size {
+        signal = signals::pending();
+        if signal != 0 {
+            break;
+        }
+        let n = (size - off).min(block) as usize;
+        let t0 = Instant::now();
+        let mut res = Ok(());
+        if direct && n % PAGE != 0 {
+            // O_DIRECT needs aligned lengths: write the unaligned tail buffered.
+            res = fcntl_setfl(fd, flags.difference(OFlags::DIRECT | OFlags::CREATE | OFlags::EXCL));
+            direct = false;
+        }
+        if res.is_ok() {
+            res = write_all(fd.as_fd(), content.bytes(0, off, n));
+        }
+        let t1 = Instant::now();
+        if let Err(e) = res {
+            // Bytes on disk, including a partly written last block.
+            let written = fstat(fd).map(|st| (st.st_size.max(0) as u64).max(off)).unwrap_or(off);
+            off = written;
+            failure = Some(format!(
+                "write failed after {written} of {size} bytes ({} of {}): {e}",
+                fmt_size(written as f64),
+                fmt_size(size as f64)
+            ));
+            break;
+        }
+        hist.saturating_record(((t1 - t0).as_nanos() as u64).max(1));
+        off += n as u64;
+        calls += 1;
+        let now_s = (t1 - start).as_secs_f64();
+        if off - last_pt_off >= PORTION_BYTES || now_s - last_pt_s >= 1.0 {
+            points.push((calls, now_s));
+            (last_pt_s, last_pt_off) = (now_s, off);
+            progress.set(calls);
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    progress.set(calls);
+    let complete = off >= size && failure.is_none() && signal == 0;
+    let mut r = phase_result(elapsed, complete as u64, off, cpu0, failure.clone(), signal != 0);
+    r.portions = portions_from_points(points, calls, elapsed);
+    r.latency_us = Latency::from_histogram(&hist);
+    let stop = match (failure, signal) {
+        (Some(f), _) => Some(Stop::Failed(f)),
+        (None, 0) => None,
+        (None, s) => Some(Stop::Signal(s)),
+    };
+    (r, stop)
+}
+
+/// The bigfile table: one row per target, each phase as mean ± 95% CI half-width, the
+/// per-run total, and the write loop's bandwidth at the mean with the interval it maps
+/// to. A `*` marks a first-run outlier (see the warnings).
+pub fn table(rs: &ResultSet) -> String {
+    let fsync = rs.experiment.create.fsync == FsyncMode::File;
+    let close = if fsync { "fsync + close" } else { "close" };
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY);
+    t.set_header(vec![
+        "target".to_string(),
+        "write loop".into(),
+        close.into(),
+        "unlink".into(),
+        "total".into(),
+        "write bandwidth (95% CI)".into(),
+    ]);
+    let mut flagged = false;
+    let mut ids: Vec<&str> = rs.targets.iter().map(|t| t.id.as_str()).collect();
+    for m in &rs.measurements {
+        if !ids.contains(&m.target.as_str()) {
+            ids.push(&m.target);
+        }
+    }
+    for id in ids {
+        let summary = |op: &str| rs.summaries.iter().find(|s| s.target == id && s.op == op);
+        if OPS.iter().all(|op| summary(op).is_none()) {
+            continue;
+        }
+        let mut row = vec![id.to_string()];
+        for op in OPS {
+            row.push(match summary(op) {
+                Some(s) => {
+                    let mut c = fmt_mean_ci(s.stats.mean_s, s.stats.ci_half_width());
+                    if s.stats.first_run_outlier {
+                        c.push_str(" *");
+                        flagged = true;
+                    }
+                    c
+                }
+                None => "—".into(),
+            });
+        }
+        // Total per run: the three phases of one run, when all three are complete.
+        let mut totals = Vec::new();
+        let mut runs: Vec<u32> = rs.measurements.iter().filter(|m| m.target == id).map(|m| m.run).collect();
+        runs.sort_unstable();
+        runs.dedup();
+        for run in runs {
+            let ms: Vec<_> = rs
+                .measurements
+                .iter()
+                .filter(|m| m.target == id && m.run == run && m.result.complete() && OPS.contains(&m.op.as_str()))
+                .collect();
+            if OPS.iter().all(|op| ms.iter().any(|m| m.op == *op)) {
+                totals.push(ms.iter().map(|m| m.result.elapsed_s).sum::<f64>());
+            }
+        }
+        row.push(match crate::analysis::stats::summarize(&totals) {
+            Some(s) => fmt_mean_ci(s.mean_s, s.ci_half_width()),
+            None => "—".into(),
+        });
+        row.push(match summary(OPS[0]) {
+            Some(s) if s.stats.mean_s > 0.0 => {
+                let mib = |secs: f64| s.tree_bytes as f64 / secs / 1048576.0;
+                let mut c = format!("{} MiB/s", sig3(mib(s.stats.mean_s)));
+                if let Some([lo, hi]) = s.stats.ci95_s {
+                    let fast = if lo > 0.0 { sig3(mib(lo)) } else { "∞".into() };
+                    c.push_str(&format!(" ({} … {fast})", sig3(mib(hi))));
+                }
+                c
+            }
+            _ => "—".into(),
+        });
+        t.add_row(row);
+    }
+    for i in 1..t.column_count() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = t.to_string();
+    if flagged {
+        out.push_str("\n* run 1 is an outlier: a first-run effect (see the warnings)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trial_order() {
+        assert_eq!(trials(Order::Interleaved, 2, 2), vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
+        assert_eq!(trials(Order::Sequential, 2, 2), vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
+    }
+}
