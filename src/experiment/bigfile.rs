@@ -12,7 +12,7 @@
 //! measurement, warmup runs not recorded. Summaries, first-run flags (btrfs was fast
 //! only on its first run) and warnings come from [`ResultSet::derive`].
 
-use super::{CacheMode, LiveTarget, Order, TargetSpec, drop_caches};
+use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive, drop_caches};
 use crate::error::{Error, Result};
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
@@ -20,7 +20,7 @@ use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_fr
 use crate::ops::create::write_all;
 use crate::ops::{CreateOptions, FsyncMode};
 use crate::report::table::fmt_mean_ci;
-use crate::report::{ExperimentInfo, Measurement, ResultSet, json};
+use crate::report::{ExperimentInfo, ResultSet};
 use crate::signals;
 use crate::target::rundir::RunDir;
 use crate::tree::content::{ContentSource, PAGE, POOL};
@@ -122,34 +122,6 @@ pub fn validate(cfg: &BigfileConfig) -> Result<()> {
     tree_spec(cfg).validate().map_err(|(flag, reason)| Error::bad(flag, reason))
 }
 
-/// Why a trial stopped early.
-enum Stop {
-    Signal(i32),
-    Failed(String),
-}
-
-/// One trial: (pass, target index), in `order`.
-fn trials(order: Order, passes: u32, targets: usize) -> Vec<(u32, usize)> {
-    let mut v = Vec::with_capacity(passes as usize * targets);
-    match order {
-        Order::Interleaved => {
-            for p in 0..passes {
-                for g in 0..targets {
-                    v.push((p, g));
-                }
-            }
-        }
-        Order::Sequential => {
-            for g in 0..targets {
-                for p in 0..passes {
-                    v.push((p, g));
-                }
-            }
-        }
-    }
-    v
-}
-
 /// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
 /// measurement). Run directories are removed and managed file systems torn down at the
 /// end, and on every error path (by drop).
@@ -157,9 +129,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     signals::install();
     validate(cfg)?;
     let tree = tree_spec(cfg);
-    let mut targets =
-        LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, cfg.keep, cfg.reuse)?;
-    let provenance = Provenance::collect(cfg.command_line.clone());
+    let targets = LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, cfg.keep, cfg.reuse)?;
     let experiment = ExperimentInfo {
         name: "bigfile".into(),
         ops: OPS.iter().map(|s| s.to_string()).collect(),
@@ -177,98 +147,22 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
         },
     };
     let infos = targets.iter().map(|t| t.info.clone()).collect();
-    let mut rs = ResultSet::new(provenance, experiment, infos);
+    let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
     let progress = Progress::new(cfg.quiet);
     // Built once, outside any timed region.
     let content = ContentSource::new(&cfg.content, cfg.seed, cfg.direct);
-    let tree_key = tree.key();
-    let save = |rs: &mut ResultSet| -> Result<()> {
-        rs.derive();
-        if let Some(p) = &cfg.json {
-            json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
-        }
-        Ok(())
-    };
-    let mut order = 0u64;
-    for (pass, gi) in trials(cfg.order, cfg.warmup + cfg.runs, targets.len()) {
-        let recorded = pass >= cfg.warmup;
-        let run = pass.saturating_sub(cfg.warmup) + 1;
-        let target = &mut targets[gi];
-        let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
-        progress.message(format!("{} · bigfile {} · {label}", target.id, fmt_size(cfg.size as f64)));
-        let rundir = match target.begin_trial() {
-            Ok(rd) => rd,
-            Err(e) => {
-                progress.finish();
-                save(&mut rs)?;
-                return Err(e);
-            }
-        };
-        let (done, mut stop) = if cfg.drop_caches {
-            match drop_caches() {
-                Ok(()) => run_trial(rundir, cfg, &content, &progress),
-                Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
-            }
-        } else {
-            run_trial(rundir, cfg, &content, &progress)
-        };
-        if stop.is_none() && signals::pending() != 0 {
-            // A signal during close or unlink (or the last write): the phases finished,
-            // but the user wants out.
-            stop = Some(Stop::Signal(signals::pending()));
-        }
-        rs.targets[gi] = target.info.clone(); // format count and details as of this trial
-        if recorded {
-            for (op, result) in done {
-                rs.measurements.push(Measurement {
-                    experiment: "bigfile".into(),
-                    target: target.id.clone(),
-                    op: op.into(),
-                    tree: tree.clone(),
-                    tree_key: tree_key.clone(),
-                    tree_files: 1,
-                    tree_bytes: cfg.size,
-                    tree_dirs: 0,
-                    run,
-                    order,
-                    result,
-                });
-                order += 1;
-                save(&mut rs)?;
+    let metas = [TreeMeta { spec: tree, bytes: cfg.size, dirs: 0 }];
+    let driver =
+        Driver { name: "bigfile", runs: cfg.runs, warmup: cfg.warmup, order: cfg.order, json: cfg.json.as_deref() };
+    drive(&driver, targets, rs, &metas, &progress, |rundir, _| {
+        if cfg.drop_caches {
+            if let Err(e) = drop_caches() {
+                return (Vec::new(), Some(Stop::Failed(e.to_string())));
             }
         }
-        match stop {
-            None => {}
-            Some(Stop::Signal(sig)) => {
-                progress.finish();
-                save(&mut rs)?;
-                drop(targets);
-                return Err(Error::Interrupted { signal: sig });
-            }
-            Some(Stop::Failed(msg)) => {
-                progress.finish();
-                save(&mut rs)?;
-                let info = &target.info;
-                let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
-                let err = Error::failed(format!(
-                    "{msg} (target {} = {}, {}, {label}{})",
-                    target.id,
-                    info.path.display(),
-                    info.fs_type,
-                    saved.unwrap_or_default()
-                ));
-                drop(targets);
-                return Err(err);
-            }
-        }
-    }
-    progress.finish();
-    rs.complete = true;
-    save(&mut rs)?;
-    for t in targets {
-        t.finish()?;
-    }
-    Ok(rs)
+        let (done, stop) = run_trial(rundir, cfg, &content, &progress);
+        (done.into_iter().map(|(op, r)| (op.to_string(), r)).collect(), stop)
+    })
 }
 
 /// A phase result for one file, one thread; `failed` also counts as its error.
@@ -539,15 +433,4 @@ pub fn table(rs: &ResultSet) -> String {
         out.push_str("\n* run 1 is an outlier: a first-run effect (see the warnings)");
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trial_order() {
-        assert_eq!(trials(Order::Interleaved, 2, 2), vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
-        assert_eq!(trials(Order::Sequential, 2, 2), vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
-    }
 }

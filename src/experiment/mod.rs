@@ -177,31 +177,33 @@ fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
     }
 }
 
-/// Why a tree's ops stopped early.
-enum Stop {
+/// Why a trial stopped early.
+pub(crate) enum Stop {
     Signal(i32),
     Failed(String),
 }
 
-/// One trial: (pass, tree index, target index).
-fn trials(cfg: &TreeExperiment) -> Vec<(u32, usize, usize)> {
-    let passes = cfg.warmup + cfg.runs;
-    let (nt, ng) = (cfg.trees.len(), cfg.targets.len());
-    let mut v = Vec::with_capacity(passes as usize * nt * ng);
-    match cfg.order {
+/// What one trial produced: its finished phases (op name, result) and why it stopped
+/// early, if it did.
+pub(crate) type TrialOutcome = (Vec<(String, PhaseResult)>, Option<Stop>);
+
+/// One trial: (pass, tree index, target index), in `order`.
+fn trials(order: Order, passes: u32, trees: usize, targets: usize) -> Vec<(u32, usize, usize)> {
+    let mut v = Vec::with_capacity(passes as usize * trees * targets);
+    match order {
         Order::Interleaved => {
             for p in 0..passes {
-                for t in 0..nt {
-                    for g in 0..ng {
+                for t in 0..trees {
+                    for g in 0..targets {
                         v.push((p, t, g));
                     }
                 }
             }
         }
         Order::Sequential => {
-            for g in 0..ng {
+            for g in 0..targets {
                 for p in 0..passes {
-                    for t in 0..nt {
+                    for t in 0..trees {
                         v.push((p, t, g));
                     }
                 }
@@ -211,78 +213,68 @@ fn trials(cfg: &TreeExperiment) -> Vec<(u32, usize, usize)> {
     v
 }
 
-/// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
-/// measurement). Run directories are removed and managed file systems torn down at
-/// the end, and on every error path (by drop).
-pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
-    signals::install();
-    for t in &cfg.trees {
-        t.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
-    }
-    if cfg.targets.is_empty() {
-        return Err(Error::bad("--target", "no target given"));
-    }
-    check_caches(cfg.caches, if cfg.caches == CacheMode::Cold { "--cold" } else { "--drop-caches" })?;
-    let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
-    let provenance = Provenance::collect(cfg.command_line.clone());
-    let experiment = ExperimentInfo {
-        name: cfg.name.clone(),
-        ops: cfg.ops.clone(),
-        runs: cfg.runs,
-        warmup: cfg.warmup,
-        threads: cfg.threads,
-        portion_files: cfg.portion_files,
-        order: cfg.order.name().into(),
-        create: cfg.create.clone(),
-        caches: cfg.caches,
-    };
-    let infos = targets.iter().map(|t| t.info.clone()).collect();
-    let mut rs = ResultSet::new(provenance, experiment, infos);
-    let progress = Progress::new(cfg.quiet);
-    let prepared: Vec<Prepared> = cfg.trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
-    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
-    let settings = PhaseSettings {
-        threads: cfg.threads,
-        portion_files: cfg.portion_files,
-        buf_len: cfg.create.block_size.max(64 * 1024),
-    };
+/// A tree as measurements record it.
+pub(crate) struct TreeMeta {
+    pub spec: TreeSpec,
+    pub bytes: u64,
+    pub dirs: u64,
+}
+
+/// How trials are driven: shared by every experiment.
+pub(crate) struct Driver<'a> {
+    pub name: &'a str,
+    pub runs: u32,
+    pub warmup: u32,
+    pub order: Order,
+    pub json: Option<&'a std::path::Path>,
+}
+
+/// Run every trial in order over the live targets (each trial starts with
+/// `begin_trial`: a fresh format for managed file systems), record the phases of
+/// measured runs, rewrite the results after every measurement, and stop cleanly on a
+/// signal or a failure (results saved, targets torn down by drop).
+pub(crate) fn drive(
+    d: &Driver,
+    mut targets: Vec<LiveTarget>,
+    mut rs: ResultSet,
+    trees: &[TreeMeta],
+    progress: &Progress,
+    mut trial: impl FnMut(&RunDir, usize) -> TrialOutcome,
+) -> Result<ResultSet> {
     let save = |rs: &mut ResultSet| -> Result<()> {
         rs.derive();
-        if let Some(p) = &cfg.json {
+        if let Some(p) = d.json {
             json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(())
     };
     let mut order = 0u64;
-    for (pass, ti, gi) in trials(cfg) {
-        let recorded = pass >= cfg.warmup;
-        let run = pass.saturating_sub(cfg.warmup) + 1;
-        let tree = &prepared[ti];
-        let (spec, plan) = (&tree.spec, &tree.plan);
+    for (pass, ti, gi) in trials(d.order, d.warmup + d.runs, trees.len(), targets.len()) {
+        let recorded = pass >= d.warmup;
+        let run = pass.saturating_sub(d.warmup) + 1;
+        let tree = &trees[ti];
         let target = &mut targets[gi];
-        let label = if recorded { format!("run {run}/{}", cfg.runs) } else { format!("warmup {}", pass + 1) };
-        progress.message(format!("{} · {} · {label}", target.id, spec.key()));
-        let rundir = match target.begin_trial() {
-            Ok(rd) => rd,
-            Err(e) => {
-                progress.finish();
-                save(&mut rs)?;
-                return Err(e);
-            }
+        let label = if recorded { format!("run {run}/{}", d.runs) } else { format!("warmup {}", pass + 1) };
+        progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
+        let (done, mut stop) = match target.begin_trial() {
+            Ok(rundir) => trial(rundir, ti),
+            Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         };
-        let (done, stop) = run_tree(rundir, tree, &cfg.ops, &all_ops, &settings, &progress, cfg.caches);
+        if stop.is_none() && signals::pending() != 0 {
+            stop = Some(Stop::Signal(signals::pending())); // arrived after the last phase
+        }
         rs.targets[gi] = target.info.clone(); // format count and details as of this trial
         if recorded {
             for (op, result) in done {
                 rs.measurements.push(Measurement {
-                    experiment: cfg.name.clone(),
+                    experiment: d.name.to_string(),
                     target: target.id.clone(),
                     op,
-                    tree: spec.clone(),
-                    tree_key: spec.key(),
-                    tree_files: spec.files,
-                    tree_bytes: tree.total_bytes,
-                    tree_dirs: plan.dirs.len() as u64 - 1,
+                    tree: tree.spec.clone(),
+                    tree_key: tree.spec.key(),
+                    tree_files: tree.spec.files,
+                    tree_bytes: tree.bytes,
+                    tree_dirs: tree.dirs,
                     run,
                     order,
                     result,
@@ -303,13 +295,13 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
                 progress.finish();
                 save(&mut rs)?;
                 let info = &target.info;
-                let saved = cfg.json.as_ref().map(|p| format!("; finished measurements saved to {}", p.display()));
+                let saved = d.json.map(|p| format!("; finished measurements saved to {}", p.display()));
                 let err = Error::failed(format!(
-                    "{msg} (target {} = {}, {}, {}{})",
+                    "{msg} (target {} = {}, {}, tree {}{})",
                     target.id,
                     info.path.display(),
                     info.fs_type,
-                    label_tree(spec),
+                    tree.spec.key(),
                     saved.unwrap_or_default()
                 ));
                 drop(targets);
@@ -326,8 +318,49 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     Ok(rs)
 }
 
-fn label_tree(spec: &TreeSpec) -> String {
-    format!("tree {}", spec.key())
+/// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
+/// measurement). Run directories are removed and managed file systems torn down at
+/// the end, and on every error path (by drop).
+pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
+    signals::install();
+    for t in &cfg.trees {
+        t.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+    }
+    if cfg.targets.is_empty() {
+        return Err(Error::bad("--target", "no target given"));
+    }
+    check_caches(cfg.caches, if cfg.caches == CacheMode::Cold { "--cold" } else { "--drop-caches" })?;
+    let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
+    let experiment = ExperimentInfo {
+        name: cfg.name.clone(),
+        ops: cfg.ops.clone(),
+        runs: cfg.runs,
+        warmup: cfg.warmup,
+        threads: cfg.threads,
+        portion_files: cfg.portion_files,
+        order: cfg.order.name().into(),
+        create: cfg.create.clone(),
+        caches: cfg.caches,
+    };
+    let infos = targets.iter().map(|t| t.info.clone()).collect();
+    let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
+    let progress = Progress::new(cfg.quiet);
+    let prepared: Vec<Prepared> = cfg.trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
+    let metas: Vec<TreeMeta> = prepared
+        .iter()
+        .map(|p| TreeMeta { spec: p.spec.clone(), bytes: p.total_bytes, dirs: p.plan.dirs.len() as u64 - 1 })
+        .collect();
+    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
+    let settings = PhaseSettings {
+        threads: cfg.threads,
+        portion_files: cfg.portion_files,
+        buf_len: cfg.create.block_size.max(64 * 1024),
+    };
+    let driver =
+        Driver { name: &cfg.name, runs: cfg.runs, warmup: cfg.warmup, order: cfg.order, json: cfg.json.as_deref() };
+    drive(&driver, targets, rs, &metas, &progress, |rundir, ti| {
+        run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &settings, &progress, cfg.caches)
+    })
 }
 
 /// Make the tree root, run every op in order on it (create and delete run untimed when
@@ -398,4 +431,23 @@ fn run_tree(
         return (done, Some(Stop::Failed(format!("cannot remove the tree root: {e}"))));
     }
     (done, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trial_order() {
+        // (pass, tree, target)
+        assert_eq!(trials(Order::Interleaved, 2, 1, 2), vec![(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]);
+        assert_eq!(trials(Order::Sequential, 2, 1, 2), vec![(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
+        assert_eq!(trials(Order::Interleaved, 1, 2, 2), vec![(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1)]);
+    }
+
+    #[test]
+    fn ops_parse_in_canonical_order() {
+        assert_eq!(parse_ops("delete,create").unwrap(), vec!["create", "delete"]);
+        assert_eq!(parse_ops("read,bogus").unwrap_err().exit_code(), 2);
+    }
 }
