@@ -77,33 +77,17 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Bigfile(a) => {
             let cfg = cli::bigfile_config(&a, args)?;
             let rs = manyfiles::experiment::bigfile::run(&cfg)?;
-            let mut s = table::title(&rs);
-            s.push('\n');
-            s.push_str(&manyfiles::experiment::bigfile::table(&rs));
-            s.push('\n');
-            s.push_str(&table::footer(&rs));
-            if let Some(p) = &cfg.json {
-                s.push_str(&format!("results: {}\n", p.display()));
-            }
-            out(&s);
+            print_report(&rs, &format!("{}\n", manyfiles::experiment::bigfile::table(&rs)), cfg.json.as_deref());
         }
         Command::Clusters(a) => {
             let cfg = cli::clusters_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;
-            let mut s = table::title(&rs);
-            s.push('\n');
-            s.push_str(&manyfiles::experiment::clusters::table(&rs, a.run.portion));
-            s.push_str(&table::footer(&rs));
-            out(&s);
+            print_report(&rs, &manyfiles::experiment::clusters::table(&rs, a.run.portion), cfg.json.as_deref());
         }
         Command::Dirsize(a) => {
             let cfg = cli::dirsize_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;
-            let mut s = table::title(&rs);
-            s.push('\n');
-            s.push_str(&manyfiles::experiment::dirsize::report(&rs, a.run.portion));
-            s.push_str(&table::footer(&rs));
-            out(&s);
+            print_report(&rs, &manyfiles::experiment::dirsize::report(&rs, a.run.portion), cfg.json.as_deref());
         }
         Command::Ladder(a) => {
             let cfg = cli::ladder_config(&a, args)?;
@@ -139,24 +123,31 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
     Ok(())
 }
 
-fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
+/// Title, the command's own tables, then warnings, targets, machine and the results file.
+fn print_report(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) {
     let mut s = table::title(rs);
     s.push('\n');
-    if ladder {
-        s.push_str(&table::ladder(rs));
-        s.push('\n');
-        let m = table::models(rs);
-        if !m.is_empty() {
-            s.push_str(&m);
-            s.push('\n');
-        }
-    } else {
-        s.push_str(&table::ops_detail(rs));
-        s.push('\n');
-    }
+    s.push_str(body);
     s.push_str(&table::footer(rs));
     if let Some(p) = json {
         s.push_str(&format!("results: {}\n", p.display()));
     }
     out(&s);
+}
+
+fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
+    let mut body = String::new();
+    if ladder {
+        body.push_str(&table::ladder(rs));
+        body.push('\n');
+        let m = table::models(rs);
+        if !m.is_empty() {
+            body.push_str(&m);
+            body.push('\n');
+        }
+    } else {
+        body.push_str(&table::ops_detail(rs));
+        body.push('\n');
+    }
+    print_report(rs, &body, json);
 }

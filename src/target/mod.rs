@@ -33,15 +33,15 @@ impl TargetInfo {
     pub fn probe(id: &str, path: &Path) -> std::io::Result<TargetInfo> {
         let abs = std::fs::canonicalize(path)?;
         let vfs = statvfs(&abs).map_err(std::io::Error::from)?;
-        let mount = mount_of(&abs).unwrap_or_default();
+        let mount = mount_of(&abs);
         Ok(TargetInfo {
             id: id.to_string(),
             kind: "dir".into(),
             path: abs,
-            fs_type: mount.fs_type,
-            mount_point: mount.mount_point,
-            mount_source: mount.source,
-            mount_options: mount.options,
+            fs_type: mount.as_ref().map(|m| m.fs_type.clone()).unwrap_or_default(),
+            mount_point: mount.as_ref().map(|m| m.mount_point.display().to_string()).unwrap_or_default(),
+            mount_source: mount.as_ref().map(|m| m.source.clone()).unwrap_or_default(),
+            mount_options: mount.as_ref().map(|m| m.options.clone()).unwrap_or_default(),
             block_size: vfs.f_bsize,
             free_bytes: vfs.f_bavail.saturating_mul(vfs.f_frsize),
             total_bytes: vfs.f_blocks.saturating_mul(vfs.f_frsize),
@@ -58,56 +58,13 @@ impl TargetInfo {
     }
 }
 
-#[derive(Debug, Default, Clone)]
-struct Mount {
-    mount_point: String,
-    fs_type: String,
-    source: String,
-    options: String,
-}
-
 /// The mount holding `path`: the longest mount point that is a prefix of it, from
 /// /proc/self/mountinfo (statfs' magic number cannot tell ext2/3/4 apart; this can).
-fn mount_of(path: &Path) -> Option<Mount> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut best: Option<Mount> = None;
-    for line in text.lines() {
-        // id parent major:minor root mount_point options [optional...] - fstype source super_options
-        let (left, right) = line.split_once(" - ")?;
-        let l: Vec<&str> = left.split(' ').collect();
-        let r: Vec<&str> = right.split(' ').collect();
-        if l.len() < 6 || r.len() < 3 {
-            continue;
-        }
-        let mp = unescape(l[4]);
-        if path.starts_with(&mp) && best.as_ref().is_none_or(|b| mp.len() >= b.mount_point.len()) {
-            best = Some(Mount {
-                mount_point: mp,
-                fs_type: r[0].to_string(),
-                source: unescape(r[1]),
-                options: format!("{},{}", l[5], r[2]),
-            });
-        }
-    }
-    best
-}
-
-/// mountinfo escapes space, tab, newline and backslash as octal (\040).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+fn mount_of(path: &Path) -> Option<registry::MountEntry> {
+    registry::mounts()
+        .into_iter()
+        .filter(|m| path.starts_with(&m.mount_point))
+        .max_by_key(|m| m.mount_point.as_os_str().len())
 }
 
 #[cfg(test)]
@@ -122,11 +79,5 @@ mod tests {
         assert!(t.block_size >= 512);
         assert_eq!(t.allocated(1), t.block_size);
         assert_eq!(t.allocated(0), t.block_size);
-    }
-
-    #[test]
-    fn unescapes_mountinfo() {
-        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape("plain"), "plain");
     }
 }

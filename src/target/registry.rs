@@ -437,6 +437,12 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unescapes_mountinfo() {
+        assert_eq!(super::unescape("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(super::unescape("plain"), "plain");
+    }
+
     use super::*;
 
     #[test]
