@@ -204,3 +204,34 @@ fn kill_9_then_cleanup_leaves_nothing() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(leftovers(), before, "cleanup removed what the killed run left");
 }
+
+#[test]
+fn sigint_tears_managed_file_systems_down() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        eprintln!("skipped: --fs needs root");
+        return;
+    }
+    let before = leftovers();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
+        .args(["ladder", "--fs", "ext4,ntfs", "--total", "1M", "--to", "1024", "--runs", "100", "--quiet", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !json.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    let d: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(d["complete"], false);
+    assert!(!d["measurements"].as_array().unwrap().is_empty());
+    assert_eq!(leftovers(), before, "the interrupted run tore its file systems down");
+}
