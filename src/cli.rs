@@ -359,6 +359,7 @@ impl RunArgs {
             fs_size: self.fs_size,
             reuse: self.reuse,
             order: Order::parse(&self.order)?,
+            measure_allocation: false,
             caches: if self.drop_caches {
                 CacheMode::Drop
             } else if self.cold {
@@ -448,6 +449,7 @@ pub fn clusters_config(a: &ClustersArgs, command_line: Vec<String>) -> Result<Tr
     let targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
     let mut cfg = a.run.experiment("clusters", trees, "create", a.write.options()?, command_line)?;
     cfg.targets = targets;
+    cfg.measure_allocation = true;
     Ok(cfg)
 }
 

@@ -56,6 +56,17 @@ pub fn fmt_size(bytes: f64) -> String {
     }
 }
 
+/// A size that reads back as the same number: the largest binary unit that divides it
+/// (`4 KiB`), else bytes (`4097 B`).
+pub fn exact_size(b: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if b != 0 && b % (1u64 << shift) == 0 {
+            return format!("{} {unit}", b >> shift);
+        }
+    }
+    format!("{b} B")
+}
+
 /// Seconds in the unit that keeps 3 significant digits readable: `0.0031` → `3.10 ms`.
 pub fn fmt_secs(s: f64) -> String {
     let a = s.abs();

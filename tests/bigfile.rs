@@ -233,6 +233,10 @@ fn leftovers() -> Vec<String> {
                 .map(|n| format!("/dev/shm/{n}")),
         );
     }
+    // Only this process's resources (names carry `-<pid>-`): other runs on the machine
+    // do not disturb the check.
+    let tag = format!("-{}-", std::process::id());
+    v.retain(|l| l.contains(&tag));
     v.sort();
     v
 }

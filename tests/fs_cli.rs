@@ -12,7 +12,26 @@ fn is_root() -> bool {
 }
 
 fn manyfiles(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_manyfiles")).args(args).output().unwrap()
+    run(args).0
+}
+
+/// Run the binary; also return its pid, which names everything it creates.
+fn run(args: &[&str]) -> (std::process::Output, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
+}
+
+/// Leftovers of one manyfiles process: its images and mount points carry `-<pid>-`
+/// (other runs on the machine do not disturb the check).
+fn leftovers_of(pid: u32) -> Vec<String> {
+    let tag = format!("-{pid}-");
+    leftovers().into_iter().filter(|l| l.contains(&tag)).collect()
 }
 
 /// Mounts, loop devices and images that look like ours.
@@ -46,10 +65,9 @@ fn ladder_on_two_managed_file_systems() {
         eprintln!("skipped: --fs needs root");
         return;
     }
-    let before = leftovers();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let o = manyfiles(&[
+    let (o, pid) = run(&[
         "ladder",
         "--fs",
         "ext4:1k,tmpfs",
@@ -82,13 +100,12 @@ fn ladder_on_two_managed_file_systems() {
     assert_eq!(d["complete"], true);
     // a fresh format before every trial: 4 rungs × 2 runs
     assert_eq!(targets[0]["managed"]["formats"], 8);
-    assert_eq!(leftovers(), before, "nothing left behind");
+    assert_eq!(leftovers_of(pid), Vec::<String>::new(), "nothing left behind");
 }
 
 #[test]
 fn fs_bad_input_is_refused_before_anything_is_made() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let before = if is_root() { leftovers() } else { vec![] };
     for args in [
         vec!["ladder", "--fs", "zfs"],
         vec!["ladder", "--fs", "ext4:3k"],
@@ -97,14 +114,12 @@ fn fs_bad_input_is_refused_before_anything_is_made() {
         vec!["ladder", "--fs", "ext4", "--fs-size", "1M"],
         vec!["ladder", "--fs", "ext4", "--order", "random"],
     ] {
-        let o = manyfiles(&args);
+        let (o, pid) = run(&args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("manyfiles: --"), "{args:?}: {err}");
-    }
-    if is_root() {
-        assert_eq!(leftovers(), before);
+        assert_eq!(leftovers_of(pid), Vec::<String>::new(), "{args:?} created nothing");
     }
 }
 
@@ -147,11 +162,10 @@ fn small_ladder_on_every_file_system_type() {
         eprintln!("skipped: --fs needs root");
         return;
     }
-    let before = leftovers();
     let types = ["ext2", "ext3", "ext4", "xfs", "btrfs", "ntfs", "exfat", "tmpfs"];
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let o = manyfiles(&[
+    let (o, pid) = run(&[
         "ladder",
         "--fs",
         &types.join(","),
@@ -174,7 +188,7 @@ fn small_ladder_on_every_file_system_type() {
     let ms = d["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), types.len() * 3 * 3);
     assert!(ms.iter().all(|m| m["errors"] == 0 && m["failed"].is_null()));
-    assert_eq!(leftovers(), before, "nothing left behind");
+    assert_eq!(leftovers_of(pid), Vec::<String>::new(), "nothing left behind");
 }
 
 #[test]
@@ -184,7 +198,6 @@ fn kill_9_then_cleanup_leaves_nothing() {
         eprintln!("skipped: --fs needs root");
         return;
     }
-    let before = leftovers();
     let mut child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
         .args(["ladder", "--fs", "ext4,ntfs", "--total", "1M", "--to", "1024", "--runs", "100", "--quiet"])
         .stdout(std::process::Stdio::null())
@@ -192,17 +205,18 @@ fn kill_9_then_cleanup_leaves_nothing() {
         .spawn()
         .unwrap();
     // Wait until both file systems are mounted, then kill -9 mid-run.
+    let pid = child.id();
     let t0 = std::time::Instant::now();
-    while leftovers().len() < before.len() + 4 && t0.elapsed() < std::time::Duration::from_secs(60) {
+    while leftovers_of(pid).len() < 4 && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert!(leftovers().len() > before.len(), "the killed run left its file systems");
+    assert!(!leftovers_of(pid).is_empty(), "the killed run left its file systems");
     let o = manyfiles(&["cleanup"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(leftovers(), before, "cleanup removed what the killed run left");
+    assert_eq!(leftovers_of(pid), Vec::<String>::new(), "cleanup removed what the killed run left");
 }
 
 #[test]
@@ -212,7 +226,6 @@ fn sigint_tears_managed_file_systems_down() {
         eprintln!("skipped: --fs needs root");
         return;
     }
-    let before = leftovers();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
     let child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
@@ -226,12 +239,13 @@ fn sigint_tears_managed_file_systems_down() {
     while !json.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let pid = child.id();
     // SAFETY: plain kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
     let d: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(d["complete"], false);
     assert!(!d["measurements"].as_array().unwrap().is_empty());
-    assert_eq!(leftovers(), before, "the interrupted run tore its file systems down");
+    assert_eq!(leftovers_of(pid), Vec::<String>::new(), "the interrupted run tore its file systems down");
 }

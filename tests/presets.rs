@@ -169,5 +169,13 @@ fn clusters_on_ntfs_and_exfat() {
     assert_eq!(d["measurements"].as_array().unwrap().len(), 24);
     // On 64 KiB clusters a 1-byte file takes at least a cluster… or lives in the MFT
     // record (NTFS resident data): either way space was measured.
-    assert!(d["measurements"].as_array().unwrap().iter().all(|m| !m["space_used_bytes"].is_null()));
+    let ms = d["measurements"].as_array().unwrap();
+    assert!(ms.iter().all(|m| !m["space_used_bytes"].is_null() && !m["allocated_bytes"].is_null()));
+    // exFAT allocates whole clusters: a 1-byte file takes 64 KiB on 64k clusters.
+    let one_byte_64k = ms
+        .iter()
+        .find(|m| m["target"] == "exfat:64k@ram" && m["tree_bytes"] == m["tree_files"])
+        .expect("1-byte files on exfat:64k");
+    let per_file = one_byte_64k["allocated_bytes"].as_u64().unwrap() / one_byte_64k["tree_files"].as_u64().unwrap();
+    assert_eq!(per_file, 65536, "st_blocks of a 1-byte file on 64 KiB exFAT clusters");
 }

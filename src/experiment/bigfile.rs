@@ -192,6 +192,7 @@ fn phase_result(
         first_finish_s: elapsed_s,
         last_finish_s: elapsed_s,
         space_used_bytes: None,
+        allocated_bytes: None,
     }
 }
 

@@ -7,7 +7,7 @@ use crate::report::ResultSet;
 use crate::report::table::fmt_mean_ci;
 use crate::target::fsspec::FsSpec;
 use crate::tree::{Layout, SizeDist, TreeSpec};
-use crate::units::{fmt_size, parse_size, sig3};
+use crate::units::{exact_size, fmt_size, parse_size, sig3};
 use comfy_table::Table;
 
 /// A file size to test: fixed bytes, or one more than the cluster size.
@@ -86,8 +86,9 @@ pub fn table(rs: &ResultSet, portion: u64) -> String {
             keys.push((&s.tree_key, s.tree_files, s.tree_bytes / s.tree_files.max(1)));
         }
     }
+    keys.sort_by_key(|k| k.2);
     let mut header = vec![format!("cluster \\ file size (s per {portion} files)")];
-    header.extend(keys.iter().map(|k| fmt_size(k.2 as f64)));
+    header.extend(keys.iter().map(|k| exact_size(k.2)));
     let mut t = Table::new();
     t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header(header.clone());
@@ -108,25 +109,37 @@ pub fn table(rs: &ResultSet, portion: u64) -> String {
                     .map(|s| fmt_mean_ci(s.stats.mean_s / per, s.stats.ci_half_width().map(|h| h / per)))
                     .unwrap_or_else(|| "—".into()),
             );
-            let used: Vec<f64> = rs
+            let ms: Vec<&crate::report::Measurement> = rs
                 .measurements
                 .iter()
                 .filter(|m| m.op == "create" && m.target == target.id && m.tree_key == *key && m.result.complete())
-                .filter_map(|m| m.result.space_used_bytes.map(|b| b as f64 / m.tree_files.max(1) as f64))
                 .collect();
-            srow.push(if used.is_empty() {
-                "—".into()
-            } else {
-                let a = used.iter().sum::<f64>() / used.len() as f64;
-                let slack = if a > 0.0 { (a - *size as f64) / a * 100.0 } else { 0.0 };
-                format!("{} ({}% slack)", fmt_size(a), sig3(slack.max(0.0)))
+            let per_file = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            let statvfs = per_file(
+                ms.iter()
+                    .filter_map(|m| m.result.space_used_bytes.map(|b| b as f64 / m.tree_files.max(1) as f64))
+                    .collect(),
+            );
+            let blocks = per_file(
+                ms.iter()
+                    .filter_map(|m| m.result.allocated_bytes.map(|b| b as f64 / m.tree_files.max(1) as f64))
+                    .collect(),
+            );
+            let slack = |a: f64| if a > 0.0 { ((a - *size as f64) / a * 100.0).max(0.0) } else { 0.0 };
+            srow.push(match (blocks, statvfs) {
+                (Some(b), Some(v)) => {
+                    format!("{} ({}% slack); fs {}", fmt_size(b), sig3(slack(b)), fmt_size(v))
+                }
+                (None, Some(v)) => format!("fs {} ({}% slack)", fmt_size(v), sig3(slack(v))),
+                (Some(b), None) => format!("{} ({}% slack)", fmt_size(b), sig3(slack(b))),
+                (None, None) => "—".into(),
             });
         }
         t.add_row(row);
         space.add_row(srow);
     }
     format!(
-        "{t}\n{space}\nallocated = growth of the file system's used blocks (statvfs) per file, metadata included; slack = share of it not holding data\n"
+        "{t}\n{space}\nper file: st_blocks × 512 (slack = share of it not holding data); fs = growth of the file system's used blocks (statvfs), metadata included\n"
     )
 }
 

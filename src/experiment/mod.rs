@@ -36,6 +36,8 @@ pub struct TreeExperiment {
     pub reuse: bool,
     pub order: Order,
     pub caches: CacheMode,
+    /// After each create, sum the files' st_blocks (untimed): clusters' slack table.
+    pub measure_allocation: bool,
     pub trees: Vec<TreeSpec>,
     /// Subset of [`ops::OP_NAMES`], in that order.
     pub ops: Vec<String>,
@@ -359,7 +361,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     let driver =
         Driver { name: &cfg.name, runs: cfg.runs, warmup: cfg.warmup, order: cfg.order, json: cfg.json.as_deref() };
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti| {
-        run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &settings, &progress, cfg.caches)
+        run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &settings, &progress, cfg.caches, cfg.measure_allocation)
     })
 }
 
@@ -373,6 +375,7 @@ fn run_tree(
     settings: &PhaseSettings,
     progress: &Progress,
     caches: CacheMode,
+    measure_allocation: bool,
 ) -> (Vec<(String, PhaseResult)>, Option<Stop>) {
     const ROOT: &std::ffi::CStr = c"tree";
     let mut done = Vec::new();
@@ -404,6 +407,12 @@ fn run_tree(
         if name == "create" {
             if let (Some(a), Some(b)) = (before, used()) {
                 r.space_used_bytes = Some(b as i64 - a as i64);
+            }
+            if measure_allocation && r.failed.is_none() && !r.interrupted {
+                let a = run_phase(&ops::allocated::Allocated, tree, root.as_fd(), settings, &Progress::hidden());
+                if a.errors == 0 && a.failed.is_none() {
+                    r.allocated_bytes = Some(a.bytes);
+                }
             }
         }
         let stop = if let Some(f) = &r.failed {

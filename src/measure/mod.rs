@@ -72,6 +72,9 @@ pub struct PhaseResult {
     /// create: bytes the file system allocated for the tree (statvfs before/after).
     #[serde(default)]
     pub space_used_bytes: Option<i64>,
+    /// create, when asked (clusters): sum of the files' st_blocks × 512.
+    #[serde(default)]
+    pub allocated_bytes: Option<u64>,
 }
 
 impl PhaseResult {

@@ -6,6 +6,7 @@
 //! work units from one atomic cursor (units are ~1,000 files, so the cursor is touched
 //! rarely) and keep their own counters and histograms, merged at the end.
 
+pub mod allocated;
 pub mod create;
 pub mod delete;
 pub mod list;
@@ -312,6 +313,7 @@ pub fn run_phase(
         first_finish_s: finishes.iter().cloned().fold(f64::INFINITY, f64::min),
         last_finish_s: finishes.iter().cloned().fold(0.0, f64::max),
         space_used_bytes: None,
+        allocated_bytes: None,
     }
 }
 

@@ -2,7 +2,7 @@
 //! everywhere.
 
 use super::rng::{hash3, unit_f64};
-use crate::units::{fmt_size, parse_size};
+use crate::units::{exact_size, fmt_size, parse_size};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -156,7 +156,7 @@ impl SizeDist {
 
 impl fmt::Display for SizeDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let z = |b: &u64| exact_size(*b);
+        let z = |b: &u64| exact_size(*b).replace(' ', "");
         match self {
             SizeDist::Fixed { bytes } => write!(f, "{}", z(bytes)),
             SizeDist::Uniform { min, max } => write!(f, "uniform:{}-{}", z(min), z(max)),
@@ -259,16 +259,6 @@ impl TreeSpec {
     pub fn key(&self) -> String {
         format!("n={} size={}", self.files, self.size)
     }
-}
-
-/// A size that parses back to the same number: the largest binary unit that divides it.
-fn exact_size(b: u64) -> String {
-    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if b != 0 && b % (1u64 << shift) == 0 {
-            return format!("{}{unit}", b >> shift);
-        }
-    }
-    format!("{b}B")
 }
 
 fn cap(v: f64) -> u64 {
