@@ -249,3 +249,45 @@ fn sigint_tears_managed_file_systems_down() {
     assert!(!d["measurements"].as_array().unwrap().is_empty());
     assert_eq!(leftovers_of(pid), Vec::<String>::new(), "the interrupted run tore its file systems down");
 }
+
+fn run_dirs(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("manyfiles-run-"))
+        .collect()
+}
+
+#[test]
+fn cleanup_removes_the_run_directory_of_a_killed_run_but_not_a_kept_one() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        eprintln!("skipped: the registry under /run/manyfiles needs root");
+        return;
+    }
+    let target = tempfile::tempdir().unwrap();
+    let t = target.path().to_str().unwrap();
+    // A kept run directory is the user's: cleanup leaves it.
+    let o = manyfiles(&["ladder", "--target", t, "--total", "64k", "--to", "4", "--runs", "1", "--keep", "--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let kept = run_dirs(target.path());
+    assert_eq!(kept.len(), 1);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
+        .args(["ladder", "--target", t, "--total", "8M", "--to", "65536", "--runs", "50", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while run_dirs(target.path()).len() < 2 && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    assert_eq!(run_dirs(target.path()).len(), 2, "the killed run left its run directory");
+    let o = manyfiles(&["cleanup"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(run_dirs(target.path()), kept, "cleanup removed the killed run's directory only");
+}

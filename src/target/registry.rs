@@ -43,6 +43,9 @@ pub struct Record {
     pub tmpfs_source: Option<String>,
     /// Spec label, for messages.
     pub fs: String,
+    /// A run directory (with its marker) the process made in a target directory.
+    #[serde(default)]
+    pub run_dir: Option<PathBuf>,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -93,6 +96,7 @@ pub fn own_record(fs: &str) -> Record {
         mount_point: None,
         tmpfs_source: None,
         fs: fs.to_string(),
+        run_dir: None,
     }
 }
 
@@ -365,6 +369,13 @@ pub fn cleanup() -> Result<CleanupReport> {
 }
 
 fn clean_record(rec: &Record, rep: &mut CleanupReport) {
+    if let Some(rd) = &rec.run_dir {
+        match crate::target::rundir::remove_run_dir(rd) {
+            Ok(true) => rep.deleted.push(rd.display().to_string()),
+            Ok(false) => {}
+            Err(e) => rep.problems.push(format!("{}: {e}", rd.display())),
+        }
+    }
     // Loop devices that are ours: the recorded one if its backing file is the recorded
     // image, and any other backed by the recorded image (killed before the record said).
     let mut ours: Vec<String> = Vec::new();

@@ -3,6 +3,7 @@
 //! symlink, and removes a run directory only while its marker is there.
 
 use crate::error::{Error, Result};
+use crate::target::registry;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, mkdirat, openat, unlinkat};
 use rustix::io::Errno;
@@ -21,6 +22,9 @@ pub struct RunDir {
     name: CString,
     fd: OwnedFd,
     keep: bool,
+    /// Registry record (when /run/manyfiles is writable, i.e. as root), so that
+    /// `manyfiles cleanup` can remove the directory after a kill -9.
+    registration: std::sync::Mutex<Option<registry::Registration>>,
 }
 
 /// A unique run id: UTC time and pid, e.g. `20261122T031500Z-4242`.
@@ -42,7 +46,13 @@ impl RunDir {
         })?;
         let fd = openat(&pfd, cname.as_c_str(), DIR_FLAGS, Mode::empty())
             .map_err(|e| Error::failed(format!("cannot open the new run directory: {e}")))?;
-        let rd = RunDir { path: parent.join(&name), parent: pfd, name: cname, fd, keep };
+        let path = parent.join(&name);
+        let registration = registry::register(
+            &format!("{}-rundir", name.trim_start_matches("manyfiles-run-")),
+            registry::Record { run_dir: Some(path.clone()), ..registry::own_record("run directory") },
+        )
+        .ok(); // best effort: without root there is no registry, and a normal exit cleans up anyway
+        let rd = RunDir { path, parent: pfd, name: cname, fd, keep, registration: std::sync::Mutex::new(registration) };
         write_marker(rd.fd.as_fd())
             .map_err(|e| Error::failed(format!("cannot write the marker in {}: {e}", rd.path.display())))?;
         Ok(rd)
@@ -63,13 +73,51 @@ impl RunDir {
             return Err(Errno::PERM);
         }
         remove_contents(self.fd.as_fd())?;
-        unlinkat(&self.parent, self.name.as_c_str(), AtFlags::REMOVEDIR)
+        unlinkat(&self.parent, self.name.as_c_str(), AtFlags::REMOVEDIR)?;
+        self.unregister();
+        Ok(())
     }
+
+    /// Forget the registry record (the directory is gone, or kept on purpose).
+    fn unregister(&self) {
+        if let Some(r) = self.registration.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = r.unregister();
+        }
+    }
+}
+
+/// Remove a run directory left by a dead process (from `cleanup`): only a directory,
+/// not a symlink, holding the marker. Ok(false) when it is gone or no longer marked.
+pub fn remove_run_dir(path: &Path) -> std::result::Result<bool, String> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err("not a run directory path".into());
+    };
+    if !name.to_string_lossy().starts_with("manyfiles-run-") {
+        return Err("not named manyfiles-run-*; left alone".into());
+    }
+    let pfd = match openat(rustix::fs::CWD, parent, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    let fd = match openat(&pfd, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(false),
+        Err(e) => return Err(format!("{e} (a symlink or not a directory: left alone)")),
+    };
+    if !has_marker(fd.as_fd()) {
+        return Ok(false); // not (or no longer) ours: nothing to remove, forget the record
+    }
+    remove_contents(fd.as_fd()).map_err(|e| e.to_string())?;
+    unlinkat(&pfd, name, AtFlags::REMOVEDIR).map_err(|e| e.to_string())?;
+    Ok(true)
 }
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        if !self.keep {
+        if self.keep {
+            self.unregister();
+        } else {
             if let Err(e) = self.remove() {
                 eprintln!("manyfiles: could not remove run directory {}: {e}", self.path.display());
             }
