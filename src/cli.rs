@@ -7,6 +7,7 @@ use manyfiles::experiment::ladder::LadderSpec;
 use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
 use manyfiles::generate::GenConfig;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
+use manyfiles::report::export::{Format, Output};
 use manyfiles::target::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::content::POOL;
 use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
@@ -223,6 +224,12 @@ pub struct RunArgs {
     /// Write the results (versioned JSON) here, rewritten after every measurement
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write one row per measurement as CSV here
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write the summary and fitted costs as Markdown tables here
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// Keep the run directory (trees are still deleted after each run; an interrupted or failed run leaves its tree there)
     #[arg(long)]
     pub keep: bool,
@@ -313,6 +320,17 @@ impl WriteArgs {
 }
 
 impl RunArgs {
+    /// --csv and --markdown, checked like --json.
+    fn exports(&self) -> Result<Vec<Output>> {
+        let mut v = Vec::new();
+        for (p, f, flag) in [(&self.csv, Format::Csv, "--csv"), (&self.markdown, Format::Markdown, "--markdown")] {
+            if let Some(p) = p {
+                check_output(p, flag)?;
+                v.push(Output { path: p.clone(), format: f });
+            }
+        }
+        Ok(v)
+    }
     fn runs(&self, default: u32) -> Result<u32> {
         match self.runs.unwrap_or(default) {
             0 => Err(Error::bad("--runs", "must be at least 1")),
@@ -376,6 +394,7 @@ impl RunArgs {
             portion_files: self.portion,
             keep: self.keep,
             json: self.json.clone(),
+            exports: self.exports()?,
             quiet: self.quiet,
             command_line,
         })
@@ -537,6 +556,7 @@ pub fn bigfile_config(
         warmup: r.warmup,
         keep: r.keep,
         json: r.json.clone(),
+        exports: r.exports()?,
         quiet: r.quiet,
         command_line,
         drop_caches: r.drop_caches,

@@ -27,6 +27,7 @@ fn config(target: &Path, size: u64, block: usize, runs: u32) -> BigfileConfig {
         warmup: 0,
         keep: false,
         json: None,
+        exports: Vec::new(),
         quiet: true,
         command_line: vec!["manyfiles".into(), "bigfile".into()],
         drop_caches: false,

@@ -58,6 +58,8 @@ pub struct BigfileConfig {
     pub warmup: u32,
     pub keep: bool,
     pub json: Option<PathBuf>,
+    /// CSV / Markdown exports, rewritten with the JSON.
+    pub exports: Vec<crate::report::export::Output>,
     pub quiet: bool,
     pub command_line: Vec<String>,
     /// sync and drop the page, dentry and inode caches before each trial's write phase
@@ -152,8 +154,13 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     // Built once, outside any timed region.
     let content = ContentSource::new(&cfg.content, cfg.seed, cfg.direct);
     let metas = [TreeMeta { spec: tree, bytes: cfg.size, dirs: 0 }];
-    let driver =
-        Driver { name: "bigfile", runs: cfg.runs, warmup: cfg.warmup, order: cfg.order, json: cfg.json.as_deref() };
+    let driver = Driver {
+        name: "bigfile",
+        runs: cfg.runs,
+        warmup: cfg.warmup,
+        order: cfg.order,
+        outputs: super::outputs(cfg.json.as_deref(), &cfg.exports),
+    };
     drive(&driver, targets, rs, &metas, &progress, |rundir, _| {
         if cfg.drop_caches {
             if let Err(e) = drop_caches() {

@@ -13,7 +13,8 @@ use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
-use crate::report::{ExperimentInfo, Measurement, ResultSet, json};
+use crate::report::export::{self, Format, Output};
+use crate::report::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
 use crate::target::TargetInfo;
 use crate::target::rundir::RunDir;
@@ -48,6 +49,8 @@ pub struct TreeExperiment {
     pub portion_files: u64,
     pub keep: bool,
     pub json: Option<PathBuf>,
+    /// CSV / Markdown exports, rewritten with the JSON.
+    pub exports: Vec<Output>,
     pub quiet: bool,
     pub command_line: Vec<String>,
 }
@@ -228,7 +231,16 @@ pub(crate) struct Driver<'a> {
     pub runs: u32,
     pub warmup: u32,
     pub order: Order,
-    pub json: Option<&'a std::path::Path>,
+    /// Results files rewritten after every measurement (the JSON first).
+    pub outputs: Vec<Output>,
+}
+
+/// The JSON (if any) and the other exports, in the order they are written.
+pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
+    json.map(|p| Output { path: p.to_path_buf(), format: Format::Json })
+        .into_iter()
+        .chain(exports.iter().cloned())
+        .collect()
 }
 
 /// Run every trial in order over the live targets (each trial starts with
@@ -245,10 +257,7 @@ pub(crate) fn drive(
 ) -> Result<ResultSet> {
     let save = |rs: &mut ResultSet| -> Result<()> {
         rs.derive();
-        if let Some(p) = d.json {
-            json::write_atomic(p, rs).map_err(|e| Error::failed(format!("cannot write {}: {e}", p.display())))?;
-        }
-        Ok(())
+        export::write_all(&d.outputs, rs).map_err(Error::failed)
     };
     let mut order = 0u64;
     for (pass, ti, gi) in trials(d.order, d.warmup + d.runs, trees.len(), targets.len()) {
@@ -297,7 +306,7 @@ pub(crate) fn drive(
                 progress.finish();
                 save(&mut rs)?;
                 let info = &target.info;
-                let saved = d.json.map(|p| format!("; finished measurements saved to {}", p.display()));
+                let saved = d.outputs.first().map(|o| format!("; finished measurements saved to {}", o.path.display()));
                 let err = Error::failed(format!(
                     "{msg} (target {} = {}, {}, tree {}{})",
                     target.id,
@@ -358,8 +367,13 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         portion_files: cfg.portion_files,
         buf_len: cfg.create.block_size.max(64 * 1024),
     };
-    let driver =
-        Driver { name: &cfg.name, runs: cfg.runs, warmup: cfg.warmup, order: cfg.order, json: cfg.json.as_deref() };
+    let driver = Driver {
+        name: &cfg.name,
+        runs: cfg.runs,
+        warmup: cfg.warmup,
+        order: cfg.order,
+        outputs: outputs(cfg.json.as_deref(), &cfg.exports),
+    };
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti| {
         run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &settings, &progress, cfg.caches, cfg.measure_allocation)
     })

@@ -1,28 +1,22 @@
-//! Writing results: JSON written atomically (temp file in the same directory, fsync,
-//! rename), so a reader or a crash never sees half a document.
+//! JSON: the versioned document every later command reads.
 
 use super::ResultSet;
-use std::io::Write;
+use super::export::Exporter;
 use std::path::Path;
 
-pub fn write_atomic(path: &Path, rs: &ResultSet) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results.json".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        serde_json::to_writer_pretty(&mut f, rs).map_err(std::io::Error::other)?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, String> {
+        let mut v = serde_json::to_vec_pretty(rs).map_err(|e| e.to_string())?;
+        v.push(b'\n');
+        Ok(v)
     }
-    result
+}
+
+pub fn write_atomic(path: &Path, rs: &ResultSet) -> std::io::Result<()> {
+    let bytes = JsonExporter.render(rs).map_err(std::io::Error::other)?;
+    super::export::write_atomic(path, &bytes)
 }
 
 pub fn read(path: &Path) -> Result<ResultSet, String> {

@@ -1,7 +1,10 @@
 //! ResultSet: the versioned JSON document every later command reads, and what is
 //! derived from its raw measurements (summaries, models, warnings).
 
+pub mod csv;
+pub mod export;
 pub mod json;
+pub mod markdown;
 pub mod table;
 
 use crate::analysis::model::{self, CostModel, Point};

@@ -1,0 +1,84 @@
+//! Markdown: the summary and the fitted costs as tables ready for a wiki or blog post,
+//! with where and how they were measured.
+
+use super::ResultSet;
+use super::export::Exporter;
+use super::table::fmt_mean_ci;
+use crate::units::{fmt_size, sig3};
+
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, String> {
+        let p = &rs.provenance;
+        let e = &rs.experiment;
+        let mut s = format!("## manyfiles {}: {}\n\n", e.name, e.ops.join(", "));
+        s.push_str(&format!(
+            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {} threads, {} order, caches {}. Figures are means ± Student-t 95% confidence half-widths.\n\n",
+            p.started_utc,
+            p.host,
+            p.cpu_model,
+            p.cores,
+            p.memory_bytes as f64 / (1u64 << 30) as f64,
+            p.kernel,
+            p.version,
+            e.runs,
+            e.warmup,
+            e.threads,
+            e.order,
+            format!("{:?}", e.caches).to_lowercase()
+        ));
+        s.push_str("| target | file system | op | tree | n | mean ± 95% CI | median | CV |\n|---|---|---|---|---:|---:|---:|---:|\n");
+        for r in &rs.summaries {
+            let fs = rs.targets.iter().find(|t| t.id == r.target).map(|t| t.fs_type.clone()).unwrap_or_default();
+            let st = &r.stats;
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                r.target,
+                fs,
+                r.op,
+                r.tree_key,
+                st.n,
+                fmt_mean_ci(st.mean_s, st.ci_half_width()),
+                fmt_mean_ci(st.median_s, None).replace(" (1 run)", ""),
+                st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into())
+            ));
+        }
+        if !rs.models.is_empty() {
+            s.push_str("\n**Fitted cost** (time = a·files + b·bytes, least squares on relative error)\n\n| target | op | per file (± s.e.) | bandwidth | break-even file size | R² |\n|---|---|---:|---:|---:|---:|\n");
+            for m in &rs.models {
+                let c = &m.model;
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} |\n",
+                    m.target,
+                    m.op,
+                    fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
+                    c.bandwidth_bytes_per_s
+                        .map(|b| format!("{} MiB/s", sig3(b / 1048576.0)))
+                        .unwrap_or_else(|| "—".into()),
+                    c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into()),
+                    sig3(c.r2)
+                ));
+            }
+        }
+        if !rs.warnings.is_empty() {
+            s.push_str("\n**Warnings**\n\n");
+            for w in &rs.warnings {
+                s.push_str(&format!("- {w}\n"));
+            }
+        }
+        s.push_str("\n**Targets**\n\n");
+        for t in &rs.targets {
+            let made =
+                t.managed.as_ref().map(|m| format!(", made by `{}`", m.mkfs_command.join(" "))).unwrap_or_default();
+            s.push_str(&format!(
+                "- {}: {} ({}, block {}){made}\n",
+                t.id,
+                t.path.display(),
+                t.fs_type,
+                fmt_size(t.block_size as f64)
+            ));
+        }
+        Ok(s.into_bytes())
+    }
+}
