@@ -177,7 +177,11 @@ impl ManagedFs {
             if !dir.is_dir() {
                 return Err(Error::bad(
                     FLAG,
-                    format!("{label}: the backing directory {} does not exist", dir.display()),
+                    format!(
+                        "{label}: the backing directory {} {}",
+                        dir.display(),
+                        if dir.exists() { "is not a directory" } else { "does not exist" }
+                    ),
                 ));
             }
             match per_dir.iter_mut().find(|(d, _)| *d == dir) {
