@@ -7,6 +7,17 @@ use std::process::Command;
 /// The tests here compare mounts and images before and after: run them one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// For tests that format file systems: the serial lock, or None (with the reason
+/// printed) when not root.
+fn root_only(why: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if !is_root() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(guard)
+}
+
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
@@ -60,11 +71,7 @@ fn leftovers() -> Vec<String> {
 
 #[test]
 fn ladder_on_two_managed_file_systems() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        eprintln!("skipped: --fs needs root");
-        return;
-    }
+    let Some(_one) = root_only("--fs needs root") else { return };
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
     let (o, pid) = run(&[
@@ -157,11 +164,7 @@ fn fs_needs_root() {
 
 #[test]
 fn small_ladder_on_every_file_system_type() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        eprintln!("skipped: --fs needs root");
-        return;
-    }
+    let Some(_one) = root_only("--fs needs root") else { return };
     let types = ["ext2", "ext3", "ext4", "xfs", "btrfs", "ntfs", "exfat", "tmpfs"];
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
@@ -193,11 +196,7 @@ fn small_ladder_on_every_file_system_type() {
 
 #[test]
 fn kill_9_then_cleanup_leaves_nothing() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        eprintln!("skipped: --fs needs root");
-        return;
-    }
+    let Some(_one) = root_only("--fs needs root") else { return };
     let mut child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
         .args(["ladder", "--fs", "ext4,ntfs", "--total", "1M", "--to", "1024", "--runs", "100", "--quiet"])
         .stdout(std::process::Stdio::null())
@@ -221,11 +220,7 @@ fn kill_9_then_cleanup_leaves_nothing() {
 
 #[test]
 fn sigint_tears_managed_file_systems_down() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        eprintln!("skipped: --fs needs root");
-        return;
-    }
+    let Some(_one) = root_only("--fs needs root") else { return };
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
     let child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
@@ -261,11 +256,7 @@ fn run_dirs(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn cleanup_removes_the_run_directory_of_a_killed_run_but_not_a_kept_one() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        eprintln!("skipped: the registry under /run/manyfiles needs root");
-        return;
-    }
+    let Some(_one) = root_only("the registry under /run/manyfiles needs root") else { return };
     let target = tempfile::tempdir().unwrap();
     let t = target.path().to_str().unwrap();
     // A kept run directory is the user's: cleanup leaves it.
