@@ -14,3 +14,4 @@ pub mod signals;
 pub mod target;
 pub mod tree;
 pub mod units;
+pub mod walk;
