@@ -13,5 +13,6 @@ pub mod report;
 pub mod signals;
 pub mod target;
 pub mod tree;
+pub mod scan;
 pub mod units;
 pub mod walk;
