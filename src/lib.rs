@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod error;
 pub mod experiment;
 pub mod generate;
+pub mod inventory;
 pub mod measure;
 pub mod ops;
 pub mod report;
