@@ -44,6 +44,8 @@ pub enum Command {
     Dirsize(DirsizeArgs),
     /// Run an experiment described in a TOML file (keys are the command's long flags)
     Run(RunFileArgs),
+    /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
+    Scan(ScanArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
 }
@@ -145,6 +147,25 @@ pub struct DirsizeArgs {
     pub shape: ShapeArgs,
     #[command(flatten)]
     pub write: WriteArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Directory to scan (never written to)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Also write the tree's shape (counts and histograms, no names) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Walk threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the scan report (counts, diff, phase times, provenance) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -560,5 +581,22 @@ pub fn bigfile_config(
         quiet: r.quiet,
         command_line,
         drop_caches: r.drop_caches,
+    })
+}
+
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::scan::ScanConfig> {
+    let db = a.db.as_deref().map(manyfiles::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+    for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+        }
+    }
+    Ok(manyfiles::scan::ScanConfig {
+        root: a.path.clone(),
+        db,
+        inventory: a.inventory.clone(),
+        threads: threads(a.threads)?,
+        json: a.json.clone(),
+        command_line,
     })
 }

@@ -23,7 +23,7 @@ fn main() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, scan or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -98,6 +98,14 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let cfg = cli::ops_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;
             print_results(&rs, false, cfg.json.as_deref());
+        }
+        Command::Scan(a) => {
+            let cfg = cli::scan_config(&a, args)?;
+            let r = manyfiles::scan::scan(&cfg)?;
+            out(&r.text());
+            if let Some(signal) = r.interrupted_by {
+                return Err(manyfiles::error::Error::Interrupted { signal });
+            }
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

@@ -81,6 +81,8 @@ pub struct ScanConfig {
     pub root: PathBuf,
     /// None: walk and statx only (what the storage costs without a database).
     pub db: Option<DbUrl>,
+    /// Write the tree's shape (an inventory) here, from the same walk.
+    pub inventory: Option<PathBuf>,
     pub threads: usize,
     pub json: Option<PathBuf>,
     pub command_line: Vec<String>,
@@ -131,6 +133,8 @@ pub struct ScanReport {
     pub first_error: Option<String>,
     /// Signal that stopped the scan (the index holds every committed batch).
     pub interrupted_by: Option<i32>,
+    /// Where the inventory was written.
+    pub inventory: Option<PathBuf>,
     pub provenance: Provenance,
 }
 
@@ -196,14 +200,18 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    /// Diff the pending batches and write what changed in one transaction.
-    fn flush(&mut self, extra_deletes: Vec<i64>) -> std::result::Result<(), String> {
+    /// Diff the pending batches and write what changed in one transaction. `last`:
+    /// the walk is complete, so also delete what it did not see (except below the
+    /// directories in the set, which it could not read).
+    fn flush(&mut self, last: Option<&HashSet<u128>>) -> std::result::Result<(), String> {
         let t = Instant::now();
         let mut ch = Changes::default();
         for b in &self.pending {
             self.index.diff(b, &mut ch);
         }
-        ch.deletes = extra_deletes;
+        if let Some(unread) = last {
+            ch.deletes = self.index.missing(unread);
+        }
         self.phases.diff_s += t.elapsed().as_secs_f64();
         if !ch.is_empty() {
             let t = Instant::now();
@@ -235,25 +243,27 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     let mut phases = Phases::default();
     let index = match db.as_deref_mut() {
         Some(db) => {
-            if let Some(old) = db.root().map_err(|e| Error::bad("--db", format!("{}: {e}", db.describe())))? {
-                if old != root {
+            match db.root().map_err(|e| Error::bad("--db", format!("{}: {e}", db.describe())))? {
+                Some(old) if old != root => {
                     return Err(Error::bad(
                         "--db",
                         format!("{} indexes {old}, not {root}: give another database", db.describe()),
                     ));
                 }
+                Some(_) => {}
+                // Written with the first batch (an unchanged rescan writes nothing).
+                None => db.set_root(&root).map_err(|e| Error::failed(format!("writing the index: {e}")))?,
             }
             let t = Instant::now();
             let ix = Index::load(db).map_err(|e| Error::failed(format!("reading the index: {e}")))?;
             phases.load_index_s = t.elapsed().as_secs_f64();
-            db.set_root(&root).map_err(|e| Error::failed(format!("writing the index: {e}")))?;
             ix
         }
         None => Index::default(),
     };
     let indexed_before = index.indexed() as u64;
     raise_fd_limit();
-    let stats = WalkStats::default();
+    let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
     let flush = 4096;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(64);
     let mut totals = Totals::default();
@@ -275,7 +285,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
             w.pending_rows += b.rows.len();
             w.pending.push(b);
             if w.pending_rows >= *batch_rows {
-                if let Err(e) = w.flush(Vec::new()) {
+                if let Err(e) = w.flush(None) {
                     failure = Some(e);
                     stats.stop.store(true, Ordering::Relaxed);
                     break;
@@ -286,19 +296,15 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
         phases.writer_wait_s = wait;
     });
     let interrupted = signals::pending();
+    let stats = &mut stats;
     let complete = failure.is_none() && interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
     let unread: Vec<Vec<u8>> = std::mem::take(&mut *stats.denied_paths.lock().unwrap_or_else(|p| p.into_inner()));
     let mut diff = DiffCounts::default();
     if let Some((mut w, _)) = writer {
         if failure.is_none() {
             // Finish what was walked; delete what is gone only after a complete walk.
-            let deletes = if complete {
-                let keys: HashSet<u128> = unread.iter().map(|p| path_key(p)).collect();
-                w.index.missing(&keys)
-            } else {
-                Vec::new()
-            };
-            if let Err(e) = w.flush(deletes) {
+            let keys: HashSet<u128> = unread.iter().map(|p| path_key(p)).collect();
+            if let Err(e) = w.flush(complete.then_some(&keys)) {
                 failure = Some(e);
             }
         }
@@ -315,7 +321,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     phases.walk_thread_s = ns(&stats.walk_ns);
     phases.stat_thread_s = ns(&stats.stat_ns);
     phases.walk_blocked_thread_s = ns(&stats.blocked_ns);
-    let report = ScanReport {
+    let mut report = ScanReport {
         root,
         db: db.as_ref().map(|d| d.describe()),
         threads: cfg.threads,
@@ -336,8 +342,13 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
         errors: stats.errors.load(Ordering::Relaxed),
         first_error: stats.first_error.lock().unwrap_or_else(|p| p.into_inner()).take(),
         interrupted_by: (interrupted != 0).then_some(interrupted),
+        inventory: None,
         provenance,
     };
+    if let (Some(path), Some(inv), true) = (&cfg.inventory, stats.take_inventory(), interrupted == 0) {
+        inv.save(path)?;
+        report.inventory = Some(path.clone());
+    }
     if let Some(j) = &cfg.json {
         let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::failed(e.to_string()))?;
         crate::report::export::write_atomic(j, &bytes)
@@ -411,6 +422,9 @@ impl ScanReport {
             if let Some(e) = &self.first_error {
                 s.push_str(&format!("  first error: {e}\n"));
             }
+        }
+        if let Some(p) = &self.inventory {
+            s.push_str(&format!("inventory: {}\n", p.display()));
         }
         s.push_str(&self.provenance.machine_line());
         s.push('\n');

@@ -5,6 +5,7 @@
 //! instead of filling memory).
 
 use super::backend::Meta;
+use crate::inventory::Inventory;
 use crate::signals;
 use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
@@ -23,7 +24,8 @@ const FIELDS: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::SIZE)
     .union(StatxFlags::MTIME)
     .union(StatxFlags::INO)
-    .union(StatxFlags::BLOCKS);
+    .union(StatxFlags::BLOCKS)
+    .union(StatxFlags::NLINK);
 
 /// Paths listed in the report (the counts are always complete).
 pub const LISTED: usize = 100;
@@ -112,11 +114,42 @@ pub struct WalkStats {
     pub first_error: Mutex<Option<String>>,
     /// The writer failed: stop walking.
     pub stop: AtomicBool,
+    /// The tree's shape, one part per walk thread (None: not asked for).
+    pub inventory: Option<Vec<Mutex<Inventory>>>,
 }
 
 impl WalkStats {
-    fn denied(&self, path: &[u8]) {
+    pub fn new(threads: usize, inventory: bool) -> WalkStats {
+        let parts = inventory.then(|| (0..threads.max(1)).map(|_| Mutex::new(Inventory::empty())).collect());
+        WalkStats { inventory: parts, ..Default::default() }
+    }
+
+    /// Add to this thread's part of the inventory, if one is kept.
+    fn inventory(&self, f: impl FnOnce(&mut Inventory)) {
+        if let Some(parts) = &self.inventory {
+            let me = rayon::current_thread_index().unwrap_or(0) % parts.len();
+            f(&mut parts[me].lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    }
+
+    /// The whole inventory (after the walk).
+    pub fn take_inventory(&mut self) -> Option<Inventory> {
+        self.inventory.take().map(|parts| {
+            let mut all = Inventory::empty();
+            for p in parts {
+                all.merge(&p.into_inner().unwrap_or_else(|p| p.into_inner()));
+            }
+            all.vanished = self.vanished.load(Ordering::Relaxed);
+            all
+        })
+    }
+
+    fn denied(&self, path: &[u8], depth: u32, name_len: Option<usize>) {
         self.denied.fetch_add(1, Ordering::Relaxed);
+        self.inventory(|inv| {
+            inv.unreadable_dirs += 1;
+            inv.add_dir(depth as u64, name_len, 0, 0);
+        });
         let mut l = self.denied_paths.lock().unwrap_or_else(|p| p.into_inner());
         l.push(path.to_vec()); // all kept: the writer must not delete what it could not see
     }
@@ -178,13 +211,14 @@ pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batc
         if stats.stop.load(Ordering::Relaxed) || signals::pending() != 0 {
             return;
         }
+        let name_len = (t.depth > 0).then(|| t.name.as_bytes().len());
         let t0 = Instant::now();
         let opened = walk::open_dir_at(t.parent.as_fd(), &t.name);
         let entries = opened.and_then(|fd| walk::read_dir_fd(fd.as_fd(), fd.as_fd()).map(|e| (fd, e)));
         stats.walk_ns.fetch_add(elapsed_ns(t0), Ordering::Relaxed);
         let (fd, entries) = match entries {
             Ok(x) => x,
-            Err(Errno::ACCESS | Errno::PERM) => return stats.denied(&t.path),
+            Err(Errno::ACCESS | Errno::PERM) => return stats.denied(&t.path, t.depth, name_len),
             Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
                 stats.vanished.fetch_add(1, Ordering::Relaxed);
                 return;
@@ -196,6 +230,7 @@ pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batc
         let depth = t.depth + 1;
         let mut batch = Batch::default();
         let mut stat_ns = 0;
+        let (mut files, mut subdirs) = (0, 0);
         for e in entries {
             let t1 = Instant::now();
             let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
@@ -215,6 +250,16 @@ pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batc
                 }
             };
             let row = *batch.push(&t.path, e.name.as_bytes(), Some(t.key), depth, meta_of(&st));
+            let name_len = e.name.as_bytes().len();
+            match row.meta.kind {
+                Kind::File => {
+                    files += 1;
+                    let nlink = st.stx_nlink as u64;
+                    stats.inventory(|inv| inv.add_file(depth as u64, name_len, st.stx_size, row.meta.allocated, nlink));
+                }
+                Kind::Dir => subdirs += 1,
+                k => stats.inventory(|inv| inv.add_special(k, depth as u64, name_len)),
+            }
             if row.meta.kind == Kind::Dir {
                 let path = batch.path(&row).to_vec();
                 spawn(Task { parent: Arc::clone(&fd), name: e.name, path, key: row.key, depth });
@@ -224,6 +269,7 @@ pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batc
             }
         }
         stats.stat_ns.fetch_add(stat_ns, Ordering::Relaxed);
+        stats.inventory(|inv| inv.add_dir(t.depth as u64, name_len, files, subdirs));
         if !batch.rows.is_empty() {
             send(batch);
         }
