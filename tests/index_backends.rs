@@ -124,7 +124,10 @@ fn index_matches_tree(b: &Backend, base: &Path) {
         (b.count)(&url, "SELECT count(*) FROM files f LEFT JOIN files p ON f.parent = p.id WHERE p.id IS NULL"),
         1
     );
-    assert_eq!((b.count)(&url, "SELECT count(*) FROM files f JOIN files p ON f.parent = p.id WHERE p.type <> 'dir'"), 0);
+    assert_eq!(
+        (b.count)(&url, "SELECT count(*) FROM files f JOIN files p ON f.parent = p.id WHERE p.type <> 'dir'"),
+        0
+    );
     assert_eq!((b.count)(&url, "SELECT count(*) FROM dirs"), 17);
 }
 
@@ -208,7 +211,11 @@ fn denied_directories_are_listed_and_kept(b: &Backend, base: &Path) {
             Command::new(common::bin())
         };
         let o = c.args(args).output().unwrap();
-        Run { code: o.status.code(), stdout: String::from_utf8_lossy(&o.stdout).into(), stderr: String::from_utf8_lossy(&o.stderr).into() }
+        Run {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into(),
+            stderr: String::from_utf8_lossy(&o.stderr).into(),
+        }
     };
     let t = tree.to_str().unwrap();
     as_user(&["scan", t, "--db", &url]).ok();
@@ -386,7 +393,10 @@ fn postgres_backend() {
         fingerprint: Box::new(|url| {
             // xmin changes on every insert or update of a row; the count on deletes.
             let r = pg_client(url)
-                .query_one("SELECT count(*)::text || ':' || coalesce(string_agg(xmin::text, ',' ORDER BY id), '') FROM files", &[])
+                .query_one(
+                    "SELECT count(*)::text || ':' || coalesce(string_agg(xmin::text, ',' ORDER BY id), '') FROM files",
+                    &[],
+                )
                 .unwrap();
             r.get(0)
         }),

@@ -53,7 +53,10 @@ fn bad_input_is_refused_before_walking() {
     std::fs::write(&notdb, "not a database, not even close, just a plain text file with words").unwrap();
     let r = run(["scan", t, "--db", &format!("sqlite:{}", notdb.display())]);
     assert_bad_input(&r, "--db", "a text file as index");
-    assert_eq!(std::fs::read_to_string(&notdb).unwrap(), "not a database, not even close, just a plain text file with words");
+    assert_eq!(
+        std::fs::read_to_string(&notdb).unwrap(),
+        "not a database, not even close, just a plain text file with words"
+    );
 }
 
 #[test]

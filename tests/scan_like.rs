@@ -116,7 +116,8 @@ fn walk_names(dir: &Path) -> Vec<String> {
 fn nextcloud_like_preset_scaled() {
     let base = tempfile::tempdir().unwrap();
     let t = base.path().join("nc");
-    let r = run(["gen", t.to_str().unwrap(), "--tree", "nextcloud-like", "--scale", "0.01", "-q", "--content", "zeros"]);
+    let r =
+        run(["gen", t.to_str().unwrap(), "--tree", "nextcloud-like", "--scale", "0.01", "-q", "--content", "zeros"]);
     r.ok();
     std::fs::remove_file(t.join(common::MARKER)).unwrap();
     let inv = inventory_of(&t, &base.path().join("nc.json"));

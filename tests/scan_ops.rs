@@ -11,8 +11,24 @@ fn scan_and_rescan_ops_are_measured() {
     let json = t.path().join("r.json");
     let target = t.path().to_str().unwrap();
     run([
-        "ops", "--target", target, "--files", "300", "--files-per-dir", "50", "--fanout", "3", "--size", "1k",
-        "--ops", "scan,rescan", "--runs", "2", "--json", json.to_str().unwrap(), "-q",
+        "ops",
+        "--target",
+        target,
+        "--files",
+        "300",
+        "--files-per-dir",
+        "50",
+        "--fanout",
+        "3",
+        "--size",
+        "1k",
+        "--ops",
+        "scan,rescan",
+        "--runs",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
     ])
     .ok();
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();

@@ -409,7 +409,11 @@ impl ScanReport {
         if self.db.is_some() {
             let db = p.load_index_s + p.diff_s + p.db_write_s + p.commit_s;
             let bound = if db > p.writer_wait_s { "the database" } else { "the walk (storage)" };
-            s.push_str(&format!("bound by: {bound} (database busy {}, idle {})\n", fmt_secs(db), fmt_secs(p.writer_wait_s)));
+            s.push_str(&format!(
+                "bound by: {bound} (database busy {}, idle {})\n",
+                fmt_secs(db),
+                fmt_secs(p.writer_wait_s)
+            ));
         }
         if self.denied > 0 || self.vanished > 0 || self.errors > 0 {
             s.push_str(&format!(

@@ -90,7 +90,14 @@ impl Batch {
         self.bytes.extend_from_slice(name);
         let end = self.bytes.len();
         let key = path_key(&self.bytes[start..end]);
-        self.rows.push(Row { path: (start as u32, end as u32), name_start: name_start as u32, key, parent, depth, meta });
+        self.rows.push(Row {
+            path: (start as u32, end as u32),
+            name_start: name_start as u32,
+            key,
+            parent,
+            depth,
+            meta,
+        });
         self.rows.last().expect("just pushed")
     }
 }

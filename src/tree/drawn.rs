@@ -354,7 +354,13 @@ pub fn nextcloud_like() -> Inventory {
     let fpd = [280u64, 170, 170, 150, 110, 70, 35, 12, 4, 1, 1];
     inv.files_per_dir_hist = apportion(&fpd, DIRS);
     let names: Vec<u64> = (0..=60)
-        .map(|l: u64| if l < 5 { 0 } else { (1e6 * (-((l as f64).ln() - 14f64.ln()).powi(2) / (2.0 * 0.45f64.powi(2))).exp()) as u64 })
+        .map(|l: u64| {
+            if l < 5 {
+                0
+            } else {
+                (1e6 * (-((l as f64).ln() - 14f64.ln()).powi(2) / (2.0 * 0.45f64.powi(2))).exp()) as u64
+            }
+        })
         .collect();
     inv.name_len_hist = apportion(&names, FILES + DIRS - 1);
     inv
