@@ -10,6 +10,7 @@ pub mod generate;
 pub mod inventory;
 pub mod measure;
 pub mod ops;
+pub mod ranks;
 pub mod report;
 pub mod signals;
 pub mod target;

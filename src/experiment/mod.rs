@@ -236,7 +236,11 @@ pub(crate) struct Driver<'a> {
 }
 
 /// The JSON (if any) and the other exports, in the order they are written.
+/// Only rank 0 writes results (under MPI).
 pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
+    if !crate::ranks::is_root() {
+        return Vec::new();
+    }
     json.map(|p| Output { path: p.to_path_buf(), format: Format::Json })
         .into_iter()
         .chain(exports.iter().cloned())
@@ -260,6 +264,7 @@ pub(crate) fn drive(
         export::write_all(&d.outputs, rs).map_err(Error::failed)
     };
     let mut order = 0u64;
+    let ranks = crate::ranks::size() as u64;
     for (pass, ti, gi) in trials(d.order, d.warmup + d.runs, trees.len(), targets.len()) {
         let recorded = pass >= d.warmup;
         let run = pass.saturating_sub(d.warmup) + 1;
@@ -283,9 +288,10 @@ pub(crate) fn drive(
                     op,
                     tree: tree.spec.clone(),
                     tree_key: tree.spec.key(),
-                    tree_files: tree.spec.files,
-                    tree_bytes: tree.bytes,
-                    tree_dirs: tree.dirs,
+                    // Under MPI every rank makes its own copy of the tree: the job's totals.
+                    tree_files: tree.spec.files * ranks,
+                    tree_bytes: tree.bytes * ranks,
+                    tree_dirs: tree.dirs * ranks,
                     run,
                     order,
                     result,
