@@ -46,6 +46,10 @@ pub enum Command {
     Run(RunFileArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
+    /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
+    Copy(CopyArgs),
+    /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
+    Sync(SyncArgs),
 }
 
 #[derive(Args, Debug)]
@@ -561,4 +565,71 @@ pub fn bigfile_config(
         command_line,
         drop_caches: r.drop_caches,
     })
+}
+
+#[derive(Args, Debug)]
+pub struct CopyArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory: new or empty
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Try a reflink (shared extents) first for every file
+    #[arg(long)]
+    pub reflink: bool,
+    /// Compare DST with SRC afterwards (contents, modes, mtimes)
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SyncArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory (made if missing)
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Decide by content instead of size + mtime
+    #[arg(long)]
+    pub checksum: bool,
+    /// Delete what DST has and SRC has not
+    #[arg(long)]
+    pub delete: bool,
+    /// Compare only: write and delete nothing, report what would change
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CopyCommonArgs {
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the summary as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options for `copy` / `sync`, and where the JSON summary goes.
+pub fn copy_config(
+    mode: manyfiles::copy::Mode,
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    c: &CopyCommonArgs,
+) -> Result<(manyfiles::copy::Options, Option<PathBuf>)> {
+    if let Some(j) = &c.json {
+        check_output(j, "--json")?;
+    }
+    let mut o = manyfiles::copy::Options::new(mode, src, dst, threads(c.threads)?);
+    o.quiet = c.quiet;
+    Ok((o, c.json.clone()))
 }
