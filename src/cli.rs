@@ -70,6 +70,8 @@ pub struct LadderArgs {
     #[arg(long, default_value = "create,read,delete")]
     pub ops: String,
     #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
     pub shape: ShapeArgs,
@@ -84,6 +86,8 @@ pub struct OpsArgs {
     /// Ops to time, comma separated, run in this order: create, stat, list, read, delete
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -401,6 +405,7 @@ impl RunArgs {
             exports: self.exports()?,
             quiet: self.quiet,
             command_line,
+            commands: Vec::new(),
         })
     }
 }
@@ -434,12 +439,14 @@ pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeEx
         ));
     }
     let trees = ladder.trees(&shape)?;
-    a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)
+    let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
+    a.pair.apply(cfg)
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
     let spec = a.shape.spec(a.tree.files, a.tree.size()?)?;
-    a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
+    let cfg = a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)?;
+    a.pair.apply(cfg)
 }
 
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
@@ -632,4 +639,29 @@ pub fn copy_config(
     let mut o = manyfiles::copy::Options::new(mode, src, dst, threads(c.threads)?);
     o.quiet = c.quiet;
     Ok((o, c.json.clone()))
+}
+
+/// Copy ops' extras for ladder and ops: external tools and content verification.
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// Time an external tool as op cmd:NAME on the same trees, e.g. --cmd cp='cp -a {src}/. {dst}'
+    /// (repeatable); its destination is checked against the source afterwards
+    #[arg(long = "cmd", value_name = "NAME=TEMPLATE")]
+    pub cmds: Vec<String>,
+    /// Compare contents too when checking an external tool's destination
+    #[arg(long)]
+    pub verify: bool,
+}
+
+impl PairArgs {
+    fn apply(&self, mut cfg: TreeExperiment) -> Result<TreeExperiment> {
+        use manyfiles::experiment::external::ExternalCmd;
+        for c in &self.cmds {
+            let mut cmd = ExternalCmd::parse(c).map_err(|e| Error::bad("--cmd", e))?;
+            cmd.verify = self.verify;
+            cfg.commands.push(cmd);
+        }
+        manyfiles::experiment::add_commands(&mut cfg.ops, &cfg.commands)?;
+        Ok(cfg)
+    }
 }

@@ -75,6 +75,9 @@ pub struct PhaseResult {
     /// create, when asked (clusters): sum of the files' st_blocks × 512.
     #[serde(default)]
     pub allocated_bytes: Option<u64>,
+    /// External tools: peak resident set size of the tool's process (wait4 rusage).
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl PhaseResult {
