@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Per-thread I/O buffer (read/write copies, content comparison).
@@ -69,6 +69,8 @@ struct Node {
     meta: Meta,
     dst_meta: Option<Meta>,
     pending: AtomicUsize,
+    /// Something was created, renamed or deleted in it (its mtime moved): set it again.
+    changed: AtomicBool,
     parent: Option<Arc<Node>>,
 }
 
@@ -176,6 +178,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         meta: src_meta,
         dst_meta,
         pending: AtomicUsize::new(1),
+        changed: AtomicBool::new(false),
         parent: None,
     });
     // A fresh copy's DST was checked empty: no need to list it.
@@ -254,6 +257,7 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
                 match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
                     Ok(()) => {
                         ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
+                        t.parent.changed.store(true, Ordering::Relaxed);
                     }
                     Err(Errno::EXIST) if ctx.o.mode == Mode::Sync => fresh = false,
                     Err(e) => {
@@ -280,6 +284,7 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
         meta: t.meta,
         dst_meta: t.dst_meta,
         pending: AtomicUsize::new(1),
+        changed: AtomicBool::new(false),
         parent: Some(t.parent),
     });
     Some((node, fresh))
@@ -294,7 +299,7 @@ fn release(ctx: &Ctx, node: Arc<Node>) {
             return;
         }
         if let Some(d) = &n.dst {
-            let same = n.dst_meta.is_some_and(|m| {
+            let same = !n.changed.load(Ordering::Relaxed) && n.dst_meta.is_some_and(|m| {
                 m.perm == n.meta.perm && m.mtime_s == n.meta.mtime_s && m.mtime_ns == n.meta.mtime_ns
             });
             if !same && !ctx.o.dry_run && !ctx.stopping() {
@@ -373,6 +378,9 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
         }
     });
     t.flush(&ctx.c);
+    if t.copied + t.deleted > 0 {
+        node.changed.store(true, Ordering::Relaxed);
+    }
     release(ctx, node);
 }
 
