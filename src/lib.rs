@@ -4,6 +4,7 @@
 //! the plain config structs of [`experiment`] and [`tree`].
 
 pub mod analysis;
+pub mod copy;
 pub mod error;
 pub mod experiment;
 pub mod generate;

@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -135,6 +135,16 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let rs = manyfiles::experiment::run(&cfg)?;
             print_results(&rs, false, cfg.json.as_deref());
         }
+        Command::Copy(a) => {
+            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
+            (o.reflink, o.verify) = (a.reflink, a.verify);
+            return copy_report(&o, json.as_deref());
+        }
+        Command::Sync(a) => {
+            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
+            (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
+            return copy_report(&o, json.as_deref());
+        }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;
             out(&format!("{report}\n"));
@@ -187,4 +197,25 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
         body.push('\n');
     }
     print_report(rs, &body, json);
+}
+
+/// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
+/// when anything failed or differed.
+fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>) -> Result<()> {
+    use manyfiles::error::Error;
+    let s = manyfiles::copy::run(o)?;
+    out(&s.text());
+    if let Some(p) = json {
+        let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
+        manyfiles::report::export::write_atomic(p, &text)
+            .map_err(|e| Error::failed(format!("{}: {e}", p.display())))?;
+    }
+    if s.interrupted {
+        return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
+    }
+    if !s.ok() {
+        let v = s.verify.as_ref().map_or(0, |v| v.differences);
+        return Err(Error::failed(format!("{} failed, {v} differences after verify", s.failed)));
+    }
+    Ok(())
 }

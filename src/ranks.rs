@@ -324,6 +324,7 @@ fn aggregate(ranks: Vec<(PhaseResult, Vec<(u64, u64)>)>) -> PhaseResult {
         // Each rank sees the whole file system's change when the ranks share one.
         space_used_bytes: rs.iter().filter_map(|r| r.space_used_bytes).max(),
         allocated_bytes: rs.iter().map(|r| r.allocated_bytes).sum(),
+        peak_rss_bytes: rs.iter().filter_map(|r| r.peak_rss_bytes).max(),
         ranks: Some(RankSpread {
             ranks: rs.len(),
             rank_elapsed_s: rs.iter().map(|r| r.elapsed_s).collect(),

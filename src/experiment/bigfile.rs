@@ -201,6 +201,7 @@ fn phase_result(
         space_used_bytes: None,
         allocated_bytes: None,
         ranks: None,
+        peak_rss_bytes: None,
     }
 }
 

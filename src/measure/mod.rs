@@ -79,6 +79,9 @@ pub struct PhaseResult {
     /// and times above are then the whole job's: sums, and the last finisher's time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::ranks::RankSpread>,
+    /// External tools: peak resident set size of the tool's process (wait4 rusage).
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl PhaseResult {

@@ -7,11 +7,13 @@
 //! rarely) and keep their own counters and histograms, merged at the end.
 
 pub mod allocated;
+pub mod copy;
 pub mod create;
 pub mod delete;
 pub mod list;
 pub mod read;
 pub mod stat;
+pub mod sync;
 
 use crate::measure::progress::Progress;
 use crate::measure::{self, Latency, PhaseResult, new_histogram, portions_from_points};
@@ -327,6 +329,7 @@ fn run_phase_here(
         space_used_bytes: None,
         allocated_bytes: None,
         ranks: None,
+        peak_rss_bytes: None,
     };
     (result, all.hist)
 }
