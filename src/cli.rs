@@ -48,6 +48,10 @@ pub enum Command {
     Scan(ScanArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
+    /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
+    Copy(CopyArgs),
+    /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
+    Sync(SyncArgs),
 }
 
 #[derive(Args, Debug)]
@@ -68,6 +72,8 @@ pub struct LadderArgs {
     #[arg(long, default_value = "create,read,delete")]
     pub ops: String,
     #[command(flatten)]
+    pub pair: PairArgs,
+    #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
     pub shape: ShapeArgs,
@@ -82,6 +88,8 @@ pub struct OpsArgs {
     /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan, delete
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -454,6 +462,7 @@ impl RunArgs {
             exports: self.exports()?,
             quiet: self.quiet,
             command_line,
+            commands: Vec::new(),
         })
     }
 }
@@ -487,12 +496,14 @@ pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeEx
         ));
     }
     let trees = ladder.trees(&shape)?;
-    a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)
+    let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
+    a.pair.apply(cfg)
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
     let spec = a.tree.spec(&a.shape)?;
-    a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
+    let cfg = a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)?;
+    a.pair.apply(cfg)
 }
 
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
@@ -635,4 +646,96 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         json: a.json.clone(),
         command_line,
     })
+}
+
+#[derive(Args, Debug)]
+pub struct CopyArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory: new or empty
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Try a reflink (shared extents) first for every file
+    #[arg(long)]
+    pub reflink: bool,
+    /// Compare DST with SRC afterwards (contents, modes, mtimes)
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SyncArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory (made if missing)
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Decide by content instead of size + mtime
+    #[arg(long)]
+    pub checksum: bool,
+    /// Delete what DST has and SRC has not
+    #[arg(long)]
+    pub delete: bool,
+    /// Compare only: write and delete nothing, report what would change
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CopyCommonArgs {
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the summary as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options for `copy` / `sync`, and where the JSON summary goes.
+pub fn copy_config(
+    mode: manyfiles::copy::Mode,
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    c: &CopyCommonArgs,
+) -> Result<(manyfiles::copy::Options, Option<PathBuf>)> {
+    if let Some(j) = &c.json {
+        check_output(j, "--json")?;
+    }
+    let mut o = manyfiles::copy::Options::new(mode, src, dst, threads(c.threads)?);
+    o.quiet = c.quiet;
+    Ok((o, c.json.clone()))
+}
+
+/// Copy ops' extras for ladder and ops: external tools and content verification.
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// Time an external tool as op cmd:NAME on the same trees, e.g. --cmd cp='cp -a {src}/. {dst}'
+    /// (repeatable); its destination is checked against the source afterwards
+    #[arg(long = "cmd", value_name = "NAME=TEMPLATE")]
+    pub cmds: Vec<String>,
+    /// Compare contents too when checking an external tool's destination
+    #[arg(long)]
+    pub verify: bool,
+}
+
+impl PairArgs {
+    fn apply(&self, mut cfg: TreeExperiment) -> Result<TreeExperiment> {
+        use manyfiles::experiment::external::ExternalCmd;
+        for c in &self.cmds {
+            let mut cmd = ExternalCmd::parse(c).map_err(|e| Error::bad("--cmd", e))?;
+            cmd.verify = self.verify;
+            cfg.commands.push(cmd);
+        }
+        manyfiles::experiment::add_commands(&mut cfg.ops, &cfg.commands)?;
+        Ok(cfg)
+    }
 }

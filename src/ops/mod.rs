@@ -7,12 +7,14 @@
 //! rarely) and keep their own counters and histograms, merged at the end.
 
 pub mod allocated;
+pub mod copy;
 pub mod create;
 pub mod delete;
 pub mod list;
 pub mod read;
 pub mod scan;
 pub mod stat;
+pub mod sync;
 
 use crate::measure::progress::Progress;
 use crate::measure::{self, Latency, PhaseResult, new_histogram, portions_from_points};
@@ -239,6 +241,18 @@ pub fn run_phase(
     settings: &PhaseSettings,
     progress: &Progress,
 ) -> PhaseResult {
+    // Under MPI every rank runs the phase at once and all get the job's aggregate.
+    crate::ranks::run_phase_everywhere(|| run_phase_here(op, tree, root, settings, progress))
+}
+
+/// [`run_phase`] in this process only; also hands back the latency histogram.
+fn run_phase_here(
+    op: &dyn Op,
+    tree: &Prepared,
+    root: BorrowedFd<'_>,
+    settings: &PhaseSettings,
+    progress: &Progress,
+) -> (PhaseResult, Histogram<u64>) {
     let plan = &tree.plan;
     let units: &[Unit] = if op.per_directory() { &plan.dir_units } else { &plan.file_units };
     let threads = settings.threads.clamp(1, units.len().max(1));
@@ -311,7 +325,7 @@ pub fn run_phase(
     }
     progress.set(all.files);
     let failure = shared.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
-    PhaseResult {
+    let result = PhaseResult {
         elapsed_s: elapsed,
         files: all.files,
         bytes: all.bytes,
@@ -329,7 +343,10 @@ pub fn run_phase(
         last_finish_s: finishes.iter().cloned().fold(0.0, f64::max),
         space_used_bytes: None,
         allocated_bytes: None,
-    }
+        ranks: None,
+        peak_rss_bytes: None,
+    };
+    (result, all.hist)
 }
 
 /// What a worker hands back when its thread ends (the buffers stay behind).
