@@ -158,7 +158,7 @@ for name, v in by.items():
 print()
 print("raw (name, seconds, entries, peak RSS KiB, other cores):\n")
 print("```")
-for r in rows: print("\t".join(r))
+for r in rows: print("\t".join(x.strip() for x in r))
 print("```\n")
 EOF
 }

@@ -203,7 +203,7 @@ impl Writer<'_> {
     /// Diff the pending batches and write what changed in one transaction. `last`:
     /// the walk is complete, so also delete what it did not see (except below the
     /// directories in the set, which it could not read).
-    fn flush(&mut self, last: Option<&HashSet<u128>>) -> std::result::Result<(), String> {
+    fn flush(&mut self, last: Option<&HashSet<u64>>) -> std::result::Result<(), String> {
         let t = Instant::now();
         let mut ch = Changes::default();
         for b in &self.pending {
@@ -265,7 +265,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     raise_fd_limit();
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
     let flush = 4096;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(64);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(32);
     let mut totals = Totals::default();
     let mut failure: Option<String> = None;
     let mut writer = db.as_deref_mut().map(|db| {
@@ -303,7 +303,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     if let Some((mut w, _)) = writer {
         if failure.is_none() {
             // Finish what was walked; delete what is gone only after a complete walk.
-            let keys: HashSet<u128> = unread.iter().map(|p| path_key(p)).collect();
+            let keys: HashSet<u64> = unread.iter().map(|p| path_key(p)).collect();
             if let Err(e) = w.flush(complete.then_some(&keys)) {
                 failure = Some(e);
             }

@@ -151,6 +151,11 @@ impl IndexBackend for Postgres {
             .map_err(|e| chain(&e))
     }
 
+    fn count(&mut self) -> Result<u64, String> {
+        let n: i64 = self.client.query_one("SELECT count(*) FROM files", &[]).map_err(|e| chain(&e))?.get(0);
+        Ok(n as u64)
+    }
+
     fn load(&mut self, f: &mut dyn FnMut(i64, &[u8], Meta)) -> Result<(), String> {
         let q = "SELECT id, path, type, size, mtime_ns, mode, inode, allocated FROM files";
         let mut rows = self.client.query_raw(q, std::iter::empty::<&dyn ToSql>()).map_err(|e| chain(&e))?;
