@@ -167,6 +167,15 @@ impl WalkStats {
     }
 }
 
+/// Entries the walk leaves out: the index's own files when it lives inside the tree
+/// (else every rescan would find them changed).
+#[derive(Debug, Clone)]
+pub struct Skip {
+    /// Directory (relative path, as indexed) holding them.
+    pub dir: Vec<u8>,
+    pub names: Vec<Vec<u8>>,
+}
+
 /// A directory to read: opened by its own task (so a huge directory does not hold a
 /// descriptor for every subdirectory waiting in the queue).
 struct Task {
@@ -194,7 +203,14 @@ fn elapsed_ns(t: Instant) -> u64 {
 
 /// Walk the tree below `root` on `threads` threads, sending rows (the root first) to
 /// `tx` in batches of at most `flush` rows. Stops early on a signal or `stats.stop`.
-pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batch>, stats: &WalkStats) {
+pub fn produce(
+    root: OwnedFd,
+    threads: usize,
+    flush: usize,
+    skip: Option<&Skip>,
+    tx: &SyncSender<Batch>,
+    stats: &WalkStats,
+) {
     let send = |b: Batch| {
         let t = Instant::now();
         if tx.send(b).is_err() {
@@ -236,7 +252,11 @@ pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batc
         let mut batch = Batch::default();
         let mut stat_ns = 0;
         let (mut files, mut subdirs) = (0, 0);
+        let skip_here = skip.filter(|s| s.dir == t.path);
         for e in entries {
+            if skip_here.is_some_and(|s| s.names.iter().any(|n| n == e.name.as_bytes())) {
+                continue;
+            }
             let t1 = Instant::now();
             let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
             stat_ns += elapsed_ns(t1);
