@@ -44,6 +44,8 @@ pub enum Command {
     Dirsize(DirsizeArgs),
     /// Run an experiment described in a TOML file (keys are the command's long flags)
     Run(RunFileArgs),
+    /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
+    Scan(ScanArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
     /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
@@ -66,7 +68,7 @@ pub struct LadderArgs {
     /// Multiply the file count by this from rung to rung
     #[arg(long, default_value = "4", value_parser = parse_count)]
     pub step: u64,
-    /// Ops to time, comma separated (create, stat, list, read, delete)
+    /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete)
     #[arg(long, default_value = "create,read,delete")]
     pub ops: String,
     #[command(flatten)]
@@ -83,7 +85,7 @@ pub struct LadderArgs {
 pub struct OpsArgs {
     #[command(flatten)]
     pub tree: TreeSizeArgs,
-    /// Ops to time, comma separated, run in this order: create, stat, list, read, delete
+    /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan, delete
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
     #[command(flatten)]
@@ -156,6 +158,25 @@ pub struct DirsizeArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Directory to scan (never written to)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Also write the tree's shape (counts and histograms, no names) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Walk threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the scan report (counts, diff, phase times, provenance) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub struct RunFileArgs {
     /// Experiment file: `command = "ladder"` plus the command's long flags as keys
     /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...)
@@ -190,6 +211,15 @@ pub struct TreeSizeArgs {
     /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
     #[arg(long, default_value = "4k")]
     pub size: String,
+    /// A tree shaped like an inventory (`scan PATH --inventory FILE`): same histograms, no names or bytes copied
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["files", "size", "tree"])]
+    pub like: Option<PathBuf>,
+    /// A preset tree shape: nextcloud-like (41,732 folders, 313,860 files, 3,075 MB)
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["files", "size"])]
+    pub tree: Option<String>,
+    /// Multiply the files and directories of --like or --tree by this
+    #[arg(long, default_value = "1")]
+    pub scale: f64,
 }
 
 #[derive(Args, Debug)]
@@ -296,6 +326,33 @@ fn threads(t: Option<usize>) -> Result<usize> {
 impl TreeSizeArgs {
     fn size(&self) -> Result<SizeDist> {
         SizeDist::parse(&self.size).map_err(|e| Error::bad("--size", e))
+    }
+
+    /// The tree: drawn from --like / --tree, or made from --files and --size with `shape`.
+    fn spec(&self, shape: &ShapeArgs) -> Result<TreeSpec> {
+        use manyfiles::tree::drawn;
+        let (inv, flag) = match (&self.like, self.tree.as_deref()) {
+            (Some(p), _) => (
+                manyfiles::inventory::Inventory::load(p).map_err(|e| match e {
+                    Error::BadInput { reason, .. } => Error::bad("--like", reason),
+                    e => e,
+                })?,
+                "--like",
+            ),
+            (None, Some("nextcloud-like")) => (drawn::nextcloud_like(), "--tree"),
+            (None, Some(t)) => return Err(Error::bad("--tree", format!("'{t}': known presets: nextcloud-like"))),
+            (None, None) => {
+                if self.scale != 1.0 {
+                    return Err(Error::bad("--scale", "only makes sense with --like or --tree"));
+                }
+                return shape.spec(self.files, self.size()?);
+            }
+        };
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return Err(Error::bad("--scale", "must be a number above 0"));
+        }
+        let content = Content::parse(&shape.content).map_err(|e| Error::bad("--content", e))?;
+        drawn::spec_like(&inv, self.scale, shape.seed, content).map_err(|e| Error::bad(flag, e))
     }
 }
 
@@ -444,7 +501,7 @@ pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeEx
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let spec = a.shape.spec(a.tree.files, a.tree.size()?)?;
+    let spec = a.tree.spec(&a.shape)?;
     let cfg = a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)?;
     a.pair.apply(cfg)
 }
@@ -452,7 +509,7 @@ pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperime
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
     Ok(GenConfig {
         dir: a.dir.clone(),
-        spec: a.shape.spec(a.tree.files, a.tree.size()?)?,
+        spec: a.tree.spec(&a.shape)?,
         create: a.write.options()?,
         threads: threads(a.threads)?,
         quiet: a.quiet,
@@ -664,4 +721,21 @@ impl PairArgs {
         manyfiles::experiment::add_commands(&mut cfg.ops, &cfg.commands)?;
         Ok(cfg)
     }
+}
+
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::scan::ScanConfig> {
+    let db = a.db.as_deref().map(manyfiles::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+    for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+        }
+    }
+    Ok(manyfiles::scan::ScanConfig {
+        root: a.path.clone(),
+        db,
+        inventory: a.inventory.clone(),
+        threads: threads(a.threads)?,
+        json: a.json.clone(),
+        command_line,
+    })
 }

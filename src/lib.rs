@@ -13,6 +13,7 @@ pub mod measure;
 pub mod ops;
 pub mod ranks;
 pub mod report;
+pub mod scan;
 pub mod signals;
 pub mod target;
 pub mod tree;

@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -144,6 +144,14 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
             return copy_report(&o, json.as_deref());
+        }
+        Command::Scan(a) => {
+            let cfg = cli::scan_config(&a, args)?;
+            let r = manyfiles::scan::scan(&cfg)?;
+            out(&r.text());
+            if let Some(signal) = r.interrupted_by {
+                return Err(manyfiles::error::Error::Interrupted { signal });
+            }
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

@@ -152,6 +152,9 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     if want.is_empty() && pairs.is_empty() {
         return Err(Error::bad("--ops", "no op given"));
     }
+    if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
+        return Err(Error::bad("--ops", "rescan needs scan before it (it rescans scan's index)"));
+    }
     let mut v: Vec<String> =
         ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
     let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
@@ -216,6 +219,8 @@ fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
         "stat" => Box::new(ops::Stat),
         "list" => Box::new(ops::List),
         "read" => Box::new(ops::Read),
+        "scan" => Box::new(ops::scan::Scan { rescan: false }),
+        "rescan" => Box::new(ops::scan::Scan { rescan: true }),
         "delete" => Box::new(ops::Delete),
         other => unreachable!("op names are checked by parse_ops: {other}"),
     }

@@ -12,6 +12,7 @@ pub mod create;
 pub mod delete;
 pub mod list;
 pub mod read;
+pub mod scan;
 pub mod stat;
 pub mod sync;
 
@@ -37,7 +38,7 @@ pub use read::Read;
 pub use stat::Stat;
 
 /// The ops a tree experiment knows, in the order they can run on one tree.
-pub const OP_NAMES: [&str; 5] = ["create", "stat", "list", "read", "delete"];
+pub const OP_NAMES: [&str; 7] = ["create", "stat", "list", "read", "scan", "rescan", "delete"];
 
 /// One timed kind of work over a tree.
 pub trait Op: Sync {
@@ -197,6 +198,20 @@ impl<'a> Worker<'a> {
             }
             self.shared.abort.store(true, Ordering::Relaxed);
         }
+        if self.first_error.is_none() {
+            self.first_error = Some(msg);
+        }
+    }
+
+    /// A failure that is not one syscall's errno (e.g. an engine's error): stops the phase.
+    #[cold]
+    pub fn fail(&mut self, msg: String) {
+        self.errors += 1;
+        let mut f = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(msg.clone());
+        }
+        self.shared.abort.store(true, Ordering::Relaxed);
         if self.first_error.is_none() {
             self.first_error = Some(msg);
         }
