@@ -46,6 +46,10 @@ pub enum Command {
     Run(RunFileArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
+    /// Charts and tables of result files: --html report (inline SVG), --png DIR, --csv, --markdown
+    Report(ReportArgs),
+    /// A/B: every measurement in both result files, the ratio B/A with its 95% CI and a verdict
+    Compare(CompareArgs),
 }
 
 #[derive(Args, Debug)]
@@ -560,5 +564,89 @@ pub fn bigfile_config(
         quiet: r.quiet,
         command_line,
         drop_caches: r.drop_caches,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result files (JSON written by --json); several are combined into one report
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write one self-contained HTML file (charts as inline SVG, no scripts)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write every chart as a PNG into this directory (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    /// Write one row per measurement as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the summary and fitted costs as Markdown
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline result file
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// Result file compared with the baseline
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Exit with code 1 when B is significantly slower than A by more than PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+}
+
+/// Read a result file; a missing or foreign file is bad input naming `flag`.
+pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::report::ResultSet> {
+    manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))
+}
+
+pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
+    if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() {
+        return Err(Error::bad("--html", "say what to write: --html FILE, --png DIR, --csv FILE or --markdown FILE"));
+    }
+    let mut exports = Vec::new();
+    for (p, f, flag) in [(&a.csv, Format::Csv, "--csv"), (&a.markdown, Format::Markdown, "--markdown")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+            exports.push(Output { path: p.clone(), format: f });
+        }
+    }
+    if let Some(h) = &a.html {
+        check_output(h, "--html")?;
+    }
+    if let Some(d) = &a.png {
+        if d.exists() && !d.is_dir() {
+            return Err(Error::bad("--png", format!("{} is not a directory", d.display())));
+        }
+        if !d.exists() {
+            check_output(d, "--png")?;
+        }
+    }
+    let sets = a.files.iter().map(|f| read_results(f, "RESULTS.json")).collect::<Result<Vec<_>>>()?;
+    Ok(manyfiles::report::ReportConfig {
+        files: a.files.clone(),
+        sets,
+        html: a.html.clone(),
+        png: a.png.clone(),
+        exports,
+    })
+}
+
+pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfig> {
+    if let Some(p) = a.fail_if_slower {
+        if !(p.is_finite() && p >= 0.0) {
+            return Err(Error::bad("--fail-if-slower", "must be a percentage of 0 or more"));
+        }
+    }
+    Ok(manyfiles::report::CompareConfig {
+        a_name: a.a.display().to_string(),
+        b_name: a.b.display().to_string(),
+        a: read_results(&a.a, "A.json")?,
+        b: read_results(&a.b, "B.json")?,
+        fail_if_slower_pct: a.fail_if_slower,
     })
 }

@@ -99,6 +99,16 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let rs = manyfiles::experiment::run(&cfg)?;
             print_results(&rs, false, cfg.json.as_deref());
         }
+        Command::Report(a) => {
+            let cfg = cli::report_config(&a)?;
+            out(&manyfiles::report::run_report(cfg)?);
+        }
+        Command::Compare(a) => {
+            let cfg = cli::compare_config(&a)?;
+            let (text, verdict) = manyfiles::report::run_compare(&cfg);
+            out(&text);
+            verdict?;
+        }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;
             out(&format!("{report}\n"));

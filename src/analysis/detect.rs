@@ -19,7 +19,13 @@ pub const OUTLIER_MIN_RUNS: usize = 5;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Detection {
     /// Past `at_files` files the per-file cost of `op` stays ≥ 20% higher.
-    Knee { target: String, op: String, tree_key: String, #[serde(flatten)] knee: Knee },
+    Knee {
+        target: String,
+        op: String,
+        tree_key: String,
+        #[serde(flatten)]
+        knee: Knee,
+    },
     /// Between two adjacent file counts the faster of two targets changes.
     Crossover {
         op: String,
@@ -295,8 +301,10 @@ mod tests {
     fn crossover_interpolated_on_log_axes() {
         // Target x: 1 ms per file; y: 0.1 s fixed + 0.1 ms per file: y faster past ~111 files.
         let files = [1u64, 10, 100, 1000, 10_000];
-        let sx: Vec<Summary> =
-            files.iter().map(|&f| summary_of(&[f as f64 * 1e-3, f as f64 * 1.001e-3, f as f64 * 0.999e-3]).unwrap()).collect();
+        let sx: Vec<Summary> = files
+            .iter()
+            .map(|&f| summary_of(&[f as f64 * 1e-3, f as f64 * 1.001e-3, f as f64 * 0.999e-3]).unwrap())
+            .collect();
         let sy: Vec<Summary> = files
             .iter()
             .map(|&f| {

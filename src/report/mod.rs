@@ -1,8 +1,13 @@
 //! ResultSet: the versioned JSON document every later command reads, and what is
 //! derived from its raw measurements (summaries, models, warnings).
 
+pub mod chart;
+pub mod combine;
+pub mod commands;
+pub mod compare;
 pub mod csv;
 pub mod export;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod table;
@@ -17,6 +22,8 @@ use crate::target::TargetInfo;
 use crate::tree::TreeSpec;
 use crate::units::sig3;
 use serde::{Deserialize, Serialize};
+
+pub use commands::{CompareConfig, ReportConfig, run_compare, run_report};
 
 pub const SCHEMA: u32 = 1;
 

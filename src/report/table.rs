@@ -146,11 +146,8 @@ pub fn models(rs: &ResultSet) -> String {
             }
             None => "not resolved".into(),
         };
-        let per_dir = if c.per_dir_s > 0.0 {
-            fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se))
-        } else {
-            "— (not resolved)".into()
-        };
+        let per_dir =
+            if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "— (not resolved)".into() };
         let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
         let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
         if many {
