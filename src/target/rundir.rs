@@ -4,16 +4,15 @@
 
 use crate::error::{Error, Result};
 use crate::target::registry;
+use crate::walk::{self, DIR_FLAGS, Kind};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, mkdirat, openat, unlinkat};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, unlinkat};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
-use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 
 /// Name of the marker file in every directory the tool made to write into.
 pub const MARKER: &str = ".manyfiles-run";
-const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 /// A run directory `manyfiles-run-<id>` the tool created; removed on drop unless kept.
 pub struct RunDir {
@@ -156,39 +155,22 @@ pub fn remove_contents_keep_marker(dir: BorrowedFd<'_>) -> std::result::Result<(
 }
 
 fn remove_below(dir: BorrowedFd<'_>, keep_marker: bool) -> std::result::Result<(), Errno> {
-    // Collect names first: unlinking while getdents walks can skip entries.
-    let mut names: Vec<(CString, FileType)> = Vec::new();
-    let mut space = vec![MaybeUninit::<u8>::uninit(); 64 * 1024];
-    let dup = openat(dir, c".", DIR_FLAGS, Mode::empty())?;
-    let mut it = RawDir::new(&dup, &mut space);
-    while let Some(e) = it.next() {
-        let e = e?;
-        let n = e.file_name();
-        if n == c"." || n == c".." || (keep_marker && n.to_bytes() == MARKER.as_bytes()) {
+    // Collect names first (read_dir does): unlinking while getdents walks can skip entries.
+    let mut first_err = None;
+    for e in walk::read_dir(dir)? {
+        if keep_marker && e.name.to_bytes() == MARKER.as_bytes() {
             continue;
         }
-        names.push((n.to_owned(), e.file_type()));
-    }
-    let mut first_err = None;
-    for (name, ft) in names {
-        if let Err(e) = remove_entry(dir, &name, ft) {
-            first_err.get_or_insert(e);
+        if let Err(err) = remove_entry(dir, &e.name, e.kind) {
+            first_err.get_or_insert(err);
         }
     }
     first_err.map_or(Ok(()), Err)
 }
 
-fn remove_entry(dir: BorrowedFd<'_>, name: &CStr, ft: FileType) -> std::result::Result<(), Errno> {
-    let is_dir = match ft {
-        FileType::Directory => true,
-        FileType::Unknown => {
-            let st = rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, rustix::fs::StatxFlags::TYPE)?;
-            FileType::from_raw_mode(st.stx_mode as u32) == FileType::Directory
-        }
-        _ => false,
-    };
-    if is_dir {
-        let sub = openat(dir, name, DIR_FLAGS, Mode::empty())?;
+fn remove_entry(dir: BorrowedFd<'_>, name: &CStr, kind: Kind) -> std::result::Result<(), Errno> {
+    if kind == Kind::Dir {
+        let sub = walk::open_dir_at(dir, name)?;
         remove_below(sub.as_fd(), false)?;
         unlinkat(dir, name, AtFlags::REMOVEDIR)
     } else {
