@@ -109,6 +109,14 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             out(&text);
             verdict?;
         }
+        Command::Predict(a) => {
+            let cfg = cli::predict_config(&a)?;
+            out(&manyfiles::report::run_predict(&cfg)?);
+        }
+        Command::Plan(a) => {
+            let cfg = cli::plan_config(&a)?;
+            out(&manyfiles::report::run_plan(cfg)?);
+        }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;
             out(&format!("{report}\n"));

@@ -4,4 +4,6 @@
 pub mod compare;
 pub mod detect;
 pub mod model;
+pub mod plan;
+pub mod predict;
 pub mod stats;

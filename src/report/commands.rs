@@ -93,3 +93,80 @@ pub fn run_compare(cfg: &CompareConfig) -> (String, Result<()>) {
     };
     (text, verdict)
 }
+
+/// Where the model came from: file, command and machine (predictions carry provenance).
+fn model_line(name: &str, rs: &ResultSet) -> String {
+    format!(
+        "model: {name} ({} experiment started {}) · {}",
+        rs.experiment.name,
+        rs.provenance.started_utc,
+        rs.provenance.machine_line()
+    )
+}
+
+/// The tree a prediction or plan is for.
+#[derive(Debug)]
+pub enum TreeInput {
+    /// Walk this directory.
+    Path(PathBuf),
+    /// A saved inventory.
+    Inventory(Box<crate::inventory::Inventory>),
+}
+
+/// `manyfiles predict`.
+#[derive(Debug)]
+pub struct PredictConfig {
+    pub model_name: String,
+    pub model: ResultSet,
+    pub tree: TreeInput,
+    pub interval_s: Option<f64>,
+    pub json: Option<PathBuf>,
+    pub threads: usize,
+}
+
+fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(e.to_string()))?;
+    bytes.push(b'\n');
+    export::write_atomic(path, &bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+}
+
+pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
+    use crate::analysis::predict::{self, Shape};
+    let shape = match &cfg.tree {
+        TreeInput::Path(p) => Shape::from(&crate::inventory::Inventory::scan(p, cfg.threads)?),
+        TreeInput::Inventory(i) => Shape::from(i.as_ref()),
+    };
+    let rows = predict::predict(&cfg.model, &shape, cfg.interval_s);
+    if let Some(j) = &cfg.json {
+        write_json(j, &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "predictions": rows }))?;
+    }
+    let mut text = super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model));
+    if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
+        text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
+    }
+    Ok(text)
+}
+
+/// `manyfiles plan`.
+#[derive(Debug)]
+pub struct PlanConfig {
+    pub tree: TreeInput,
+    pub clusters: Vec<u64>,
+    pub model: Option<(String, ResultSet)>,
+    pub json: Option<PathBuf>,
+    pub threads: usize,
+}
+
+pub fn run_plan(cfg: PlanConfig) -> Result<String> {
+    use crate::analysis::plan::{self, Source};
+    let src = match cfg.tree {
+        TreeInput::Path(p) => plan::walk_sizes(&p, cfg.threads)?,
+        TreeInput::Inventory(i) => Source::Inventory(i),
+    };
+    let p = plan::plan(&src, &cfg.clusters, cfg.model.as_ref().map(|m| &m.1));
+    if let Some(j) = &cfg.json {
+        write_json(j, &p)?;
+    }
+    let line = cfg.model.as_ref().map(|(n, rs)| model_line(n, rs));
+    Ok(super::advice::plan(&p, line.as_deref()))
+}

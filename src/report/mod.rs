@@ -1,6 +1,7 @@
 //! ResultSet: the versioned JSON document every later command reads, and what is
 //! derived from its raw measurements (summaries, models, warnings).
 
+pub mod advice;
 pub mod chart;
 pub mod combine;
 pub mod commands;
@@ -23,7 +24,9 @@ use crate::tree::TreeSpec;
 use crate::units::sig3;
 use serde::{Deserialize, Serialize};
 
-pub use commands::{CompareConfig, ReportConfig, run_compare, run_report};
+pub use commands::{
+    CompareConfig, PlanConfig, PredictConfig, ReportConfig, TreeInput, run_compare, run_plan, run_predict, run_report,
+};
 
 pub const SCHEMA: u32 = 1;
 
