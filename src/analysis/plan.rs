@@ -185,7 +185,7 @@ fn recommend(rows: &[ClusterRow], data: u64) -> (Option<u64>, String) {
         }
         if timed.len() < rows.len() {
             why.push_str(&format!(
-                "; {} cluster sizes have no model and were judged by space only",
+                "; cluster sizes without a model: {} (judged by space only)",
                 rows.len() - timed.len()
             ));
         }
