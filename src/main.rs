@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -152,6 +152,24 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             if let Some(signal) = r.interrupted_by {
                 return Err(manyfiles::error::Error::Interrupted { signal });
             }
+        }
+        Command::Report(a) => {
+            let cfg = cli::report_config(&a)?;
+            out(&manyfiles::report::run_report(cfg)?);
+        }
+        Command::Compare(a) => {
+            let cfg = cli::compare_config(&a)?;
+            let (text, verdict) = manyfiles::report::run_compare(&cfg);
+            out(&text);
+            verdict?;
+        }
+        Command::Predict(a) => {
+            let cfg = cli::predict_config(&a)?;
+            out(&manyfiles::report::run_predict(&cfg)?);
+        }
+        Command::Plan(a) => {
+            let cfg = cli::plan_config(&a)?;
+            out(&manyfiles::report::run_plan(cfg)?);
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;
