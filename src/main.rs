@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, scan, copy, sync or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -104,10 +104,12 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             recorded.extend(file_args);
             return run(inner, recorded);
         }
-        Command::Bigfile(_) | Command::Gen(_) | Command::Cleanup if ranks::size() > 1 => {
+        // Under MPI only the experiments run (each rank in its own run directory); the
+        // other commands would have every rank work on the same paths.
+        ref c if ranks::size() > 1 && !matches!(c, Command::Ladder(_) | Command::Ops(_) | Command::Dirsize(_)) => {
             return Err(manyfiles::error::Error::bad(
                 "COMMAND",
-                "this command does not run under MPI (ladder, ops and dirsize do); start it without mpirun",
+                "this command does not run under MPI (ladder, ops and dirsize do, with copy, sync and scan as ops); start it without mpirun",
             ));
         }
         Command::Bigfile(a) => {
@@ -135,14 +137,6 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let rs = manyfiles::experiment::run(&cfg)?;
             print_results(&rs, false, cfg.json.as_deref());
         }
-        Command::Scan(a) => {
-            let cfg = cli::scan_config(&a, args)?;
-            let r = manyfiles::scan::scan(&cfg)?;
-            out(&r.text());
-            if let Some(signal) = r.interrupted_by {
-                return Err(manyfiles::error::Error::Interrupted { signal });
-            }
-        }
         Command::Copy(a) => {
             let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
             (o.reflink, o.verify) = (a.reflink, a.verify);
@@ -152,6 +146,32 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
             return copy_report(&o, json.as_deref());
+        }
+        Command::Scan(a) => {
+            let cfg = cli::scan_config(&a, args)?;
+            let r = manyfiles::scan::scan(&cfg)?;
+            out(&r.text());
+            if let Some(signal) = r.interrupted_by {
+                return Err(manyfiles::error::Error::Interrupted { signal });
+            }
+        }
+        Command::Report(a) => {
+            let cfg = cli::report_config(&a)?;
+            out(&manyfiles::report::run_report(cfg)?);
+        }
+        Command::Compare(a) => {
+            let cfg = cli::compare_config(&a)?;
+            let (text, verdict) = manyfiles::report::run_compare(&cfg);
+            out(&text);
+            verdict?;
+        }
+        Command::Predict(a) => {
+            let cfg = cli::predict_config(&a)?;
+            out(&manyfiles::report::run_predict(&cfg)?);
+        }
+        Command::Plan(a) => {
+            let cfg = cli::plan_config(&a)?;
+            out(&manyfiles::report::run_plan(cfg)?);
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

@@ -124,7 +124,7 @@ pub fn models(rs: &ResultSet) -> String {
     }
     let many = rs.targets.len() > 1;
     let mut header: Vec<String> =
-        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "break-even file size", "R²", "points"]
+        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "per dir (± s.e.)", "break-even file size", "R²", "points"]
             .map(String::from)
             .to_vec();
     if many {
@@ -146,8 +146,10 @@ pub fn models(rs: &ResultSet) -> String {
             }
             None => "not resolved".into(),
         };
+        let per_dir =
+            if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "— (not resolved)".into() };
         let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
-        let mut row = vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()];
+        let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
         if many {
             row.insert(1, m.target.clone());
         }
@@ -155,8 +157,8 @@ pub fn models(rs: &ResultSet) -> String {
     }
     right_align(&mut t, 1);
     format!(
-        "fitted cost: time = a·files + b·bytes (least squares on relative error)\n{t}\n\
-         break-even: a file costs as much time as moving this many bytes"
+        "fitted cost: time = a·files + b·bytes + c·dirs (non-negative least squares on relative error)\n{t}\n\
+         break-even: a file costs as much time as moving this many bytes; a directory cost is shown only when the data resolve it"
     )
 }
 
@@ -222,6 +224,7 @@ pub fn footer(rs: &ResultSet) -> String {
     if rs.warnings.len() > SHOWN {
         out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
     }
+    out.push_str(&detections(rs, SHOWN));
     let e = &rs.experiment;
     out.push_str(&format!(
         "runs: {} per cell (+{} warmup), {} threads, order {}; CI = Student t 95% over runs\n",
@@ -242,6 +245,25 @@ pub fn footer(rs: &ResultSet) -> String {
     }
     out.push_str(&rs.provenance.machine_line());
     out.push('\n');
+    out
+}
+
+/// Detections that are not already warnings (knees, crossovers, outliers), one line each.
+pub fn detections(rs: &ResultSet, shown: usize) -> String {
+    use crate::analysis::detect::Detection;
+    let lines: Vec<String> = rs
+        .detections
+        .iter()
+        .filter(|d| !matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }))
+        .map(|d| d.text())
+        .collect();
+    let mut out = String::new();
+    for l in lines.iter().take(shown) {
+        out.push_str(&format!("detected: {l}\n"));
+    }
+    if lines.len() > shown {
+        out.push_str(&format!("… and {} more detections (all in the JSON results)\n", lines.len() - shown));
+    }
     out
 }
 
