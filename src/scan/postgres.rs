@@ -68,12 +68,21 @@ impl Postgres {
         }
         let describe = describe(&cfg);
         let mut client = cfg.connect(NoTls).map_err(|e| format!("cannot connect to {describe}: {}", chain(&e)))?;
-        let got: bool = client
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
-            .map_err(|e| format!("{describe}: {}", chain(&e)))?
-            .get(0);
-        if !got {
-            return Err(format!("{describe}: another scan is writing this index"));
+        // A scan that just ended may still hold the lock for a moment (its server process
+        // releases it while exiting): wait up to 3 s before calling the index busy.
+        let t0 = std::time::Instant::now();
+        loop {
+            let got: bool = client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
+                .map_err(|e| format!("{describe}: {}", chain(&e)))?
+                .get(0);
+            if got {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(3) {
+                return Err(format!("{describe}: another scan is writing this index"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
         client.batch_execute(SCHEMA).map_err(|e| format!("{describe}: {}", chain(&e)))?;
         Ok(Postgres { describe, client, in_tx: false })
@@ -89,6 +98,13 @@ impl Postgres {
 }
 
 const META_TYPES: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT8, Type::INT4, Type::INT8, Type::INT8];
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Release the scan lock now rather than when the server notices the disconnect.
+        let _ = self.client.execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY]);
+    }
+}
 
 /// The metadata columns (type, size, mtime_ns, mode, inode, allocated) as SQL values.
 struct MetaCols {
