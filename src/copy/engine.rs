@@ -171,6 +171,8 @@ pub fn run(o: &Options) -> Result<Summary> {
         None => None,
     };
     let ctx = Ctx { o, c: Counters::default(), f: Failures::default() };
+    // Files are created with their final permission bits (one fchmod less per file).
+    let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
         src,
         dst,
@@ -194,6 +196,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         });
         reporter.stop();
     });
+    rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();
     let c = &ctx.c;
     let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);

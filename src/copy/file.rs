@@ -72,6 +72,10 @@ pub fn set_meta(fd: BorrowedFd<'_>, m: &Meta) -> Result<(), Errno> {
 /// Copy file `name` of `src_dir` (described by `m`) to `dst_name` in `dst_dir`, which
 /// must not exist (O_EXCL; never follows a symlink there). Returns the bytes copied.
 /// On failure the partial destination is removed.
+///
+/// The file is created with its final permission bits (the engine runs with umask 0),
+/// so only the mtime is set afterwards; setuid/setgid bits, which a write may clear,
+/// are set again with fchmod.
 pub fn copy_file(
     src_dir: BorrowedFd<'_>,
     name: &CStr,
@@ -87,10 +91,19 @@ pub fn copy_file(
         dst_dir,
         dst_name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(m.perm & 0o777),
     )
     .map_err(|e| (Step::Create, e))?;
-    let r = fill(&src, &dst, m, reflink, buf).and_then(|n| set_meta(dst.as_fd(), m).map(|_| n).map_err(|e| (Step::Metadata, e)));
+    let meta = |n: u64| {
+        if m.perm & 0o7000 != 0 {
+            set_meta(dst.as_fd(), m)
+        } else {
+            rustix::fs::futimens(&dst, &mtime(m))
+        }
+        .map(|_| n)
+        .map_err(|e| (Step::Metadata, e))
+    };
+    let r = fill(&src, &dst, m, reflink, buf).and_then(meta);
     if r.is_err() {
         let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
     }
@@ -103,6 +116,9 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
         return Ok(m.size);
     }
     let mut done = 0u64;
+    if m.size == 0 {
+        return Ok(0);
+    }
     if m.size > SMALL {
         loop {
             match rustix::fs::copy_file_range(src, None, dst, None, 1 << 30) {
@@ -124,6 +140,11 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
         };
         crate::ops::create::write_all(dst.as_fd(), &buf[..n]).map_err(|e| (Step::Write, e))?;
         done += n as u64;
+        // The size statx saw is copied: no read just to learn of the end (a file that
+        // grows meanwhile is copied as it was when listed, as a snapshot would be).
+        if done == m.size {
+            return Ok(done);
+        }
     }
 }
 
