@@ -11,7 +11,8 @@
 # Environment: ROUNDS (measured rounds, default 5), WARMUP (default 1), FILES (default
 # 100000), SIZE (default 1k), DIRS (default 100: FILES/DIRS files per directory),
 # THREADS (manyfiles --threads, default nproc), IMG_SIZE (default 4G), MEM_FILES
-# (files of the RSS check, default 1000000; 0 skips it), RAW (also copy the raw TSV here).
+# (files of the RSS check, default 1000000; 0 skips it), MEM_IMG_SIZE (its image, default
+# 8G, sparse), RAW (also copy the raw TSV here). ROUNDS=0 runs only the RSS check.
 #
 # Every round runs each contender once, in an order rotated by one each round:
 #   copy: mf-copy     manyfiles copy SRC DST --threads T -q
@@ -36,6 +37,7 @@ SIZE=${SIZE:-1k}
 DIRS=${DIRS:-100}
 THREADS=${THREADS:-$(nproc)}
 IMG_SIZE=${IMG_SIZE:-4G}
+MEM_IMG_SIZE=${MEM_IMG_SIZE:-8G}
 MEM_FILES=${MEM_FILES:-1000000}
 RAW=${RAW:-}
 
@@ -46,60 +48,35 @@ if [ $((FILES % DIRS)) -ne 0 ]; then echo "FILES must be a multiple of DIRS" >&2
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/manyfiles-copybench-$$
-MNT=$WORK/mnt
-IMG=$WORK/ext4.img
-LOOP=""
 TSV=$WORK/raw.tsv
-
-cleanup() {
-    local rc=$?
-    set +e
-    if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || umount -l "$MNT"; fi
-    if [ -n "$LOOP" ]; then losetup -d "$LOOP" 2>/dev/null; fi
-    rm -rf "$WORK"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-mkdir -p "$WORK"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_setup
 
 echo "building manyfiles (release)..." >&2
 (cd "$ROOT" && cargo build --release --quiet)
 MF=$ROOT/target/release/manyfiles
 
-# A fresh ext4 on a loop device over an image in RAM, mounted at $MNT.
-fresh_ext4() {
-    if [ -n "$LOOP" ]; then umount "$MNT"; losetup -d "$LOOP"; LOOP=""; fi
-    rm -f "$IMG"
-    truncate -s "$1" "$IMG"
-    mkfs.ext4 -q -F -N "$2" -E lazy_itable_init=0,lazy_journal_init=0 "$IMG"
-    LOOP=$(losetup -f --show "$IMG")
-    mkdir -p "$MNT"
-    mount "$LOOP" "$MNT"
-}
+bench_header "copy and sync benchmark" \
+    "ROUNDS=$ROUNDS WARMUP=$WARMUP FILES=$FILES SIZE=$SIZE DIRS=$DIRS THREADS=$THREADS MEM_FILES=$MEM_FILES bench/copy.sh" \
+    "$(cp --version | head -1); $(tar --version | head -1); $(rsync --version | head -1 | sed 's/  */ /g')"
 
-CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-RAM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)
-echo "## copy and sync benchmark"
-echo
-echo "- command: \`ROUNDS=$ROUNDS WARMUP=$WARMUP FILES=$FILES SIZE=$SIZE DIRS=$DIRS THREADS=$THREADS MEM_FILES=$MEM_FILES bench/copy.sh\`"
-echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- machine: $CPU, $(nproc) cores, $RAM RAM, kernel $(uname -r)"
-echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted changes in src/'); $(cp --version | head -1); $(tar --version | head -1); $(rsync --version | head -1 | sed 's/  */ /g')"
-echo
-
-# --- the tree ----------------------------------------------------------------------
-fresh_ext4 "$IMG_SIZE" $((FILES * 4 + 100000))
-echo "generating $FILES files of $SIZE in $DIRS directories..." >&2
-"$MF" gen "$MNT/src" --files "$FILES" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) -q >/dev/null
-rm -f "$MNT/src/.manyfiles-run"   # gen's marker: not part of the data set
+# --- the tree (ROUNDS=0: none, only the memory check) ----------------------------------
+fresh_ext4 "$IMG_SIZE" -N $((FILES * 4 + 100000))
 SRC=$MNT/src
-SRC_FILES=$(find "$SRC" -type f | wc -l)
-SRC_BYTES=$(du -sb --apparent-size "$SRC" | cut -f1)
-# The identical tree the sync contenders compare against.
-cp -a "$SRC/." "$MNT/same"
-if [ -n "$(rsync -ani "$SRC/" "$MNT/same/")" ]; then echo "rsync sees differences in the identical copy" >&2; exit 1; fi
+if [ "$ROUNDS" -gt 0 ]; then
+    echo "generating $FILES files of $SIZE in $DIRS directories..." >&2
+    "$MF" gen "$MNT/src" --files "$FILES" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) -q >/dev/null
+    rm -f "$MNT/src/.manyfiles-run"   # gen's marker: not part of the data set
+    SRC=$MNT/src
+    SRC_FILES=$(find "$SRC" -type f | wc -l)
+    # Sum of the files' sizes (directory sizes differ from tool to tool and do not count).
+    file_bytes() { find "$1" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
+    SRC_BYTES=$(file_bytes "$SRC")
+    # The identical tree the sync contenders compare against.
+    cp -a "$SRC/." "$MNT/same"
+    if [ -n "$(rsync -ani "$SRC/" "$MNT/same/")" ]; then echo "rsync sees differences in the identical copy" >&2; exit 1; fi
+fi
 
 # timed NAME CMD...: wall, user, sys, max RSS (KiB) to $WORK/last
 timed() {
@@ -131,7 +108,7 @@ run_one() {
         mf-copy|cp-a|tar)
             local n b
             n=$(find "$dst" -type f | wc -l)
-            b=$(du -sb --apparent-size "$dst" | cut -f1)
+            b=$(file_bytes "$dst")
             if [ "$n" != "$SRC_FILES" ] || [ "$b" != "$SRC_BYTES" ]; then
                 echo "$c produced a wrong tree: $n files, $b bytes (want $SRC_FILES, $SRC_BYTES)" >&2
                 exit 1
@@ -143,6 +120,7 @@ run_one() {
 
 CONTENDERS=(mf-copy cp-a tar mf-sync-n rsync-an mf-sync)
 : > "$TSV"
+if [ "$ROUNDS" -eq 0 ]; then WARMUP=0; fi   # ROUNDS=0: only the memory check
 for ((r = 0; r < WARMUP + ROUNDS; r++)); do
     k=${#CONTENDERS[@]}
     for ((i = 0; i < k; i++)); do
@@ -160,7 +138,9 @@ rm -rf "$MNT/dst"
 MEM_LINE=""
 if [ "$MEM_FILES" -gt 0 ]; then
     echo "memory check: $MEM_FILES files..." >&2
-    rm -rf "$MNT/src" "$MNT/same"
+    # A file system of its own, with inodes for source and destination (gen's space
+    # check counts a block per file, so the image is larger than 0-byte files need).
+    fresh_ext4 "$MEM_IMG_SIZE" -N $((MEM_FILES * 2 + 100000))
     "$MF" gen "$MNT/big" --files "$MEM_FILES" --size 0 --fanout 1000 --files-per-dir 1000 -q >/dev/null
     sync
     timed "$MF" sync "$MNT/big" "$MNT/bigdst" --threads "$THREADS" -q
@@ -176,6 +156,12 @@ if [ -n "$RAW" ]; then cp "$TSV" "$RAW"; fi
 python3 - "$TSV" "$MEM_LINE" <<'EOF'
 import sys, statistics as st
 rows = [l.split("\t") for l in open(sys.argv[1]) if l.strip()]
+if not rows:
+    if sys.argv[2]:
+        n, w1, m1, w2, m2 = sys.argv[2].split()
+        print(f"Memory: `manyfiles sync` of {int(n):,} empty files into an empty destination: {float(w1):.1f} s, peak RSS "
+              f"**{int(m1) / 1024:.1f} MiB**; again with nothing to do: {float(w2):.1f} s, peak RSS **{int(m2) / 1024:.1f} MiB**.")
+    sys.exit(0)
 by = {}
 for r in rows:
     by.setdefault(r[1], []).append((float(r[2]), float(r[3]), float(r[4]), int(r[5]), float(r[6])))

@@ -235,6 +235,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         interrupted: signals::pending() != 0,
         failures: ctx.f.take(),
         verify: None,
+        provenance: None,
     })
 }
 
