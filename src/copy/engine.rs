@@ -253,6 +253,9 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
         }
     };
     let mut fresh = t.dst_meta.is_none();
+    if fresh && ctx.o.dry_run {
+        ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
+    }
     let dst = match (&t.parent.dst, ctx.o.dry_run) {
         (None, _) => None,
         (Some(_), true) if fresh => None,

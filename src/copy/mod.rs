@@ -147,10 +147,11 @@ impl Summary {
             self.dst_entries
         ));
         s.push_str(&format!(
-            "{verb} {} ({} transferred), {} dirs created, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}\n",
+            "{verb} {} ({} transferred), {} dirs {}, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}\n",
             self.copied,
             fmt_size(self.bytes_transferred as f64),
             self.dirs_created,
+            if self.dry_run { "to create" } else { "created" },
             self.skipped,
             self.deleted,
             self.extraneous,
