@@ -44,12 +44,22 @@ pub enum Command {
     Dirsize(DirsizeArgs),
     /// Run an experiment described in a TOML file (keys are the command's long flags)
     Run(RunFileArgs),
+    /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
+    Scan(ScanArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
     /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
     Copy(CopyArgs),
     /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
     Sync(SyncArgs),
+    /// Charts and tables of result files: --html report (inline SVG), --png DIR, --csv, --markdown
+    Report(ReportArgs),
+    /// A/B: every measurement in both result files, the ratio B/A with its 95% CI and a verdict
+    Compare(CompareArgs),
+    /// Predict a real tree's time for every modelled op and target (model from a ladder's results)
+    Predict(PredictArgs),
+    /// Cluster sizes for a tree: allocated space and slack, predicted write time, a recommendation
+    Plan(PlanArgs),
 }
 
 #[derive(Args, Debug)]
@@ -66,7 +76,7 @@ pub struct LadderArgs {
     /// Multiply the file count by this from rung to rung
     #[arg(long, default_value = "4", value_parser = parse_count)]
     pub step: u64,
-    /// Ops to time, comma separated (create, stat, list, read, delete)
+    /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete)
     #[arg(long, default_value = "create,read,delete")]
     pub ops: String,
     #[command(flatten)]
@@ -83,7 +93,7 @@ pub struct LadderArgs {
 pub struct OpsArgs {
     #[command(flatten)]
     pub tree: TreeSizeArgs,
-    /// Ops to time, comma separated, run in this order: create, stat, list, read, delete
+    /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan, delete
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
     #[command(flatten)]
@@ -156,6 +166,25 @@ pub struct DirsizeArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Directory to scan (never written to)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Also write the tree's shape (counts and histograms, no names) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Walk threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the scan report (counts, diff, phase times, provenance) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub struct RunFileArgs {
     /// Experiment file: `command = "ladder"` plus the command's long flags as keys
     /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...)
@@ -190,6 +219,15 @@ pub struct TreeSizeArgs {
     /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
     #[arg(long, default_value = "4k")]
     pub size: String,
+    /// A tree shaped like an inventory (`scan PATH --inventory FILE`): same histograms, no names or bytes copied
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["files", "size", "tree"])]
+    pub like: Option<PathBuf>,
+    /// A preset tree shape: nextcloud-like (41,732 folders, 313,860 files, 3,075 MB)
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["files", "size"])]
+    pub tree: Option<String>,
+    /// Multiply the files and directories of --like or --tree by this
+    #[arg(long, default_value = "1")]
+    pub scale: f64,
 }
 
 #[derive(Args, Debug)]
@@ -296,6 +334,33 @@ fn threads(t: Option<usize>) -> Result<usize> {
 impl TreeSizeArgs {
     fn size(&self) -> Result<SizeDist> {
         SizeDist::parse(&self.size).map_err(|e| Error::bad("--size", e))
+    }
+
+    /// The tree: drawn from --like / --tree, or made from --files and --size with `shape`.
+    fn spec(&self, shape: &ShapeArgs) -> Result<TreeSpec> {
+        use manyfiles::tree::drawn;
+        let (inv, flag) = match (&self.like, self.tree.as_deref()) {
+            (Some(p), _) => (
+                manyfiles::inventory::Inventory::load(p).map_err(|e| match e {
+                    Error::BadInput { reason, .. } => Error::bad("--like", reason),
+                    e => e,
+                })?,
+                "--like",
+            ),
+            (None, Some("nextcloud-like")) => (drawn::nextcloud_like(), "--tree"),
+            (None, Some(t)) => return Err(Error::bad("--tree", format!("'{t}': known presets: nextcloud-like"))),
+            (None, None) => {
+                if self.scale != 1.0 {
+                    return Err(Error::bad("--scale", "only makes sense with --like or --tree"));
+                }
+                return shape.spec(self.files, self.size()?);
+            }
+        };
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return Err(Error::bad("--scale", "must be a number above 0"));
+        }
+        let content = Content::parse(&shape.content).map_err(|e| Error::bad("--content", e))?;
+        drawn::spec_like(&inv, self.scale, shape.seed, content).map_err(|e| Error::bad(flag, e))
     }
 }
 
@@ -444,7 +509,7 @@ pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeEx
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let spec = a.shape.spec(a.tree.files, a.tree.size()?)?;
+    let spec = a.tree.spec(&a.shape)?;
     let cfg = a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)?;
     a.pair.apply(cfg)
 }
@@ -452,7 +517,7 @@ pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperime
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
     Ok(GenConfig {
         dir: a.dir.clone(),
-        spec: a.shape.spec(a.tree.files, a.tree.size()?)?,
+        spec: a.tree.spec(&a.shape)?,
         create: a.write.options()?,
         threads: threads(a.threads)?,
         quiet: a.quiet,
@@ -669,4 +734,231 @@ impl PairArgs {
         manyfiles::experiment::add_commands(&mut cfg.ops, &cfg.commands)?;
         Ok(cfg)
     }
+}
+
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::scan::ScanConfig> {
+    let db = a.db.as_deref().map(manyfiles::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+    for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+        }
+    }
+    Ok(manyfiles::scan::ScanConfig {
+        root: a.path.clone(),
+        db,
+        inventory: a.inventory.clone(),
+        threads: threads(a.threads)?,
+        json: a.json.clone(),
+        command_line,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result files (JSON written by --json); several are combined into one report
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write one self-contained HTML file (charts as inline SVG, no scripts)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write every chart as a PNG into this directory (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    /// Write one row per measurement as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the summary and fitted costs as Markdown
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline result file
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// Result file compared with the baseline
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Exit with code 1 when B is significantly slower than A by more than PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+}
+
+/// Read a result file; a missing or foreign file is bad input naming `flag`.
+pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::report::ResultSet> {
+    manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))
+}
+
+pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
+    if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() {
+        return Err(Error::bad("--html", "say what to write: --html FILE, --png DIR, --csv FILE or --markdown FILE"));
+    }
+    let mut exports = Vec::new();
+    for (p, f, flag) in [(&a.csv, Format::Csv, "--csv"), (&a.markdown, Format::Markdown, "--markdown")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+            exports.push(Output { path: p.clone(), format: f });
+        }
+    }
+    if let Some(h) = &a.html {
+        check_output(h, "--html")?;
+    }
+    if let Some(d) = &a.png {
+        if d.exists() && !d.is_dir() {
+            return Err(Error::bad("--png", format!("{} is not a directory", d.display())));
+        }
+        if !d.exists() {
+            check_output(d, "--png")?;
+        }
+    }
+    let sets = a.files.iter().map(|f| read_results(f, "RESULTS.json")).collect::<Result<Vec<_>>>()?;
+    Ok(manyfiles::report::ReportConfig {
+        files: a.files.clone(),
+        sets,
+        html: a.html.clone(),
+        png: a.png.clone(),
+        exports,
+    })
+}
+
+pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfig> {
+    if let Some(p) = a.fail_if_slower {
+        if !(p.is_finite() && p >= 0.0) {
+            return Err(Error::bad("--fail-if-slower", "must be a percentage of 0 or more"));
+        }
+    }
+    Ok(manyfiles::report::CompareConfig {
+        a_name: a.a.display().to_string(),
+        b_name: a.b.display().to_string(),
+        a: read_results(&a.a, "A.json")?,
+        b: read_results(&a.b, "B.json")?,
+        fail_if_slower_pct: a.fail_if_slower,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// Result file with fitted models (e.g. from `manyfiles ladder --json`)
+    #[arg(long, value_name = "RESULTS.json")]
+    pub model: PathBuf,
+    /// The tree to predict for (walked, nothing is read but names and sizes)
+    #[arg(long, value_name = "PATH", required_unless_present = "inventory", conflicts_with = "inventory")]
+    pub tree: Option<PathBuf>,
+    /// A saved inventory of the tree instead of walking it
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Sync interval (e.g. 15m, 1h): prints the recovery point of sync ops
+    #[arg(long, value_name = "DUR")]
+    pub interval: Option<String>,
+    /// Also write the predictions as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Threads for walking --tree (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The tree to plan for (walked: every file's size)
+    #[arg(value_name = "PATH", required_unless_present = "inventory", conflicts_with = "inventory")]
+    pub path: Option<PathBuf>,
+    /// A saved inventory instead of PATH (exact for 512 B … 2 MiB, powers of two)
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Cluster sizes to compare
+    #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_CLUSTERS)]
+    pub cluster: String,
+    /// Result file of a clusters experiment: predicted write time per cluster size
+    #[arg(long, value_name = "RESULTS.json")]
+    pub model: Option<PathBuf>,
+    /// Also write the plan as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Threads for walking PATH (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+fn tree_input(
+    path: &Option<PathBuf>,
+    inventory: &Option<PathBuf>,
+    path_flag: &str,
+) -> Result<manyfiles::report::TreeInput> {
+    use manyfiles::report::TreeInput;
+    match (path, inventory) {
+        (_, Some(i)) => Ok(TreeInput::Inventory(Box::new(manyfiles::inventory::Inventory::load(i)?))),
+        (Some(p), None) if p.is_dir() => Ok(TreeInput::Path(p.clone())),
+        (Some(p), None) => Err(Error::bad(path_flag, format!("{} is not a directory", p.display()))),
+        (None, None) => Err(Error::bad(path_flag, "give the tree (or --inventory FILE)")),
+    }
+}
+
+pub fn predict_config(a: &PredictArgs) -> Result<manyfiles::report::PredictConfig> {
+    let model = read_results(&a.model, "--model")?;
+    if model.models.is_empty() {
+        return Err(Error::bad(
+            "--model",
+            format!("{} holds no fitted model (fitting needs at least 3 tree shapes: run a ladder)", a.model.display()),
+        ));
+    }
+    let interval_s = match &a.interval {
+        Some(s) => {
+            Some(humantime::parse_duration(s).map_err(|e| Error::bad("--interval", format!("{s}: {e}")))?.as_secs_f64())
+        }
+        None => None,
+    };
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    Ok(manyfiles::report::PredictConfig {
+        model_name: a.model.display().to_string(),
+        model,
+        tree: tree_input(&a.tree, &a.inventory, "--tree")?,
+        interval_s,
+        json: a.json.clone(),
+        threads: threads(a.threads)?,
+    })
+}
+
+pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
+    use manyfiles::report::TreeInput;
+    let clusters =
+        manyfiles::experiment::clusters::parse_clusters(&a.cluster).map_err(|e| Error::bad("--cluster", e))?;
+    if let Some(c) = clusters.iter().find(|c| **c == 0) {
+        return Err(Error::bad("--cluster", format!("{c}: a cluster holds at least 1 byte")));
+    }
+    let model = match &a.model {
+        Some(m) => Some((m.display().to_string(), read_results(m, "--model")?)),
+        None => None,
+    };
+    if let Some((name, rs)) = &model {
+        let usable = rs.models.iter().any(|m| {
+            m.op == "create" && rs.targets.iter().any(|t| t.id == m.target && clusters.contains(&t.block_size))
+        });
+        if !usable {
+            return Err(Error::bad(
+                "--model",
+                format!(
+                    "{name} has no create model for a target with any of these cluster sizes (use the results of `manyfiles clusters`)"
+                ),
+            ));
+        }
+    }
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    let tree = tree_input(&a.path, &a.inventory, "PATH")?;
+    if let TreeInput::Inventory(inv) = &tree {
+        if let Some(c) = clusters.iter().find(|c| inv.per_cluster_allocated(**c).is_none()) {
+            return Err(Error::bad(
+                "--cluster",
+                format!(
+                    "the inventory holds exact allocation for powers of two from 512 B to 2 MiB only, not {c} bytes: give PATH to walk the tree"
+                ),
+            ));
+        }
+    }
+    Ok(manyfiles::report::PlanConfig { tree, clusters, model, json: a.json.clone(), threads: threads(a.threads)? })
 }

@@ -35,8 +35,17 @@ fn copy_reproduces_random_trees_and_verifies() {
 fn sigint_mid_sync_leaves_no_partial_file_and_the_next_sync_completes() {
     let t = tempfile::tempdir().unwrap();
     let (src, dst) = (t.path().join("src"), t.path().join("dst"));
-    let (code, _, err) = mf(&["gen".as_ref(), src.as_os_str(), "--files".as_ref(), "4000".as_ref(), "--size".as_ref(),
-        "uniform:1k-16k".as_ref(), "--files-per-dir".as_ref(), "200".as_ref(), "-q".as_ref()]);
+    let (code, _, err) = mf(&[
+        "gen".as_ref(),
+        src.as_os_str(),
+        "--files".as_ref(),
+        "4000".as_ref(),
+        "--size".as_ref(),
+        "uniform:1k-16k".as_ref(),
+        "--files-per-dir".as_ref(),
+        "200".as_ref(),
+        "-q".as_ref(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_manyfiles"))
         .args(["sync".as_ref(), src.as_os_str(), dst.as_os_str(), "-q".as_ref()])
@@ -64,7 +73,12 @@ fn sigint_mid_sync_leaves_no_partial_file_and_the_next_sync_completes() {
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         assert!(!name.starts_with(".manyfiles-tmp."), "temporary file left: {}", p.display());
         if std::fs::symlink_metadata(&p).unwrap().is_file() {
-            assert_eq!(std::fs::read(&p).unwrap(), std::fs::read(src.join(rel)).unwrap(), "partial file {}", rel.display());
+            assert_eq!(
+                std::fs::read(&p).unwrap(),
+                std::fs::read(src.join(rel)).unwrap(),
+                "partial file {}",
+                rel.display()
+            );
         }
     }
     let (code, _, out) = run_json("sync", &src, &dst, &[]);
@@ -75,9 +89,7 @@ fn sigint_mid_sync_leaves_no_partial_file_and_the_next_sync_completes() {
 /// Entries below `p`, tolerating a tree that changes while it is counted.
 fn list_files(p: &Path) -> usize {
     let Ok(rd) = std::fs::read_dir(p) else { return 0 };
-    rd.flatten()
-        .map(|e| 1 + if e.file_type().is_ok_and(|t| t.is_dir()) { list_files(&e.path()) } else { 0 })
-        .sum()
+    rd.flatten().map(|e| 1 + if e.file_type().is_ok_and(|t| t.is_dir()) { list_files(&e.path()) } else { 0 }).sum()
 }
 
 #[test]
@@ -101,7 +113,8 @@ fn unreadable_source_entries_are_reported_and_the_rest_is_copied() {
             return;
         }
         for p in list(t.path()) {
-            rustix::fs::chown(&p, Some(rustix::fs::Uid::from_raw(65534)), Some(rustix::fs::Gid::from_raw(65534))).unwrap();
+            rustix::fs::chown(&p, Some(rustix::fs::Uid::from_raw(65534)), Some(rustix::fs::Gid::from_raw(65534)))
+                .unwrap();
         }
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_manyfiles")]);
@@ -109,7 +122,8 @@ fn unreadable_source_entries_are_reported_and_the_rest_is_copied() {
     } else {
         Command::new(env!("CARGO_BIN_EXE_manyfiles"))
     };
-    let o = cmd.args(["copy".as_ref(), src.as_os_str(), dst.as_os_str(), "--json".as_ref(), j.as_os_str(), "-q".as_ref()])
+    let o = cmd
+        .args(["copy".as_ref(), src.as_os_str(), dst.as_os_str(), "--json".as_ref(), j.as_os_str(), "-q".as_ref()])
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
@@ -127,10 +141,28 @@ fn copy_sync_and_external_tools_as_ops() {
     let t = tempfile::tempdir().unwrap();
     let j = t.path().join("r.json");
     let (code, out, err) = mf(&[
-        "ops", "--files", "300", "--size", "2k", "--files-per-dir", "50", "--runs", "2", "--threads", "2",
-        "--ops", "copy,sync,sync-nochange,sync-change:20",
-        "--cmd", "cp=cp -a {src}/. {dst}", "--cmd", "lazy=true {src} {dst}",
-        "--target", t.path().to_str().unwrap(), "--json", j.to_str().unwrap(), "-q",
+        "ops",
+        "--files",
+        "300",
+        "--size",
+        "2k",
+        "--files-per-dir",
+        "50",
+        "--runs",
+        "2",
+        "--threads",
+        "2",
+        "--ops",
+        "copy,sync,sync-nochange,sync-change:20",
+        "--cmd",
+        "cp=cp -a {src}/. {dst}",
+        "--cmd",
+        "lazy=true {src} {dst}",
+        "--target",
+        t.path().to_str().unwrap(),
+        "--json",
+        j.to_str().unwrap(),
+        "-q",
     ]
     .map(std::ffi::OsStr::new));
     assert_eq!(code, 0, "{out}{err}");

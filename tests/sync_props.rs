@@ -123,9 +123,25 @@ fn bad_input_is_refused_before_anything_is_written() {
     let cases: Vec<(Vec<&std::ffi::OsStr>, &str)> = vec![
         (vec!["sync".as_ref(), src.as_os_str(), src.join("a/inside").as_os_str().to_owned().leak()], "overlap"),
         (vec!["sync".as_ref(), src.join("a").as_os_str().to_owned().leak(), src.as_os_str()], "overlap"),
-        (vec!["sync".as_ref(), t.path().join("nope").as_os_str().to_owned().leak(), t.path().join("d").as_os_str().to_owned().leak()], "SRC"),
+        (
+            vec![
+                "sync".as_ref(),
+                t.path().join("nope").as_os_str().to_owned().leak(),
+                t.path().join("d").as_os_str().to_owned().leak(),
+            ],
+            "SRC",
+        ),
         (vec!["sync".as_ref(), src.as_os_str(), Path::new("/nonexistent/x/y").as_os_str()], "DST"),
-        (vec!["sync".as_ref(), src.as_os_str(), t.path().join("d").as_os_str().to_owned().leak(), "--threads".as_ref(), "0".as_ref()], "--threads"),
+        (
+            vec![
+                "sync".as_ref(),
+                src.as_os_str(),
+                t.path().join("d").as_os_str().to_owned().leak(),
+                "--threads".as_ref(),
+                "0".as_ref(),
+            ],
+            "--threads",
+        ),
     ];
     for (args, want) in cases {
         let (code, out, err) = mf(&args);

@@ -13,13 +13,13 @@ const TARGET_REL_HALF_WIDTH: f64 = 0.05;
 
 /// Threshold on |modified z-score| above which a value is an outlier
 /// (Iglewicz & Hoaglin's recommendation).
-const OUTLIER_Z: f64 = 3.5;
+pub const OUTLIER_Z: f64 = 3.5;
 
 /// Minimum relative distance of the first run from the median of the other
 /// runs for it to be flagged (so that a tiny-but-"significant" deviation in a
 /// very tight sample is not reported).
 /// 20%: shared machines drift by ~10% between runs without any first-run effect.
-const OUTLIER_REL_DIFF: f64 = 0.20;
+pub const OUTLIER_REL_DIFF: f64 = 0.20;
 
 /// Degrees of freedom from which [`t_quantile_975`] uses the asymptotic expansion.
 const ASYMPTOTIC_DF: f64 = 1000.0;

@@ -50,7 +50,13 @@ impl Ctx<'_> {
 /// `path/name` for messages ("." is the root).
 fn join(path: &str, name: Option<&CStr>) -> String {
     match name {
-        None => if path.is_empty() { ".".into() } else { path.to_string() },
+        None => {
+            if path.is_empty() {
+                ".".into()
+            } else {
+                path.to_string()
+            }
+        }
         Some(n) => {
             let n = OsStr::from_bytes(n.to_bytes()).to_string_lossy();
             if path.is_empty() { n.into_owned() } else { format!("{path}/{n}") }
@@ -306,9 +312,10 @@ fn release(ctx: &Ctx, node: Arc<Node>) {
             return;
         }
         if let Some(d) = &n.dst {
-            let same = !n.changed.load(Ordering::Relaxed) && n.dst_meta.is_some_and(|m| {
-                m.perm == n.meta.perm && m.mtime_s == n.meta.mtime_s && m.mtime_ns == n.meta.mtime_ns
-            });
+            let same = !n.changed.load(Ordering::Relaxed)
+                && n.dst_meta.is_some_and(|m| {
+                    m.perm == n.meta.perm && m.mtime_s == n.meta.mtime_s && m.mtime_ns == n.meta.mtime_ns
+                });
             if !same && !ctx.o.dry_run && !ctx.stopping() {
                 if let Err(e) = set_meta(d.as_fd(), &n.meta) {
                     ctx.fail(&n.path, None, "set directory mode/mtime", e);
@@ -392,7 +399,15 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
 }
 
 /// Handle one SRC entry `s` against DST's entry of the same name, if any.
-fn entry(ctx: &Ctx, node: &Arc<Node>, s: &Item, d: Option<&Item>, t: &mut Tally, buf: &mut [u8], spawn: &mut dyn FnMut(Task)) {
+fn entry(
+    ctx: &Ctx,
+    node: &Arc<Node>,
+    s: &Item,
+    d: Option<&Item>,
+    t: &mut Tally,
+    buf: &mut [u8],
+    spawn: &mut dyn FnMut(Task),
+) {
     let o = ctx.o;
     let path = node.path.as_str();
     let clock = Instant::now();
@@ -410,7 +425,9 @@ fn entry(ctx: &Ctx, node: &Arc<Node>, s: &Item, d: Option<&Item>, t: &mut Tally,
                 if o.checksum {
                     quick
                         && match &node.dst {
-                            Some(dd) => same_content(node.src.as_fd(), &s.name, dd.as_fd(), &d.name, buf).unwrap_or(false),
+                            Some(dd) => {
+                                same_content(node.src.as_fd(), &s.name, dd.as_fd(), &d.name, buf).unwrap_or(false)
+                            }
                             None => false,
                         }
                 } else {

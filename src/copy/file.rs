@@ -4,7 +4,9 @@
 
 use crate::walk::Meta;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT, openat, readlinkat, symlinkat, unlinkat, utimensat};
+use rustix::fs::{
+    AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT, openat, readlinkat, symlinkat, unlinkat, utimensat,
+};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,13 +97,9 @@ pub fn copy_file(
     )
     .map_err(|e| (Step::Create, e))?;
     let meta = |n: u64| {
-        if m.perm & 0o7000 != 0 {
-            set_meta(dst.as_fd(), m)
-        } else {
-            rustix::fs::futimens(&dst, &mtime(m))
-        }
-        .map(|_| n)
-        .map_err(|e| (Step::Metadata, e))
+        if m.perm & 0o7000 != 0 { set_meta(dst.as_fd(), m) } else { rustix::fs::futimens(&dst, &mtime(m)) }
+            .map(|_| n)
+            .map_err(|e| (Step::Metadata, e))
     };
     let r = fill(&src, &dst, m, reflink, buf).and_then(meta);
     if r.is_err() {
@@ -228,7 +226,10 @@ mod tests {
         assert_eq!(std::fs::read(d.join("big")).unwrap(), big);
         // O_EXCL: an existing destination is never overwritten by copy_file.
         let m = meta_at(sf.as_fd(), c"small").unwrap();
-        assert_eq!(copy_file(sf.as_fd(), c"small", &m, df.as_fd(), c"small", false, &mut buf).unwrap_err().1, Errno::EXIST);
+        assert_eq!(
+            copy_file(sf.as_fd(), c"small", &m, df.as_fd(), c"small", false, &mut buf).unwrap_err().1,
+            Errno::EXIST
+        );
         std::fs::write(d.join("small"), b"hellO").unwrap();
         assert!(!same_content(sf.as_fd(), c"small", df.as_fd(), c"small", &mut buf).unwrap());
     }

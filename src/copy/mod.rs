@@ -247,7 +247,10 @@ pub fn check(o: &Options) -> Result<()> {
                 return Err(Error::bad("DST", format!("{} exists and is not a directory", o.dst.display())));
             }
             if o.mode == Mode::Copy
-                && std::fs::read_dir(&o.dst).map_err(|e| Error::bad("DST", format!("{}: {e}", o.dst.display())))?.next().is_some()
+                && std::fs::read_dir(&o.dst)
+                    .map_err(|e| Error::bad("DST", format!("{}: {e}", o.dst.display())))?
+                    .next()
+                    .is_some()
             {
                 return Err(Error::bad(
                     "DST",

@@ -40,7 +40,12 @@ pub fn line(c: &Counters, start: Instant) -> String {
 }
 
 impl<'scope> Reporter<'scope> {
-    pub fn start<'env>(sc: &'scope Scope<'scope, 'env>, o: &Options, c: &'env Counters, start: Instant) -> Reporter<'scope> {
+    pub fn start<'env>(
+        sc: &'scope Scope<'scope, 'env>,
+        o: &Options,
+        c: &'env Counters,
+        start: Instant,
+    ) -> Reporter<'scope> {
         let stop = Arc::new(AtomicBool::new(false));
         if o.quiet {
             return Reporter { stop, handle: None };

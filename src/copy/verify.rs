@@ -124,7 +124,9 @@ fn one_dir(ctx: &Ctx, s: &OwnedFd, d: &OwnedFd, path: &str, spawn: &mut dyn FnMu
     let diff = |what: String| ctx.list.push(&ctx.diffs, what);
     let (mut a, mut b) = match (walk::read_dir(s.as_fd()), walk::read_dir(d.as_fd())) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return diff(format!("{}: cannot list: {e}", if path.is_empty() { "." } else { path })),
+        (Err(e), _) | (_, Err(e)) => {
+            return diff(format!("{}: cannot list: {e}", if path.is_empty() { "." } else { path }));
+        }
     };
     a.sort_by(|x, y| x.name.cmp(&y.name));
     b.sort_by(|x, y| x.name.cmp(&y.name));
@@ -157,7 +159,9 @@ fn one_dir(ctx: &Ctx, s: &OwnedFd, d: &OwnedFd, path: &str, spawn: &mut dyn FnMu
                 ctx.bytes.fetch_add(ms.size, Ordering::Relaxed);
                 if ms.size != md.size {
                     diff(format!("{p}: size {} in source, {} in destination", ms.size, md.size));
-                } else if ctx.checks.content && !same_content(s.as_fd(), &e.name, d.as_fd(), &x.name, &mut buf).unwrap_or(false) {
+                } else if ctx.checks.content
+                    && !same_content(s.as_fd(), &e.name, d.as_fd(), &x.name, &mut buf).unwrap_or(false)
+                {
                     diff(format!("{p}: content differs"));
                 } else if ctx.checks.meta && (meta_differs || ms.perm != md.perm) {
                     diff(format!("{p}: mode/mtime differ"));

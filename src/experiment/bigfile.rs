@@ -200,6 +200,7 @@ fn phase_result(
         last_finish_s: elapsed_s,
         space_used_bytes: None,
         allocated_bytes: None,
+        ranks: None,
         peak_rss_bytes: None,
     }
 }

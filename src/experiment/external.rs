@@ -28,7 +28,8 @@ pub struct ExternalCmd {
 impl ExternalCmd {
     /// Parse `NAME=TEMPLATE`; errors are reasons for `--cmd`.
     pub fn parse(s: &str) -> Result<ExternalCmd, String> {
-        let (name, template) = s.split_once('=').ok_or_else(|| format!("'{s}': expected NAME='COMMAND {{src}} {{dst}}'"))?;
+        let (name, template) =
+            s.split_once('=').ok_or_else(|| format!("'{s}': expected NAME='COMMAND {{src}} {{dst}}'"))?;
         let name = name.trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(format!("'{name}': a name is letters, digits, - and _"));
@@ -136,7 +137,13 @@ fn wait4(pid: i32, start: Instant) -> std::io::Result<Exit> {
     }
     let wall_s = start.elapsed().as_secs_f64();
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Ok(Exit { status, wall_s, user_s: tv(ru.ru_utime), sys_s: tv(ru.ru_stime), max_rss_bytes: ru.ru_maxrss as u64 * 1024 })
+    Ok(Exit {
+        status,
+        wall_s,
+        user_s: tv(ru.ru_utime),
+        sys_s: tv(ru.ru_stime),
+        max_rss_bytes: ru.ru_maxrss as u64 * 1024,
+    })
 }
 
 impl PairOp for ExternalCmd {

@@ -15,16 +15,16 @@ use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
-use crate::target::rundir::remove_contents;
-use crate::walk;
 use crate::report::export::{self, Format, Output};
 use crate::report::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
 use crate::target::TargetInfo;
 use crate::target::rundir::RunDir;
+use crate::target::rundir::remove_contents;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
+use crate::walk;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
@@ -141,7 +141,10 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
         if !ops::OP_NAMES.contains(&p) {
             return Err(Error::bad(
                 "--ops",
-                format!("unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P)", ops::OP_NAMES.join(", ")),
+                format!(
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P)",
+                    ops::OP_NAMES.join(", ")
+                ),
             ));
         }
         want.push(p.to_string());
@@ -149,7 +152,11 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     if want.is_empty() && pairs.is_empty() {
         return Err(Error::bad("--ops", "no op given"));
     }
-    let mut v: Vec<String> = ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
+    if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
+        return Err(Error::bad("--ops", "rescan needs scan before it (it rescans scan's index)"));
+    }
+    let mut v: Vec<String> =
+        ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
     let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
     v.splice(at..at, pairs);
     Ok(v)
@@ -212,6 +219,8 @@ fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
         "stat" => Box::new(ops::Stat),
         "list" => Box::new(ops::List),
         "read" => Box::new(ops::Read),
+        "scan" => Box::new(ops::scan::Scan { rescan: false }),
+        "rescan" => Box::new(ops::scan::Scan { rescan: true }),
         "delete" => Box::new(ops::Delete),
         other => unreachable!("op names are checked by parse_ops: {other}"),
     }
@@ -271,7 +280,11 @@ pub(crate) struct Driver<'a> {
 }
 
 /// The JSON (if any) and the other exports, in the order they are written.
+/// Only rank 0 writes results (under MPI).
 pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
+    if !crate::ranks::is_root() {
+        return Vec::new();
+    }
     json.map(|p| Output { path: p.to_path_buf(), format: Format::Json })
         .into_iter()
         .chain(exports.iter().cloned())
@@ -295,6 +308,7 @@ pub(crate) fn drive(
         export::write_all(&d.outputs, rs).map_err(Error::failed)
     };
     let mut order = 0u64;
+    let ranks = crate::ranks::size() as u64;
     for (pass, ti, gi) in trials(d.order, d.warmup + d.runs, trees.len(), targets.len()) {
         let recorded = pass >= d.warmup;
         let run = pass.saturating_sub(d.warmup) + 1;
@@ -318,9 +332,10 @@ pub(crate) fn drive(
                     op,
                     tree: tree.spec.clone(),
                     tree_key: tree.spec.key(),
-                    tree_files: tree.spec.files,
-                    tree_bytes: tree.bytes,
-                    tree_dirs: tree.dirs,
+                    // Under MPI every rank makes its own copy of the tree: the job's totals.
+                    tree_files: tree.spec.files * ranks,
+                    tree_bytes: tree.bytes * ranks,
+                    tree_dirs: tree.dirs * ranks,
                     run,
                     order,
                     result,
@@ -530,7 +545,9 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
         if let Err(e) = mkdirat(rundir.fd(), DST, Mode::from_raw_mode(0o755)) {
             return Some(Stop::Failed(format!("{name}: cannot create the destination: {e}")));
         }
-        let mut r = match op.prepare(&src, &dst, threads) {
+        // Under MPI every rank prepares and runs at once; all learn of one rank's failure.
+        let prepared = crate::ranks::agree(op.prepare(&src, &dst, threads).map_err(Error::failed));
+        let r = match prepared {
             Err(e) => return Some(Stop::Failed(format!("{name}: {e}"))),
             Ok(()) => {
                 if env.caches.drops_before(&name) {
@@ -539,17 +556,23 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
                     }
                 }
                 env.progress.phase(&name, tree.plan.files);
-                op.run(&src, &dst, threads)
+                crate::ranks::run_phase_everywhere(|| {
+                    let mut r = op.run(&src, &dst, threads);
+                    // Built-in ops are checked like external ones: a wrong tree is an error.
+                    if r.complete() && !name.starts_with("cmd:") {
+                        let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
+                        if !v.ok() {
+                            r.errors += v.differences;
+                            r.first_error = Some(format!(
+                                "{name}: wrong tree: {}",
+                                v.examples.first().cloned().unwrap_or_default()
+                            ));
+                        }
+                    }
+                    (r, crate::measure::new_histogram())
+                })
             }
         };
-        // Built-in ops are checked like external ones: a wrong tree is an error.
-        if r.complete() && !name.starts_with("cmd:") {
-            let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
-            if !v.ok() {
-                r.errors += v.differences;
-                r.first_error = Some(format!("{name}: wrong tree: {}", v.examples.first().cloned().unwrap_or_default()));
-            }
-        }
         let interrupted = r.interrupted;
         done.push((name.clone(), r));
         let removed = walk::open_dir_at(rundir.fd(), DST).and_then(|fd| {

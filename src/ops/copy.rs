@@ -62,6 +62,7 @@ pub fn phase_result(s: &Summary) -> PhaseResult {
         space_used_bytes: None,
         allocated_bytes: None,
         peak_rss_bytes: None,
+        ranks: None,
     }
 }
 
@@ -81,7 +82,9 @@ pub fn by_name(name: &str) -> Option<Result<Box<dyn PairOp>, String>> {
         _ => {
             let p = name.strip_prefix("sync-change:")?;
             match p.parse::<f64>() {
-                Ok(v) if v > 0.0 && v <= 100.0 && !p.contains(['e', 'E']) => Box::new(Sync { kind: SyncKind::Change(v) }),
+                Ok(v) if v > 0.0 && v <= 100.0 && !p.contains(['e', 'E']) => {
+                    Box::new(Sync { kind: SyncKind::Change(v) })
+                }
                 _ => return Some(Err(format!("{name}: P must be a percentage above 0 and at most 100"))),
             }
         }

@@ -45,20 +45,27 @@ impl Exporter for MarkdownExporter {
             ));
         }
         if !rs.models.is_empty() {
-            s.push_str("\n**Fitted cost** (time = a·files + b·bytes, least squares on relative error)\n\n| target | op | per file (± s.e.) | bandwidth | break-even file size | R² |\n|---|---|---:|---:|---:|---:|\n");
+            s.push_str("\n**Fitted cost** (time = a·files + b·bytes + c·dirs, non-negative least squares on relative error)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | break-even file size | R² |\n|---|---|---:|---:|---:|---:|---:|\n");
             for m in &rs.models {
                 let c = &m.model;
                 s.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} | {} | {} |\n",
                     m.target,
                     m.op,
                     fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
                     c.bandwidth_bytes_per_s
                         .map(|b| format!("{} MiB/s", sig3(b / 1048576.0)))
                         .unwrap_or_else(|| "—".into()),
+                    if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "—".into() },
                     c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into()),
                     sig3(c.r2)
                 ));
+            }
+        }
+        if !rs.detections.is_empty() {
+            s.push_str("\n**Detections**\n\n");
+            for d in &rs.detections {
+                s.push_str(&format!("- {}\n", d.text()));
             }
         }
         if !rs.warnings.is_empty() {

@@ -1,12 +1,19 @@
 //! ResultSet: the versioned JSON document every later command reads, and what is
 //! derived from its raw measurements (summaries, models, warnings).
 
+pub mod advice;
+pub mod chart;
+pub mod combine;
+pub mod commands;
+pub mod compare;
 pub mod csv;
 pub mod export;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod table;
 
+use crate::analysis::detect::{self, Detection};
 use crate::analysis::model::{self, CostModel, Point};
 use crate::analysis::stats::{self, Summary};
 use crate::measure::PhaseResult;
@@ -14,8 +21,12 @@ use crate::measure::provenance::Provenance;
 use crate::ops::CreateOptions;
 use crate::target::TargetInfo;
 use crate::tree::TreeSpec;
-use crate::units::{fmt_secs, sig3};
+use crate::units::sig3;
 use serde::{Deserialize, Serialize};
+
+pub use commands::{
+    CompareConfig, PlanConfig, PredictConfig, ReportConfig, TreeInput, run_compare, run_plan, run_predict, run_report,
+};
 
 pub const SCHEMA: u32 = 1;
 
@@ -29,6 +40,9 @@ pub struct ResultSet {
     pub summaries: Vec<SummaryRow>,
     pub models: Vec<ModelRow>,
     pub warnings: Vec<String>,
+    /// Knees, crossovers, first-run effects, outliers, noisy cells.
+    #[serde(default)]
+    pub detections: Vec<Detection>,
     /// Every planned measurement finished.
     pub complete: bool,
 }
@@ -84,6 +98,11 @@ pub struct ModelRow {
     pub op: String,
     /// Smallest and largest file count the model was fitted on.
     pub files_range: [u64; 2],
+    /// Smallest and largest byte count and directory count (the calibrated range).
+    #[serde(default)]
+    pub bytes_range: [u64; 2],
+    #[serde(default)]
+    pub dirs_range: [u64; 2],
     #[serde(flatten)]
     pub model: CostModel,
 }
@@ -99,6 +118,7 @@ impl ResultSet {
             summaries: Vec::new(),
             models: Vec::new(),
             warnings: Vec::new(),
+            detections: Vec::new(),
             complete: false,
         }
     }
@@ -109,6 +129,7 @@ impl ResultSet {
         self.summaries.clear();
         self.models.clear();
         self.warnings.clear();
+        self.detections.clear();
         // Groups in first-seen order so tables follow the experiment's order.
         let mut keys: Vec<(String, String, String)> = Vec::new();
         for m in &self.measurements {
@@ -127,20 +148,22 @@ impl ResultSet {
             let Some(stats) = stats::summarize(&raw) else {
                 continue;
             };
-            let label = format!("{op} on {tree_key} ({target})");
-            if stats.first_run_outlier {
-                self.warnings.push(format!(
-                    "{label}: run 1 took {} against a median of {}: a first-run effect (some file systems are fast or slow only on their first run)",
-                    fmt_secs(raw[0]),
-                    fmt_secs(stats.median_s)
-                ));
+            for d in detect::of_runs(target, op, tree_key, &raw, &stats) {
+                if matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }) {
+                    self.warnings.push(d.text());
+                }
+                self.detections.push(d);
             }
-            if stats.noisy {
-                self.warnings.push(format!(
-                    "{label}: noisy (CV {}%): more runs needed, about {} for a ±5% interval",
-                    sig3(stats.cv.unwrap_or(0.0) * 100.0),
-                    stats.runs_needed.unwrap_or(0)
-                ));
+            let portion = self.experiment.portion_files;
+            let runs: Vec<(&[crate::measure::Portion], u64)> =
+                ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
+            if let Some(knee) = detect::knee(&detect::median_per_file(&runs, portion), portion) {
+                self.detections.push(Detection::Knee {
+                    target: target.clone(),
+                    op: op.clone(),
+                    tree_key: tree_key.clone(),
+                    knee,
+                });
             }
             self.summaries.push(SummaryRow {
                 target: target.clone(),
@@ -172,19 +195,47 @@ impl ResultSet {
             }
             let points: Vec<Point> = ms
                 .iter()
-                .map(|m| Point { files: m.tree_files as f64, bytes: m.tree_bytes as f64, seconds: m.result.elapsed_s })
+                .map(|m| Point {
+                    files: m.tree_files as f64,
+                    bytes: m.tree_bytes as f64,
+                    dirs: m.tree_dirs as f64,
+                    seconds: m.result.elapsed_s,
+                })
                 .collect();
             if let Some(model) = model::fit(&points) {
-                let lo = ms.iter().map(|m| m.tree_files).min().unwrap_or(0);
-                let hi = ms.iter().map(|m| m.tree_files).max().unwrap_or(0);
+                let range = |f: fn(&Measurement) -> u64| {
+                    [ms.iter().map(|m| f(m)).min().unwrap_or(0), ms.iter().map(|m| f(m)).max().unwrap_or(0)]
+                };
                 if model.r2 < 0.9 {
                     self.warnings.push(format!(
-                        "{op} ({target}): the model time = a·files + b·bytes explains the data poorly (R² {}): read the fitted costs with care",
+                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs explains the data poorly (R² {}): read the fitted costs with care",
                         sig3(model.r2)
                     ));
                 }
-                self.models.push(ModelRow { target, op, files_range: [lo, hi], model });
+                self.models.push(ModelRow {
+                    target,
+                    op,
+                    files_range: range(|m| m.tree_files),
+                    bytes_range: range(|m| m.tree_bytes),
+                    dirs_range: range(|m| m.tree_dirs),
+                    model,
+                });
             }
+        }
+        let mut ops: Vec<&str> = Vec::new();
+        for s in &self.summaries {
+            if !ops.contains(&s.op.as_str()) {
+                ops.push(&s.op);
+            }
+        }
+        for op in ops {
+            let cells: Vec<detect::Cell> = self
+                .summaries
+                .iter()
+                .filter(|s| s.op == op)
+                .map(|s| detect::Cell { target: &s.target, files: s.tree_files, stats: &s.stats })
+                .collect();
+            self.detections.extend(detect::crossovers(op, &cells));
         }
         for m in &self.measurements {
             if m.result.errors > 0 {

@@ -124,7 +124,7 @@ pub fn models(rs: &ResultSet) -> String {
     }
     let many = rs.targets.len() > 1;
     let mut header: Vec<String> =
-        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "break-even file size", "R²", "points"]
+        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "per dir (± s.e.)", "break-even file size", "R²", "points"]
             .map(String::from)
             .to_vec();
     if many {
@@ -146,8 +146,10 @@ pub fn models(rs: &ResultSet) -> String {
             }
             None => "not resolved".into(),
         };
+        let per_dir =
+            if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "— (not resolved)".into() };
         let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
-        let mut row = vec![m.op.clone(), per_file, bw, be, sig3(c.r2), c.n.to_string()];
+        let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
         if many {
             row.insert(1, m.target.clone());
         }
@@ -155,8 +157,8 @@ pub fn models(rs: &ResultSet) -> String {
     }
     right_align(&mut t, 1);
     format!(
-        "fitted cost: time = a·files + b·bytes (least squares on relative error)\n{t}\n\
-         break-even: a file costs as much time as moving this many bytes"
+        "fitted cost: time = a·files + b·bytes + c·dirs (non-negative least squares on relative error)\n{t}\n\
+         break-even: a file costs as much time as moving this many bytes; a directory cost is shown only when the data resolve it"
     )
 }
 
@@ -222,6 +224,7 @@ pub fn footer(rs: &ResultSet) -> String {
     if rs.warnings.len() > SHOWN {
         out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
     }
+    out.push_str(&detections(rs, SHOWN));
     let e = &rs.experiment;
     out.push_str(&format!(
         "runs: {} per cell (+{} warmup), {} threads, order {}; CI = Student t 95% over runs\n",
@@ -245,6 +248,25 @@ pub fn footer(rs: &ResultSet) -> String {
     out
 }
 
+/// Detections that are not already warnings (knees, crossovers, outliers), one line each.
+pub fn detections(rs: &ResultSet, shown: usize) -> String {
+    use crate::analysis::detect::Detection;
+    let lines: Vec<String> = rs
+        .detections
+        .iter()
+        .filter(|d| !matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }))
+        .map(|d| d.text())
+        .collect();
+    let mut out = String::new();
+    for l in lines.iter().take(shown) {
+        out.push_str(&format!("detected: {l}\n"));
+    }
+    if lines.len() > shown {
+        out.push_str(&format!("… and {} more detections (all in the JSON results)\n", lines.len() - shown));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,4 +279,64 @@ mod tests {
         assert_eq!(fmt_mean_ci(0.00199, Some(0.000000637)), "1.99 ± 0.00064 ms");
         assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.0 µs");
     }
+}
+
+/// Under MPI: per op and tree, the job's rate from the last finisher and from the first
+/// (stonewall), and how far apart the ranks finished. Empty with one rank.
+pub fn ranks(rs: &ResultSet) -> String {
+    use crate::analysis::stats::summarize;
+    use crate::units::fmt_rate;
+    if rs.provenance.ranks < 2 {
+        return String::new();
+    }
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for m in &rs.measurements {
+        let k = (m.target.clone(), m.op.clone(), m.tree_key.clone());
+        if m.result.ranks.is_some() && !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut t = new_table(
+        ["target", "op", "tree (per rank)", "files (job)", "rate, last finisher", "rate, stonewall", "rank spread"]
+            .map(String::from)
+            .to_vec(),
+    );
+    let rate = |xs: &[f64]| match summarize(xs) {
+        Some(s) => match s.ci_half_width() {
+            Some(h) => format!("{} ± {}", fmt_rate(s.mean_s, "files"), fmt_rate(h, "").trim_end_matches(" /s")),
+            None => format!("{} (1 run)", fmt_rate(s.mean_s, "files")),
+        },
+        None => "-".into(),
+    };
+    for (target, op, tree) in keys {
+        let ms: Vec<_> = rs
+            .measurements
+            .iter()
+            .filter(|m| m.target == target && m.op == op && m.tree_key == tree && m.result.complete())
+            .filter_map(|m| m.result.ranks.as_ref().map(|s| (m, s)))
+            .collect();
+        if ms.is_empty() {
+            continue;
+        }
+        let last: Vec<f64> = ms.iter().map(|(m, _)| m.result.files as f64 / m.result.elapsed_s.max(1e-9)).collect();
+        let first: Vec<f64> = ms.iter().map(|(_, s)| s.stonewall_files as f64 / s.stonewall_s.max(1e-9)).collect();
+        let spread: Vec<f64> = ms
+            .iter()
+            .map(|(_, s)| s.rank_elapsed_s.iter().cloned().fold(0.0, f64::max) / s.stonewall_s.max(1e-9))
+            .collect();
+        t.add_row(vec![
+            target,
+            op,
+            tree,
+            ms[0].0.result.files.to_string(),
+            rate(&last),
+            rate(&first),
+            format!("slowest/fastest {}×", sig3(crate::analysis::stats::median(&spread))),
+        ]);
+    }
+    right_align(&mut t, 3);
+    format!(
+        "{} MPI ranks: the job's rate from the last rank to finish and from the first (stonewall: files all ranks had done by then)\n{t}\n",
+        rs.provenance.ranks
+    )
 }

@@ -188,7 +188,8 @@ pub fn mutate(root: &Path, seed: u64, count: usize) {
                 symlink(format!("retargeted-{n}"), pick).unwrap();
             }
             5 if md.is_file() => {
-                std::fs::set_permissions(pick, std::fs::Permissions::from_mode(FILE_MODES[r.below(6) as usize])).unwrap();
+                std::fs::set_permissions(pick, std::fs::Permissions::from_mode(FILE_MODES[r.below(6) as usize]))
+                    .unwrap();
             }
             _ => {
                 let p = root.join(name(&mut r, &mut n));

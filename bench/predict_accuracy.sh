@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Prediction accuracy: calibrate with a ladder (≤ 64 MiB) on a target directory, predict
+# the copy, scan and delete time of a real tree that was not part of the calibration,
+# then run those on the same target and report the prediction error.
+#
+#   bench/predict_accuracy.sh [TREE]     TREE: default the cargo registry sources
+#
+#   copy    cp -a TREE T/copy          predicted by create + read (cp reads the cached
+#                                      source and creates every file on the target)
+#   scan    find T/copy -printf '%s'    predicted by list + stat (getdents + a stat per entry)
+#   delete  rm -rf T/copy              predicted by delete
+#
+# cp, find and rm use one thread, so the ladder runs with --threads 1. Caches stay warm
+# (the tree is read once before the first run). Environment: TARGET (directory on the
+# file system to measure, default /var/tmp), RUNS (default 3), TOTAL (ladder total,
+# default 64MiB), TO (largest rung, default 16384), OUT (where the JSON files go,
+# default a temporary directory, kept).
+# Needs: cargo (builds the release binary), python3, cp, find, rm.
+set -euo pipefail
+
+TREE=${1:-$(ls -d "$HOME"/.cargo/registry/src/*/ | head -1)}
+TARGET=${TARGET:-/var/tmp}
+RUNS=${RUNS:-3}
+TOTAL=${TOTAL:-64MiB}
+TO=${TO:-16384}
+OUT=${OUT:-$(mktemp -d /tmp/mf-predict.XXXXXX)}
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+MF=$PWD/target/release/manyfiles
+WORK=$(mktemp -d "$TARGET/mf-predict-work.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "tree: $TREE  target: $TARGET ($(findmnt -no FSTYPE -T "$TARGET"))  out: $OUT"
+
+"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,delete --runs "$RUNS" \
+    --threads 1 --target "$TARGET" --json "$OUT/calib.json" --quiet > "$OUT/calib.txt"
+"$MF" predict --model "$OUT/calib.json" --tree "$TREE" --threads 1 --json "$OUT/predict.json" > "$OUT/predict.txt"
+
+# Warm the source tree, then time each tool RUNS times.
+tar -cf - -C "$TREE" . > /dev/null
+now() { date +%s.%N; }
+: > "$OUT/actual.tsv"
+for r in $(seq 1 "$RUNS"); do
+    sync
+    t0=$(now); cp -a "$TREE" "$WORK/copy"; t1=$(now)
+    find "$WORK/copy" -printf '%s\n' > /dev/null; t2=$(now)
+    rm -rf "$WORK/copy"; t3=$(now)
+    printf 'copy\t%s\nscan\t%s\ndelete\t%s\n' \
+        "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "$(echo "$t3 - $t2" | bc)" >> "$OUT/actual.tsv"
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$OUT" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+pred = json.load(open(f"{out}/predict.json"))
+byop = {p["op"]: p for p in pred["predictions"]}
+actual = {}
+for line in open(f"{out}/actual.tsv"):
+    op, s = line.split()
+    actual.setdefault(op, []).append(float(s))
+combos = {"copy": ["create", "read"], "scan": ["list", "stat"], "delete": ["delete"]}
+t = pred["tree"]
+print(f"\ntree: {t['files']} files, {t['bytes']/2**20:.1f} MiB, {t['dirs']} dirs")
+print("\n| task | predicted by | predicted (95% interval) | measured median (min … max) | error |")
+print("|---|---|---:|---:|---:|")
+for task, ops in combos.items():
+    ps = [byop[o] for o in ops]
+    s = sum(p["seconds"] for p in ps)
+    lo = sum((p["interval95"] or [p["seconds"]] * 2)[0] for p in ps)
+    hi = sum((p["interval95"] or [p["seconds"]] * 2)[1] for p in ps)
+    a = actual[task]
+    m = statistics.median(a)
+    extra = "; ".join(sorted({w for p in ps for w in p["extrapolation"]}))
+    print(f"| {task} | {' + '.join(ops)} | {s:.3f} s ({lo:.3f} … {hi:.3f}) | {m:.3f} s ({min(a):.3f} … {max(a):.3f}) | {100*(s-m)/m:+.0f}% |")
+    if extra:
+        print(f"|  | extrapolation: {extra} | | | |")
+PY

@@ -1,0 +1,217 @@
+//! `manyfiles plan`: for a tree's real file sizes, the space every cluster size would
+//! allocate and waste, the predicted write time per cluster size (from a clusters
+//! experiment's models), and a recommendation with its reasoning. Pure computation.
+
+use super::model::Prediction;
+use super::predict::Shape;
+use crate::error::{Error, Result};
+use crate::inventory::{Inventory, cluster_allocation};
+use crate::report::ResultSet;
+use crate::signals;
+use crate::walk::{self, Kind};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, StatxFlags, statx};
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Slack share of the data up to which a larger cluster is considered affordable.
+pub const AFFORDABLE_SLACK: f64 = 0.05;
+
+/// Where the file sizes come from.
+pub enum Source {
+    /// Every regular file's size, read by walking the tree.
+    Sizes { shape: Shape, sizes: Vec<u64> },
+    /// An inventory: exact for the cluster sizes it holds.
+    Inventory(Box<Inventory>),
+}
+
+impl Source {
+    pub fn shape(&self) -> Shape {
+        match self {
+            Source::Sizes { shape, .. } => *shape,
+            Source::Inventory(i) => Shape::from(i.as_ref()),
+        }
+    }
+
+    /// Bytes the files occupy in clusters of `cluster` bytes (an empty file takes none).
+    pub fn allocated(&self, cluster: u64) -> Option<u64> {
+        match self {
+            Source::Sizes { sizes, .. } => Some(sizes.iter().map(|&s| cluster_allocation(s, cluster)).sum()),
+            Source::Inventory(i) => i.per_cluster_allocated(cluster),
+        }
+    }
+}
+
+/// Sizes of every regular file below `path` (symlinks are not followed, hard links
+/// count once per link, as in the inventory), with the tree's counts.
+pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
+    let root = walk::open_root(path)
+        .map_err(|e| Error::bad("PATH", format!("{}: cannot open as a directory: {e}", path.display())))?;
+    let acc = Mutex::new((Vec::<u64>::new(), 0u64, 0u64)); // sizes, dirs, unreadable
+    walk::par_tasks(threads, vec![root], |fd: OwnedFd, spawn| {
+        if signals::pending() != 0 {
+            return;
+        }
+        let Ok(entries) = walk::read_dir(fd.as_fd()) else {
+            let mut a = acc.lock().expect("walk lock");
+            a.1 += 1;
+            a.2 += 1;
+            return;
+        };
+        let mut sizes = Vec::new();
+        for e in entries {
+            match e.kind {
+                Kind::File => {
+                    if let Ok(st) = statx(&fd, &e.name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::SIZE) {
+                        sizes.push(st.stx_size);
+                    }
+                }
+                Kind::Dir => {
+                    if let Ok(sub) = walk::open_dir_at(fd.as_fd(), &e.name) {
+                        spawn(sub);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut a = acc.lock().expect("walk lock");
+        a.0.extend(sizes);
+        a.1 += 1;
+    });
+    let signal = signals::pending();
+    if signal != 0 {
+        return Err(Error::Interrupted { signal });
+    }
+    let (sizes, dirs, unreadable) = acc.into_inner().expect("walk finished");
+    if unreadable > 0 {
+        eprintln!("manyfiles: warning: {unreadable} directories could not be read; their files are not counted");
+    }
+    let shape = Shape { files: sizes.len() as u64, bytes: sizes.iter().sum(), dirs };
+    Ok(Source::Sizes { shape, sizes })
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterRow {
+    pub cluster_bytes: u64,
+    pub allocated_bytes: u64,
+    pub slack_bytes: u64,
+    /// Share of the allocated space not holding data.
+    pub slack_share: f64,
+    /// Predicted time to write the tree on that cluster size (create op), when a model
+    /// for a target of that block size was given.
+    pub write_time: Option<Prediction>,
+    /// Target the prediction came from.
+    pub model_target: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    #[serde(flatten)]
+    pub shape: Shape,
+    pub rows: Vec<ClusterRow>,
+    pub recommended_cluster: Option<u64>,
+    pub reasoning: String,
+}
+
+/// Cluster sizes the source cannot answer exactly (only an inventory has such).
+pub fn unsupported(src: &Source, clusters: &[u64]) -> Vec<u64> {
+    clusters.iter().copied().filter(|&c| src.allocated(c).is_none()).collect()
+}
+
+/// The create model of a target formatted with `cluster`-byte blocks.
+fn model_for(rs: &ResultSet, cluster: u64) -> Option<&crate::report::ModelRow> {
+    rs.models
+        .iter()
+        .find(|m| m.op == "create" && rs.targets.iter().any(|t| t.id == m.target && t.block_size == cluster))
+}
+
+pub fn plan(src: &Source, clusters: &[u64], model: Option<&ResultSet>) -> Plan {
+    let shape = src.shape();
+    let rows: Vec<ClusterRow> = clusters
+        .iter()
+        .filter_map(|&c| {
+            let allocated = src.allocated(c)?;
+            let slack = allocated.saturating_sub(shape.bytes);
+            let m = model.and_then(|rs| model_for(rs, c));
+            Some(ClusterRow {
+                cluster_bytes: c,
+                allocated_bytes: allocated,
+                slack_bytes: slack,
+                slack_share: if allocated > 0 { slack as f64 / allocated as f64 } else { 0.0 },
+                write_time: m.map(|m| m.model.predict(shape.files as f64, shape.bytes as f64, shape.dirs as f64)),
+                model_target: m.map(|m| m.target.clone()),
+            })
+        })
+        .collect();
+    let (recommended_cluster, reasoning) = recommend(&rows, shape.bytes);
+    Plan { shape, rows, recommended_cluster, reasoning }
+}
+
+/// With write times: the least slack among the clusters whose time is not told apart
+/// from the fastest (overlapping 95% intervals). Without: the largest cluster whose
+/// slack stays within 5% of the data (larger clusters mean fewer allocations and less
+/// fragmentation for big files); if none, the least slack.
+fn recommend(rows: &[ClusterRow], data: u64) -> (Option<u64>, String) {
+    use crate::units::{fmt_secs, fmt_size, sig3};
+    if rows.is_empty() {
+        return (None, "no cluster size to compare".into());
+    }
+    let least_slack = rows.iter().min_by_key(|r| (r.slack_bytes, r.cluster_bytes)).expect("non-empty");
+    let timed: Vec<&ClusterRow> = rows.iter().filter(|r| r.write_time.is_some()).collect();
+    let range = |p: &Prediction| p.interval95.unwrap_or([p.seconds, p.seconds]);
+    if let Some(fastest) =
+        timed.iter().min_by(|a, b| a.write_time.unwrap().seconds.total_cmp(&b.write_time.unwrap().seconds))
+    {
+        let [_, fast_hi] = range(&fastest.write_time.expect("timed"));
+        let tied: Vec<&&ClusterRow> =
+            timed.iter().filter(|r| range(&r.write_time.expect("timed"))[0] <= fast_hi).collect();
+        let pick = tied.iter().min_by_key(|r| (r.slack_bytes, r.cluster_bytes)).expect("fastest is tied with itself");
+        let t = pick.write_time.expect("timed");
+        let mut why = format!(
+            "{} writes this tree in a predicted {} and wastes {} ({}% of its allocation)",
+            fmt_size(pick.cluster_bytes as f64),
+            fmt_secs(t.seconds),
+            fmt_size(pick.slack_bytes as f64),
+            sig3(pick.slack_share * 100.0)
+        );
+        if tied.len() > 1 {
+            why.push_str(&format!(
+                "; {} cluster sizes are not told apart from the fastest by their 95% intervals, and it wastes the least of them",
+                tied.len()
+            ));
+        } else {
+            why.push_str("; it is the fastest, outside the others' 95% intervals");
+        }
+        if timed.len() < rows.len() {
+            why.push_str(&format!(
+                "; cluster sizes without a model: {} (judged by space only)",
+                rows.len() - timed.len()
+            ));
+        }
+        return (Some(pick.cluster_bytes), why);
+    }
+    let affordable = rows.iter().filter(|r| (r.slack_bytes as f64) <= AFFORDABLE_SLACK * data as f64);
+    match affordable.max_by_key(|r| r.cluster_bytes) {
+        Some(r) => (
+            Some(r.cluster_bytes),
+            format!(
+                "{} is the largest cluster size whose slack ({}, {}% of the allocation) stays within {}% of the data; \
+                 larger clusters mean fewer allocations for big files. No write-time model was given (--model from a clusters experiment)",
+                fmt_size(r.cluster_bytes as f64),
+                fmt_size(r.slack_bytes as f64),
+                sig3(r.slack_share * 100.0),
+                AFFORDABLE_SLACK * 100.0
+            ),
+        ),
+        None => (
+            Some(least_slack.cluster_bytes),
+            format!(
+                "every cluster size wastes more than {}% of the data; {} wastes the least ({}). No write-time model was given",
+                AFFORDABLE_SLACK * 100.0,
+                fmt_size(least_slack.cluster_bytes as f64),
+                fmt_size(least_slack.slack_bytes as f64)
+            ),
+        ),
+    }
+}

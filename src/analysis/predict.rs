@@ -1,0 +1,93 @@
+//! `manyfiles predict`: every fitted (target, op) model applied to one tree's shape,
+//! with a 95% prediction interval, an extrapolation warning when the tree lies outside
+//! what the model was calibrated on, and for sync ops the recovery point.
+
+use super::model::Prediction;
+use crate::inventory::Inventory;
+use crate::report::{ModelRow, ResultSet};
+use crate::units::sig3;
+use serde::Serialize;
+
+/// What a model needs to know of a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Shape {
+    pub files: u64,
+    pub bytes: u64,
+    pub dirs: u64,
+}
+
+impl From<&Inventory> for Shape {
+    fn from(i: &Inventory) -> Shape {
+        Shape { files: i.files, bytes: i.total_bytes, dirs: i.dirs }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PredictionRow {
+    pub target: String,
+    pub op: String,
+    #[serde(flatten)]
+    pub prediction: Prediction,
+    /// Why the prediction is an extrapolation (empty: inside the calibrated range).
+    pub extrapolation: Vec<String>,
+    /// Sync ops with an interval: worst-case recovery point = interval + sync time
+    /// (predicted, and the interval's upper end).
+    pub recovery_point_s: Option<[f64; 2]>,
+}
+
+/// Is `x` inside [lo, hi]? A range of [0, 0] is unknown (older result files).
+fn outside(name: &str, x: u64, [lo, hi]: [u64; 2], fmt: fn(u64) -> String) -> Option<String> {
+    if lo == 0 && hi == 0 {
+        return None;
+    }
+    if x > hi {
+        Some(format!(
+            "{name} {} is {}× the largest calibrated ({})",
+            fmt(x),
+            sig3(x as f64 / hi.max(1) as f64),
+            fmt(hi)
+        ))
+    } else if x < lo {
+        Some(format!("{name} {} is below the smallest calibrated ({})", fmt(x), fmt(lo)))
+    } else {
+        None
+    }
+}
+
+/// Why this model's prediction for `s` is an extrapolation.
+pub fn extrapolation(m: &ModelRow, s: &Shape) -> Vec<String> {
+    let mut why: Vec<String> = Vec::new();
+    let count = |x: u64| x.to_string();
+    why.extend(outside("file count", s.files, m.files_range, count));
+    why.extend(outside("total size", s.bytes, m.bytes_range, |x| crate::units::fmt_size(x as f64)));
+    // Directories only matter when the model has a directory cost.
+    if m.model.per_dir_s > 0.0 {
+        why.extend(outside("directory count", s.dirs, m.dirs_range, count));
+    }
+    why
+}
+
+/// An op whose time bounds how stale a copy can get between runs.
+pub fn is_sync(op: &str) -> bool {
+    op.starts_with("sync")
+}
+
+pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>) -> Vec<PredictionRow> {
+    rs.models
+        .iter()
+        .map(|m| {
+            let p = m.model.predict(s.files as f64, s.bytes as f64, s.dirs as f64);
+            let recovery_point_s = match interval_s {
+                Some(i) if is_sync(&m.op) => Some([i + p.seconds, i + p.interval95.map_or(p.seconds, |[_, hi]| hi)]),
+                _ => None,
+            };
+            PredictionRow {
+                target: m.target.clone(),
+                op: m.op.clone(),
+                prediction: p,
+                extrapolation: extrapolation(m, s),
+                recovery_point_s,
+            }
+        })
+        .collect()
+}

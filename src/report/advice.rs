@@ -1,0 +1,113 @@
+//! Output of `predict` and `plan`: tables with every figure's interval, the
+//! extrapolation warnings, the recommendation and where the model came from.
+
+use crate::analysis::model::Prediction;
+use crate::analysis::plan::Plan;
+use crate::analysis::predict::{PredictionRow, Shape};
+use crate::units::{fmt_secs, fmt_size, sig3};
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{CellAlignment, Table};
+
+fn new_table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_BORDERS_ONLY);
+    t.set_header(header.to_vec());
+    t
+}
+
+fn right(t: &mut Table, cols: std::ops::Range<usize>) {
+    for i in cols {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+/// `1.23 s (0.98 s … 1.51 s)`, or the value alone when there is no interval.
+pub fn fmt_prediction(p: &Prediction) -> String {
+    match p.interval95 {
+        Some([lo, hi]) => format!("{} ({} … {})", fmt_secs(p.seconds), fmt_secs(lo), fmt_secs(hi)),
+        None => format!("{} (no interval: as many points as coefficients)", fmt_secs(p.seconds)),
+    }
+}
+
+pub fn shape_line(s: &Shape) -> String {
+    format!(
+        "{} files, {} in {} directories (mean file size {})",
+        s.files,
+        fmt_size(s.bytes as f64),
+        s.dirs,
+        fmt_size(s.bytes as f64 / s.files.max(1) as f64)
+    )
+}
+
+pub fn predictions(rows: &[PredictionRow], shape: &Shape, model_line: &str) -> String {
+    let mut t = new_table(&["op", "target", "predicted time (95% prediction interval)", "calibrated range"]);
+    let mut notes = Vec::new();
+    for r in rows {
+        let range = if r.extrapolation.is_empty() {
+            "inside".to_string()
+        } else {
+            notes.push(format!("{} on {}: extrapolation: {}", r.op, r.target, r.extrapolation.join("; ")));
+            "OUTSIDE (extrapolation)".to_string()
+        };
+        t.add_row(vec![r.op.clone(), r.target.clone(), fmt_prediction(&r.prediction), range]);
+        if let Some([rp, hi]) = r.recovery_point_s {
+            notes.push(format!(
+                "{} on {}: recovery point (worst case: interval + sync time) {} (up to {})",
+                r.op,
+                r.target,
+                fmt_secs(rp),
+                fmt_secs(hi)
+            ));
+        }
+    }
+    right(&mut t, 2..3);
+    let mut out = format!("tree: {}\n{t}\n", shape_line(shape));
+    for n in notes {
+        out.push_str(&format!("warning: {n}\n"));
+    }
+    out.push_str("interval: the fitted coefficients' uncertainty plus the scatter of a single run (Student t, 95%)\n");
+    out.push_str(model_line);
+    out.push('\n');
+    out
+}
+
+pub fn plan(p: &Plan, model_line: Option<&str>) -> String {
+    let timed = p.rows.iter().any(|r| r.write_time.is_some());
+    let mut header = vec!["cluster", "allocated", "slack (wasted)", "slack %"];
+    if timed {
+        header.push("predicted write time (95% interval)");
+    }
+    let mut t = new_table(&header);
+    for r in &p.rows {
+        let mut row = vec![
+            fmt_size(r.cluster_bytes as f64),
+            fmt_size(r.allocated_bytes as f64),
+            fmt_size(r.slack_bytes as f64),
+            format!("{}%", sig3(r.slack_share * 100.0)),
+        ];
+        if timed {
+            row.push(match (&r.write_time, &r.model_target) {
+                (Some(w), Some(t)) => format!("{} on {t}", fmt_prediction(w)),
+                _ => "— (no model for this cluster size)".into(),
+            });
+        }
+        t.add_row(row);
+    }
+    right(&mut t, 0..5);
+    let mut out = format!("tree: {}\n{t}\n", shape_line(&p.shape));
+    out.push_str(
+        "allocated: every file rounded up to whole clusters (an empty file takes none; file systems that keep tiny files \
+         in metadata, e.g. NTFS, waste less); slack % = share of the allocation not holding data\n",
+    );
+    match p.recommended_cluster {
+        Some(c) => out.push_str(&format!("recommendation: {} — {}\n", fmt_size(c as f64), p.reasoning)),
+        None => out.push_str(&format!("no recommendation: {}\n", p.reasoning)),
+    }
+    if let Some(m) = model_line {
+        out.push_str(m);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,172 @@
+//! The `report` and `compare` commands: plain configs (made by cli.rs) and their runs.
+
+use super::ResultSet;
+use super::export::{self, Output};
+use crate::analysis::compare;
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+
+/// `manyfiles report`: result sets already read and checked.
+#[derive(Debug)]
+pub struct ReportConfig {
+    pub files: Vec<PathBuf>,
+    pub sets: Vec<ResultSet>,
+    pub html: Option<PathBuf>,
+    pub png: Option<PathBuf>,
+    pub exports: Vec<Output>,
+}
+
+/// Writes what was asked; returns the lines saying what was written.
+pub fn run_report(cfg: ReportConfig) -> Result<String> {
+    let sources: Vec<(String, crate::measure::provenance::Provenance)> =
+        cfg.files.iter().zip(&cfg.sets).map(|(f, rs)| (f.display().to_string(), rs.provenance.clone())).collect();
+    let Some(rs) = super::combine::combine(cfg.sets) else {
+        return Err(Error::bad("RESULTS.json", "no result file given"));
+    };
+    let charts = super::chart::charts(&rs);
+    let mut said = String::new();
+    if let Some(h) = &cfg.html {
+        let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
+        export::write_atomic(h, page.as_bytes())
+            .map_err(|e| Error::failed(format!("cannot write {}: {e}", h.display())))?;
+        said.push_str(&format!("html: {} ({} charts)\n", h.display(), charts.len()));
+    }
+    if let Some(dir) = &cfg.png {
+        if !dir.is_dir() {
+            std::fs::create_dir(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        for c in &charts {
+            let path = dir.join(format!("{}.png", c.id));
+            // Drawn beside the final name, then renamed: a reader never sees half a PNG.
+            let tmp = dir.join(format!(".{}.tmp-{}.png", c.id, std::process::id()));
+            let r = super::chart::png(c, &tmp).and_then(|_| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
+            if let Err(e) = r {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(Error::failed(format!("cannot write {}: {e}", path.display())));
+            }
+            said.push_str(&format!("png: {}\n", path.display()));
+        }
+    }
+    export::write_all(&cfg.exports, &rs).map_err(Error::failed)?;
+    for o in &cfg.exports {
+        said.push_str(&format!("{:?}: {}\n", o.format, o.path.display()).to_lowercase());
+    }
+    Ok(said)
+}
+
+/// `manyfiles compare A B`.
+#[derive(Debug)]
+pub struct CompareConfig {
+    pub a_name: String,
+    pub b_name: String,
+    pub a: ResultSet,
+    pub b: ResultSet,
+    pub fail_if_slower_pct: Option<f64>,
+}
+
+/// The comparison table, and an error (exit 1) when a regression passes the threshold
+/// or when the files share no measurement.
+pub fn run_compare(cfg: &CompareConfig) -> (String, Result<()>) {
+    let cs = compare::compare(&cfg.a, &cfg.b);
+    if cs.is_empty() {
+        return (
+            String::new(),
+            Err(Error::bad("B.json", "no measurement (target, op, tree) is present in both files")),
+        );
+    }
+    let text = super::compare::table(&cs, &cfg.a_name, &cfg.b_name);
+    let verdict = match cfg.fail_if_slower_pct {
+        Some(pct) => {
+            let bad = compare::regressions(&cs, pct);
+            if bad.is_empty() {
+                Ok(())
+            } else {
+                let worst = bad.iter().map(|c| c.ratio).fold(0.0, f64::max);
+                Err(Error::failed(format!(
+                    "{} measurement(s) significantly slower by more than {pct}% (worst: {}× the baseline)",
+                    bad.len(),
+                    crate::units::sig3(worst)
+                )))
+            }
+        }
+        None => Ok(()),
+    };
+    (text, verdict)
+}
+
+/// Where the model came from: file, command and machine (predictions carry provenance).
+fn model_line(name: &str, rs: &ResultSet) -> String {
+    format!(
+        "model: {name} ({} experiment started {}) · {}",
+        rs.experiment.name,
+        rs.provenance.started_utc,
+        rs.provenance.machine_line()
+    )
+}
+
+/// The tree a prediction or plan is for.
+#[derive(Debug)]
+pub enum TreeInput {
+    /// Walk this directory.
+    Path(PathBuf),
+    /// A saved inventory.
+    Inventory(Box<crate::inventory::Inventory>),
+}
+
+/// `manyfiles predict`.
+#[derive(Debug)]
+pub struct PredictConfig {
+    pub model_name: String,
+    pub model: ResultSet,
+    pub tree: TreeInput,
+    pub interval_s: Option<f64>,
+    pub json: Option<PathBuf>,
+    pub threads: usize,
+}
+
+fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(e.to_string()))?;
+    bytes.push(b'\n');
+    export::write_atomic(path, &bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+}
+
+pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
+    use crate::analysis::predict::{self, Shape};
+    let shape = match &cfg.tree {
+        TreeInput::Path(p) => Shape::from(&crate::inventory::Inventory::scan(p, cfg.threads)?),
+        TreeInput::Inventory(i) => Shape::from(i.as_ref()),
+    };
+    let rows = predict::predict(&cfg.model, &shape, cfg.interval_s);
+    if let Some(j) = &cfg.json {
+        write_json(j, &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "predictions": rows }))?;
+    }
+    let mut text = super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model));
+    if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
+        text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
+    }
+    Ok(text)
+}
+
+/// `manyfiles plan`.
+#[derive(Debug)]
+pub struct PlanConfig {
+    pub tree: TreeInput,
+    pub clusters: Vec<u64>,
+    pub model: Option<(String, ResultSet)>,
+    pub json: Option<PathBuf>,
+    pub threads: usize,
+}
+
+pub fn run_plan(cfg: PlanConfig) -> Result<String> {
+    use crate::analysis::plan::{self, Source};
+    let src = match cfg.tree {
+        TreeInput::Path(p) => plan::walk_sizes(&p, cfg.threads)?,
+        TreeInput::Inventory(i) => Source::Inventory(i),
+    };
+    let p = plan::plan(&src, &cfg.clusters, cfg.model.as_ref().map(|m| &m.1));
+    if let Some(j) = &cfg.json {
+        write_json(j, &p)?;
+    }
+    let line = cfg.model.as_ref().map(|(n, rs)| model_line(n, rs));
+    Ok(super::advice::plan(&p, line.as_deref()))
+}

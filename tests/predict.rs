@@ -1,0 +1,131 @@
+//! `manyfiles predict`: on a synthetic inventory the prediction equals the fitted
+//! formula a·files + b·bytes + c·dirs, with an interval around it; extrapolation is
+//! said plainly; sync ops get a recovery point; bad input is refused.
+
+mod common;
+
+use common::*;
+use manyfiles::inventory::Inventory;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn ladder(dir: &Path) -> PathBuf {
+    let json = dir.join("l.json");
+    let a =
+        format!("ladder --total 256k --to 256 --runs 2 --target {} --json {} --quiet", dir.display(), json.display());
+    run(words(&a)).ok();
+    json
+}
+
+fn inventory(dir: &Path, name: &str, files: u64, bytes: u64, dirs: u64) -> PathBuf {
+    let mut inv = Inventory::empty();
+    inv.files = files;
+    inv.total_bytes = bytes;
+    inv.dirs = dirs;
+    let p = dir.join(name);
+    inv.save(&p).unwrap();
+    p
+}
+
+fn predict_json(model: &Path, inv: &Path, extra: &[&str]) -> (Run, Value) {
+    let out = inv.with_extension("pred.json");
+    let mut a = vec!["predict", "--model", model.to_str().unwrap(), "--inventory", inv.to_str().unwrap()];
+    a.extend(["--json", out.to_str().unwrap()]);
+    a.extend(extra);
+    let r = run(&a);
+    r.ok();
+    let v = load_json(&out);
+    (r, v)
+}
+
+#[test]
+fn prediction_equals_the_formula() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = ladder(tmp.path());
+    let rs = load_json(&model);
+    let (files, bytes, dirs) = (100_000u64, 3_000_000_000u64, 400u64);
+    let inv = inventory(tmp.path(), "big.json", files, bytes, dirs);
+    let (r, v) = predict_json(&model, &inv, &[]);
+    let preds = arr(&v, "predictions");
+    assert_eq!(preds.len(), arr(&rs, "models").len());
+    for p in preds {
+        let m = arr(&rs, "models").iter().find(|m| m["op"] == p["op"] && m["target"] == p["target"]).unwrap();
+        let want =
+            f(m, "per_file_s") * files as f64 + f(m, "per_byte_s") * bytes as f64 + f(m, "per_dir_s") * dirs as f64;
+        let got = f(p, "seconds");
+        assert!(((got - want) / want).abs() < 1e-12, "{}: {got} vs {want}", s(p, "op"));
+        let iv = p["interval95"].as_array().unwrap();
+        assert!(iv[0].as_f64().unwrap() <= got && got <= iv[1].as_f64().unwrap());
+        // 100,000 files is beyond the ladder's 256: said plainly.
+        let why: Vec<&str> = arr(p, "extrapolation").iter().map(|w| w.as_str().unwrap()).collect();
+        assert!(why.iter().any(|w| w.contains("file count 100000")), "{why:?}");
+    }
+    assert!(r.stdout.contains("OUTSIDE (extrapolation)") && r.stdout.contains("warning:"), "{}", r.stdout);
+    assert!(r.stdout.contains("model: ") && r.stdout.contains("machine: "), "provenance: {}", r.stdout);
+
+    // Inside the calibrated range (the ladder's own total, a file count between rungs).
+    let dirs_in = arr(&rs, "models")[0]["dirs_range"][0].as_u64().unwrap();
+    let inside = inventory(tmp.path(), "in.json", 100, 256 * 1024, dirs_in);
+    let (r, v) = predict_json(&model, &inside, &[]);
+    assert!(arr(&v, "predictions").iter().all(|p| arr(p, "extrapolation").is_empty()), "{v:#}");
+    assert!(!r.stdout.contains("OUTSIDE"), "{}", r.stdout);
+}
+
+#[test]
+fn sync_ops_get_a_recovery_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = ladder(tmp.path());
+    // The same figures under a sync op's name (sync comes from another experiment).
+    let mut rs = load_json(&model);
+    for m in rs["models"].as_array_mut().unwrap() {
+        if m["op"] == "create" {
+            m["op"] = Value::from("sync");
+        }
+    }
+    let synced = tmp.path().join("sync.json");
+    std::fs::write(&synced, serde_json::to_vec(&rs).unwrap()).unwrap();
+    let inv = inventory(tmp.path(), "inv.json", 1000, 10_000_000, 10);
+    let (r, v) = predict_json(&synced, &inv, &["--interval", "15m"]);
+    let p = arr(&v, "predictions").iter().find(|p| p["op"] == "sync").unwrap();
+    let rp = p["recovery_point_s"].as_array().unwrap();
+    assert!((rp[0].as_f64().unwrap() - (900.0 + f(p, "seconds"))).abs() < 1e-9);
+    assert!(rp[1].as_f64().unwrap() >= rp[0].as_f64().unwrap());
+    assert!(r.stdout.contains("recovery point"), "{}", r.stdout);
+    assert!(arr(&v, "predictions").iter().filter(|p| p["op"] != "sync").all(|p| p["recovery_point_s"].is_null()));
+}
+
+#[test]
+fn predict_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = ladder(tmp.path());
+    let inv = inventory(tmp.path(), "inv.json", 10, 10, 1);
+    let m = model.to_str().unwrap();
+    let i = inv.to_str().unwrap();
+    assert_bad_input(
+        &run(["predict", "--model", m, "--inventory", i, "--interval", "soon"]),
+        "--interval",
+        "bad duration",
+    );
+    let missing = tmp.path().join("none");
+    assert_bad_input(
+        &run(["predict", "--model", missing.to_str().unwrap(), "--inventory", i]),
+        "--model",
+        "missing model",
+    );
+    assert_bad_input(&run(["predict", "--model", m, "--inventory", m]), "--inventory", "not an inventory");
+    assert_bad_input(&run(["predict", "--model", m, "--tree", missing.to_str().unwrap()]), "--tree", "missing tree");
+    // A result without models (one tree shape) cannot predict.
+    let ops = tmp.path().join("ops.json");
+    let a = format!("ops --files 50 --runs 1 --target {} --json {} --quiet", tmp.path().display(), ops.display());
+    run(words(&a)).ok();
+    assert_bad_input(&run(["predict", "--model", ops.to_str().unwrap(), "--inventory", i]), "--model", "no model");
+    // --tree walks a real directory: same shape as its inventory.
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir_all(tree.join("a/b")).unwrap();
+    std::fs::write(tree.join("a/x"), vec![0u8; 5000]).unwrap();
+    std::fs::write(tree.join("a/b/y"), vec![0u8; 7]).unwrap();
+    let out = tmp.path().join("t.json");
+    run(["predict", "--model", m, "--tree", tree.to_str().unwrap(), "--json", out.to_str().unwrap()]).ok();
+    let v = load_json(&out);
+    assert_eq!((u(&v["tree"], "files"), u(&v["tree"], "bytes"), u(&v["tree"], "dirs")), (2, 5007, 3));
+}
