@@ -53,9 +53,7 @@ TSV=$WORK/raw.tsv
 source "$ROOT/bench/lib.sh"
 bench_setup
 
-echo "building manyfiles (release)..." >&2
-(cd "$ROOT" && cargo build --release --quiet)
-MF=$ROOT/target/release/manyfiles
+bench_build
 
 bench_header "copy and sync benchmark" \
     "ROUNDS=$ROUNDS WARMUP=$WARMUP FILES=$FILES SIZE=$SIZE DIRS=$DIRS THREADS=$THREADS MEM_FILES=$MEM_FILES bench/copy.sh" \

@@ -57,9 +57,7 @@ source "$ROOT/bench/lib.sh"
 bench_setup
 
 # --- build -----------------------------------------------------------------------
-echo "building manyfiles (release) and the C loop..." >&2
-(cd "$ROOT" && cargo build --release --quiet)
-MF=$ROOT/target/release/manyfiles
+bench_build
 CLOOP=$WORK/create_loop
 cc -O2 -pthread -o "$CLOOP" "$ROOT/bench/create_loop.c"
 

@@ -3,6 +3,7 @@
 # the machine lines every result starts with.
 #
 #   WORK=/dev/shm/NAME-$$; source "$ROOT/bench/lib.sh"; bench_setup
+#   bench_build [cargo options...]             → release build, $MF the binary
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
 # A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
@@ -27,6 +28,12 @@ bench_setup() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
     mkdir -p "$WORK"
+}
+
+bench_build() {
+    echo "building manyfiles (release${*:+ $*})..." >&2
+    (cd "$ROOT" && cargo build --release --quiet "$@")
+    MF=$ROOT/target/release/manyfiles
 }
 
 # A fresh ext4 over a new image of SIZE, mounted at $MNT (an earlier one is unmounted).
