@@ -87,8 +87,7 @@ pub fn copy_file(
     reflink: bool,
     buf: &mut [u8],
 ) -> StepResult<u64> {
-    let src = openat(src_dir, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| (Step::OpenSource, e))?;
+    let src = open_source(src_dir, name).map_err(|e| (Step::OpenSource, e))?;
     let dst = openat(
         dst_dir,
         dst_name,
@@ -106,6 +105,17 @@ pub fn copy_file(
         let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
     }
     r
+}
+
+/// Open a source file for reading without updating its access time where allowed (the
+/// owner or root): with relatime, the first read after a write would otherwise dirty
+/// every source inode. Falls back to a plain open (EPERM: someone else's file).
+fn open_source(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) => openat(dir, name, flags, Mode::empty()),
+        r => r,
+    }
 }
 
 /// Move the bytes: reflink, then copy_file_range (large files), then read/write.
