@@ -595,7 +595,12 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
                         other => Err(bad(format!("key {k}: list item {other} is not a string or number"))),
                     })
                     .collect::<Result<_>>()?;
-                args.extend([flag, parts.join(",")]);
+                if k == "cmd" {
+                    // Repeatable flag (templates may hold commas): one --cmd per item.
+                    args.extend(parts.into_iter().flat_map(|p| [flag.clone(), p]));
+                } else {
+                    args.extend([flag, parts.join(",")]);
+                }
             }
             other => return Err(bad(format!("key {k}: {other} is not a string, number, boolean or list"))),
         }
