@@ -44,8 +44,14 @@ pub enum Command {
     Dirsize(DirsizeArgs),
     /// Run an experiment described in a TOML file (keys are the command's long flags)
     Run(RunFileArgs),
+    /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
+    Scan(ScanArgs),
     /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
     Cleanup,
+    /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
+    Copy(CopyArgs),
+    /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
+    Sync(SyncArgs),
     /// Charts and tables of result files: --html report (inline SVG), --png DIR, --csv, --markdown
     Report(ReportArgs),
     /// A/B: every measurement in both result files, the ratio B/A with its 95% CI and a verdict
@@ -70,9 +76,11 @@ pub struct LadderArgs {
     /// Multiply the file count by this from rung to rung
     #[arg(long, default_value = "4", value_parser = parse_count)]
     pub step: u64,
-    /// Ops to time, comma separated (create, stat, list, read, delete)
+    /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete)
     #[arg(long, default_value = "create,read,delete")]
     pub ops: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -85,9 +93,11 @@ pub struct LadderArgs {
 pub struct OpsArgs {
     #[command(flatten)]
     pub tree: TreeSizeArgs,
-    /// Ops to time, comma separated, run in this order: create, stat, list, read, delete
+    /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan, delete
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
+    #[command(flatten)]
+    pub pair: PairArgs,
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
@@ -156,6 +166,25 @@ pub struct DirsizeArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Directory to scan (never written to)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Also write the tree's shape (counts and histograms, no names) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Walk threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the scan report (counts, diff, phase times, provenance) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub struct RunFileArgs {
     /// Experiment file: `command = "ladder"` plus the command's long flags as keys
     /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...)
@@ -190,6 +219,15 @@ pub struct TreeSizeArgs {
     /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
     #[arg(long, default_value = "4k")]
     pub size: String,
+    /// A tree shaped like an inventory (`scan PATH --inventory FILE`): same histograms, no names or bytes copied
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["files", "size", "tree"])]
+    pub like: Option<PathBuf>,
+    /// A preset tree shape: nextcloud-like (41,732 folders, 313,860 files, 3,075 MB)
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["files", "size"])]
+    pub tree: Option<String>,
+    /// Multiply the files and directories of --like or --tree by this
+    #[arg(long, default_value = "1")]
+    pub scale: f64,
 }
 
 #[derive(Args, Debug)]
@@ -296,6 +334,33 @@ fn threads(t: Option<usize>) -> Result<usize> {
 impl TreeSizeArgs {
     fn size(&self) -> Result<SizeDist> {
         SizeDist::parse(&self.size).map_err(|e| Error::bad("--size", e))
+    }
+
+    /// The tree: drawn from --like / --tree, or made from --files and --size with `shape`.
+    fn spec(&self, shape: &ShapeArgs) -> Result<TreeSpec> {
+        use manyfiles::tree::drawn;
+        let (inv, flag) = match (&self.like, self.tree.as_deref()) {
+            (Some(p), _) => (
+                manyfiles::inventory::Inventory::load(p).map_err(|e| match e {
+                    Error::BadInput { reason, .. } => Error::bad("--like", reason),
+                    e => e,
+                })?,
+                "--like",
+            ),
+            (None, Some("nextcloud-like")) => (drawn::nextcloud_like(), "--tree"),
+            (None, Some(t)) => return Err(Error::bad("--tree", format!("'{t}': known presets: nextcloud-like"))),
+            (None, None) => {
+                if self.scale != 1.0 {
+                    return Err(Error::bad("--scale", "only makes sense with --like or --tree"));
+                }
+                return shape.spec(self.files, self.size()?);
+            }
+        };
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return Err(Error::bad("--scale", "must be a number above 0"));
+        }
+        let content = Content::parse(&shape.content).map_err(|e| Error::bad("--content", e))?;
+        drawn::spec_like(&inv, self.scale, shape.seed, content).map_err(|e| Error::bad(flag, e))
     }
 }
 
@@ -405,6 +470,7 @@ impl RunArgs {
             exports: self.exports()?,
             quiet: self.quiet,
             command_line,
+            commands: Vec::new(),
         })
     }
 }
@@ -438,18 +504,20 @@ pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeEx
         ));
     }
     let trees = ladder.trees(&shape)?;
-    a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)
+    let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
+    a.pair.apply(cfg)
 }
 
 pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let spec = a.shape.spec(a.tree.files, a.tree.size()?)?;
-    a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)
+    let spec = a.tree.spec(&a.shape)?;
+    let cfg = a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)?;
+    a.pair.apply(cfg)
 }
 
 pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
     Ok(GenConfig {
         dir: a.dir.clone(),
-        spec: a.shape.spec(a.tree.files, a.tree.size()?)?,
+        spec: a.tree.spec(&a.shape)?,
         create: a.write.options()?,
         threads: threads(a.threads)?,
         quiet: a.quiet,
@@ -568,6 +636,115 @@ pub fn bigfile_config(
         quiet: r.quiet,
         command_line,
         drop_caches: r.drop_caches,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct CopyArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory: new or empty
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Try a reflink (shared extents) first for every file
+    #[arg(long)]
+    pub reflink: bool,
+    /// Compare DST with SRC afterwards (contents, modes, mtimes)
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SyncArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory (made if missing)
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Decide by content instead of size + mtime
+    #[arg(long)]
+    pub checksum: bool,
+    /// Delete what DST has and SRC has not
+    #[arg(long)]
+    pub delete: bool,
+    /// Compare only: write and delete nothing, report what would change
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CopyCommonArgs {
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the summary as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options for `copy` / `sync`, and where the JSON summary goes.
+pub fn copy_config(
+    mode: manyfiles::copy::Mode,
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    c: &CopyCommonArgs,
+) -> Result<(manyfiles::copy::Options, Option<PathBuf>)> {
+    if let Some(j) = &c.json {
+        check_output(j, "--json")?;
+    }
+    let mut o = manyfiles::copy::Options::new(mode, src, dst, threads(c.threads)?);
+    o.quiet = c.quiet;
+    Ok((o, c.json.clone()))
+}
+
+/// Copy ops' extras for ladder and ops: external tools and content verification.
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// Time an external tool as op cmd:NAME on the same trees, e.g. --cmd cp='cp -a {src}/. {dst}'
+    /// (repeatable); its destination is checked against the source afterwards
+    #[arg(long = "cmd", value_name = "NAME=TEMPLATE")]
+    pub cmds: Vec<String>,
+    /// Compare contents too when checking an external tool's destination
+    #[arg(long)]
+    pub verify: bool,
+}
+
+impl PairArgs {
+    fn apply(&self, mut cfg: TreeExperiment) -> Result<TreeExperiment> {
+        use manyfiles::experiment::external::ExternalCmd;
+        for c in &self.cmds {
+            let mut cmd = ExternalCmd::parse(c).map_err(|e| Error::bad("--cmd", e))?;
+            cmd.verify = self.verify;
+            cfg.commands.push(cmd);
+        }
+        manyfiles::experiment::add_commands(&mut cfg.ops, &cfg.commands)?;
+        Ok(cfg)
+    }
+}
+
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::scan::ScanConfig> {
+    let db = a.db.as_deref().map(manyfiles::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+    for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+        }
+    }
+    Ok(manyfiles::scan::ScanConfig {
+        root: a.path.clone(),
+        db,
+        inventory: a.inventory.clone(),
+        threads: threads(a.threads)?,
+        json: a.json.clone(),
+        command_line,
     })
 }
 

@@ -4,13 +4,16 @@
 //! the plain config structs of [`experiment`] and [`tree`].
 
 pub mod analysis;
+pub mod copy;
 pub mod error;
 pub mod experiment;
 pub mod generate;
 pub mod inventory;
 pub mod measure;
 pub mod ops;
+pub mod ranks;
 pub mod report;
+pub mod scan;
 pub mod signals;
 pub mod target;
 pub mod tree;

@@ -5,12 +5,20 @@ mod cli;
 use clap::Parser;
 use cli::{Cli, Command};
 use manyfiles::error::Result;
+use manyfiles::ranks;
 use manyfiles::report::{ResultSet, table};
 use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    manyfiles::ranks::init();
+    let code = main_here();
+    manyfiles::ranks::finalize();
+    code
+}
+
+fn main_here() -> ExitCode {
     let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -23,7 +31,7 @@ fn main() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -39,6 +47,25 @@ fn main() -> ExitCode {
     };
     match run(cli, args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if ranks::size() > 1 && ranks::failure_agreed() => {
+            // Every rank knows and stops here; rank 0 tells it once.
+            if ranks::is_root() {
+                eprintln!("manyfiles: {e}");
+            }
+            ExitCode::from(e.exit_code() as u8)
+        }
+        Err(e) if ranks::size() > 1 => {
+            // One rank failing alone would leave the others waiting at a barrier: end
+            // the whole job. Rank 0 saved the finished measurements before returning;
+            // the others wait a moment so a failure every rank shares is told once, by
+            // rank 0 (whose abort ends them first).
+            if !ranks::is_root() {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
+            let host = rustix::system::uname().nodename().to_string_lossy().into_owned();
+            eprintln!("manyfiles: rank {} of {} ({host}): {e}", ranks::rank(), ranks::size());
+            ranks::abort(e.exit_code())
+        }
         Err(e) => {
             eprintln!("manyfiles: {e}");
             ExitCode::from(e.exit_code() as u8)
@@ -48,6 +75,9 @@ fn main() -> ExitCode {
 
 /// Print to stdout; a closed pipe (`| head`) is not an error.
 fn out(text: &str) {
+    if !ranks::is_root() {
+        return; // under MPI, rank 0 speaks for the job
+    }
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(text.as_bytes());
     let _ = o.flush();
@@ -74,6 +104,12 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             recorded.extend(file_args);
             return run(inner, recorded);
         }
+        Command::Bigfile(_) | Command::Gen(_) | Command::Cleanup if ranks::size() > 1 => {
+            return Err(manyfiles::error::Error::bad(
+                "COMMAND",
+                "this command does not run under MPI (ladder, ops and dirsize do); start it without mpirun",
+            ));
+        }
         Command::Bigfile(a) => {
             let cfg = cli::bigfile_config(&a, args)?;
             let rs = manyfiles::experiment::bigfile::run(&cfg)?;
@@ -98,6 +134,24 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let cfg = cli::ops_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;
             print_results(&rs, false, cfg.json.as_deref());
+        }
+        Command::Copy(a) => {
+            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
+            (o.reflink, o.verify) = (a.reflink, a.verify);
+            return copy_report(&o, json.as_deref());
+        }
+        Command::Sync(a) => {
+            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
+            (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
+            return copy_report(&o, json.as_deref());
+        }
+        Command::Scan(a) => {
+            let cfg = cli::scan_config(&a, args)?;
+            let r = manyfiles::scan::scan(&cfg)?;
+            out(&r.text());
+            if let Some(signal) = r.interrupted_by {
+                return Err(manyfiles::error::Error::Interrupted { signal });
+            }
         }
         Command::Report(a) => {
             let cfg = cli::report_config(&a)?;
@@ -146,6 +200,7 @@ fn print_report(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) {
     let mut s = table::title(rs);
     s.push('\n');
     s.push_str(body);
+    s.push_str(&table::ranks(rs));
     s.push_str(&table::footer(rs));
     if let Some(p) = json {
         s.push_str(&format!("results: {}\n", p.display()));
@@ -168,4 +223,25 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
         body.push('\n');
     }
     print_report(rs, &body, json);
+}
+
+/// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
+/// when anything failed or differed.
+fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>) -> Result<()> {
+    use manyfiles::error::Error;
+    let s = manyfiles::copy::run(o)?;
+    out(&s.text());
+    if let Some(p) = json {
+        let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
+        manyfiles::report::export::write_atomic(p, &text)
+            .map_err(|e| Error::failed(format!("{}: {e}", p.display())))?;
+    }
+    if s.interrupted {
+        return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
+    }
+    if !s.ok() {
+        let v = s.verify.as_ref().map_or(0, |v| v.differences);
+        return Err(Error::failed(format!("{} failed, {v} differences after verify", s.failed)));
+    }
+    Ok(())
 }

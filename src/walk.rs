@@ -119,6 +119,41 @@ pub fn kind_of(dir: BorrowedFd<'_>, name: &CStr) -> Result<Kind, Errno> {
     Ok(Kind::from_mode(st.stx_mode as u32))
 }
 
+/// What the copy, sync and verify engines need of an entry: one `statx` (no symlink
+/// followed) gives type, permission bits, size and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    /// Permission bits (mode & 0o7777).
+    pub perm: u32,
+    pub size: u64,
+    pub mtime_s: i64,
+    pub mtime_ns: u32,
+}
+
+impl Meta {
+    pub fn of(st: &rustix::fs::Statx) -> Meta {
+        Meta {
+            kind: Kind::from_mode(st.stx_mode as u32),
+            perm: st.stx_mode as u32 & 0o7777,
+            size: st.stx_size,
+            mtime_s: st.stx_mtime.tv_sec,
+            mtime_ns: st.stx_mtime.tv_nsec,
+        }
+    }
+}
+
+/// [`Meta`] of `name` below `dir`, not following a symlink.
+pub fn meta_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Meta, Errno> {
+    let want = StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::SIZE | StatxFlags::MTIME;
+    Ok(Meta::of(&statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, want)?))
+}
+
+/// [`Meta`] of the directory `dir` itself.
+pub fn meta_of(dir: BorrowedFd<'_>) -> Result<Meta, Errno> {
+    meta_at(dir, c".")
+}
+
 /// Runs a tree of tasks on `threads` threads with work stealing. `work(task, spawn)`
 /// handles one task and calls `spawn` for each child task (e.g. each subdirectory);
 /// children run on any thread. Returns when every task has finished.

@@ -16,7 +16,11 @@ fn validator() -> jsonschema::Validator {
 fn every_detection_kind_validates() {
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("l.json");
-    let a = format!("ladder --total 64k --to 64 --runs 2 --target {} --json {} --quiet", tmp.path().display(), json.display());
+    let a = format!(
+        "ladder --total 64k --to 64 --runs 2 --target {} --json {} --quiet",
+        tmp.path().display(),
+        json.display()
+    );
     run(words(&a)).ok();
     let mut rs: manyfiles::report::ResultSet = serde_json::from_value(load_json(&json)).unwrap();
     let (t, o, k) = ("dir".to_string(), "create".to_string(), "n=4".to_string());
@@ -36,7 +40,15 @@ fn every_detection_kind_validates() {
             significant: true,
         },
         Detection::FirstRun { target: t.clone(), op: o.clone(), tree_key: k.clone(), first_s: 2.0, median_s: 1.0 },
-        Detection::Outlier { target: t.clone(), op: o.clone(), tree_key: k.clone(), run: 4, seconds: 3.0, median_s: 1.0, z: 9.0 },
+        Detection::Outlier {
+            target: t.clone(),
+            op: o.clone(),
+            tree_key: k.clone(),
+            run: 4,
+            seconds: 3.0,
+            median_s: 1.0,
+            z: 9.0,
+        },
         Detection::HighCv { target: t, op: o, tree_key: k, cv: 0.3, runs: 3, runs_needed: 150 },
     ];
     let doc = serde_json::to_value(&rs).unwrap();

@@ -200,6 +200,8 @@ fn phase_result(
         last_finish_s: elapsed_s,
         space_used_bytes: None,
         allocated_bytes: None,
+        ranks: None,
+        peak_rss_bytes: None,
     }
 }
 

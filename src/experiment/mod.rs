@@ -5,6 +5,7 @@
 pub mod bigfile;
 pub mod clusters;
 pub mod dirsize;
+pub mod external;
 pub mod ladder;
 pub mod targets;
 
@@ -12,15 +13,18 @@ use crate::error::{Error, Result};
 use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
+use crate::ops::copy::PairOp;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
 use crate::report::export::{self, Format, Output};
 use crate::report::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
 use crate::target::TargetInfo;
 use crate::target::rundir::RunDir;
+use crate::target::rundir::remove_contents;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
+use crate::walk;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
@@ -53,6 +57,8 @@ pub struct TreeExperiment {
     pub exports: Vec<Output>,
     pub quiet: bool,
     pub command_line: Vec<String>,
+    /// External tools run as ops (`--cmd`), named `cmd:NAME` in `ops`.
+    pub commands: Vec<external::ExternalCmd>,
 }
 
 /// What happens to the kernel's caches between phases.
@@ -118,19 +124,55 @@ impl Order {
     }
 }
 
-/// Parse `create,read,delete` into the canonical order; errors name `--ops`.
+/// Parse `create,read,delete` into the canonical order; errors name `--ops`. Pair ops
+/// (copy, sync, sync-nochange, sync-change:P) keep their given order and run after the
+/// tree ops, before delete.
 pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut want = Vec::new();
+    let mut pairs: Vec<String> = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(r) = ops::copy::by_name(p) {
+            r.map_err(|e| Error::bad("--ops", e))?;
+            if !pairs.iter().any(|q| q == p) {
+                pairs.push(p.to_string());
+            }
+            continue;
+        }
         if !ops::OP_NAMES.contains(&p) {
-            return Err(Error::bad("--ops", format!("unknown op '{p}' (known: {})", ops::OP_NAMES.join(", "))));
+            return Err(Error::bad(
+                "--ops",
+                format!(
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P)",
+                    ops::OP_NAMES.join(", ")
+                ),
+            ));
         }
         want.push(p.to_string());
     }
-    if want.is_empty() {
+    if want.is_empty() && pairs.is_empty() {
         return Err(Error::bad("--ops", "no op given"));
     }
-    Ok(ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect())
+    if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
+        return Err(Error::bad("--ops", "rescan needs scan before it (it rescans scan's index)"));
+    }
+    let mut v: Vec<String> =
+        ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
+    let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
+    v.splice(at..at, pairs);
+    Ok(v)
+}
+
+/// Add external tools as ops `cmd:NAME`, after the other pair ops and before delete.
+pub fn add_commands(ops: &mut Vec<String>, cmds: &[external::ExternalCmd]) -> Result<()> {
+    for c in cmds {
+        let name = ops::copy::PairOp::name(c);
+        if ops.contains(&name) {
+            return Err(Error::bad("--cmd", format!("{} given twice", c.name)));
+        }
+        let at = ops.iter().position(|o| o == "delete").unwrap_or(ops.len());
+        ops.insert(at, name);
+    }
+    Ok(())
 }
 
 /// Check the target before anything is created: exists, is a directory, writable,
@@ -177,6 +219,8 @@ fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
         "stat" => Box::new(ops::Stat),
         "list" => Box::new(ops::List),
         "read" => Box::new(ops::Read),
+        "scan" => Box::new(ops::scan::Scan { rescan: false }),
+        "rescan" => Box::new(ops::scan::Scan { rescan: true }),
         "delete" => Box::new(ops::Delete),
         other => unreachable!("op names are checked by parse_ops: {other}"),
     }
@@ -236,7 +280,11 @@ pub(crate) struct Driver<'a> {
 }
 
 /// The JSON (if any) and the other exports, in the order they are written.
+/// Only rank 0 writes results (under MPI).
 pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
+    if !crate::ranks::is_root() {
+        return Vec::new();
+    }
     json.map(|p| Output { path: p.to_path_buf(), format: Format::Json })
         .into_iter()
         .chain(exports.iter().cloned())
@@ -260,6 +308,7 @@ pub(crate) fn drive(
         export::write_all(&d.outputs, rs).map_err(Error::failed)
     };
     let mut order = 0u64;
+    let ranks = crate::ranks::size() as u64;
     for (pass, ti, gi) in trials(d.order, d.warmup + d.runs, trees.len(), targets.len()) {
         let recorded = pass >= d.warmup;
         let run = pass.saturating_sub(d.warmup) + 1;
@@ -283,9 +332,10 @@ pub(crate) fn drive(
                     op,
                     tree: tree.spec.clone(),
                     tree_key: tree.spec.key(),
-                    tree_files: tree.spec.files,
-                    tree_bytes: tree.bytes,
-                    tree_dirs: tree.dirs,
+                    // Under MPI every rank makes its own copy of the tree: the job's totals.
+                    tree_files: tree.spec.files * ranks,
+                    tree_bytes: tree.bytes * ranks,
+                    tree_dirs: tree.dirs * ranks,
                     run,
                     order,
                     result,
@@ -362,6 +412,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         .map(|p| TreeMeta { spec: p.spec.clone(), bytes: p.total_bytes, dirs: p.plan.dirs.len() as u64 - 1 })
         .collect();
     let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
+    let pairs = pair_ops(cfg)?;
     let settings = PhaseSettings {
         threads: cfg.threads,
         portion_files: cfg.portion_files,
@@ -375,7 +426,8 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         outputs: outputs(cfg.json.as_deref(), &cfg.exports),
     };
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti| {
-        run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &settings, &progress, cfg.caches, cfg.measure_allocation)
+        let env = TreeEnv { settings: &settings, progress: &progress, caches: cfg.caches, pairs: &pairs };
+        run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &env, cfg.measure_allocation)
     })
 }
 
@@ -386,12 +438,11 @@ fn run_tree(
     tree: &Prepared,
     wanted: &[String],
     all_ops: &[Box<dyn Op>],
-    settings: &PhaseSettings,
-    progress: &Progress,
-    caches: CacheMode,
+    env: &TreeEnv,
     measure_allocation: bool,
 ) -> (Vec<(String, PhaseResult)>, Option<Stop>) {
     const ROOT: &std::ffi::CStr = c"tree";
+    let (settings, progress, caches) = (env.settings, env.progress, env.caches);
     let mut done = Vec::new();
     if let Err(e) = mkdirat(rundir.fd(), ROOT, Mode::from_raw_mode(0o755)) {
         return (done, Some(Stop::Failed(format!("cannot create the tree root: {e}"))));
@@ -405,6 +456,11 @@ fn run_tree(
     for op in all_ops {
         let name = op.name();
         let timed = wanted.iter().any(|w| w == name);
+        if name == "delete" && !env.pairs.is_empty() {
+            if let Some(stop) = run_pairs(rundir, tree, env, &mut done) {
+                return (done, Some(stop));
+            }
+        }
         if !timed && name != "create" && name != "delete" {
             continue;
         }
@@ -456,6 +512,83 @@ fn run_tree(
     (done, None)
 }
 
+/// What every tree of an experiment runs with.
+struct TreeEnv<'a> {
+    settings: &'a PhaseSettings,
+    progress: &'a Progress,
+    caches: CacheMode,
+    pairs: &'a [Box<dyn PairOp>],
+}
+
+/// The pair ops (copy, sync family, external tools) of `cfg.ops`, in order.
+fn pair_ops(cfg: &TreeExperiment) -> Result<Vec<Box<dyn PairOp>>> {
+    let mut v: Vec<Box<dyn PairOp>> = Vec::new();
+    for name in &cfg.ops {
+        if let Some(op) = ops::copy::by_name(name) {
+            v.push(op.map_err(|e| Error::bad("--ops", e))?);
+        } else if let Some(c) = cfg.commands.iter().find(|c| &PairOp::name(*c) == name) {
+            v.push(Box::new(c.clone()));
+        }
+    }
+    Ok(v)
+}
+
+/// Run every pair op with the tree as SRC and a fresh `dst` beside it as DST (made
+/// empty before, removed after, both untimed), and check what each produced.
+fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(String, PhaseResult)>) -> Option<Stop> {
+    const DST: &std::ffi::CStr = c"dst";
+    let src = rundir.path.join("tree");
+    let dst = rundir.path.join("dst");
+    let threads = env.settings.threads;
+    for op in env.pairs {
+        let name = op.name();
+        if let Err(e) = mkdirat(rundir.fd(), DST, Mode::from_raw_mode(0o755)) {
+            return Some(Stop::Failed(format!("{name}: cannot create the destination: {e}")));
+        }
+        // Under MPI every rank prepares and runs at once; all learn of one rank's failure.
+        let prepared = crate::ranks::agree(op.prepare(&src, &dst, threads).map_err(Error::failed));
+        let r = match prepared {
+            Err(e) => return Some(Stop::Failed(format!("{name}: {e}"))),
+            Ok(()) => {
+                if env.caches.drops_before(&name) {
+                    if let Err(e) = drop_caches() {
+                        return Some(Stop::Failed(e.to_string()));
+                    }
+                }
+                env.progress.phase(&name, tree.plan.files);
+                crate::ranks::run_phase_everywhere(|| {
+                    let mut r = op.run(&src, &dst, threads);
+                    // Built-in ops are checked like external ones: a wrong tree is an error.
+                    if r.complete() && !name.starts_with("cmd:") {
+                        let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
+                        if !v.ok() {
+                            r.errors += v.differences;
+                            r.first_error = Some(format!(
+                                "{name}: wrong tree: {}",
+                                v.examples.first().cloned().unwrap_or_default()
+                            ));
+                        }
+                    }
+                    (r, crate::measure::new_histogram())
+                })
+            }
+        };
+        let interrupted = r.interrupted;
+        done.push((name.clone(), r));
+        let removed = walk::open_dir_at(rundir.fd(), DST).and_then(|fd| {
+            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700));
+            remove_contents(fd.as_fd())
+        });
+        if let Err(e) = removed.and_then(|_| unlinkat(rundir.fd(), DST, AtFlags::REMOVEDIR)) {
+            return Some(Stop::Failed(format!("{name}: cannot remove the destination: {e}")));
+        }
+        if interrupted || signals::pending() != 0 {
+            return Some(Stop::Signal(signals::pending()));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,5 +605,8 @@ mod tests {
     fn ops_parse_in_canonical_order() {
         assert_eq!(parse_ops("delete,create").unwrap(), vec!["create", "delete"]);
         assert_eq!(parse_ops("read,bogus").unwrap_err().exit_code(), 2);
+        assert_eq!(parse_ops("delete,sync,create,copy").unwrap(), vec!["create", "sync", "copy", "delete"]);
+        assert_eq!(parse_ops("sync-change:5").unwrap(), vec!["sync-change:5"]);
+        assert_eq!(parse_ops("sync-change:0").unwrap_err().exit_code(), 2);
     }
 }

@@ -5,6 +5,7 @@
 
 use super::{check_target, estimate_space};
 use crate::error::{Error, Result};
+use crate::ranks;
 use crate::target::TargetInfo;
 use crate::target::fsspec::FsSpec;
 use crate::target::managed::ManagedFs;
@@ -98,13 +99,29 @@ impl LiveTarget {
         keep: bool,
         reuse: bool,
     ) -> Result<Vec<LiveTarget>> {
-        // 1. Checks, nothing created.
+        // 1. Checks, nothing created. Under MPI every rank checks its own targets and all
+        //    agree before any creates anything (one rank's bad target stops all cleanly).
+        let (sizes, fs_specs) = ranks::agree(Self::check_all(specs, trees, fs_size))?;
+        // 2. Create; on failure the ones made so far are torn down by drop (on every
+        //    rank: they agree first).
+        let _ = fs_specs;
+        ranks::agree(Self::create_all(specs, sizes, keep, reuse))
+    }
+
+    fn check_all(specs: &[TargetSpec], trees: &[TreeSpec], fs_size: Option<u64>) -> Result<(Vec<u64>, Vec<FsSpec>)> {
         let mut sizes = Vec::new();
         let mut fs_specs = Vec::new();
         for s in specs {
             match s {
                 TargetSpec::Dir(p) => {
-                    check_target(p, trees)?;
+                    check_target(&ranks::expand(p), trees)?;
+                }
+                TargetSpec::Fs(_) if ranks::size() > 1 => {
+                    return Err(Error::bad(
+                        "--fs",
+                        "managed test file systems are refused under MPI (each node would format its own); \
+                         use --target DIR on the shared file system",
+                    ));
                 }
                 TargetSpec::Fs(f) => {
                     sizes.push(image_size(f, trees, fs_size)?);
@@ -115,13 +132,16 @@ impl LiveTarget {
         if !fs_specs.is_empty() {
             ManagedFs::preflight(&fs_specs, sizes.iter().copied().max().unwrap_or(0))?;
         }
-        // 2. Create; on failure the ones made so far are torn down by drop.
+        Ok((sizes, fs_specs))
+    }
+
+    fn create_all(specs: &[TargetSpec], sizes: Vec<u64>, keep: bool, reuse: bool) -> Result<Vec<LiveTarget>> {
         let mut out: Vec<LiveTarget> = Vec::new();
         let mut ids: Vec<String> = Vec::new();
         let mut sizes = sizes.into_iter();
         for s in specs {
             let (base_id, managed, path) = match s {
-                TargetSpec::Dir(p) => ("dir".to_string(), None, p.clone()),
+                TargetSpec::Dir(p) => ("dir".to_string(), None, ranks::expand(p)),
                 TargetSpec::Fs(f) => {
                     let m = ManagedFs::create(f, sizes.next().unwrap_or(0))?;
                     let mp = m.mount_point().to_path_buf();

@@ -14,6 +14,9 @@ pub struct Provenance {
     pub cores: usize,
     pub memory_bytes: u64,
     pub ranks: usize,
+    /// Under MPI: every rank's host, in rank order (empty with one rank).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 impl Provenance {
@@ -29,14 +32,23 @@ impl Provenance {
             cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
             cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             memory_bytes: memory_bytes().unwrap_or(0),
-            ranks: 1,
+            ranks: crate::ranks::size(),
+            hosts: if crate::ranks::size() > 1 { crate::ranks::hosts() } else { Vec::new() },
         }
     }
 
     /// One line for the bottom of a table: where these figures come from.
     pub fn machine_line(&self) -> String {
+        let mut hosts = self.hosts.clone();
+        hosts.sort();
+        hosts.dedup();
+        let ranks = if self.ranks > 1 {
+            format!(" · {} MPI ranks on {} hosts", self.ranks, hosts.len())
+        } else {
+            String::new()
+        };
         format!(
-            "machine: {} · {} · {} · {} cores · {:.0} GiB RAM · manyfiles {}",
+            "machine: {} · {} · {} · {} cores · {:.0} GiB RAM · manyfiles {}{ranks}",
             self.host,
             self.kernel,
             self.cpu_model,

@@ -7,11 +7,14 @@
 //! rarely) and keep their own counters and histograms, merged at the end.
 
 pub mod allocated;
+pub mod copy;
 pub mod create;
 pub mod delete;
 pub mod list;
 pub mod read;
+pub mod scan;
 pub mod stat;
+pub mod sync;
 
 use crate::measure::progress::Progress;
 use crate::measure::{self, Latency, PhaseResult, new_histogram, portions_from_points};
@@ -35,7 +38,7 @@ pub use read::Read;
 pub use stat::Stat;
 
 /// The ops a tree experiment knows, in the order they can run on one tree.
-pub const OP_NAMES: [&str; 5] = ["create", "stat", "list", "read", "delete"];
+pub const OP_NAMES: [&str; 7] = ["create", "stat", "list", "read", "scan", "rescan", "delete"];
 
 /// One timed kind of work over a tree.
 pub trait Op: Sync {
@@ -200,6 +203,20 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// A failure that is not one syscall's errno (e.g. an engine's error): stops the phase.
+    #[cold]
+    pub fn fail(&mut self, msg: String) {
+        self.errors += 1;
+        let mut f = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(msg.clone());
+        }
+        self.shared.abort.store(true, Ordering::Relaxed);
+        if self.first_error.is_none() {
+            self.first_error = Some(msg);
+        }
+    }
+
     /// The phase should stop: a signal arrived or another thread hit a fatal error.
     #[inline]
     pub fn stopping(&self) -> bool {
@@ -224,6 +241,18 @@ pub fn run_phase(
     settings: &PhaseSettings,
     progress: &Progress,
 ) -> PhaseResult {
+    // Under MPI every rank runs the phase at once and all get the job's aggregate.
+    crate::ranks::run_phase_everywhere(|| run_phase_here(op, tree, root, settings, progress))
+}
+
+/// [`run_phase`] in this process only; also hands back the latency histogram.
+fn run_phase_here(
+    op: &dyn Op,
+    tree: &Prepared,
+    root: BorrowedFd<'_>,
+    settings: &PhaseSettings,
+    progress: &Progress,
+) -> (PhaseResult, Histogram<u64>) {
     let plan = &tree.plan;
     let units: &[Unit] = if op.per_directory() { &plan.dir_units } else { &plan.file_units };
     let threads = settings.threads.clamp(1, units.len().max(1));
@@ -296,7 +325,7 @@ pub fn run_phase(
     }
     progress.set(all.files);
     let failure = shared.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
-    PhaseResult {
+    let result = PhaseResult {
         elapsed_s: elapsed,
         files: all.files,
         bytes: all.bytes,
@@ -314,7 +343,10 @@ pub fn run_phase(
         last_finish_s: finishes.iter().cloned().fold(0.0, f64::max),
         space_used_bytes: None,
         allocated_bytes: None,
-    }
+        ranks: None,
+        peak_rss_bytes: None,
+    };
+    (result, all.hist)
 }
 
 /// What a worker hands back when its thread ends (the buffers stay behind).

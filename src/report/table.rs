@@ -280,3 +280,63 @@ mod tests {
         assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.0 µs");
     }
 }
+
+/// Under MPI: per op and tree, the job's rate from the last finisher and from the first
+/// (stonewall), and how far apart the ranks finished. Empty with one rank.
+pub fn ranks(rs: &ResultSet) -> String {
+    use crate::analysis::stats::summarize;
+    use crate::units::fmt_rate;
+    if rs.provenance.ranks < 2 {
+        return String::new();
+    }
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for m in &rs.measurements {
+        let k = (m.target.clone(), m.op.clone(), m.tree_key.clone());
+        if m.result.ranks.is_some() && !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let mut t = new_table(
+        ["target", "op", "tree (per rank)", "files (job)", "rate, last finisher", "rate, stonewall", "rank spread"]
+            .map(String::from)
+            .to_vec(),
+    );
+    let rate = |xs: &[f64]| match summarize(xs) {
+        Some(s) => match s.ci_half_width() {
+            Some(h) => format!("{} ± {}", fmt_rate(s.mean_s, "files"), fmt_rate(h, "").trim_end_matches(" /s")),
+            None => format!("{} (1 run)", fmt_rate(s.mean_s, "files")),
+        },
+        None => "-".into(),
+    };
+    for (target, op, tree) in keys {
+        let ms: Vec<_> = rs
+            .measurements
+            .iter()
+            .filter(|m| m.target == target && m.op == op && m.tree_key == tree && m.result.complete())
+            .filter_map(|m| m.result.ranks.as_ref().map(|s| (m, s)))
+            .collect();
+        if ms.is_empty() {
+            continue;
+        }
+        let last: Vec<f64> = ms.iter().map(|(m, _)| m.result.files as f64 / m.result.elapsed_s.max(1e-9)).collect();
+        let first: Vec<f64> = ms.iter().map(|(_, s)| s.stonewall_files as f64 / s.stonewall_s.max(1e-9)).collect();
+        let spread: Vec<f64> = ms
+            .iter()
+            .map(|(_, s)| s.rank_elapsed_s.iter().cloned().fold(0.0, f64::max) / s.stonewall_s.max(1e-9))
+            .collect();
+        t.add_row(vec![
+            target,
+            op,
+            tree,
+            ms[0].0.result.files.to_string(),
+            rate(&last),
+            rate(&first),
+            format!("slowest/fastest {}×", sig3(crate::analysis::stats::median(&spread))),
+        ]);
+    }
+    right_align(&mut t, 3);
+    format!(
+        "{} MPI ranks: the job's rate from the last rank to finish and from the first (stonewall: files all ranks had done by then)\n{t}\n",
+        rs.provenance.ranks
+    )
+}

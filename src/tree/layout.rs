@@ -41,6 +41,8 @@ pub struct Plan {
     pub files: u64,
     name_width: usize,
     name_len: usize,
+    /// Files per name length (drawn trees); empty: every name is `name_len` long.
+    name_lens: Vec<u64>,
     seed: u64,
 }
 
@@ -76,6 +78,11 @@ impl Shape {
     pub fn of(spec: &TreeSpec) -> Shape {
         match &spec.layout {
             Layout::Flat => Shape { leaves: 1, depth: 0, fanout: 2, per_leaf: None },
+            // Only the directory count is meaningful here (one level of `leaves`); the
+            // plan places drawn directories itself (tree/drawn.rs).
+            Layout::Drawn { shape } => {
+                Shape { leaves: shape.dirs().saturating_sub(1), depth: 1, fanout: u64::MAX, per_leaf: None }
+            }
             Layout::Nested { fanout, depth: Some(d), .. } => {
                 Shape { leaves: fanout.saturating_pow(*d), depth: *d, fanout: *fanout, per_leaf: None }
             }
@@ -104,6 +111,10 @@ impl Shape {
 impl Plan {
     /// Lay out a validated spec.
     pub fn new(spec: &TreeSpec) -> Plan {
+        if let Layout::Drawn { shape } = &spec.layout {
+            let (dirs, level_start) = super::drawn::plan_dirs(spec, shape);
+            return Plan::from_dirs(spec, dirs, level_start, shape.name_lens.clone());
+        }
         let n = spec.files;
         let Shape { leaves, depth, fanout, per_leaf } = Shape::of(spec);
         // First file of leaf j: either fixed-size leaves (last one short) or an even spread.
@@ -135,16 +146,24 @@ impl Plan {
         }
         level_start.push(dirs.len() as u32);
         let leaf0 = level_start[depth as usize] as usize;
-        let mut file_units = Vec::new();
         for j in 0..leaves {
             let (a, b) = (start(j), start(j + 1));
             let d = &mut dirs[leaf0 + j as usize];
             d.first_file = a;
             d.nfiles = b - a;
+        }
+        Plan::from_dirs(spec, dirs, level_start, Vec::new())
+    }
+
+    /// Cut the directories' file ranges into work units and finish the plan.
+    fn from_dirs(spec: &TreeSpec, dirs: Vec<DirNode>, level_start: Vec<u32>, name_lens: Vec<u64>) -> Plan {
+        let mut file_units = Vec::new();
+        for (i, d) in dirs.iter().enumerate() {
+            let (a, b) = (d.first_file, d.first_file + d.nfiles);
             let mut f = a;
             while f < b {
                 let c = (b - f).min(UNIT_FILES);
-                file_units.push(Unit { dir: (leaf0 + j as usize) as u32, first: f, count: c });
+                file_units.push(Unit { dir: i as u32, first: f, count: c });
                 f += c;
             }
         }
@@ -158,9 +177,10 @@ impl Plan {
             level_start,
             file_units,
             dir_units,
-            files: n,
-            name_width: width36(n),
+            files: spec.files,
+            name_width: width36(spec.files),
             name_len: spec.name_len,
+            name_lens,
             seed: spec.seed,
         }
     }
@@ -179,20 +199,25 @@ impl Plan {
             out[i] = ALPHABET[(v % 36) as usize];
             v /= 36;
         }
+        let len = if self.name_lens.is_empty() {
+            self.name_len
+        } else {
+            super::drawn::hist_name_len(&self.name_lens, self.seed, index, 1 + self.name_width)
+        };
         let mut rng = WyRand(hash3(self.seed, index, STREAM_NAME));
         let mut i = 1 + self.name_width;
-        while i < self.name_len {
+        while i < len {
             let w = rng.next_u64();
             for k in 0..8 {
-                if i >= self.name_len {
+                if i >= len {
                     break;
                 }
                 out[i] = ALPHABET[((w >> (k * 8)) % 36) as usize];
                 i += 1;
             }
         }
-        out[self.name_len] = 0;
-        self.name_len
+        out[len] = 0;
+        len
     }
 
     /// Directory indices from the root's child down to `dir` (the root itself excluded).

@@ -1,6 +1,7 @@
 //! The shape of a data set (TreeSpec), where it goes on disk (Plan) and its bytes.
 
 pub mod content;
+pub mod drawn;
 pub mod layout;
 pub mod rng;
 pub mod spec;

@@ -55,6 +55,12 @@ pub enum SizeDist {
     List {
         sizes: Vec<u64>,
     },
+    /// Drawn from a log2 histogram (an inventory's): `counts[k]` files and `bytes[k]`
+    /// bytes in bucket k; the counts sum to the tree's file count (see tree/drawn.rs).
+    Histogram {
+        counts: Vec<u64>,
+        bytes: Vec<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,6 +72,8 @@ pub enum Layout {
     /// Without `depth`, the depth is the smallest that gives each leaf at most
     /// `files_per_dir` files; with it, files spread evenly over fanout^depth leaves.
     Nested { files_per_dir: u64, fanout: u64, depth: Option<u32> },
+    /// Directories and files placed from histograms (an inventory's shape, tree/drawn.rs).
+    Drawn { shape: Box<super::drawn::DrawnShape> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +108,7 @@ impl SizeDist {
                 cap(-(*mean as f64) * (1.0 - u).ln())
             }
             SizeDist::List { sizes } => sizes[(index % sizes.len() as u64) as usize],
+            SizeDist::Histogram { counts, bytes } => super::drawn::hist_size(counts, bytes, seed, index),
         }
     }
 
@@ -146,6 +155,9 @@ impl SizeDist {
                 }
                 *sizes.iter().max().unwrap_or(&0)
             }
+            SizeDist::Histogram { counts, .. } => {
+                crate::inventory::log2_bucket_range(counts.iter().rposition(|&c| c > 0).unwrap_or(0)).0
+            }
         };
         if biggest > MAX_FILE_SIZE {
             return Err(format!("file size {} is larger than the 1 TiB limit", fmt_size(biggest as f64)));
@@ -164,6 +176,10 @@ impl fmt::Display for SizeDist {
             SizeDist::Exponential { mean } => write!(f, "exp:{}", z(mean)),
             SizeDist::List { sizes } => {
                 write!(f, "list:{}", sizes.iter().map(z).collect::<Vec<_>>().join(","))
+            }
+            SizeDist::Histogram { counts, bytes } => {
+                let n = counts.iter().sum::<u64>().max(1);
+                write!(f, "histogram(mean {})", fmt_size(bytes.iter().sum::<u64>() as f64 / n as f64).replace(' ', ""))
             }
         }
     }
@@ -222,6 +238,12 @@ impl TreeSpec {
                 if (*fanout as f64).powi(*d as i32) > 100_000_000.0 {
                     return Err(("--depth", format!("{fanout}^{d} leaf directories is more than 100 million")));
                 }
+            }
+        }
+        if let (Layout::Drawn { shape }, SizeDist::Histogram { counts, .. }) = (&self.layout, &self.size) {
+            let names = self.files + shape.dirs() - 1;
+            if counts.iter().sum::<u64>() != self.files || shape.name_lens.iter().sum::<u64>() != names {
+                return Err(("--files", "a drawn tree's histograms must sum to its file count".into()));
             }
         }
         let dirs = super::layout::Shape::of(self).dir_count();

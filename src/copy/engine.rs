@@ -1,0 +1,559 @@
+//! The per-directory engine behind copy and sync.
+//!
+//! One task per directory: open the SRC directory from its parent's fd and the DST
+//! directory from its parent's (O_NOFOLLOW), list both (getdents + statx), merge the
+//! sorted listings, transfer, delete, and spawn one task per subdirectory. A directory's
+//! node holds its two fds and a countdown (itself + pending subdirectories); when it
+//! reaches zero the DST directory gets SRC's permission bits and mtime (so writes below
+//! it cannot disturb its mtime, and a read-only directory is filled before it becomes
+//! read-only), the fds are closed and the parent counts down in turn.
+
+use super::file::{self, Step, copy_file, copy_symlink, is_tmp_name, read_link, same_content, set_meta, tmp_name};
+use super::{Counters, Failures, Mode, Options, PhaseTimes, Summary};
+use crate::error::{Error, Result};
+use crate::signals;
+use crate::target::rundir::remove_contents;
+use crate::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
+use rustix::io::Errno;
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Per-thread I/O buffer (read/write copies, content comparison).
+const BUF: usize = 256 * 1024;
+
+thread_local! {
+    static IO: RefCell<Vec<u8>> = RefCell::new(vec![0u8; BUF]);
+}
+
+/// What every task shares.
+struct Ctx<'a> {
+    o: &'a Options,
+    c: Counters,
+    f: Failures,
+}
+
+impl Ctx<'_> {
+    fn stopping(&self) -> bool {
+        signals::pending() != 0
+    }
+    fn fail(&self, path: &str, name: Option<&CStr>, what: &str, e: Errno) {
+        self.f.push(&self.c, format!("{}: {what}: {e}", join(path, name)));
+    }
+}
+
+/// `path/name` for messages ("." is the root).
+fn join(path: &str, name: Option<&CStr>) -> String {
+    match name {
+        None => {
+            if path.is_empty() {
+                ".".into()
+            } else {
+                path.to_string()
+            }
+        }
+        Some(n) => {
+            let n = OsStr::from_bytes(n.to_bytes()).to_string_lossy();
+            if path.is_empty() { n.into_owned() } else { format!("{path}/{n}") }
+        }
+    }
+}
+
+/// One directory in flight.
+struct Node {
+    src: OwnedFd,
+    /// None in a dry run where DST has no such directory.
+    dst: Option<OwnedFd>,
+    /// Relative path, for messages.
+    path: String,
+    /// SRC's metadata, applied to DST when the countdown ends (unless already equal).
+    meta: Meta,
+    dst_meta: Option<Meta>,
+    pending: AtomicUsize,
+    /// Something was created, renamed or deleted in it (its mtime moved): set it again.
+    changed: AtomicBool,
+    parent: Option<Arc<Node>>,
+}
+
+/// A subdirectory waiting for a thread.
+struct Task {
+    parent: Arc<Node>,
+    name: CString,
+    meta: Meta,
+    /// DST's entry of that name, if it is a directory (None: make it).
+    dst_meta: Option<Meta>,
+}
+
+/// One entry of a listing with its metadata.
+struct Item {
+    name: CString,
+    m: Meta,
+}
+
+/// List a directory with one statx per entry, sorted by name for the merge. Entries
+/// that vanish between getdents and statx are skipped; other statx errors fail the entry.
+fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Vec<Item>, Errno> {
+    let mut out = Vec::new();
+    for e in walk::read_dir(dir)? {
+        match meta_at(dir, &e.name) {
+            Ok(m) => out.push(Item { name: e.name, m }),
+            Err(Errno::NOENT) => {}
+            Err(err) => ctx.fail(path, Some(&e.name), "stat", err),
+        }
+    }
+    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Per-directory tallies, added to the shared counters once per directory.
+#[derive(Default)]
+struct Tally {
+    src_entries: u64,
+    src_files: u64,
+    src_dirs: u64,
+    src_bytes: u64,
+    dst_entries: u64,
+    copied: u64,
+    deleted: u64,
+    skipped: u64,
+    extraneous: u64,
+    bytes: u64,
+    phase: [std::time::Duration; 5],
+}
+
+impl Tally {
+    fn flush(&self, c: &Counters) {
+        let add = |a: &std::sync::atomic::AtomicU64, v: u64| {
+            if v != 0 {
+                a.fetch_add(v, Ordering::Relaxed);
+            }
+        };
+        add(&c.src_entries, self.src_entries);
+        add(&c.src_files, self.src_files);
+        add(&c.src_dirs, self.src_dirs);
+        add(&c.src_bytes, self.src_bytes);
+        add(&c.dst_entries, self.dst_entries);
+        add(&c.copied, self.copied);
+        add(&c.deleted, self.deleted);
+        add(&c.skipped, self.skipped);
+        add(&c.extraneous, self.extraneous);
+        add(&c.bytes, self.bytes);
+        for (slot, d) in c.phase_ns.iter().zip(self.phase) {
+            add(slot, d.as_nanos() as u64);
+        }
+    }
+}
+
+const SCAN_SRC: usize = 0;
+const SCAN_DST: usize = 1;
+const COMPARE: usize = 2;
+const TRANSFER: usize = 3;
+const DELETE: usize = 4;
+
+/// Run the engine over `o.src` → `o.dst` (already checked by [`super::check`]).
+pub fn run(o: &Options) -> Result<Summary> {
+    let t0 = Instant::now();
+    let (u0, s0) = crate::measure::cpu_times();
+    let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    // DST itself: made if missing (not in a dry run).
+    let dst = match walk::open_root(&o.dst) {
+        Ok(fd) => Some(fd),
+        Err(Errno::NOENT) if o.dry_run => None,
+        Err(Errno::NOENT) => {
+            rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
+                .map_err(|e| Error::failed(format!("cannot create {}: {e}", o.dst.display())))?;
+            Some(walk::open_root(&o.dst).map_err(|e| Error::failed(format!("cannot open {}: {e}", o.dst.display())))?)
+        }
+        Err(e) => return Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
+    };
+    let dst_meta = match &dst {
+        Some(fd) => Some(meta_of(fd.as_fd()).map_err(|e| Error::failed(format!("{}: {e}", o.dst.display())))?),
+        None => None,
+    };
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default() };
+    let root = Arc::new(Node {
+        src,
+        dst,
+        path: String::new(),
+        meta: src_meta,
+        dst_meta,
+        pending: AtomicUsize::new(1),
+        changed: AtomicBool::new(false),
+        parent: None,
+    });
+    // A fresh copy's DST was checked empty: no need to list it.
+    let fresh = o.mode == Mode::Copy;
+    std::thread::scope(|sc| {
+        let reporter = super::progress::Reporter::start(sc, o, &ctx.c, t0);
+        walk::par_tasks(o.threads, vec![(root, fresh)], |(node, fresh): (Arc<Node>, bool), spawn| {
+            do_dir(&ctx, node, fresh, &mut |t| {
+                if let Some(n) = open_task(&ctx, t) {
+                    spawn(n);
+                }
+            });
+        });
+        reporter.stop();
+    });
+    let (u1, s1) = crate::measure::cpu_times();
+    let c = &ctx.c;
+    let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let secs = |i: usize| ld(&c.phase_ns[i]) as f64 / 1e9;
+    Ok(Summary {
+        mode: match o.mode {
+            Mode::Copy => "copy".into(),
+            Mode::Sync => "sync".into(),
+        },
+        src: o.src.display().to_string(),
+        dst: o.dst.display().to_string(),
+        dry_run: o.dry_run,
+        threads: o.threads,
+        src_entries: ld(&c.src_entries),
+        src_files: ld(&c.src_files),
+        src_dirs: ld(&c.src_dirs),
+        src_bytes: ld(&c.src_bytes),
+        dst_entries: ld(&c.dst_entries),
+        copied: ld(&c.copied),
+        dirs_created: ld(&c.dirs_created),
+        deleted: ld(&c.deleted),
+        skipped: ld(&c.skipped),
+        extraneous: ld(&c.extraneous),
+        failed: ld(&c.failed),
+        bytes_transferred: ld(&c.bytes),
+        elapsed_s: t0.elapsed().as_secs_f64(),
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+        phases: PhaseTimes {
+            scan_src_s: secs(SCAN_SRC),
+            scan_dst_s: secs(SCAN_DST),
+            compare_s: secs(COMPARE),
+            transfer_s: secs(TRANSFER),
+            delete_s: secs(DELETE),
+        },
+        interrupted: signals::pending() != 0,
+        failures: ctx.f.take(),
+        verify: None,
+    })
+}
+
+/// Open a subdirectory task's SRC and DST directories (making DST's when missing) and
+/// turn it into a node; on failure record it and release the parent. Returns the node
+/// and whether its DST directory is fresh (known empty).
+fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
+    let path = join(&t.parent.path, Some(&t.name));
+    let src = match open_dir_at(t.parent.src.as_fd(), &t.name) {
+        Ok(fd) => fd,
+        Err(e) => {
+            ctx.fail(&path, None, "open source directory", e);
+            release(ctx, t.parent);
+            return None;
+        }
+    };
+    let mut fresh = t.dst_meta.is_none();
+    let dst = match (&t.parent.dst, ctx.o.dry_run) {
+        (None, _) => None,
+        (Some(_), true) if fresh => None,
+        (Some(pd), _) => {
+            if fresh {
+                match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
+                    Ok(()) => {
+                        ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
+                        t.parent.changed.store(true, Ordering::Relaxed);
+                    }
+                    Err(Errno::EXIST) if ctx.o.mode == Mode::Sync => fresh = false,
+                    Err(e) => {
+                        ctx.fail(&path, None, "create directory", e);
+                        release(ctx, t.parent);
+                        return None;
+                    }
+                }
+            }
+            match open_dir_at(pd.as_fd(), &t.name) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    ctx.fail(&path, None, "open destination directory", e);
+                    release(ctx, t.parent);
+                    return None;
+                }
+            }
+        }
+    };
+    let node = Arc::new(Node {
+        src,
+        dst,
+        path,
+        meta: t.meta,
+        dst_meta: t.dst_meta,
+        pending: AtomicUsize::new(1),
+        changed: AtomicBool::new(false),
+        parent: Some(t.parent),
+    });
+    Some((node, fresh))
+}
+
+/// Count one child (or the directory's own work) done; finish directories whose count
+/// reaches zero, walking up.
+fn release(ctx: &Ctx, node: Arc<Node>) {
+    let mut cur = Some(node);
+    while let Some(n) = cur {
+        if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        if let Some(d) = &n.dst {
+            let same = !n.changed.load(Ordering::Relaxed)
+                && n.dst_meta.is_some_and(|m| {
+                    m.perm == n.meta.perm && m.mtime_s == n.meta.mtime_s && m.mtime_ns == n.meta.mtime_ns
+                });
+            if !same && !ctx.o.dry_run && !ctx.stopping() {
+                if let Err(e) = set_meta(d.as_fd(), &n.meta) {
+                    ctx.fail(&n.path, None, "set directory mode/mtime", e);
+                }
+            }
+        }
+        cur = n.parent.clone();
+    }
+}
+
+/// The work of one directory: list, merge, transfer, delete, spawn subdirectories.
+fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) {
+    if ctx.stopping() {
+        release(ctx, node);
+        return;
+    }
+    let mut t = Tally::default();
+    let path = node.path.as_str();
+
+    let clock = Instant::now();
+    let src_items = match list(ctx, node.src.as_fd(), path) {
+        Ok(v) => v,
+        Err(e) => {
+            ctx.fail(path, None, "list source directory", e);
+            Vec::new()
+        }
+    };
+    t.phase[SCAN_SRC] += clock.elapsed();
+    t.src_entries = src_items.len() as u64;
+
+    let clock = Instant::now();
+    let dst_items = match (&node.dst, fresh) {
+        (Some(d), false) => match list(ctx, d.as_fd(), path) {
+            Ok(v) => v,
+            Err(e) => {
+                ctx.fail(path, None, "list destination directory", e);
+                release(ctx, node);
+                return;
+            }
+        },
+        _ => Vec::new(),
+    };
+    t.phase[SCAN_DST] += clock.elapsed();
+    t.dst_entries = dst_items.len() as u64;
+
+    IO.with(|buf| {
+        let buf = &mut buf.borrow_mut()[..];
+        let mut di = dst_items.iter().peekable();
+        for s in &src_items {
+            if ctx.stopping() {
+                break;
+            }
+            // Merge: DST entries sorting before this one exist only in DST.
+            let (clock, del0) = (Instant::now(), t.phase[DELETE]);
+            while let Some(d) = di.next_if(|d| d.name < s.name) {
+                extraneous(ctx, &node, d, &mut t);
+            }
+            let d = di.next_if(|d| d.name == s.name);
+            t.phase[COMPARE] += clock.elapsed().saturating_sub(t.phase[DELETE] - del0);
+            match s.m.kind {
+                Kind::File => {
+                    t.src_files += 1;
+                    t.src_bytes += s.m.size;
+                }
+                Kind::Dir => t.src_dirs += 1,
+                _ => {}
+            }
+            entry(ctx, &node, s, d, &mut t, buf, spawn);
+        }
+        if !ctx.stopping() {
+            for d in di {
+                extraneous(ctx, &node, d, &mut t);
+            }
+        }
+    });
+    t.flush(&ctx.c);
+    if t.copied + t.deleted > 0 {
+        node.changed.store(true, Ordering::Relaxed);
+    }
+    release(ctx, node);
+}
+
+/// Handle one SRC entry `s` against DST's entry of the same name, if any.
+fn entry(
+    ctx: &Ctx,
+    node: &Arc<Node>,
+    s: &Item,
+    d: Option<&Item>,
+    t: &mut Tally,
+    buf: &mut [u8],
+    spawn: &mut dyn FnMut(Task),
+) {
+    let o = ctx.o;
+    let path = node.path.as_str();
+    let clock = Instant::now();
+    // Decide: equal already, or (re)write; a DST entry of another kind goes first.
+    let mut replace = false;
+    let equal = match d {
+        None => false,
+        Some(d) if d.m.kind != s.m.kind => {
+            replace = true;
+            false
+        }
+        Some(d) => match s.m.kind {
+            Kind::File => {
+                let quick = d.m.size == s.m.size && d.m.perm == s.m.perm;
+                if o.checksum {
+                    quick
+                        && match &node.dst {
+                            Some(dd) => {
+                                same_content(node.src.as_fd(), &s.name, dd.as_fd(), &d.name, buf).unwrap_or(false)
+                            }
+                            None => false,
+                        }
+                } else {
+                    quick && d.m.mtime_s == s.m.mtime_s && d.m.mtime_ns == s.m.mtime_ns
+                }
+            }
+            Kind::Symlink => {
+                d.m.mtime_s == s.m.mtime_s
+                    && d.m.mtime_ns == s.m.mtime_ns
+                    && node.dst.as_ref().is_some_and(|dd| {
+                        let a = read_link(node.src.as_fd(), &s.name);
+                        let b = read_link(dd.as_fd(), &d.name);
+                        matches!((a, b), (Ok(a), Ok(b)) if a == b)
+                    })
+            }
+            _ => false,
+        },
+    };
+    t.phase[COMPARE] += clock.elapsed();
+    if s.m.kind == Kind::Dir && !replace {
+        node.pending.fetch_add(1, Ordering::Relaxed);
+        spawn(Task { parent: Arc::clone(node), name: s.name.clone(), meta: s.m, dst_meta: d.map(|d| d.m) });
+        return;
+    }
+    if equal {
+        t.skipped += 1;
+        return;
+    }
+    if s.m.kind == Kind::Other {
+        ctx.fail(path, Some(&s.name), "not copied", Errno::OPNOTSUPP);
+        return;
+    }
+    if o.dry_run || node.dst.is_none() {
+        if replace {
+            t.deleted += 1;
+        }
+        if s.m.kind == Kind::Dir {
+            // Would replace a non-directory: walk SRC below it to count what would be copied.
+            node.pending.fetch_add(1, Ordering::Relaxed);
+            spawn(Task { parent: Arc::clone(node), name: s.name.clone(), meta: s.m, dst_meta: None });
+        } else {
+            t.copied += 1;
+            t.bytes += if s.m.kind == Kind::File { s.m.size } else { 0 };
+        }
+        return;
+    }
+    let dst = node.dst.as_ref().expect("checked above").as_fd();
+    if replace {
+        let clock = Instant::now();
+        let d = d.expect("replace implies a DST entry");
+        match remove(dst, &d.name, d.m.kind) {
+            Ok(()) => t.deleted += 1,
+            Err(e) => {
+                ctx.fail(path, Some(&d.name), "remove (type changed)", e);
+                t.phase[DELETE] += clock.elapsed();
+                return;
+            }
+        }
+        t.phase[DELETE] += clock.elapsed();
+        if s.m.kind == Kind::Dir {
+            node.pending.fetch_add(1, Ordering::Relaxed);
+            spawn(Task { parent: Arc::clone(node), name: s.name.clone(), meta: s.m, dst_meta: None });
+            return;
+        }
+    }
+    let clock = Instant::now();
+    // Sync writes beside the final name and renames (an interrupted sync leaves no
+    // partial file under a final name); copy into a fresh directory writes in place.
+    let direct = o.mode == Mode::Copy;
+    let tmp = if direct { None } else { Some(tmp_name()) };
+    let target = tmp.as_deref().unwrap_or(&s.name);
+    let r: file::StepResult<u64> = match s.m.kind {
+        Kind::File => copy_file(node.src.as_fd(), &s.name, &s.m, dst, target, o.reflink, buf),
+        Kind::Symlink => match read_link(node.src.as_fd(), &s.name) {
+            Ok(link) => copy_symlink(&link, &s.m, dst, target).map(|_| 0),
+            Err(e) => Err((Step::Read, e)),
+        },
+        _ => unreachable!("dirs and others handled above"),
+    };
+    let r = r.and_then(|n| match &tmp {
+        Some(tmp) => renameat(dst, tmp.as_c_str(), dst, &s.name).map(|_| n).map_err(|e| {
+            let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());
+            (Step::Rename, e)
+        }),
+        None => Ok(n),
+    });
+    match r {
+        Ok(n) => {
+            t.copied += 1;
+            t.bytes += n;
+        }
+        Err((step, e)) => {
+            // A symlink whose temporary could not be removed above is gone with unlinkat too.
+            if step == Step::Metadata && s.m.kind == Kind::Symlink {
+                let _ = unlinkat(dst, target, AtFlags::empty());
+            }
+            ctx.fail(path, Some(&s.name), step.name(), e)
+        }
+    }
+    t.phase[TRANSFER] += clock.elapsed();
+}
+
+/// A DST entry with no SRC counterpart: deleted with --delete (and always when it is a
+/// temporary file a killed sync left), else counted and kept.
+fn extraneous(ctx: &Ctx, node: &Node, d: &Item, t: &mut Tally) {
+    let own_tmp = is_tmp_name(&d.name) && d.m.kind == Kind::File;
+    if !(ctx.o.delete || own_tmp) {
+        t.extraneous += 1;
+        return;
+    }
+    if ctx.o.dry_run {
+        t.deleted += 1;
+        return;
+    }
+    let Some(dst) = &node.dst else { return };
+    let clock = Instant::now();
+    match remove(dst.as_fd(), &d.name, d.m.kind) {
+        Ok(()) => t.deleted += 1,
+        Err(e) => ctx.fail(&node.path, Some(&d.name), "delete", e),
+    }
+    t.phase[DELETE] += clock.elapsed();
+}
+
+/// Remove `name` from `dir`: a directory with everything below it, through fds without
+/// following symlinks (a symlink in DST pointing outside is unlinked, never followed).
+fn remove(dir: BorrowedFd<'_>, name: &CStr, kind: Kind) -> std::result::Result<(), Errno> {
+    if kind == Kind::Dir {
+        let sub = open_dir_at(dir, name)?;
+        // A read-only directory cannot have its entries removed: make it writable first.
+        let _ = rustix::fs::fchmod(&sub, FsMode::from_raw_mode(0o700));
+        remove_contents(sub.as_fd())?;
+        unlinkat(dir, name, AtFlags::REMOVEDIR)
+    } else {
+        unlinkat(dir, name, AtFlags::empty())
+    }
+}

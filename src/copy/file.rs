@@ -1,0 +1,228 @@
+//! One entry's transfer: the cheapest path per file (reflink when asked, read/write with
+//! a reused buffer for small files, copy_file_range for large ones), symlinks as symlinks,
+//! permission bits and mtime set on the open descriptor.
+
+use crate::walk::Meta;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{
+    AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT, openat, readlinkat, symlinkat, unlinkat, utimensat,
+};
+use rustix::io::Errno;
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Files up to this size go through read/write with the thread's buffer (one read, one
+/// write); larger ones through copy_file_range (no copy through user space).
+pub const SMALL: u64 = 256 * 1024;
+
+/// Prefix of the temporary names sync writes to before renaming; names with it in DST
+/// are the tool's own leftovers (a killed sync) and are removed by the next sync.
+pub const TMP_PREFIX: &[u8] = b".manyfiles-tmp.";
+
+static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh temporary name: short whatever the final name (a 255-byte name plus a suffix
+/// would not fit NAME_MAX), unique per process and call.
+pub fn tmp_name() -> CString {
+    let n = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    CString::new(format!(".manyfiles-tmp.{}.{n:x}", std::process::id())).expect("no NUL in a formatted number")
+}
+
+pub fn is_tmp_name(name: &CStr) -> bool {
+    name.to_bytes().starts_with(TMP_PREFIX)
+}
+
+/// Which step of a transfer failed, for the failure list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    OpenSource,
+    Read,
+    Create,
+    Write,
+    Metadata,
+    Rename,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::OpenSource => "open source",
+            Step::Read => "read",
+            Step::Create => "create",
+            Step::Write => "write",
+            Step::Metadata => "set mode/mtime",
+            Step::Rename => "rename into place",
+        }
+    }
+}
+
+pub type StepResult<T> = Result<T, (Step, Errno)>;
+
+fn mtime(m: &Meta) -> Timestamps {
+    Timestamps {
+        last_access: Timespec { tv_sec: 0, tv_nsec: UTIME_OMIT },
+        last_modification: Timespec { tv_sec: m.mtime_s, tv_nsec: m.mtime_ns as _ },
+    }
+}
+
+/// Set permission bits and mtime on an open file or directory.
+pub fn set_meta(fd: BorrowedFd<'_>, m: &Meta) -> Result<(), Errno> {
+    rustix::fs::fchmod(fd, Mode::from_raw_mode(m.perm))?;
+    rustix::fs::futimens(fd, &mtime(m))
+}
+
+/// Copy file `name` of `src_dir` (described by `m`) to `dst_name` in `dst_dir`, which
+/// must not exist (O_EXCL; never follows a symlink there). Returns the bytes copied.
+/// On failure the partial destination is removed.
+pub fn copy_file(
+    src_dir: BorrowedFd<'_>,
+    name: &CStr,
+    m: &Meta,
+    dst_dir: BorrowedFd<'_>,
+    dst_name: &CStr,
+    reflink: bool,
+    buf: &mut [u8],
+) -> StepResult<u64> {
+    let src = openat(src_dir, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| (Step::OpenSource, e))?;
+    let dst = openat(
+        dst_dir,
+        dst_name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(|e| (Step::Create, e))?;
+    let r = fill(&src, &dst, m, reflink, buf)
+        .and_then(|n| set_meta(dst.as_fd(), m).map(|_| n).map_err(|e| (Step::Metadata, e)));
+    if r.is_err() {
+        let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
+    }
+    r
+}
+
+/// Move the bytes: reflink, then copy_file_range (large files), then read/write.
+fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -> StepResult<u64> {
+    if reflink && m.size > 0 && rustix::fs::ioctl_ficlone(dst, src).is_ok() {
+        return Ok(m.size);
+    }
+    let mut done = 0u64;
+    if m.size > SMALL {
+        loop {
+            match rustix::fs::copy_file_range(src, None, dst, None, 1 << 30) {
+                Ok(0) => return Ok(done),
+                Ok(n) => done += n as u64,
+                // Not supported here (old kernel, cross-device on some, special files):
+                // go on with read/write from where it stopped.
+                Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) if done == 0 => break,
+                Err(e) => return Err((Step::Write, e)),
+            }
+        }
+    }
+    loop {
+        let n = match rustix::io::read(src, &mut *buf) {
+            Ok(0) => return Ok(done),
+            Ok(n) => n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err((Step::Read, e)),
+        };
+        crate::ops::create::write_all(dst.as_fd(), &buf[..n]).map_err(|e| (Step::Write, e))?;
+        done += n as u64;
+    }
+}
+
+/// Make symlink `dst_name` in `dst_dir` with `target` and the source's mtime.
+pub fn copy_symlink(target: &CStr, m: &Meta, dst_dir: BorrowedFd<'_>, dst_name: &CStr) -> StepResult<()> {
+    symlinkat(target, dst_dir, dst_name).map_err(|e| (Step::Create, e))?;
+    utimensat(dst_dir, dst_name, &mtime(m), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| (Step::Metadata, e))
+}
+
+pub fn read_link(dir: BorrowedFd<'_>, name: &CStr) -> Result<CString, Errno> {
+    readlinkat(dir, name, Vec::new())
+}
+
+/// Are the contents of `a/name_a` and `b/name_b` equal? Compared byte for byte (both
+/// trees are local, so reading both is what a hash would cost, without the hashing).
+pub fn same_content(
+    a: BorrowedFd<'_>,
+    name_a: &CStr,
+    b: BorrowedFd<'_>,
+    name_b: &CStr,
+    buf: &mut [u8],
+) -> Result<bool, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fa = openat(a, name_a, flags, Mode::empty())?;
+    let fb = openat(b, name_b, flags, Mode::empty())?;
+    let half = buf.len() / 2;
+    let (ba, bb) = buf.split_at_mut(half);
+    loop {
+        let na = read_full(&fa, ba)?;
+        let nb = read_full(&fb, &mut bb[..half])?;
+        if na != nb || ba[..na] != bb[..nb] {
+            return Ok(false);
+        }
+        if na == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+/// Read until `buf` is full or the file ends.
+fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut got = 0;
+    while got < buf.len() {
+        match rustix::io::read(fd, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::walk::{meta_at, open_root};
+
+    #[test]
+    fn copies_small_and_large_files_with_mode_and_mtime() {
+        let t = tempfile::tempdir().unwrap();
+        let (s, d) = (t.path().join("s"), t.path().join("d"));
+        std::fs::create_dir_all(&s).unwrap();
+        std::fs::create_dir_all(&d).unwrap();
+        let big: Vec<u8> = (0..(SMALL as usize * 3 + 7)).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(s.join("big"), &big).unwrap();
+        std::fs::write(s.join("small"), b"hello").unwrap();
+        let (sf, df) = (open_root(&s).unwrap(), open_root(&d).unwrap());
+        let mut buf = vec![0u8; 64 * 1024];
+        for n in [c"big", c"small"] {
+            let mut m = meta_at(sf.as_fd(), n).unwrap();
+            m.perm = 0o640;
+            m.mtime_s = 1_000_000_000;
+            m.mtime_ns = 123;
+            let got = copy_file(sf.as_fd(), n, &m, df.as_fd(), n, false, &mut buf).unwrap();
+            assert_eq!(got, m.size);
+            let dm = meta_at(df.as_fd(), n).unwrap();
+            assert_eq!((dm.perm, dm.mtime_s, dm.mtime_ns, dm.size), (0o640, 1_000_000_000, 123, m.size));
+            assert!(same_content(sf.as_fd(), n, df.as_fd(), n, &mut buf).unwrap());
+        }
+        assert_eq!(std::fs::read(d.join("big")).unwrap(), big);
+        // O_EXCL: an existing destination is never overwritten by copy_file.
+        let m = meta_at(sf.as_fd(), c"small").unwrap();
+        assert_eq!(
+            copy_file(sf.as_fd(), c"small", &m, df.as_fd(), c"small", false, &mut buf).unwrap_err().1,
+            Errno::EXIST
+        );
+        std::fs::write(d.join("small"), b"hellO").unwrap();
+        assert!(!same_content(sf.as_fd(), c"small", df.as_fd(), c"small", &mut buf).unwrap());
+    }
+
+    #[test]
+    fn tmp_names_are_short_and_recognised() {
+        let a = tmp_name();
+        assert!(is_tmp_name(&a) && a.to_bytes().len() < 64);
+        assert_ne!(a, tmp_name());
+        assert!(!is_tmp_name(c"file"));
+    }
+}

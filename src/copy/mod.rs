@@ -1,0 +1,289 @@
+//! Copy and sync engines: one task per directory on a work-stealing pool
+//! ([`walk::par_tasks`]), every access relative to directory fds with `O_NOFOLLOW`, so
+//! nothing outside SRC is read and nothing outside DST is written or deleted.
+//!
+//! - **copy** writes into a new or empty DST: directories are made fresh, so DST is never
+//!   listed, and files are created under their final names with `O_EXCL`.
+//! - **sync** lists SRC and DST directory by directory, decides per entry by size + mtime
+//!   (or content with `--checksum`), writes new and changed files to a temporary name and
+//!   renames them into place (an interrupted sync never leaves a partial file under a
+//!   final name), and deletes extraneous entries only with `--delete`.
+//!
+//! Directory permissions and mtimes are applied last: each directory counts down its
+//! pending children and is finished when the last one is (see `engine`).
+//! Memory is bounded by directories in flight, never by the tree: no global entry list.
+
+pub mod engine;
+pub mod file;
+pub mod progress;
+pub mod verify;
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Copy into a new or empty destination, or sync into any destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Copy,
+    Sync,
+}
+
+/// Everything the engine needs; no CLI types.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub mode: Mode,
+    pub src: PathBuf,
+    pub dst: PathBuf,
+    pub threads: usize,
+    /// Try a reflink (FICLONE) first for every file.
+    pub reflink: bool,
+    /// sync: decide by content instead of size + mtime.
+    pub checksum: bool,
+    /// sync: delete what DST has and SRC has not.
+    pub delete: bool,
+    /// sync: compare only; write and delete nothing.
+    pub dry_run: bool,
+    /// copy: compare DST with SRC afterwards, content included.
+    pub verify: bool,
+    pub quiet: bool,
+}
+
+impl Options {
+    pub fn new(mode: Mode, src: &Path, dst: &Path, threads: usize) -> Options {
+        Options {
+            mode,
+            src: src.to_path_buf(),
+            dst: dst.to_path_buf(),
+            threads,
+            reflink: false,
+            checksum: false,
+            delete: false,
+            dry_run: false,
+            verify: false,
+            quiet: true,
+        }
+    }
+}
+
+/// Thread time spent in each phase, summed over threads (the phases of one directory
+/// run one after another on one thread, but directories run in parallel, so these add up
+/// to about threads × elapsed rather than to elapsed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTimes {
+    pub scan_src_s: f64,
+    pub scan_dst_s: f64,
+    pub compare_s: f64,
+    pub transfer_s: f64,
+    pub delete_s: f64,
+}
+
+/// What a copy or sync did. Counts are entries (files, symlinks, directories) unless named.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub mode: String,
+    pub src: String,
+    pub dst: String,
+    pub dry_run: bool,
+    pub threads: usize,
+    /// Entries found at the source (files + symlinks + directories + others), and their parts.
+    pub src_entries: u64,
+    pub src_files: u64,
+    pub src_dirs: u64,
+    pub src_bytes: u64,
+    /// Entries found at the destination before anything changed.
+    pub dst_entries: u64,
+    /// Files and symlinks written (or that would be, with --dry-run).
+    pub copied: u64,
+    /// Directories created.
+    pub dirs_created: u64,
+    /// Entries removed from DST (--delete, type changes, stale temporary files).
+    pub deleted: u64,
+    /// Files and symlinks already equal at the destination.
+    pub skipped: u64,
+    /// Entries only at the destination, kept (no --delete).
+    pub extraneous: u64,
+    pub failed: u64,
+    pub bytes_transferred: u64,
+    pub elapsed_s: f64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub phases: PhaseTimes,
+    pub interrupted: bool,
+    /// The first [`MAX_FAILURES`] failures, "path: reason"; `failed` counts them all.
+    pub failures: Vec<String>,
+    /// copy --verify: differences found afterwards (None: not verified).
+    pub verify: Option<verify::Report>,
+}
+
+impl Summary {
+    /// Anything failed, was interrupted, or verification found a difference.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && !self.interrupted && self.verify.as_ref().is_none_or(|v| v.differences == 0)
+    }
+
+    /// Human summary, several lines, ending in a newline.
+    pub fn text(&self) -> String {
+        use crate::units::{fmt_rate, fmt_secs, fmt_size};
+        let verb = if self.dry_run { "would copy" } else { "copied" };
+        let mut s = format!(
+            "{} {} → {}{}\n",
+            self.mode,
+            self.src,
+            self.dst,
+            if self.dry_run { " (dry run: nothing written or deleted)" } else { "" }
+        );
+        s.push_str(&format!(
+            "scanned: {} entries at source ({} files, {} dirs, {}), {} at destination\n",
+            self.src_entries,
+            self.src_files,
+            self.src_dirs,
+            fmt_size(self.src_bytes as f64),
+            self.dst_entries
+        ));
+        s.push_str(&format!(
+            "{verb} {} ({} transferred), {} dirs created, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}\n",
+            self.copied,
+            fmt_size(self.bytes_transferred as f64),
+            self.dirs_created,
+            self.skipped,
+            self.deleted,
+            self.extraneous,
+            self.failed
+        ));
+        let p = &self.phases;
+        s.push_str(&format!(
+            "elapsed {} ({}) on {} threads; thread time: scan source {}, scan destination {}, compare {}, transfer {}, delete {}; cpu user {} sys {}\n",
+            fmt_secs(self.elapsed_s),
+            fmt_rate(self.src_entries as f64 / self.elapsed_s.max(1e-9), "entries"),
+            self.threads,
+            fmt_secs(p.scan_src_s),
+            fmt_secs(p.scan_dst_s),
+            fmt_secs(p.compare_s),
+            fmt_secs(p.transfer_s),
+            fmt_secs(p.delete_s),
+            fmt_secs(self.cpu_user_s),
+            fmt_secs(self.cpu_sys_s)
+        ));
+        if let Some(v) = &self.verify {
+            s.push_str(&format!("verify: {}\n", v.text()));
+        }
+        if self.interrupted {
+            s.push_str("interrupted: the rest was not copied (run again to finish)\n");
+        }
+        if !self.failures.is_empty() {
+            s.push_str("failures:\n");
+            for f in &self.failures {
+                s.push_str(&format!("  {f}\n"));
+            }
+            if self.failed > self.failures.len() as u64 {
+                s.push_str(&format!("  … and {} more\n", self.failed - self.failures.len() as u64));
+            }
+        }
+        s
+    }
+}
+
+/// Failures listed in full; the rest are only counted.
+pub const MAX_FAILURES: usize = 100;
+
+/// Counters shared by every task: one relaxed add per directory, not per file.
+#[derive(Default)]
+pub struct Counters {
+    pub src_entries: AtomicU64,
+    pub src_files: AtomicU64,
+    pub src_dirs: AtomicU64,
+    pub src_bytes: AtomicU64,
+    pub dst_entries: AtomicU64,
+    pub copied: AtomicU64,
+    pub dirs_created: AtomicU64,
+    pub deleted: AtomicU64,
+    pub skipped: AtomicU64,
+    pub extraneous: AtomicU64,
+    pub failed: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Phase times in nanoseconds, in [`PhaseTimes`] order.
+    pub phase_ns: [AtomicU64; 5],
+}
+
+/// The failures list: capped, the rest counted in [`Counters::failed`].
+#[derive(Default)]
+pub struct Failures(Mutex<Vec<String>>);
+
+impl Failures {
+    pub fn push(&self, counters: &Counters, what: String) {
+        counters.failed.fetch_add(1, Ordering::Relaxed);
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if v.len() < MAX_FAILURES {
+            v.push(what);
+        }
+    }
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Check SRC and DST before anything is created: SRC a directory, DST's parent there,
+/// neither inside the other (a copy into itself never ends; a sync --delete of a parent
+/// would eat the source), copy's DST new or empty.
+pub fn check(o: &Options) -> Result<()> {
+    let src = std::fs::canonicalize(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    if !src.is_dir() {
+        return Err(Error::bad("SRC", format!("{} is not a directory", o.src.display())));
+    }
+    let dst = match std::fs::symlink_metadata(&o.dst) {
+        Ok(md) => {
+            let md = if md.file_type().is_symlink() { std::fs::metadata(&o.dst).ok() } else { Some(md) };
+            if !md.is_some_and(|m| m.is_dir()) {
+                return Err(Error::bad("DST", format!("{} exists and is not a directory", o.dst.display())));
+            }
+            if o.mode == Mode::Copy
+                && std::fs::read_dir(&o.dst)
+                    .map_err(|e| Error::bad("DST", format!("{}: {e}", o.dst.display())))?
+                    .next()
+                    .is_some()
+            {
+                return Err(Error::bad(
+                    "DST",
+                    format!("{} is not empty (copy writes into a new or empty directory; use sync)", o.dst.display()),
+                ));
+            }
+            std::fs::canonicalize(&o.dst).map_err(|e| Error::bad("DST", format!("{}: {e}", o.dst.display())))?
+        }
+        Err(_) => {
+            let parent = o.dst.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let p = std::fs::canonicalize(parent)
+                .map_err(|e| Error::bad("DST", format!("parent directory {}: {e}", parent.display())))?;
+            if !p.is_dir() {
+                return Err(Error::bad("DST", format!("{} is not a directory", parent.display())));
+            }
+            p.join(o.dst.file_name().unwrap_or_default())
+        }
+    };
+    if dst.starts_with(&src) || src.starts_with(&dst) {
+        return Err(Error::bad(
+            "DST",
+            format!("{} and {} overlap (one is inside the other)", src.display(), dst.display()),
+        ));
+    }
+    if o.threads == 0 {
+        return Err(Error::bad("--threads", "must be at least 1"));
+    }
+    Ok(())
+}
+
+/// Run a copy or sync as a standalone command: check, run with progress, verify (copy
+/// --verify). The summary is returned whatever happened; an error only for bad input or
+/// when DST cannot be made at all.
+pub fn run(o: &Options) -> Result<Summary> {
+    crate::signals::install();
+    check(o)?;
+    let mut s = engine::run(o)?;
+    if o.verify && !s.interrupted {
+        s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
+    }
+    Ok(s)
+}

@@ -1,0 +1,92 @@
+//! Ops over a pair of trees: the generated tree (SRC) and a destination beside it in the
+//! run directory (DST). `copy` and the sync family run the engine of `crate::copy`;
+//! external tools (`--cmd`, in `experiment::external`) implement the same trait, so all
+//! of them are prepared, timed and checked alike by the experiment runner.
+
+use crate::copy::{self, Mode, Summary};
+use crate::measure::{Latency, PhaseResult, Portion};
+use std::path::Path;
+
+/// One timed kind of work that reads SRC and writes DST.
+pub trait PairOp: Sync {
+    /// The op's name in results and tables.
+    fn name(&self) -> String;
+    /// Untimed preparation of DST (an empty directory on entry): e.g. a first sync.
+    fn prepare(&self, _src: &Path, _dst: &Path, _threads: usize) -> Result<(), String> {
+        Ok(())
+    }
+    /// The timed work.
+    fn run(&self, src: &Path, dst: &Path, threads: usize) -> PhaseResult;
+}
+
+/// `copy`: the parallel copy into an empty DST.
+pub struct Copy;
+
+impl PairOp for Copy {
+    fn name(&self) -> String {
+        "copy".into()
+    }
+    fn run(&self, src: &Path, dst: &Path, threads: usize) -> PhaseResult {
+        engine(Mode::Copy, src, dst, threads)
+    }
+}
+
+/// Run the engine quietly and turn its summary into a measurement.
+pub fn engine(mode: Mode, src: &Path, dst: &Path, threads: usize) -> PhaseResult {
+    let o = copy::Options::new(mode, src, dst, threads);
+    match copy::engine::run(&o) {
+        Ok(s) => phase_result(&s),
+        Err(e) => failed_result(e.to_string()),
+    }
+}
+
+/// A measurement from an engine summary: files are the source's files, bytes those
+/// transferred, errors the failures.
+pub fn phase_result(s: &Summary) -> PhaseResult {
+    PhaseResult {
+        elapsed_s: s.elapsed_s,
+        files: s.src_files,
+        bytes: s.bytes_transferred,
+        dirs: s.src_dirs,
+        threads: s.threads,
+        cpu_user_s: s.cpu_user_s,
+        cpu_sys_s: s.cpu_sys_s,
+        errors: s.failed,
+        first_error: s.failures.first().cloned(),
+        interrupted: s.interrupted,
+        failed: None,
+        portions: vec![Portion { files: s.src_files, elapsed_s: s.elapsed_s, end_files: s.src_files }],
+        latency_us: Latency::default(),
+        first_finish_s: s.elapsed_s,
+        last_finish_s: s.elapsed_s,
+        space_used_bytes: None,
+        allocated_bytes: None,
+        peak_rss_bytes: None,
+        ranks: None,
+    }
+}
+
+/// A measurement that did not happen: counted as an error, so it stays out of the
+/// statistics and shows up in the warnings.
+pub fn failed_result(msg: String) -> PhaseResult {
+    PhaseResult { errors: 1, first_error: Some(msg), ..PhaseResult::default() }
+}
+
+/// The pair op named `name` (copy, sync, sync-nochange, sync-change:P), or None.
+pub fn by_name(name: &str) -> Option<Result<Box<dyn PairOp>, String>> {
+    use super::sync::{Sync, SyncKind};
+    Some(Ok(match name {
+        "copy" => Box::new(Copy),
+        "sync" => Box::new(Sync { kind: SyncKind::Empty }),
+        "sync-nochange" => Box::new(Sync { kind: SyncKind::NoChange }),
+        _ => {
+            let p = name.strip_prefix("sync-change:")?;
+            match p.parse::<f64>() {
+                Ok(v) if v > 0.0 && v <= 100.0 && !p.contains(['e', 'E']) => {
+                    Box::new(Sync { kind: SyncKind::Change(v) })
+                }
+                _ => return Some(Err(format!("{name}: P must be a percentage above 0 and at most 100"))),
+            }
+        }
+    }))
+}

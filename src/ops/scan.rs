@@ -1,0 +1,70 @@
+//! scan / rescan as ops: the whole `scan` engine (walk + statx + SQLite index) over the
+//! generated tree, timed as one operation, so an experiment can compare the storage's
+//! stat cost with the cost of indexing. The index lives beside the tree in the run
+//! directory (on the storage under test). `rescan` needs `scan` earlier in the same
+//! trial and, on an unchanged tree, measures the diff against a full index.
+
+use super::{Op, Worker};
+use crate::scan::{DbUrl, ScanConfig, scan};
+use crate::tree::Unit;
+use rustix::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Scan {
+    pub rescan: bool,
+}
+
+/// File name of the index, in the run directory next to the tree.
+const INDEX: &str = "manyfiles-scan-index.sqlite";
+
+impl Scan {
+    /// The tree's path and its index's path, from the tree root's descriptor.
+    fn paths(w: &Worker) -> std::io::Result<(PathBuf, PathBuf)> {
+        let tree = std::fs::read_link(format!("/proc/self/fd/{}", w.shared.root.as_raw_fd()))?;
+        let index = tree.parent().unwrap_or(&tree).join(INDEX);
+        Ok((tree, index))
+    }
+}
+
+impl Op for Scan {
+    fn name(&self) -> &'static str {
+        if self.rescan { "rescan" } else { "scan" }
+    }
+
+    /// All the work is here (the engine runs its own walk threads); units do nothing.
+    fn before(&self, w: &mut Worker) {
+        let t0 = Instant::now();
+        let (tree, index) = match Self::paths(w) {
+            Ok(p) => p,
+            Err(e) => return w.fail(format!("{}: cannot find the tree's path: {e}", self.name())),
+        };
+        if !self.rescan {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
+            }
+        } else if !index.exists() {
+            return w.fail("rescan: no index (give scan before rescan in --ops)".into());
+        }
+        let cfg = ScanConfig {
+            root: tree,
+            db: Some(DbUrl::Sqlite(index)),
+            inventory: None,
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            json: None,
+            command_line: Vec::new(),
+        };
+        match scan(&cfg) {
+            Ok(r) => {
+                w.dirs += r.dirs;
+                w.done_many(t0, r.files, r.bytes);
+                if r.errors + r.denied + r.vanished > 0 {
+                    w.errors += r.errors + r.denied + r.vanished;
+                }
+            }
+            Err(e) => w.fail(format!("{}: {e}", self.name())),
+        }
+    }
+
+    fn unit(&self, _w: &mut Worker, _u: Unit) {}
+}

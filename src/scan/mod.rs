@@ -1,0 +1,437 @@
+//! `scan`: walk a tree, statx every entry and index the metadata into SQLite or
+//! PostgreSQL; a second scan of the same index writes only what changed.
+//!
+//! Threads: the walk runs on the shared walker's pool (one task per directory) and sends
+//! row batches over a bounded channel to one writer (the calling thread), which diffs
+//! them against the index map ([`diff::Index`]) and writes batched transactions through
+//! an [`IndexBackend`]. Phases are timed apart: reading the index, walk (getdents +
+//! open), statx, diff, database write, commit, and the time each side waited for the
+//! other, so the report says whether the storage or the database bounds the scan.
+
+pub mod backend;
+pub mod diff;
+pub mod postgres;
+pub mod producer;
+pub mod sqlite;
+
+pub use backend::IndexBackend;
+
+use crate::error::{Error, Result};
+use crate::measure::provenance::Provenance;
+use crate::signals;
+use crate::units::{fmt_rate, fmt_secs, fmt_size};
+use crate::walk::{self, Kind};
+use backend::Changes;
+use diff::{DiffCounts, Index};
+use producer::{Batch, WalkStats, path_key};
+use rustix::fd::OwnedFd;
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Where the index goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DbUrl {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl DbUrl {
+    /// `sqlite:FILE`, `postgres://…` / `postgresql://…`, or a plain file name (SQLite).
+    pub fn parse(s: &str) -> std::result::Result<DbUrl, String> {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            return Ok(DbUrl::Postgres(s.to_string()));
+        }
+        let file = s.strip_prefix("sqlite:").unwrap_or(s);
+        if file.is_empty() {
+            return Err("expected sqlite:FILE or postgres://USER@HOST/DB".into());
+        }
+        if file.contains("://") {
+            return Err(format!("'{s}': unknown database (expected sqlite:FILE or postgres://USER@HOST/DB)"));
+        }
+        Ok(DbUrl::Sqlite(PathBuf::from(file)))
+    }
+
+    /// Open the index: every connection or schema problem is bad input for `--db`,
+    /// found before any walking.
+    pub fn open(&self) -> Result<Box<dyn IndexBackend>> {
+        let bad = |r: String| Error::bad("--db", r);
+        match self {
+            DbUrl::Sqlite(p) => {
+                if p.is_dir() {
+                    return Err(bad(format!("{} is a directory", p.display())));
+                }
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                if !dir.is_dir() {
+                    return Err(bad(format!("directory {} does not exist", dir.display())));
+                }
+                let db = sqlite::Sqlite::open(p).map_err(|e| bad(format!("{}: {e}", p.display())))?;
+                Ok(Box::new(db))
+            }
+            DbUrl::Postgres(u) => Ok(Box::new(postgres::Postgres::connect(u).map_err(bad)?)),
+        }
+    }
+}
+
+/// Everything a scan needs; no CLI types.
+#[derive(Debug, Clone)]
+pub struct ScanConfig {
+    pub root: PathBuf,
+    /// None: walk and statx only (what the storage costs without a database).
+    pub db: Option<DbUrl>,
+    /// Write the tree's shape (an inventory) here, from the same walk.
+    pub inventory: Option<PathBuf>,
+    pub threads: usize,
+    pub json: Option<PathBuf>,
+    pub command_line: Vec<String>,
+}
+
+/// Phase times. Walk, stat and blocked are summed over the walk threads
+/// (thread-seconds); the others are the writer's wall time.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Phases {
+    pub load_index_s: f64,
+    pub walk_thread_s: f64,
+    pub stat_thread_s: f64,
+    /// Walk threads blocked on a full channel: the database is behind.
+    pub walk_blocked_thread_s: f64,
+    /// Writer waiting for rows: the walk (storage) is behind.
+    pub writer_wait_s: f64,
+    pub diff_s: f64,
+    pub db_write_s: f64,
+    pub commit_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanReport {
+    pub root: String,
+    /// None for a walk without index.
+    pub db: Option<String>,
+    pub threads: usize,
+    pub elapsed_s: f64,
+    pub phases: Phases,
+    /// Entries found (the root included).
+    pub entries: u64,
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub other: u64,
+    pub bytes: u64,
+    pub allocated_bytes: u64,
+    /// Rows the index held before this scan.
+    pub indexed_before: u64,
+    pub diff: DiffCounts,
+    /// Directories that could not be read (permission denied): their contents are not
+    /// indexed, and rows below them are kept.
+    pub denied: u64,
+    pub unread_dirs: Vec<String>,
+    /// Entries that disappeared while the scan ran.
+    pub vanished: u64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    /// Signal that stopped the scan (the index holds every committed batch).
+    pub interrupted_by: Option<i32>,
+    /// Where the inventory was written.
+    pub inventory: Option<PathBuf>,
+    pub provenance: Provenance,
+}
+
+/// Give the walk room for many open directories (soft limit up to the hard one).
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        l.current = l.maximum;
+        let _ = setrlimit(Resource::Nofile, l);
+    }
+}
+
+/// Open the tree's root; errors name `PATH`.
+pub fn open_root(root: &Path) -> Result<(OwnedFd, String)> {
+    let bad = |r: String| Error::bad("PATH", r);
+    let md = std::fs::metadata(root).map_err(|e| bad(format!("{}: {e}", root.display())))?;
+    if !md.is_dir() {
+        return Err(bad(format!("{} is not a directory", root.display())));
+    }
+    let canon = std::fs::canonicalize(root).map_err(|e| bad(format!("{}: {e}", root.display())))?;
+    let fd = walk::open_root(&canon).map_err(|e| bad(format!("{}: {e}", root.display())))?;
+    Ok((fd, canon.display().to_string()))
+}
+
+/// The writer's running totals.
+#[derive(Default)]
+struct Totals {
+    entries: u64,
+    files: u64,
+    dirs: u64,
+    symlinks: u64,
+    other: u64,
+    bytes: u64,
+    allocated: u64,
+}
+
+impl Totals {
+    fn add(&mut self, b: &Batch) {
+        for r in &b.rows {
+            self.entries += 1;
+            match r.meta.kind {
+                Kind::File => {
+                    self.files += 1;
+                    self.bytes += r.meta.size;
+                }
+                Kind::Dir => self.dirs += 1,
+                Kind::Symlink => self.symlinks += 1,
+                Kind::Other => self.other += 1,
+            }
+            self.allocated += r.meta.allocated;
+        }
+    }
+}
+
+/// The database side of the scan: pending batches, diff and timed writes.
+struct Writer<'a> {
+    db: &'a mut dyn IndexBackend,
+    index: Index,
+    pending: Vec<Batch>,
+    pending_rows: usize,
+    phases: Phases,
+}
+
+impl Writer<'_> {
+    /// Diff the pending batches and write what changed in one transaction. `last`:
+    /// the walk is complete, so also delete what it did not see (except below the
+    /// directories in the set, which it could not read).
+    fn flush(&mut self, last: Option<&HashSet<u128>>) -> std::result::Result<(), String> {
+        let t = Instant::now();
+        let mut ch = Changes::default();
+        for b in &self.pending {
+            self.index.diff(b, &mut ch);
+        }
+        if let Some(unread) = last {
+            ch.deletes = self.index.missing(unread);
+        }
+        self.phases.diff_s += t.elapsed().as_secs_f64();
+        if !ch.is_empty() {
+            let t = Instant::now();
+            self.db.apply(&ch)?;
+            self.phases.db_write_s += t.elapsed().as_secs_f64();
+        }
+        drop(ch);
+        let t = Instant::now();
+        self.db.commit()?;
+        self.phases.commit_s += t.elapsed().as_secs_f64();
+        self.pending.clear();
+        self.pending_rows = 0;
+        Ok(())
+    }
+}
+
+/// Run a scan. Bad input (root, database) is reported before anything is walked. An
+/// interrupted scan returns its report with `interrupted_by` set, after committing
+/// what it had; rows are never deleted after an incomplete walk.
+pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
+    signals::install();
+    let (root_fd, root) = open_root(&cfg.root)?;
+    let mut db = match &cfg.db {
+        Some(u) => Some(u.open()?),
+        None => None,
+    };
+    let provenance = Provenance::collect(cfg.command_line.clone());
+    let start = Instant::now();
+    let mut phases = Phases::default();
+    let index = match db.as_deref_mut() {
+        Some(db) => {
+            match db.root().map_err(|e| Error::bad("--db", format!("{}: {e}", db.describe())))? {
+                Some(old) if old != root => {
+                    return Err(Error::bad(
+                        "--db",
+                        format!("{} indexes {old}, not {root}: give another database", db.describe()),
+                    ));
+                }
+                Some(_) => {}
+                // Written with the first batch (an unchanged rescan writes nothing).
+                None => db.set_root(&root).map_err(|e| Error::failed(format!("writing the index: {e}")))?,
+            }
+            let t = Instant::now();
+            let ix = Index::load(db).map_err(|e| Error::failed(format!("reading the index: {e}")))?;
+            phases.load_index_s = t.elapsed().as_secs_f64();
+            ix
+        }
+        None => Index::default(),
+    };
+    let indexed_before = index.indexed() as u64;
+    raise_fd_limit();
+    let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
+    let flush = 4096;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(64);
+    let mut totals = Totals::default();
+    let mut failure: Option<String> = None;
+    let mut writer = db.as_deref_mut().map(|db| {
+        let batch_rows = db.batch_rows();
+        (Writer { db, index, pending: Vec::new(), pending_rows: 0, phases: Phases::default() }, batch_rows)
+    });
+    std::thread::scope(|s| {
+        let stats = &stats;
+        s.spawn(move || producer::produce(root_fd, cfg.threads, flush, &tx, stats));
+        let mut wait = 0.0;
+        loop {
+            let t = Instant::now();
+            let Ok(b) = rx.recv() else { break };
+            wait += t.elapsed().as_secs_f64();
+            totals.add(&b);
+            let Some((w, batch_rows)) = writer.as_mut() else { continue };
+            w.pending_rows += b.rows.len();
+            w.pending.push(b);
+            if w.pending_rows >= *batch_rows {
+                if let Err(e) = w.flush(None) {
+                    failure = Some(e);
+                    stats.stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+        drop(rx); // a walk still sending after a failure sees the channel closed
+        phases.writer_wait_s = wait;
+    });
+    let interrupted = signals::pending();
+    let stats = &mut stats;
+    let complete = failure.is_none() && interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
+    let unread: Vec<Vec<u8>> = std::mem::take(&mut *stats.denied_paths.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut diff = DiffCounts::default();
+    if let Some((mut w, _)) = writer {
+        if failure.is_none() {
+            // Finish what was walked; delete what is gone only after a complete walk.
+            let keys: HashSet<u128> = unread.iter().map(|p| path_key(p)).collect();
+            if let Err(e) = w.flush(complete.then_some(&keys)) {
+                failure = Some(e);
+            }
+        }
+        diff = w.index.counts;
+        let p = &w.phases;
+        phases.diff_s = p.diff_s;
+        phases.db_write_s = p.db_write_s;
+        phases.commit_s = p.commit_s;
+    }
+    if let Some(e) = failure {
+        return Err(Error::failed(format!("writing the index failed after {} entries: {e}", totals.entries)));
+    }
+    let ns = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
+    phases.walk_thread_s = ns(&stats.walk_ns);
+    phases.stat_thread_s = ns(&stats.stat_ns);
+    phases.walk_blocked_thread_s = ns(&stats.blocked_ns);
+    let mut report = ScanReport {
+        root,
+        db: db.as_ref().map(|d| d.describe()),
+        threads: cfg.threads,
+        elapsed_s: start.elapsed().as_secs_f64(),
+        phases,
+        entries: totals.entries,
+        files: totals.files,
+        dirs: totals.dirs,
+        symlinks: totals.symlinks,
+        other: totals.other,
+        bytes: totals.bytes,
+        allocated_bytes: totals.allocated,
+        indexed_before,
+        diff,
+        denied: stats.denied.load(Ordering::Relaxed),
+        unread_dirs: unread.iter().map(|p| display_path(p)).collect(),
+        vanished: stats.vanished.load(Ordering::Relaxed),
+        errors: stats.errors.load(Ordering::Relaxed),
+        first_error: stats.first_error.lock().unwrap_or_else(|p| p.into_inner()).take(),
+        interrupted_by: (interrupted != 0).then_some(interrupted),
+        inventory: None,
+        provenance,
+    };
+    if let (Some(path), Some(inv), true) = (&cfg.inventory, stats.take_inventory(), interrupted == 0) {
+        inv.save(path)?;
+        report.inventory = Some(path.clone());
+    }
+    if let Some(j) = &cfg.json {
+        let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::failed(e.to_string()))?;
+        crate::report::export::write_atomic(j, &bytes)
+            .map_err(|e| Error::failed(format!("cannot write {}: {e}", j.display())))?;
+    }
+    Ok(report)
+}
+
+fn display_path(p: &[u8]) -> String {
+    if p.is_empty() { ".".into() } else { String::from_utf8_lossy(p).into_owned() }
+}
+
+impl ScanReport {
+    /// The terminal report: counts, diff, phases, problems, machine.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let rate = |n: u64, t: f64| fmt_rate(n as f64 / t.max(1e-9), "entries");
+        s.push_str(&format!(
+            "scanned {}: {} entries ({} files, {} dirs, {} symlinks, {} other), {} ({} allocated)\n",
+            self.root,
+            self.entries,
+            self.files,
+            self.dirs,
+            self.symlinks,
+            self.other,
+            fmt_size(self.bytes as f64),
+            fmt_size(self.allocated_bytes as f64)
+        ));
+        s.push_str(&format!(
+            "time: {} ({}), {} walk threads; one run, no spread measured\n",
+            fmt_secs(self.elapsed_s),
+            rate(self.entries, self.elapsed_s),
+            self.threads
+        ));
+        match &self.db {
+            Some(db) => {
+                let d = &self.diff;
+                s.push_str(&format!(
+                    "index: {db} (held {} rows): {} new, {} changed, {} deleted, {} unchanged\n",
+                    self.indexed_before, d.new, d.changed, d.deleted, d.unchanged
+                ));
+            }
+            None => s.push_str("index: none (walk and statx only)\n"),
+        }
+        let p = &self.phases;
+        s.push_str(&format!(
+            "phases: walk {} + statx {} (thread-seconds), blocked on the database {}; \
+             load index {}, diff {}, db write {}, commit {}, waiting for the walk {}\n",
+            fmt_secs(p.walk_thread_s),
+            fmt_secs(p.stat_thread_s),
+            fmt_secs(p.walk_blocked_thread_s),
+            fmt_secs(p.load_index_s),
+            fmt_secs(p.diff_s),
+            fmt_secs(p.db_write_s),
+            fmt_secs(p.commit_s),
+            fmt_secs(p.writer_wait_s)
+        ));
+        if self.db.is_some() {
+            let db = p.load_index_s + p.diff_s + p.db_write_s + p.commit_s;
+            let bound = if db > p.writer_wait_s { "the database" } else { "the walk (storage)" };
+            s.push_str(&format!(
+                "bound by: {bound} (database busy {}, idle {})\n",
+                fmt_secs(db),
+                fmt_secs(p.writer_wait_s)
+            ));
+        }
+        if self.denied > 0 || self.vanished > 0 || self.errors > 0 {
+            s.push_str(&format!(
+                "problems: {} directories denied, {} entries vanished during the scan, {} other errors\n",
+                self.denied, self.vanished, self.errors
+            ));
+            for d in self.unread_dirs.iter().take(producer::LISTED) {
+                s.push_str(&format!("  not readable: {d}\n"));
+            }
+            if let Some(e) = &self.first_error {
+                s.push_str(&format!("  first error: {e}\n"));
+            }
+        }
+        if let Some(p) = &self.inventory {
+            s.push_str(&format!("inventory: {}\n", p.display()));
+        }
+        s.push_str(&self.provenance.machine_line());
+        s.push('\n');
+        s
+    }
+}

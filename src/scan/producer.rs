@@ -1,0 +1,310 @@
+//! The walk + statx producer: one task per directory on the shared walker
+//! ([`crate::walk::par_tasks`]); each task reads its directory (getdents), statx'es every
+//! entry asking only for the fields the index keeps, and sends rows in batches to the
+//! one database writer over a bounded channel (a slow database holds the walk back
+//! instead of filling memory).
+
+use super::backend::Meta;
+use crate::inventory::Inventory;
+use crate::signals;
+use crate::walk::{self, Kind};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, StatxFlags, statx};
+use rustix::io::Errno;
+use std::ffi::CString;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Only what the index keeps: some file systems skip work for fields not asked for.
+const FIELDS: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::SIZE)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::INO)
+    .union(StatxFlags::BLOCKS)
+    .union(StatxFlags::NLINK);
+
+/// Paths listed in the report (the counts are always complete).
+pub const LISTED: usize = 100;
+
+/// A 128-bit key of a path: two independent 64-bit hashes, so a collision among even
+/// 10⁹ paths is out of reach and the writer can key its index map by 16 bytes.
+pub fn path_key(path: &[u8]) -> u128 {
+    // Fixed keys: the same path gives the same key in the walker and the writer.
+    let a = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default();
+    let mut h1 = a.build_hasher();
+    h1.write(path);
+    let mut h2 = a.build_hasher();
+    h2.write_u8(0x5a);
+    h2.write(path);
+    ((h1.finish() as u128) << 64) | h2.finish() as u128
+}
+
+/// The parent path of an indexed path (`a/b/c` → `a/b`, `a` → ``); None for the root.
+pub fn parent_path(path: &[u8]) -> Option<&[u8]> {
+    if path.is_empty() {
+        return None;
+    }
+    Some(match path.iter().rposition(|&b| b == b'/') {
+        Some(i) => &path[..i],
+        None => &[],
+    })
+}
+
+/// One entry found by the walk. Path and name live in the batch's byte arena.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    path: (u32, u32),
+    name_start: u32,
+    pub key: u128,
+    /// Key of the parent directory; None for the root.
+    pub parent: Option<u128>,
+    pub depth: u32,
+    pub meta: Meta,
+}
+
+/// Rows of one directory (or part of a big one), sent to the writer in one message.
+#[derive(Debug, Default)]
+pub struct Batch {
+    bytes: Vec<u8>,
+    pub rows: Vec<Row>,
+}
+
+impl Batch {
+    pub fn path(&self, r: &Row) -> &[u8] {
+        &self.bytes[r.path.0 as usize..r.path.1 as usize]
+    }
+    pub fn name(&self, r: &Row) -> &[u8] {
+        &self.bytes[r.name_start as usize..r.path.1 as usize]
+    }
+    fn push(&mut self, dir: &[u8], name: &[u8], parent: Option<u128>, depth: u32, meta: Meta) -> &Row {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(dir);
+        if !dir.is_empty() {
+            self.bytes.push(b'/');
+        }
+        let name_start = self.bytes.len();
+        self.bytes.extend_from_slice(name);
+        let end = self.bytes.len();
+        let key = path_key(&self.bytes[start..end]);
+        self.rows.push(Row {
+            path: (start as u32, end as u32),
+            name_start: name_start as u32,
+            key,
+            parent,
+            depth,
+            meta,
+        });
+        self.rows.last().expect("just pushed")
+    }
+}
+
+/// What the walk counts, shared by its threads (touched once per directory).
+#[derive(Debug, Default)]
+pub struct WalkStats {
+    /// Thread-seconds in getdents and opening directories, in ns.
+    pub walk_ns: AtomicU64,
+    /// Thread-seconds in statx, in ns.
+    pub stat_ns: AtomicU64,
+    /// Thread-seconds blocked on a full channel (the database is behind), in ns.
+    pub blocked_ns: AtomicU64,
+    pub dirs_read: AtomicU64,
+    /// Directories that could not be opened or read (EACCES, EPERM): their entries are unknown.
+    pub denied: AtomicU64,
+    /// Entries gone between getdents and statx/open.
+    pub vanished: AtomicU64,
+    pub errors: AtomicU64,
+    pub denied_paths: Mutex<Vec<Vec<u8>>>,
+    pub first_error: Mutex<Option<String>>,
+    /// The writer failed: stop walking.
+    pub stop: AtomicBool,
+    /// The tree's shape, one part per walk thread (None: not asked for).
+    pub inventory: Option<Vec<Mutex<Inventory>>>,
+}
+
+impl WalkStats {
+    pub fn new(threads: usize, inventory: bool) -> WalkStats {
+        let parts = inventory.then(|| (0..threads.max(1)).map(|_| Mutex::new(Inventory::empty())).collect());
+        WalkStats { inventory: parts, ..Default::default() }
+    }
+
+    /// Add to this thread's part of the inventory, if one is kept.
+    fn inventory(&self, f: impl FnOnce(&mut Inventory)) {
+        if let Some(parts) = &self.inventory {
+            let me = rayon::current_thread_index().unwrap_or(0) % parts.len();
+            f(&mut parts[me].lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    }
+
+    /// The whole inventory (after the walk).
+    pub fn take_inventory(&mut self) -> Option<Inventory> {
+        self.inventory.take().map(|parts| {
+            let mut all = Inventory::empty();
+            for p in parts {
+                all.merge(&p.into_inner().unwrap_or_else(|p| p.into_inner()));
+            }
+            all.vanished = self.vanished.load(Ordering::Relaxed);
+            all
+        })
+    }
+
+    fn denied(&self, path: &[u8], depth: u32, name_len: Option<usize>) {
+        self.denied.fetch_add(1, Ordering::Relaxed);
+        self.inventory(|inv| {
+            inv.unreadable_dirs += 1;
+            inv.add_dir(depth as u64, name_len, 0, 0);
+        });
+        let mut l = self.denied_paths.lock().unwrap_or_else(|p| p.into_inner());
+        l.push(path.to_vec()); // all kept: the writer must not delete what it could not see
+    }
+    fn error(&self, what: &[u8], e: Errno) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(format!("{}: {e}", String::from_utf8_lossy(what)));
+        }
+    }
+}
+
+/// A directory to read: opened by its own task (so a huge directory does not hold a
+/// descriptor for every subdirectory waiting in the queue).
+struct Task {
+    parent: Arc<OwnedFd>,
+    name: CString,
+    path: Vec<u8>,
+    key: u128,
+    depth: u32,
+}
+
+fn meta_of(st: &rustix::fs::Statx) -> Meta {
+    Meta {
+        kind: Kind::from_mode(st.stx_mode as u32),
+        size: st.stx_size,
+        mtime_ns: st.stx_mtime.tv_sec * 1_000_000_000 + st.stx_mtime.tv_nsec as i64,
+        mode: st.stx_mode as u32 & 0o7777,
+        inode: st.stx_ino,
+        allocated: st.stx_blocks * 512,
+    }
+}
+
+fn elapsed_ns(t: Instant) -> u64 {
+    t.elapsed().as_nanos() as u64
+}
+
+/// Walk the tree below `root` on `threads` threads, sending rows (the root first) to
+/// `tx` in batches of at most `flush` rows. Stops early on a signal or `stats.stop`.
+pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batch>, stats: &WalkStats) {
+    let send = |b: Batch| {
+        let t = Instant::now();
+        if tx.send(b).is_err() {
+            stats.stop.store(true, Ordering::Relaxed); // the writer is gone
+        }
+        stats.blocked_ns.fetch_add(elapsed_ns(t), Ordering::Relaxed);
+    };
+    let st = match statx(&root, c"", AtFlags::EMPTY_PATH, FIELDS) {
+        Ok(st) => st,
+        Err(e) => return stats.error(b".", e),
+    };
+    let mut first = Batch::default();
+    let root_key = first.push(b"", b"", None, 0, meta_of(&st)).key;
+    send(first);
+    // The root task reads the root through a fresh descriptor of ".".
+    let root = Arc::new(root);
+    let task = Task { parent: root, name: c".".into(), path: Vec::new(), key: root_key, depth: 0 };
+    walk::par_tasks(threads, vec![task], |t: Task, spawn| {
+        if stats.stop.load(Ordering::Relaxed) || signals::pending() != 0 {
+            return;
+        }
+        let name_len = (t.depth > 0).then(|| t.name.as_bytes().len());
+        let t0 = Instant::now();
+        let opened = walk::open_dir_at(t.parent.as_fd(), &t.name);
+        let entries = opened.and_then(|fd| walk::read_dir_fd(fd.as_fd(), fd.as_fd()).map(|e| (fd, e)));
+        stats.walk_ns.fetch_add(elapsed_ns(t0), Ordering::Relaxed);
+        let (fd, entries) = match entries {
+            Ok(x) => x,
+            Err(Errno::ACCESS | Errno::PERM) => return stats.denied(&t.path, t.depth, name_len),
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
+                stats.vanished.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Err(e) => return stats.error(&t.path, e),
+        };
+        stats.dirs_read.fetch_add(1, Ordering::Relaxed);
+        let fd = Arc::new(fd);
+        let depth = t.depth + 1;
+        let mut batch = Batch::default();
+        let mut stat_ns = 0;
+        let (mut files, mut subdirs) = (0, 0);
+        for e in entries {
+            let t1 = Instant::now();
+            let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
+            stat_ns += elapsed_ns(t1);
+            let st = match r {
+                Ok(st) => st,
+                Err(Errno::NOENT) => {
+                    stats.vanished.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                Err(err) => {
+                    let mut p = t.path.clone();
+                    p.extend_from_slice(b"/");
+                    p.extend_from_slice(e.name.as_bytes());
+                    stats.error(&p, err);
+                    continue;
+                }
+            };
+            let row = *batch.push(&t.path, e.name.as_bytes(), Some(t.key), depth, meta_of(&st));
+            let name_len = e.name.as_bytes().len();
+            match row.meta.kind {
+                Kind::File => {
+                    files += 1;
+                    let nlink = st.stx_nlink as u64;
+                    stats.inventory(|inv| inv.add_file(depth as u64, name_len, st.stx_size, row.meta.allocated, nlink));
+                }
+                Kind::Dir => subdirs += 1,
+                k => stats.inventory(|inv| inv.add_special(k, depth as u64, name_len)),
+            }
+            if row.meta.kind == Kind::Dir {
+                let path = batch.path(&row).to_vec();
+                spawn(Task { parent: Arc::clone(&fd), name: e.name, path, key: row.key, depth });
+            }
+            if batch.rows.len() >= flush {
+                send(std::mem::take(&mut batch));
+            }
+        }
+        stats.stat_ns.fetch_add(stat_ns, Ordering::Relaxed);
+        stats.inventory(|inv| inv.add_dir(t.depth as u64, name_len, files, subdirs));
+        if !batch.rows.is_empty() {
+            send(batch);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_parents() {
+        assert_ne!(path_key(b"a"), path_key(b"b"));
+        assert_eq!(path_key(b"a/b"), path_key(b"a/b"));
+        assert_eq!(parent_path(b"a/b/c"), Some(&b"a/b"[..]));
+        assert_eq!(parent_path(b"a"), Some(&b""[..]));
+        assert_eq!(parent_path(b""), None);
+    }
+
+    #[test]
+    fn batch_paths() {
+        let m = Meta { kind: Kind::File, size: 1, mtime_ns: 0, mode: 0o644, inode: 1, allocated: 0 };
+        let mut b = Batch::default();
+        let k = b.push(b"", b"top", None, 1, m).key;
+        let r = *b.push(b"top", b"x", Some(k), 2, m);
+        assert_eq!(b.path(&r), b"top/x");
+        assert_eq!(b.name(&r), b"x");
+        assert_eq!(r.parent, Some(path_key(b"top")));
+        assert_eq!(r.key, path_key(b"top/x"));
+    }
+}

@@ -1,0 +1,188 @@
+//! Many ranks at once (feature `mpi`): `cargo test --features mpi --test mpi`.
+//! Runs the binary under OpenMPI's mpirun. In CI (CI=true) mpirun must be there; elsewhere
+//! the tests skip with a printed reason when it is not.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn mpirun_available() -> bool {
+    let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI: mpirun is missing (.ci/run installs openmpi-bin)");
+        eprintln!("skipped: mpirun not found (apt-get install openmpi-bin)");
+    }
+    found
+}
+
+/// `mpirun -np N manyfiles ARGS`, bounded in time.
+fn mpirun(np: usize, args: &[&str]) -> (Run, Duration) {
+    let t0 = Instant::now();
+    let out = assert_cmd::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()])
+        .arg(bin())
+        .args(args)
+        .timeout(Duration::from_secs(180))
+        .output()
+        .expect("mpirun starts");
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    (run, t0.elapsed())
+}
+
+fn measurements(json: &Path) -> Vec<serde_json::Value> {
+    arr(&load_json(json), "measurements").clone()
+}
+
+#[test]
+fn four_ranks_aggregate_to_four_times_one_rank() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let one = dir.path().join("one.json");
+    let four = dir.path().join("four.json");
+    let common = ["--target", target.to_str().unwrap(), "--total", "256k", "--to", "64", "--runs", "1", "--quiet"];
+    let mut a = vec!["ladder"];
+    a.extend(common);
+    a.extend(["--json", one.to_str().unwrap()]);
+    run(&a).ok();
+    let mut b = vec!["ladder"];
+    b.extend(common);
+    b.extend(["--json", four.to_str().unwrap()]);
+    let (r, _) = mpirun(4, &b);
+    r.ok();
+    // Rank 0 alone prints: one table title.
+    assert_eq!(r.stdout.matches("manyfiles ladder").count(), 1, "{}", r.stdout);
+    assert!(r.stdout.contains("4 MPI ranks"), "{}", r.stdout);
+
+    let rs = load_json(&four);
+    assert_eq!(u(get(&rs, "provenance"), "ranks"), 4);
+    assert_eq!(arr(get(&rs, "provenance"), "hosts").len(), 4);
+    let (m1, m4) = (measurements(&one), measurements(&four));
+    assert!(!m1.is_empty());
+    // Written once: the same measurements as a one-rank run, not four copies.
+    assert_eq!(m1.len(), m4.len());
+    for (x, y) in m1.iter().zip(&m4) {
+        assert_eq!(s(x, "op"), s(y, "op"));
+        assert_eq!(s(x, "tree_key"), s(y, "tree_key"));
+        assert!(measurement_complete(y), "{y}");
+        assert_eq!(u(y, "files"), 4 * u(x, "files"), "{} {}", s(y, "op"), s(y, "tree_key"));
+        assert_eq!(u(y, "bytes"), 4 * u(x, "bytes"));
+        assert_eq!(u(y, "tree_files"), 4 * u(x, "tree_files"));
+        let spread = get(y, "ranks");
+        let per_rank: Vec<u64> = arr(spread, "rank_files").iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!(per_rank, vec![u(x, "files"); 4]);
+        assert!(f(spread, "stonewall_s") <= f(y, "elapsed_s"));
+        assert!(u(spread, "stonewall_files") <= u(y, "files"));
+    }
+    assert!(run_dirs(&target).is_empty(), "run directories left behind");
+}
+
+#[test]
+fn a_rank_with_a_bad_target_stops_every_rank_before_anything_is_made() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for r in [0, 2, 3] {
+        std::fs::create_dir(dir.path().join(r.to_string())).unwrap();
+    }
+    let target = format!("{}/{{rank}}", dir.path().display());
+    let (r, took) = mpirun(4, &["ops", "--target", &target, "--files", "100", "--runs", "1", "--quiet"]);
+    r.expect_code(2);
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert!(r.stderr.contains("rank 1"), "{}", r.stderr);
+    for k in [0, 2, 3] {
+        assert!(run_dirs(&dir.path().join(k.to_string())).is_empty(), "rank {k} left a run directory");
+    }
+}
+
+#[test]
+fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
+    if !is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("skipped: mounting a tiny tmpfs for one rank needs root");
+        return;
+    }
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..4 {
+        std::fs::create_dir(dir.path().join(r.to_string())).unwrap();
+    }
+    // Rank 2 writes to a tmpfs with room for the bytes but only 300 inodes: its create
+    // runs out of space part way (the space check before the run looks at bytes).
+    let small = dir.path().join("2");
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64m,nr_inodes=300", "tmpfs"])
+        .arg(&small)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _u = Unmount(&small);
+    let json = dir.path().join("r.json");
+    let target = format!("{}/{{rank}}", dir.path().display());
+    let (r, took) = mpirun(
+        4,
+        &[
+            "ops",
+            "--target",
+            &target,
+            "--files",
+            "1000",
+            "--size",
+            "4k",
+            "--ops",
+            "create,read",
+            "--runs",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    r.expect_code(1);
+    assert!(took < Duration::from_secs(90), "took {took:?}");
+    assert!(r.stderr.contains("rank 2"), "{}", r.stderr);
+    assert!(r.stderr.to_lowercase().contains("space"), "{}", r.stderr);
+    // Whatever was saved holds only complete measurements (here: none got that far).
+    if json.exists() {
+        for m in measurements(&json) {
+            assert!(measurement_complete(&m) || m["failed"].is_string(), "{m}");
+        }
+    }
+    for k in 0..4 {
+        assert!(run_dirs(&dir.path().join(k.to_string())).is_empty(), "rank {k} left a run directory");
+    }
+}
+
+#[test]
+fn commands_that_do_not_run_under_mpi_say_so() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = mpirun(2, &["bigfile", "--target", dir.path().to_str().unwrap(), "--size", "1M", "--runs", "1"]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("does not run under MPI"), "{}", r.stderr);
+    let (r, _) = mpirun(2, &["ops", "--fs", "ext4@ram", "--files", "10"]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("refused under MPI"), "{}", r.stderr);
+}

@@ -1,0 +1,143 @@
+//! `manyfiles scan`: bad input refused before any walk, the inventory from the scan's
+//! walk, and an interrupted scan that the next one completes.
+
+mod common;
+
+use common::{assert_bad_input, run};
+use manyfiles::inventory::Inventory;
+use serde_json::Value;
+use std::path::Path;
+
+fn small_tree(base: &Path) -> std::path::PathBuf {
+    let t = base.join("tree");
+    for d in 0..3 {
+        std::fs::create_dir_all(t.join(format!("d{d}/sub"))).unwrap();
+        for f in 0..(4 + d) {
+            std::fs::write(t.join(format!("d{d}/f{f}")), vec![7u8; 100 * f]).unwrap();
+            std::fs::write(t.join(format!("d{d}/sub/longer-name-{f}")), vec![1u8; 5000 * f]).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink("d0", t.join("link")).unwrap();
+    t
+}
+
+#[test]
+fn bad_input_is_refused_before_walking() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let t = tree.to_str().unwrap();
+    let db = base.path().join("i.db");
+    let dbu = format!("sqlite:{}", db.display());
+    let cases: Vec<(Vec<String>, &str, &str)> = vec![
+        (vec!["/nonexistent/tree".into(), "--db".into(), dbu.clone()], "PATH", "a missing tree"),
+        (vec![tree.join("d0/f1").display().to_string(), "--db".into(), dbu.clone()], "PATH", "a file as tree"),
+        (vec![t.into(), "--db".into(), "sqlite:/nonexistent/dir/i.db".into()], "--db", "a missing db directory"),
+        (vec![t.into(), "--db".into(), "mysql://u@h/db".into()], "--db", "an unknown database"),
+        (vec![t.into(), "--db".into(), "sqlite:".into()], "--db", "an empty file name"),
+        // Port 1 on loopback: nothing listens, the connection is refused at once.
+        (vec![t.into(), "--db".into(), "postgres://nobody@127.0.0.1:1/none".into()], "--db", "an unreachable server"),
+        (vec![t.into(), "--db".into(), "postgres://x@h:notaport/db".into()], "--db", "a malformed URL"),
+        (vec![t.into(), "--threads".into(), "0".into()], "--threads", "zero threads"),
+        (vec![t.into(), "--inventory".into(), "/nonexistent/dir/inv.json".into()], "--inventory", "inventory dir"),
+        (vec![t.into(), "--json".into(), base.path().display().to_string()], "--json", "json is a directory"),
+    ];
+    for (args, flag, what) in cases {
+        let mut a = vec!["scan".to_string()];
+        a.extend(args);
+        let r = run(&a);
+        assert_bad_input(&r, flag, what);
+        assert!(!db.exists(), "{what}: the index was created");
+    }
+    // A file that is not SQLite is refused and left alone.
+    let notdb = base.path().join("notes.txt");
+    std::fs::write(&notdb, "not a database, not even close, just a plain text file with words").unwrap();
+    let r = run(["scan", t, "--db", &format!("sqlite:{}", notdb.display())]);
+    assert_bad_input(&r, "--db", "a text file as index");
+    assert_eq!(
+        std::fs::read_to_string(&notdb).unwrap(),
+        "not a database, not even close, just a plain text file with words"
+    );
+}
+
+#[test]
+fn walk_only_scan_counts_and_times() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let json = base.path().join("r.json");
+    let r = run(["scan", tree.to_str().unwrap(), "--json", json.to_str().unwrap(), "--threads", "2"]);
+    r.ok();
+    assert!(r.stdout.contains("index: none (walk and statx only)"), "{}", r.stdout);
+    assert!(r.stdout.contains("machine: "), "{}", r.stdout);
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // root + 3 dirs + 3 subs; files 4+5+6 twice; one symlink
+    assert_eq!(v["dirs"], 7);
+    assert_eq!(v["files"], 30);
+    assert_eq!(v["symlinks"], 1);
+    assert_eq!(v["entries"], 38);
+    assert!(v["phases"]["stat_thread_s"].as_f64().unwrap() > 0.0);
+    assert!(v["db"].is_null());
+    assert_eq!(v["provenance"]["tool"], "manyfiles");
+}
+
+/// The scan's one-pass inventory equals the inventory module's own walk.
+#[test]
+fn inventory_from_the_scan_walk_matches_inventory_scan() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let inv = base.path().join("inv.json");
+    let db = base.path().join("i.db");
+    let r = run([
+        "scan",
+        tree.to_str().unwrap(),
+        "--db",
+        &format!("sqlite:{}", db.display()),
+        "--inventory",
+        inv.to_str().unwrap(),
+    ]);
+    r.ok();
+    assert!(r.stdout.contains(&format!("inventory: {}", inv.display())), "{}", r.stdout);
+    let mut got = Inventory::load(&inv).unwrap();
+    let mut want = Inventory::scan(&tree, 2).unwrap();
+    got.created_utc.clear();
+    want.created_utc.clear();
+    assert_eq!(serde_json::to_value(&got).unwrap(), serde_json::to_value(&want).unwrap());
+    assert_eq!(got.files, 30);
+}
+
+/// SIGINT during a scan: exit 130 with what was committed kept; the next scan completes
+/// the index (nothing lost, nothing doubled).
+#[test]
+fn interrupted_scan_is_completed_by_the_next() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = base.path().join("t");
+    run(["gen", tree.to_str().unwrap(), "--files", "40000", "--size", "0", "--files-per-dir", "100", "-q"]).ok();
+    let db = base.path().join("i.db");
+    let url = format!("sqlite:{}", db.display());
+    let child = std::process::Command::new(common::bin())
+        .args(["scan", tree.to_str().unwrap(), "--db", &url, "--threads", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::INT).ok();
+    let out = child.wait_with_output().unwrap();
+    let code = out.status.code();
+    assert!(code == Some(130) || code == Some(0), "{out:?}");
+    let json = base.path().join("r.json");
+    run(["scan", tree.to_str().unwrap(), "--db", &url, "--json", json.to_str().unwrap()]).ok();
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let entries = v["entries"].as_u64().unwrap();
+    assert_eq!(v["files"], 40001, "the tree and its marker file: {v}");
+    let before = v["indexed_before"].as_u64().unwrap();
+    if code == Some(130) {
+        eprintln!("interrupted after {before} of {entries} rows");
+        assert!(before < entries, "an interrupted scan cannot have indexed everything");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"), "{out:?}");
+    }
+    assert_eq!(v["diff"]["new"].as_u64().unwrap() + v["diff"]["unchanged"].as_u64().unwrap(), entries);
+    assert_eq!(v["diff"]["deleted"], 0);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = c.query_row("SELECT count(*) FROM files", [], |r| r.get(0)).unwrap();
+    assert_eq!(n as u64, entries);
+}
