@@ -5,10 +5,11 @@
 #
 #   bench/predict_accuracy.sh [TREE]     TREE: default the cargo registry sources
 #
-#   copy    cp -r TREE T/copy           predicted by list + stat + read + create (cp walks
-#                                       and reads the cached source, creates every file)
-#   scan    find T/copy -printf '%s'     predicted by list + stat (getdents + a stat per entry)
-#   delete  rm -rf T/copy               predicted by delete
+#   copy    manyfiles copy --threads 1 TREE T/copy2    predicted by the copy op's model
+#   cp      cp -r TREE/. T/copy                      predicted by the ladder's cmd:cp op (the
+#                                                    same cp command timed on every rung)
+#   scan    find T/copy -printf '%s'                  predicted by list + stat
+#   delete  rm -rf T/copy                            predicted by delete
 #
 # The target is, by default, a fresh ext4 on a loop device whose image lives in RAM
 # (/dev/shm): the file system's own cost without the noise of a shared VM disk (set
@@ -53,7 +54,8 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree: $TREE ($FILES files, $DIRS dirs: ladder with --files-per-dir $FPD)"
 echo "target: $TARGET ($(findmnt -no FSTYPE,SOURCE -T "$TARGET" | xargs))  out: $OUT"
 
-"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,delete --runs "$RUNS" \
+"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,copy,delete --runs "$RUNS" \
+    --cmd 'cp=cp -r {src}/. {dst}' \
     --threads 1 --files-per-dir "$FPD" --target "$TARGET" --json "$OUT/calib.json" --quiet > "$OUT/calib.txt"
 "$MF" predict --model "$OUT/calib.json" --tree "$TREE" --threads 1 --json "$OUT/predict.json" > "$OUT/predict.txt"
 
@@ -64,11 +66,13 @@ now() { date +%s.%N; }
 : > "$OUT/actual.tsv"
 for r in $(seq 1 "$RUNS"); do
     sync
-    t0=$(now); cp -r "$TREE" "$WORK/copy"; t1=$(now)
+    t0=$(now); cp -r "$TREE/." "$WORK/copy"; t1=$(now)
     find "$WORK/copy" -printf '%s\n' > /dev/null; t2=$(now)
     rm -rf "$WORK/copy"; t3=$(now)
-    printf 'copy\t%s\nscan\t%s\ndelete\t%s\n' \
-        "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "$(echo "$t3 - $t2" | bc)" >> "$OUT/actual.tsv"
+    "$MF" copy --threads 1 --quiet "$TREE" "$WORK/copy2" > /dev/null; t4=$(now)
+    rm -rf "$WORK/copy2"
+    printf 'cp\t%s\nscan\t%s\ndelete\t%s\ncopy\t%s\n' "$(echo "$t1 - $t0" | bc)" \
+        "$(echo "$t2 - $t1" | bc)" "$(echo "$t3 - $t2" | bc)" "$(echo "$t4 - $t3" | bc)" >> "$OUT/actual.tsv"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -81,7 +85,7 @@ actual = {}
 for line in open(f"{out}/actual.tsv"):
     op, s = line.split()
     actual.setdefault(op, []).append(float(s))
-combos = {"copy": ["list", "stat", "read", "create"], "scan": ["list", "stat"], "delete": ["delete"]}
+combos = {"copy": ["copy"], "cp": ["cmd:cp"], "scan": ["list", "stat"], "delete": ["delete"]}
 t = pred["tree"]
 print(f"\ntree: {t['files']} files, {t['bytes']/2**20:.1f} MiB, {t['dirs']} dirs")
 print("\n| task | predicted by | predicted (95% interval) | measured median (min … max) | error |")
