@@ -551,10 +551,8 @@ mod tests {
     #[test]
     fn dirs_never_take_the_per_file_cost_s_place() {
         // dirs = files/5 + 1 exactly, times from a alone: {b, c} would fit as well as {a, b}.
-        let pts: Vec<Point> = ladder_files()
-            .into_iter()
-            .map(|f| Point { dirs: (f / 5.0).ceil() + 1.0, ..exact(f, MIB64) })
-            .collect();
+        let pts: Vec<Point> =
+            ladder_files().into_iter().map(|f| Point { dirs: (f / 5.0).ceil() + 1.0, ..exact(f, MIB64) }).collect();
         let m = fit(&pts).expect("fit");
         assert!(m.per_file_s > 0.0, "{m:?}");
         assert!(m.per_dir_s == 0.0 || !m.constrained.contains(&"per_file".to_string()), "{m:?}");
