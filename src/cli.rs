@@ -279,6 +279,10 @@ pub struct RunArgs {
     /// Keep the run directory (trees are still deleted after each run; an interrupted or failed run leaves its tree there)
     #[arg(long)]
     pub keep: bool,
+    /// Under MPI: every rank works in the same directories (rank 0's), each on its own files,
+    /// to load directories from many clients at once (default: a subtree per rank)
+    #[arg(long)]
+    pub shared_dir: bool,
     /// No progress bar
     #[arg(long, short)]
     pub quiet: bool,
@@ -466,6 +470,7 @@ impl RunArgs {
             threads: threads(self.threads)?,
             portion_files: self.portion,
             keep: self.keep,
+            shared_dir: self.shared_dir,
             json: self.json.clone(),
             exports: self.exports()?,
             quiet: self.quiet,
