@@ -104,10 +104,12 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             recorded.extend(file_args);
             return run(inner, recorded);
         }
-        Command::Bigfile(_) | Command::Gen(_) | Command::Cleanup if ranks::size() > 1 => {
+        // Under MPI only the experiments run (each rank in its own run directory); the
+        // other commands would have every rank work on the same paths.
+        ref c if ranks::size() > 1 && !matches!(c, Command::Ladder(_) | Command::Ops(_) | Command::Dirsize(_)) => {
             return Err(manyfiles::error::Error::bad(
                 "COMMAND",
-                "this command does not run under MPI (ladder, ops and dirsize do); start it without mpirun",
+                "this command does not run under MPI (ladder, ops and dirsize do, with copy, sync and scan as ops); start it without mpirun",
             ));
         }
         Command::Bigfile(a) => {

@@ -182,6 +182,10 @@ fn commands_that_do_not_run_under_mpi_say_so() {
     let (r, _) = mpirun(2, &["bigfile", "--target", dir.path().to_str().unwrap(), "--size", "1M", "--runs", "1"]);
     r.expect_code(2);
     assert!(r.stderr.contains("does not run under MPI"), "{}", r.stderr);
+    let d = dir.path().to_str().unwrap();
+    let (r, _) = mpirun(2, &["copy", d, &format!("{d}/x")]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("does not run under MPI"), "{}", r.stderr);
     let (r, _) = mpirun(2, &["ops", "--fs", "ext4@ram", "--files", "10"]);
     r.expect_code(2);
     assert!(r.stderr.contains("refused under MPI"), "{}", r.stderr);
