@@ -68,21 +68,21 @@ impl Postgres {
         }
         let describe = describe(&cfg);
         let mut client = cfg.connect(NoTls).map_err(|e| format!("cannot connect to {describe}: {}", chain(&e)))?;
-        // A scan that just ended may still hold the lock for a moment (its server process
-        // releases it while exiting): wait up to 3 s before calling the index busy.
-        let t0 = std::time::Instant::now();
-        loop {
+        // A scan that just ended may still hold the lock for a moment: the server ends its
+        // session only after the client went away. Wait a little before calling it busy.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let got = loop {
             let got: bool = client
                 .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
                 .map_err(|e| format!("{describe}: {}", chain(&e)))?
                 .get(0);
-            if got {
-                break;
+            if got || std::time::Instant::now() >= deadline {
+                break got;
             }
-            if t0.elapsed() > Duration::from_secs(3) {
-                return Err(format!("{describe}: another scan is writing this index"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        if !got {
+            return Err(format!("{describe}: another scan is writing this index"));
         }
         client.batch_execute(SCHEMA).map_err(|e| format!("{describe}: {}", chain(&e)))?;
         Ok(Postgres { describe, client, in_tx: false })
