@@ -278,3 +278,48 @@ pub fn assert_same(a: &Snap, b: &Snap, what: &str) {
     d.truncate(12);
     panic!("{what}: {n} differences ({} vs {} entries), first:\n{}", a.len(), b.len(), d.join("\n"));
 }
+
+/// A source tree for copy/sync/scan trials: `dirs` directories of `per_dir` files of
+/// 0–8 KiB with content derived from their index, plus a symlink per directory.
+pub fn source_tree(root: &Path, dirs: usize, per_dir: usize) {
+    std::fs::create_dir_all(root).unwrap();
+    for d in 0..dirs {
+        let dir = root.join(format!("d{d:03}"));
+        std::fs::create_dir(&dir).unwrap();
+        for f in 0..per_dir {
+            let i = d * per_dir + f;
+            let len = (i * 2654435761) % 8192;
+            let body: Vec<u8> = (0..len).map(|k| (k as u64 ^ i as u64).wrapping_mul(31) as u8).collect();
+            std::fs::write(dir.join(format!("f{f:05}")), body).unwrap();
+        }
+        std::os::unix::fs::symlink(format!("f{:05}", 0), dir.join("link")).unwrap();
+    }
+}
+
+/// Start the binary with output discarded.
+pub fn spawn_quiet<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Child {
+    Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Every regular file in `dst` under a final name (not a `.manyfiles-tmp.*` name) equals
+/// the file of the same path in `src` (`src_snap`): no partial file under a final name.
+pub fn no_partial_files(src_snap: &Snap, dst: &Path) -> usize {
+    let mut tmp = 0;
+    for (k, v) in snapshot(dst, &[]) {
+        let name = k.rsplit(|&b| b == b'/').next().unwrap();
+        if name.starts_with(b".manyfiles-tmp.") {
+            tmp += 1;
+            continue;
+        }
+        if v.0 == Kind::File {
+            assert_eq!(src_snap.get(&k), Some(&v), "partial or wrong file under a final name: {}", String::from_utf8_lossy(&k));
+        }
+    }
+    tmp
+}
