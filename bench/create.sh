@@ -51,58 +51,26 @@ if [ $((FILES % 100)) -ne 0 ]; then echo "FILES must be a multiple of 100" >&2; 
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/manyfiles-bench-$$        # everything in RAM: binaries' outputs, image, tmpfs runs
-MNT=$WORK/mnt
-IMG=$WORK/ext4.img
-LOOP=""
-DISK_WORK=""
 TSV=$WORK/raw.tsv
-
-cleanup() {
-    local rc=$?
-    set +e
-    if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || umount -l "$MNT"; fi
-    if [ -n "$LOOP" ]; then losetup -d "$LOOP" 2>/dev/null; fi
-    if [ -n "$DISK_WORK" ]; then rm -rf "$DISK_WORK"; fi
-    rm -rf "$WORK"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-mkdir -p "$WORK"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_setup
 
 # --- build -----------------------------------------------------------------------
-echo "building manyfiles (release) and the C loop..." >&2
-(cd "$ROOT" && cargo build --release --quiet)
-MF=$ROOT/target/release/manyfiles
+bench_build
 CLOOP=$WORK/create_loop
 cc -O2 -pthread -o "$CLOOP" "$ROOT/bench/create_loop.c"
 
 # --- machine ---------------------------------------------------------------------
-CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-RAM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)
-echo "## create benchmark"
-echo
-echo "- command: \`ROUNDS=$ROUNDS WARMUP=$WARMUP FILES=$FILES SIZE=$SIZE bench/create.sh $*\`"
-echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- machine: $CPU, $(nproc) cores, $RAM RAM, kernel $(uname -r)"
-echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted changes in src/'), cc: $(cc --version | head -1)"
-echo
+bench_header "create benchmark" "ROUNDS=$ROUNDS WARMUP=$WARMUP FILES=$FILES SIZE=$SIZE bench/create.sh $*" \
+    "cc: $(cc --version | head -1)"
 
 # --- file systems ----------------------------------------------------------------
 # Sets RUN_DIR to a fresh, empty directory on file system $1.
 prepare() {
     case "$1" in
         ext4-ram)
-            if [ -n "$LOOP" ]; then umount "$MNT"; losetup -d "$LOOP"; LOOP=""; fi
-            rm -f "$IMG"
-            truncate -s "$IMG_SIZE" "$IMG"
-            # initialise inode tables and journal now, so no ext4lazyinit runs during the runs
-            mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMG"
-            LOOP=$(losetup -f --show "$IMG")
-            mkdir -p "$MNT"
-            mount "$LOOP" "$MNT"
+            fresh_ext4 "$IMG_SIZE"
             mkdir "$MNT/runs"
             RUN_DIR=$MNT/runs
             ;;

@@ -22,32 +22,11 @@ QUIET_MAX=${QUIET_MAX:-120}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/manyfiles-bench-mpi-$$
-MNT=$WORK/mnt
-IMG=$WORK/ext4.img
-LOOP=""
-
-cleanup() {
-    local rc=$?
-    set +e
-    if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || umount -l "$MNT"; fi
-    if [ -n "$LOOP" ]; then losetup -d "$LOOP" 2>/dev/null; fi
-    rm -rf "$WORK"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-mkdir -p "$WORK"
-
-echo "building manyfiles (release, --features mpi)..." >&2
-(cd "$ROOT" && cargo build --release --quiet --features mpi)
-MF=$ROOT/target/release/manyfiles
-
-truncate -s "$IMG_SIZE" "$IMG"
-mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMG"
-LOOP=$(losetup -f --show "$IMG")
-mkdir -p "$MNT"
-mount "$LOOP" "$MNT"
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_setup
+bench_build --features mpi
+fresh_ext4 "$IMG_SIZE"
 
 HZ=$(getconf CLK_TCK)
 busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }

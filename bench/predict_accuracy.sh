@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Prediction accuracy: calibrate with a ladder (≤ 64 MiB) on a target directory, predict
-# the copy, scan and delete time of a real tree that was not part of the calibration,
-# then run those on the same target and report the prediction error.
+# Prediction accuracy: calibrate with a ladder (≤ 64 MiB) on a target, predict the copy,
+# scan and delete time of a real tree that was not part of the calibration, then run
+# those on the same target and report the prediction error.
 #
 #   bench/predict_accuracy.sh [TREE]     TREE: default the cargo registry sources
 #
-#   copy    cp -a TREE T/copy          predicted by create + read (cp reads the cached
-#                                      source and creates every file on the target)
-#   scan    find T/copy -printf '%s'    predicted by list + stat (getdents + a stat per entry)
-#   delete  rm -rf T/copy              predicted by delete
+#   copy    manyfiles copy --threads 1 TREE T/copy2    predicted by the copy op's model
+#   cp      cp -r TREE/. T/copy                      predicted by the ladder's cmd:cp op (the
+#                                                    same cp command timed on every rung)
+#   scan    find T/copy -printf '%s'                  predicted by list + stat
+#   delete  rm -rf T/copy                            predicted by delete
 #
-# cp, find and rm use one thread, so the ladder runs with --threads 1. Caches stay warm
-# (the tree is read once before the first run). Environment: TARGET (directory on the
-# file system to measure, default /var/tmp), RUNS (default 3), TOTAL (ladder total,
-# default 64MiB), TO (largest rung, default 16384), OUT (where the JSON files go,
-# default a temporary directory, kept).
-# Needs: cargo (builds the release binary), python3, cp, find, rm.
+# The target is, by default, a fresh ext4 on a loop device whose image lives in RAM
+# (/dev/shm): the file system's own cost without the noise of a shared VM disk (set
+# TARGET=DIR to measure an existing directory instead). cp, find and rm use one thread,
+# so the ladder runs with --threads 1; its tree shape takes the real tree's files per
+# directory (the model can only learn a directory cost from trees that have as many
+# directories per file). Caches stay warm (the tree is read once before the first run).
+# Environment: TARGET, RUNS (default 3), TOTAL (ladder total, default 64MiB), TO (largest
+# rung, default 16384), OUT (where the JSON files go, default a new temporary directory).
+# Needs root for the RAM target (mkfs.ext4, mount), cargo, python3, bc, cp, find, rm.
 set -euo pipefail
 
 TREE=${1:-$(ls -d "$HOME"/.cargo/registry/src/*/ | head -1)}
-TARGET=${TARGET:-/var/tmp}
+TARGET=${TARGET:-}
 RUNS=${RUNS:-3}
 TOTAL=${TOTAL:-64MiB}
 TO=${TO:-16384}
@@ -27,28 +31,48 @@ OUT=${OUT:-$(mktemp -d /tmp/mf-predict.XXXXXX)}
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 MF=$PWD/target/release/manyfiles
+MNT=
+cleanup() {
+    rm -rf "${WORK:-/nonexistent}"
+    if [ -n "$MNT" ]; then umount "$MNT" && rmdir "$MNT" && rm -f /dev/shm/mf-predict.img; fi
+}
+trap cleanup EXIT
+if [ -z "$TARGET" ]; then
+    truncate -s 2G /dev/shm/mf-predict.img
+    mkfs.ext4 -q -F /dev/shm/mf-predict.img
+    MNT=$(mktemp -d /tmp/mf-predict-mnt.XXXXXX)
+    mount -o loop /dev/shm/mf-predict.img "$MNT"
+    TARGET=$MNT
+fi
 WORK=$(mktemp -d "$TARGET/mf-predict-work.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+FILES=$(find "$TREE" -type f | wc -l)
+DIRS=$(find "$TREE" -type d | wc -l)
+FPD=$(( FILES / DIRS > 0 ? FILES / DIRS : 1 ))
 
 echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "tree: $TREE  target: $TARGET ($(findmnt -no FSTYPE -T "$TARGET"))  out: $OUT"
+echo "tree: $TREE ($FILES files, $DIRS dirs: ladder with --files-per-dir $FPD)"
+echo "target: $TARGET ($(findmnt -no FSTYPE,SOURCE -T "$TARGET" | xargs))  out: $OUT"
 
-"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,delete --runs "$RUNS" \
-    --threads 1 --target "$TARGET" --json "$OUT/calib.json" --quiet > "$OUT/calib.txt"
+"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,copy,delete --runs "$RUNS" \
+    --cmd 'cp=cp -r {src}/. {dst}' \
+    --threads 1 --files-per-dir "$FPD" --target "$TARGET" --json "$OUT/calib.json" --quiet > "$OUT/calib.txt"
 "$MF" predict --model "$OUT/calib.json" --tree "$TREE" --threads 1 --json "$OUT/predict.json" > "$OUT/predict.txt"
 
 # Warm the source tree, then time each tool RUNS times.
-tar -cf - -C "$TREE" . > /dev/null
+# (through cat: GNU tar does not read file contents when writing to /dev/null itself)
+tar -cf - -C "$TREE" . | cat > /dev/null
 now() { date +%s.%N; }
 : > "$OUT/actual.tsv"
 for r in $(seq 1 "$RUNS"); do
     sync
-    t0=$(now); cp -a "$TREE" "$WORK/copy"; t1=$(now)
+    t0=$(now); cp -r "$TREE/." "$WORK/copy"; t1=$(now)
     find "$WORK/copy" -printf '%s\n' > /dev/null; t2=$(now)
     rm -rf "$WORK/copy"; t3=$(now)
-    printf 'copy\t%s\nscan\t%s\ndelete\t%s\n' \
-        "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "$(echo "$t3 - $t2" | bc)" >> "$OUT/actual.tsv"
+    "$MF" copy --threads 1 --quiet "$TREE" "$WORK/copy2" > /dev/null; t4=$(now)
+    rm -rf "$WORK/copy2"
+    printf 'cp\t%s\nscan\t%s\ndelete\t%s\ncopy\t%s\n' "$(echo "$t1 - $t0" | bc)" \
+        "$(echo "$t2 - $t1" | bc)" "$(echo "$t3 - $t2" | bc)" "$(echo "$t4 - $t3" | bc)" >> "$OUT/actual.tsv"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -61,7 +85,7 @@ actual = {}
 for line in open(f"{out}/actual.tsv"):
     op, s = line.split()
     actual.setdefault(op, []).append(float(s))
-combos = {"copy": ["create", "read"], "scan": ["list", "stat"], "delete": ["delete"]}
+combos = {"copy": ["copy"], "cp": ["cmd:cp"], "scan": ["list", "stat"], "delete": ["delete"]}
 t = pred["tree"]
 print(f"\ntree: {t['files']} files, {t['bytes']/2**20:.1f} MiB, {t['dirs']} dirs")
 print("\n| task | predicted by | predicted (95% interval) | measured median (min … max) | error |")

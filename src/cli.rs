@@ -279,6 +279,10 @@ pub struct RunArgs {
     /// Keep the run directory (trees are still deleted after each run; an interrupted or failed run leaves its tree there)
     #[arg(long)]
     pub keep: bool,
+    /// Under MPI: every rank works in the same directories (rank 0's), each on its own files,
+    /// to load directories from many clients at once (default: a subtree per rank)
+    #[arg(long)]
+    pub shared_dir: bool,
     /// No progress bar
     #[arg(long, short)]
     pub quiet: bool,
@@ -466,6 +470,7 @@ impl RunArgs {
             threads: threads(self.threads)?,
             portion_files: self.portion,
             keep: self.keep,
+            shared_dir: self.shared_dir,
             json: self.json.clone(),
             exports: self.exports()?,
             quiet: self.quiet,
@@ -595,7 +600,12 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
                         other => Err(bad(format!("key {k}: list item {other} is not a string or number"))),
                     })
                     .collect::<Result<_>>()?;
-                args.extend([flag, parts.join(",")]);
+                if k == "cmd" {
+                    // Repeatable flag (templates may hold commas): one --cmd per item.
+                    args.extend(parts.into_iter().flat_map(|p| [flag.clone(), p]));
+                } else {
+                    args.extend([flag, parts.join(",")]);
+                }
             }
             other => return Err(bad(format!("key {k}: {other} is not a string, number, boolean or list"))),
         }

@@ -140,12 +140,12 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Copy(a) => {
             let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
             (o.reflink, o.verify) = (a.reflink, a.verify);
-            return copy_report(&o, json.as_deref());
+            return copy_report(&o, json.as_deref(), args);
         }
         Command::Sync(a) => {
             let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
-            return copy_report(&o, json.as_deref());
+            return copy_report(&o, json.as_deref(), args);
         }
         Command::Scan(a) => {
             let cfg = cli::scan_config(&a, args)?;
@@ -236,9 +236,9 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
 
 /// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
 /// when anything failed or differed.
-fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>) -> Result<()> {
+fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
     use manyfiles::error::Error;
-    let s = manyfiles::copy::run(o)?;
+    let s = manyfiles::copy::run(o, args)?;
     out(&s.text());
     if let Some(p) = json {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;

@@ -151,6 +151,33 @@ pub fn abort(code: i32) -> ! {
     world::abort(code)
 }
 
+static SHARED_DIR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--shared-dir`: every rank works in the same directories (rank 0's run directory and
+/// tree), each on its own files (names end in `.r<rank>`), to load directories from many
+/// clients at once. Directories are made and removed by rank 0 alone, behind barriers.
+pub fn set_shared_dir(on: bool) {
+    SHARED_DIR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// `--shared-dir` in a job of more than one rank.
+pub fn shared_dir() -> bool {
+    SHARED_DIR.load(std::sync::atomic::Ordering::Relaxed) && size() > 1
+}
+
+/// Does this rank make and remove the directories? (All ranks do, except with
+/// `--shared-dir`, where only rank 0 does.)
+pub fn makes_dirs() -> bool {
+    !shared_dir() || is_root()
+}
+
+/// With `--shared-dir`: wait for every rank (e.g. until rank 0 made the directories).
+pub fn shared_barrier() {
+    if shared_dir() {
+        barrier();
+    }
+}
+
 static AGREED_FAILURE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every rank learns whether every rank succeeded; if one failed, all return an error

@@ -206,3 +206,26 @@ fn bad_cmd_and_ops_are_refused() {
         assert!(err.contains(flag), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn an_experiment_file_takes_several_commands() {
+    let t = tempfile::tempdir().unwrap();
+    let (j, f) = (t.path().join("r.json"), t.path().join("e.toml"));
+    std::fs::write(
+        &f,
+        format!(
+            "command = \"ops\"\ntarget = \"{}\"\nfiles = 40\nsize = \"1k\"\nops = [\"copy\"]\nruns = 1\nquiet = true\n\
+             cmd = [\"cp=cp -a {{src}}/. {{dst}}\", \"tar=sh -c \\\"tar -C {{src}} -cf - . | tar -C {{dst}} -xf -\\\"\"]\n\
+             verify = true\njson = \"{}\"\n",
+            t.path().display(),
+            j.display()
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = mf(&["run".as_ref(), f.as_os_str()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
+    let ops: Vec<&str> = v["measurements"].as_array().unwrap().iter().map(|m| m["op"].as_str().unwrap()).collect();
+    assert_eq!(ops, ["copy", "cmd:cp", "cmd:tar"]);
+    assert!(v["measurements"].as_array().unwrap().iter().all(|m| m["errors"] == 0 && m["files"] == 40), "{v}");
+}

@@ -190,3 +190,51 @@ fn commands_that_do_not_run_under_mpi_say_so() {
     r.expect_code(2);
     assert!(r.stderr.contains("refused under MPI"), "{}", r.stderr);
 }
+
+#[test]
+fn shared_dir_puts_every_ranks_files_in_the_same_directories() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let d = dir.path().to_str().unwrap();
+    let args = [
+        "ops",
+        "--target",
+        d,
+        "--files",
+        "600",
+        "--files-per-dir",
+        "100",
+        "--size",
+        "1k",
+        "--ops",
+        "create,list,read,delete",
+        "--runs",
+        "1",
+        "--shared-dir",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let (r, _) = mpirun(3, &args);
+    r.ok();
+    let ms = measurements(&json);
+    assert_eq!(ms.len(), 4);
+    for m in &ms {
+        assert!(measurement_complete(m), "{m}");
+        let per_rank: Vec<u64> = arr(get(m, "ranks"), "rank_files").iter().map(|v| v.as_u64().unwrap()).collect();
+        if s(m, "op") == "list" {
+            // Each rank lists the shared directories and sees every rank's 600 files (and
+            // the 6 directories): 3 × 600 + 6 entries, not its own 606.
+            assert_eq!(per_rank, vec![1806; 3], "{m}");
+        } else {
+            assert_eq!(per_rank, vec![600; 3], "{} {m}", s(m, "op"));
+        }
+    }
+    assert!(run_dirs(dir.path()).is_empty(), "run directory left behind");
+    let (r, _) = mpirun(2, &["ops", "--target", d, "--files", "10", "--ops", "create,copy", "--shared-dir", "--quiet"]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("--shared-dir"), "{}", r.stderr);
+}

@@ -141,3 +141,59 @@ fn interrupted_scan_is_completed_by_the_next() {
     let n: i64 = c.query_row("SELECT count(*) FROM files", [], |r| r.get(0)).unwrap();
     assert_eq!(n as u64, entries);
 }
+
+/// An index kept inside the tree it indexes does not index itself.
+#[test]
+fn index_inside_the_tree_is_left_out() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let db = tree.join("d1/index.db");
+    let json = base.path().join("r.json");
+    for _ in 0..2 {
+        run(["scan", tree.to_str().unwrap(), "--db", db.to_str().unwrap(), "--json", json.to_str().unwrap()]).ok();
+    }
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["entries"], 38, "{v}");
+    // Only d1 itself changed (its index files came and went); nothing new or deleted.
+    assert_eq!((v["diff"]["new"].as_u64(), v["diff"]["deleted"].as_u64()), (Some(0), Some(0)), "{v}");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 =
+        c.query_row("SELECT count(*) FROM files WHERE name LIKE CAST('index.db%' AS BLOB)", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 0);
+}
+
+/// Files and directories removed while the scan runs are tolerated (counted as
+/// vanished, never an error), and a rescan afterwards gets the index right.
+#[test]
+fn entries_vanishing_mid_scan_are_tolerated() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = base.path().join("t");
+    for d in 0..200 {
+        let dir = tree.join(format!("d{d:03}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..100 {
+            std::fs::write(dir.join(format!("f{f}")), b"").unwrap();
+        }
+    }
+    let db = base.path().join("i.db");
+    let url = format!("sqlite:{}", db.display());
+    let json = base.path().join("r.json");
+    let t2 = tree.clone();
+    let churn = std::thread::spawn(move || {
+        for d in (0..200).rev().step_by(2) {
+            let _ = std::fs::remove_dir_all(t2.join(format!("d{d:03}")));
+        }
+    });
+    let r = run(["scan", tree.to_str().unwrap(), "--db", &url, "--threads", "2", "--json", json.to_str().unwrap()]);
+    churn.join().unwrap();
+    r.ok();
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    eprintln!("vanished during the scan: {}, errors: {}", v["vanished"], v["errors"]);
+    assert_eq!(v["errors"], 0, "{v}");
+    run(["scan", tree.to_str().unwrap(), "--db", &url, "--json", json.to_str().unwrap()]).ok();
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = c.query_row("SELECT count(*) FROM files", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 1 + 100 + 100 * 100, "root + 100 dirs + their files: {v}");
+    assert_eq!(v["entries"].as_i64(), Some(n));
+}

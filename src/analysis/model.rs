@@ -19,9 +19,9 @@
 //! Non-negativity: with three coefficients the exact NNLS solution is found by
 //! trying every subset of free coefficients (7 at most) and keeping the
 //! non-negative solution with the smallest residual. The directory cost is
-//! kept only when the data resolve it (c > 2 standard errors): in most trees
-//! the directory count moves in step with the file count, and an unresolved c
-//! would only blur a.
+//! kept only when the data resolve it next to the per-file cost (c > 2
+//! standard errors, a not clamped): in most trees the directory count moves in
+//! step with the file count, and an unresolved c would only blur a.
 
 use serde::{Deserialize, Serialize};
 
@@ -132,10 +132,12 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         kept.iter().map(|p| [p.files / p.seconds, p.bytes / p.seconds, p.dirs / p.seconds]).collect();
 
     let mut sol = nnls(&rows, &[true, true, true])?;
-    // An unresolved directory cost: refit without it.
+    // A directory cost must be resolved alongside the per-file cost: when it is within
+    // 2 s.e. of 0, or took the per-file cost's place (a clamped to 0, as happens when
+    // files and directories grow in step), refit without it.
     if sol.free[2] {
         let t = if sol.se(2, n) > 0.0 { sol.beta[2] / sol.se(2, n) } else { 0.0 };
-        if t < DIR_T_MIN {
+        if t < DIR_T_MIN || !sol.free[0] {
             sol = nnls(&rows, &[true, true, false])?;
         }
     }
@@ -544,6 +546,16 @@ mod tests {
         assert!(lo < p.seconds && p.seconds < hi && (hi - lo) / p.seconds < 0.05, "{lo} {hi}");
         let json = serde_json::to_string(&m).expect("serializable");
         assert_eq!(serde_json::from_str::<CostModel>(&json).expect("round trip"), m);
+    }
+
+    #[test]
+    fn dirs_never_take_the_per_file_cost_s_place() {
+        // dirs = files/5 + 1 exactly, times from a alone: {b, c} would fit as well as {a, b}.
+        let pts: Vec<Point> =
+            ladder_files().into_iter().map(|f| Point { dirs: (f / 5.0).ceil() + 1.0, ..exact(f, MIB64) }).collect();
+        let m = fit(&pts).expect("fit");
+        assert!(m.per_file_s > 0.0, "{m:?}");
+        assert!(m.per_dir_s == 0.0 || !m.constrained.contains(&"per_file".to_string()), "{m:?}");
     }
 
     #[test]

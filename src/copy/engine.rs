@@ -178,6 +178,8 @@ pub fn run(o: &Options) -> Result<Summary> {
         None => None,
     };
     let ctx = Ctx { o, c: Counters::default(), f: Failures::default() };
+    // Files are created with their final permission bits (one fchmod less per file).
+    let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
         src,
         dst,
@@ -201,6 +203,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         });
         reporter.stop();
     });
+    rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();
     let c = &ctx.c;
     let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -239,6 +242,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         interrupted: signals::pending() != 0,
         failures: ctx.f.take(),
         verify: None,
+        provenance: None,
     })
 }
 
@@ -256,6 +260,9 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
         }
     };
     let mut fresh = t.dst_meta.is_none();
+    if fresh && ctx.o.dry_run {
+        ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
+    }
     let dst = match (&t.parent.dst, ctx.o.dry_run) {
         (None, _) => None,
         (Some(_), true) if fresh => None,

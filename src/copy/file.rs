@@ -74,6 +74,10 @@ pub fn set_meta(fd: BorrowedFd<'_>, m: &Meta) -> Result<(), Errno> {
 /// Copy file `name` of `src_dir` (described by `m`) to `dst_name` in `dst_dir`, which
 /// must not exist (O_EXCL; never follows a symlink there). Returns the bytes copied.
 /// On failure the partial destination is removed.
+///
+/// The file is created with its final permission bits (the engine runs with umask 0),
+/// so only the mtime is set afterwards; setuid/setgid bits, which a write may clear,
+/// are set again with fchmod.
 pub fn copy_file(
     src_dir: BorrowedFd<'_>,
     name: &CStr,
@@ -83,21 +87,35 @@ pub fn copy_file(
     reflink: bool,
     buf: &mut [u8],
 ) -> StepResult<u64> {
-    let src = openat(src_dir, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| (Step::OpenSource, e))?;
+    let src = open_source(src_dir, name).map_err(|e| (Step::OpenSource, e))?;
     let dst = openat(
         dst_dir,
         dst_name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(m.perm & 0o777),
     )
     .map_err(|e| (Step::Create, e))?;
-    let r = fill(&src, &dst, m, reflink, buf)
-        .and_then(|n| set_meta(dst.as_fd(), m).map(|_| n).map_err(|e| (Step::Metadata, e)));
+    let meta = |n: u64| {
+        if m.perm & 0o7000 != 0 { set_meta(dst.as_fd(), m) } else { rustix::fs::futimens(&dst, &mtime(m)) }
+            .map(|_| n)
+            .map_err(|e| (Step::Metadata, e))
+    };
+    let r = fill(&src, &dst, m, reflink, buf).and_then(meta);
     if r.is_err() {
         let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
     }
     r
+}
+
+/// Open a source file for reading without updating its access time where allowed (the
+/// owner or root): with relatime, the first read after a write would otherwise dirty
+/// every source inode. Falls back to a plain open (EPERM: someone else's file).
+fn open_source(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) => openat(dir, name, flags, Mode::empty()),
+        r => r,
+    }
 }
 
 /// Move the bytes: reflink, then copy_file_range (large files), then read/write.
@@ -106,6 +124,9 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
         return Ok(m.size);
     }
     let mut done = 0u64;
+    if m.size == 0 {
+        return Ok(0);
+    }
     if m.size > SMALL {
         loop {
             match rustix::fs::copy_file_range(src, None, dst, None, 1 << 30) {
@@ -127,6 +148,11 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
         };
         crate::ops::create::write_all(dst.as_fd(), &buf[..n]).map_err(|e| (Step::Write, e))?;
         done += n as u64;
+        // The size statx saw is copied: no read just to learn of the end (a file that
+        // grows meanwhile is copied as it was when listed, as a snapshot would be).
+        if done == m.size {
+            return Ok(done);
+        }
     }
 }
 

@@ -117,6 +117,8 @@ pub struct Summary {
     pub failures: Vec<String>,
     /// copy --verify: differences found afterwards (None: not verified).
     pub verify: Option<verify::Report>,
+    /// Where and how it ran (standalone commands).
+    pub provenance: Option<crate::measure::provenance::Provenance>,
 }
 
 impl Summary {
@@ -145,10 +147,11 @@ impl Summary {
             self.dst_entries
         ));
         s.push_str(&format!(
-            "{verb} {} ({} transferred), {} dirs created, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}\n",
+            "{verb} {} ({} transferred), {} dirs {}, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}\n",
             self.copied,
             fmt_size(self.bytes_transferred as f64),
             self.dirs_created,
+            if self.dry_run { "to create" } else { "created" },
             self.skipped,
             self.deleted,
             self.extraneous,
@@ -170,6 +173,9 @@ impl Summary {
         ));
         if let Some(v) = &self.verify {
             s.push_str(&format!("verify: {}\n", v.text()));
+        }
+        if let Some(p) = &self.provenance {
+            s.push_str(&format!("{}\n", p.machine_line().trim_end()));
         }
         if self.interrupted {
             s.push_str("interrupted: the rest was not copied (run again to finish)\n");
@@ -278,10 +284,11 @@ pub fn check(o: &Options) -> Result<()> {
 /// Run a copy or sync as a standalone command: check, run with progress, verify (copy
 /// --verify). The summary is returned whatever happened; an error only for bad input or
 /// when DST cannot be made at all.
-pub fn run(o: &Options) -> Result<Summary> {
+pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     crate::signals::install();
     check(o)?;
     let mut s = engine::run(o)?;
+    s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     if o.verify && !s.interrupted {
         s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
     }

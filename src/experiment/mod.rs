@@ -15,6 +15,7 @@ use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
+use crate::ranks;
 use crate::report::export::{self, Format, Output};
 use crate::report::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
@@ -52,6 +53,8 @@ pub struct TreeExperiment {
     pub threads: usize,
     pub portion_files: u64,
     pub keep: bool,
+    /// MPI `--shared-dir`: all ranks in rank 0's directories, each on its own files.
+    pub shared_dir: bool,
     pub json: Option<PathBuf>,
     /// CSV / Markdown exports, rewritten with the JSON.
     pub exports: Vec<Output>,
@@ -391,6 +394,17 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         return Err(Error::bad("--target", "no target given"));
     }
     check_caches(cfg.caches, if cfg.caches == CacheMode::Cold { "--cold" } else { "--drop-caches" })?;
+    ranks::set_shared_dir(cfg.shared_dir);
+    if ranks::shared_dir() {
+        if let Some(op) = cfg.ops.iter().find(|o| !["create", "stat", "list", "read", "delete"].contains(&o.as_str())) {
+            return Err(Error::bad(
+                "--shared-dir",
+                format!(
+                    "{op} works on a tree per rank; with --shared-dir only create, stat, list, read and delete run"
+                ),
+            ));
+        }
+    }
     let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
@@ -444,14 +458,19 @@ fn run_tree(
     const ROOT: &std::ffi::CStr = c"tree";
     let (settings, progress, caches) = (env.settings, env.progress, env.caches);
     let mut done = Vec::new();
-    if let Err(e) = mkdirat(rundir.fd(), ROOT, Mode::from_raw_mode(0o755)) {
-        return (done, Some(Stop::Failed(format!("cannot create the tree root: {e}"))));
+    // Under MPI all ranks agree on each step that could fail on one alone (a rank that
+    // stopped here would leave the others waiting in the next phase).
+    let made = match ranks::makes_dirs() {
+        true => mkdirat(rundir.fd(), ROOT, Mode::from_raw_mode(0o755)),
+        false => Ok(()), // --shared-dir: rank 0 makes it
+    };
+    if let Err(e) = ranks::agree(made.map_err(|e| Error::failed(format!("cannot create the tree root: {e}")))) {
+        return (done, Some(Stop::Failed(e.to_string())));
     }
-    let root = match openat(rundir.fd(), ROOT, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW, Mode::empty()) {
+    let opened = openat(rundir.fd(), ROOT, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW, Mode::empty());
+    let root = match ranks::agree(opened.map_err(|e| Error::failed(format!("cannot open the tree root: {e}")))) {
         Ok(fd) => fd,
-        Err(e) => {
-            return (done, Some(Stop::Failed(format!("cannot open the tree root: {e}"))));
-        }
+        Err(e) => return (done, Some(Stop::Failed(e.to_string()))),
     };
     for op in all_ops {
         let name = op.name();
@@ -506,8 +525,13 @@ fn run_tree(
         }
     }
     drop(root);
-    if let Err(e) = unlinkat(rundir.fd(), ROOT, AtFlags::REMOVEDIR) {
-        return (done, Some(Stop::Failed(format!("cannot remove the tree root: {e}"))));
+    ranks::shared_barrier();
+    let removed = match ranks::makes_dirs() {
+        true => unlinkat(rundir.fd(), ROOT, AtFlags::REMOVEDIR),
+        false => Ok(()),
+    };
+    if let Err(e) = ranks::agree(removed.map_err(|e| Error::failed(format!("cannot remove the tree root: {e}")))) {
+        return (done, Some(Stop::Failed(e.to_string())));
     }
     (done, None)
 }

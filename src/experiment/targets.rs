@@ -105,7 +105,26 @@ impl LiveTarget {
         // 2. Create; on failure the ones made so far are torn down by drop (on every
         //    rank: they agree first).
         let _ = fs_specs;
-        ranks::agree(Self::create_all(specs, sizes, keep, reuse))
+        let mut targets = ranks::agree(Self::create_all(specs, sizes, keep, reuse))?;
+        // 3. --shared-dir under MPI: the other ranks work in rank 0's run directories.
+        if ranks::shared_dir() {
+            let mine: Vec<String> = targets
+                .iter()
+                .map(|t| t.rundir.as_ref().map(|r| r.path.display().to_string()).unwrap_or_default())
+                .collect();
+            let all = ranks::all_gather(mine.join("\n").as_bytes());
+            let roots = String::from_utf8_lossy(&all[0]).into_owned();
+            let attached = (|| {
+                if !ranks::is_root() {
+                    for (t, p) in targets.iter_mut().zip(roots.split('\n')) {
+                        t.rundir = Some(RunDir::attach(std::path::Path::new(p))?);
+                    }
+                }
+                Ok(())
+            })();
+            ranks::agree(attached)?;
+        }
+        Ok(targets)
     }
 
     fn check_all(specs: &[TargetSpec], trees: &[TreeSpec], fs_size: Option<u64>) -> Result<(Vec<u64>, Vec<FsSpec>)> {
@@ -162,7 +181,8 @@ impl LiveTarget {
                 info.managed = Some(m.details().clone());
             }
             // The canonical path: a --target given as a symlink is the user's choice to follow.
-            let rundir = Some(RunDir::create(&info.path, keep)?);
+            // With --shared-dir rank 0 makes the run directory; the others attach to it.
+            let rundir = if ranks::makes_dirs() { Some(RunDir::create(&info.path, keep)?) } else { None };
             out.push(LiveTarget { id, info, managed, rundir, keep, reuse, trials: 0 });
         }
         Ok(out)
@@ -190,7 +210,9 @@ impl LiveTarget {
     /// Remove the run directory (unless kept) and tear a managed file system down.
     pub fn finish(mut self) -> Result<()> {
         if let Some(mut rd) = self.rundir.take() {
-            if self.keep {
+            if !ranks::makes_dirs() {
+                rd.set_keep(true); // --shared-dir: rank 0's run directory, rank 0 removes it
+            } else if self.keep {
                 eprintln!("manyfiles: kept run directory {}", rd.path.display());
                 rd.set_keep(true);
             } else {

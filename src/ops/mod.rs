@@ -68,6 +68,8 @@ pub struct Shared<'a> {
     abort: AtomicBool,
     failure: Mutex<Option<String>>,
     progress: &'a Progress,
+    /// `.r<rank>` appended to file names with --shared-dir under MPI.
+    rank_tag: Option<Vec<u8>>,
 }
 
 /// Errors that make going on pointless: the phase stops and reports how far it got.
@@ -135,7 +137,15 @@ impl<'a> Worker<'a> {
     /// Name of file `index` as a C string in this worker's name buffer.
     #[inline]
     pub fn file_name(&mut self, index: u64) -> &CStr {
-        let n = self.shared.plan.file_name(index, &mut self.name);
+        let mut n = self.shared.plan.file_name(index, &mut self.name);
+        if let Some(tag) = &self.shared.rank_tag {
+            // --shared-dir under MPI: every rank's own files in the same directories. A name
+            // too long for the tag gets it over its (random) tail, after the unique index.
+            n = n.min(255 - tag.len());
+            self.name[n..n + tag.len()].copy_from_slice(tag);
+            n += tag.len();
+            self.name[n] = 0;
+        }
         CStr::from_bytes_with_nul(&self.name[..=n]).expect("generated names hold no NUL")
     }
 
@@ -270,6 +280,7 @@ fn run_phase_here(
         abort: AtomicBool::new(false),
         failure: Mutex::new(None),
         progress,
+        rank_tag: crate::ranks::shared_dir().then(|| format!(".r{}", crate::ranks::rank()).into_bytes()),
     };
     let cursor = AtomicUsize::new(0);
     let work = |w: &mut Worker| {
@@ -285,7 +296,11 @@ fn run_phase_here(
     };
 
     let mut main = Worker::new(&shared, settings.buf_len);
-    op.before(&mut main);
+    // With --shared-dir rank 0 alone makes (and removes) the directories, the others wait.
+    if crate::ranks::makes_dirs() {
+        op.before(&mut main);
+    }
+    crate::ranks::shared_barrier();
     let mut workers = Vec::with_capacity(threads);
     if threads == 1 {
         work(&mut main);
@@ -312,7 +327,8 @@ fn run_phase_here(
         });
     }
     let first_finish_main = main.finish_s;
-    if !main.stopping() {
+    crate::ranks::shared_barrier();
+    if !main.stopping() && crate::ranks::makes_dirs() {
         op.after(&mut main);
     }
     let elapsed = shared.start.elapsed().as_secs_f64();

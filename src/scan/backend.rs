@@ -58,6 +58,8 @@ pub trait IndexBackend: Send {
     fn root(&mut self) -> Result<Option<String>, String>;
     /// Record the root (in the same transaction as the first batch).
     fn set_root(&mut self, root: &str) -> Result<(), String>;
+    /// Rows in the index.
+    fn count(&mut self) -> Result<u64, String>;
     /// Every indexed row, streamed: (id, path, metadata).
     fn load(&mut self, f: &mut dyn FnMut(i64, &[u8], Meta)) -> Result<(), String>;
     /// Write a batch; opens a transaction if none is open.

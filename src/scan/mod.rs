@@ -160,6 +160,18 @@ pub fn open_root(root: &Path) -> Result<(OwnedFd, String)> {
     Ok((fd, canon.display().to_string()))
 }
 
+/// The SQLite index's files, when they lie inside the tree being scanned.
+fn index_files_inside(db: &DbUrl, root: &str) -> Option<producer::Skip> {
+    use std::os::unix::ffi::OsStrExt;
+    let DbUrl::Sqlite(p) = db else { return None };
+    let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = std::fs::canonicalize(dir).ok()?;
+    let rel = dir.strip_prefix(root).ok()?;
+    let name = p.file_name()?.as_bytes();
+    let names = ["", "-wal", "-shm", "-journal"].iter().map(|s| [name, s.as_bytes()].concat()).collect();
+    Some(producer::Skip { dir: rel.as_os_str().as_bytes().to_vec(), names })
+}
+
 /// The writer's running totals.
 #[derive(Default)]
 struct Totals {
@@ -203,7 +215,7 @@ impl Writer<'_> {
     /// Diff the pending batches and write what changed in one transaction. `last`:
     /// the walk is complete, so also delete what it did not see (except below the
     /// directories in the set, which it could not read).
-    fn flush(&mut self, last: Option<&HashSet<u128>>) -> std::result::Result<(), String> {
+    fn flush(&mut self, last: Option<&HashSet<u64>>) -> std::result::Result<(), String> {
         let t = Instant::now();
         let mut ch = Changes::default();
         for b in &self.pending {
@@ -263,10 +275,11 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
         None => Index::default(),
     };
     let indexed_before = index.indexed() as u64;
+    let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
     raise_fd_limit();
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
     let flush = 4096;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(64);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(32);
     let mut totals = Totals::default();
     let mut failure: Option<String> = None;
     let mut writer = db.as_deref_mut().map(|db| {
@@ -275,7 +288,8 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     });
     std::thread::scope(|s| {
         let stats = &stats;
-        s.spawn(move || producer::produce(root_fd, cfg.threads, flush, &tx, stats));
+        let skip = skip.as_ref();
+        s.spawn(move || producer::produce(root_fd, cfg.threads, flush, skip, &tx, stats));
         let mut wait = 0.0;
         loop {
             let t = Instant::now();
@@ -304,7 +318,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     if let Some((mut w, _)) = writer {
         if failure.is_none() {
             // Finish what was walked; delete what is gone only after a complete walk.
-            let keys: HashSet<u128> = unread.iter().map(|p| path_key(p)).collect();
+            let keys: HashSet<u64> = unread.iter().map(|p| path_key(p)).collect();
             if let Err(e) = w.flush(complete.then_some(&keys)) {
                 failure = Some(e);
             }

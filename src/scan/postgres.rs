@@ -88,6 +88,35 @@ impl Postgres {
     }
 }
 
+const META_TYPES: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT8, Type::INT4, Type::INT8, Type::INT8];
+
+/// The metadata columns (type, size, mtime_ns, mode, inode, allocated) as SQL values.
+struct MetaCols {
+    kind: &'static str,
+    size: i64,
+    mtime_ns: i64,
+    mode: i32,
+    inode: i64,
+    allocated: i64,
+}
+
+impl MetaCols {
+    fn of(m: &Meta) -> MetaCols {
+        // BIGINT is signed: sizes and inode numbers above 2^63 wrap (none seen in practice).
+        MetaCols {
+            kind: kind_name(m.kind),
+            size: m.size as i64,
+            mtime_ns: m.mtime_ns,
+            mode: m.mode as i32,
+            inode: m.inode as i64,
+            allocated: m.allocated as i64,
+        }
+    }
+    fn refs(&self) -> [&(dyn ToSql + Sync); 6] {
+        [&self.kind, &self.size, &self.mtime_ns, &self.mode, &self.inode, &self.allocated]
+    }
+}
+
 /// The error with its cause (the postgres crate puts the server's message there).
 fn chain(e: &postgres::Error) -> String {
     match std::error::Error::source(e) {
@@ -122,6 +151,11 @@ impl IndexBackend for Postgres {
             .map_err(|e| chain(&e))
     }
 
+    fn count(&mut self) -> Result<u64, String> {
+        let n: i64 = self.client.query_one("SELECT count(*) FROM files", &[]).map_err(|e| chain(&e))?.get(0);
+        Ok(n as u64)
+    }
+
     fn load(&mut self, f: &mut dyn FnMut(i64, &[u8], Meta)) -> Result<(), String> {
         let q = "SELECT id, path, type, size, mtime_ns, mode, inode, allocated FROM files";
         let mut rows = self.client.query_raw(q, std::iter::empty::<&dyn ToSql>()).map_err(|e| chain(&e))?;
@@ -150,34 +184,13 @@ impl IndexBackend for Postgres {
                      FROM STDIN BINARY",
                 )
                 .map_err(e)?;
-            let types = [
-                Type::INT8,
-                Type::INT8,
-                Type::BYTEA,
-                Type::BYTEA,
-                Type::TEXT,
-                Type::INT8,
-                Type::INT8,
-                Type::INT4,
-                Type::INT8,
-                Type::INT8,
-            ];
+            let types: Vec<Type> =
+                [Type::INT8, Type::INT8, Type::BYTEA, Type::BYTEA].into_iter().chain(META_TYPES).collect();
             let mut w = BinaryCopyInWriter::new(sink, &types);
             for r in &c.inserts {
-                let m = &r.meta;
-                w.write(&[
-                    &r.id,
-                    &r.parent,
-                    &r.path,
-                    &r.name,
-                    &kind_name(m.kind),
-                    &(m.size as i64),
-                    &m.mtime_ns,
-                    &(m.mode as i32),
-                    &(m.inode as i64),
-                    &(m.allocated as i64),
-                ])
-                .map_err(e)?;
+                let m = MetaCols::of(&r.meta);
+                let [k, sz, mt, md, ino, al] = m.refs();
+                w.write(&[&r.id, &r.parent, &r.path, &r.name, k, sz, mt, md, ino, al]).map_err(e)?;
             }
             w.finish().map_err(e)?;
         }
@@ -186,19 +199,12 @@ impl IndexBackend for Postgres {
                 .client
                 .copy_in("COPY scan_stage (id, type, size, mtime_ns, mode, inode, allocated) FROM STDIN BINARY")
                 .map_err(e)?;
-            let types = [Type::INT8, Type::TEXT, Type::INT8, Type::INT8, Type::INT4, Type::INT8, Type::INT8];
+            let types: Vec<Type> = std::iter::once(Type::INT8).chain(META_TYPES).collect();
             let mut w = BinaryCopyInWriter::new(sink, &types);
             for (id, m) in &c.updates {
-                w.write(&[
-                    id,
-                    &kind_name(m.kind),
-                    &(m.size as i64),
-                    &m.mtime_ns,
-                    &(m.mode as i32),
-                    &(m.inode as i64),
-                    &(m.allocated as i64),
-                ])
-                .map_err(e)?;
+                let m = MetaCols::of(m);
+                let [k, sz, mt, md, ino, al] = m.refs();
+                w.write(&[id, k, sz, mt, md, ino, al]).map_err(e)?;
             }
             w.finish().map_err(e)?;
             self.client

@@ -30,17 +30,15 @@ const FIELDS: StatxFlags = StatxFlags::TYPE
 /// Paths listed in the report (the counts are always complete).
 pub const LISTED: usize = 100;
 
-/// A 128-bit key of a path: two independent 64-bit hashes, so a collision among even
-/// 10⁹ paths is out of reach and the writer can key its index map by 16 bytes.
-pub fn path_key(path: &[u8]) -> u128 {
-    // Fixed keys: the same path gives the same key in the walker and the writer.
-    let a = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default();
-    let mut h1 = a.build_hasher();
-    h1.write(path);
-    let mut h2 = a.build_hasher();
-    h2.write_u8(0x5a);
-    h2.write(path);
-    ((h1.finish() as u128) << 64) | h2.finish() as u128
+/// A 64-bit key of a path (SipHash with fixed keys: the walker and the writer agree).
+/// The writer keys its index map by it: 8 bytes instead of the path keeps a rescan of
+/// millions of rows small. Two of n paths collide with probability about n²/2⁶⁵
+/// (3·10⁻⁸ for a million); a new path colliding with an indexed one would be taken for
+/// it (its row updated instead of a new row inserted).
+pub fn path_key(path: &[u8]) -> u64 {
+    let mut h = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().build_hasher();
+    h.write(path);
+    h.finish()
 }
 
 /// The parent path of an indexed path (`a/b/c` → `a/b`, `a` → ``); None for the root.
@@ -59,9 +57,9 @@ pub fn parent_path(path: &[u8]) -> Option<&[u8]> {
 pub struct Row {
     path: (u32, u32),
     name_start: u32,
-    pub key: u128,
+    pub key: u64,
     /// Key of the parent directory; None for the root.
-    pub parent: Option<u128>,
+    pub parent: Option<u64>,
     pub depth: u32,
     pub meta: Meta,
 }
@@ -80,7 +78,7 @@ impl Batch {
     pub fn name(&self, r: &Row) -> &[u8] {
         &self.bytes[r.name_start as usize..r.path.1 as usize]
     }
-    fn push(&mut self, dir: &[u8], name: &[u8], parent: Option<u128>, depth: u32, meta: Meta) -> &Row {
+    fn push(&mut self, dir: &[u8], name: &[u8], parent: Option<u64>, depth: u32, meta: Meta) -> &Row {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(dir);
         if !dir.is_empty() {
@@ -169,13 +167,22 @@ impl WalkStats {
     }
 }
 
+/// Entries the walk leaves out: the index's own files when it lives inside the tree
+/// (else every rescan would find them changed).
+#[derive(Debug, Clone)]
+pub struct Skip {
+    /// Directory (relative path, as indexed) holding them.
+    pub dir: Vec<u8>,
+    pub names: Vec<Vec<u8>>,
+}
+
 /// A directory to read: opened by its own task (so a huge directory does not hold a
 /// descriptor for every subdirectory waiting in the queue).
 struct Task {
     parent: Arc<OwnedFd>,
     name: CString,
     path: Vec<u8>,
-    key: u128,
+    key: u64,
     depth: u32,
 }
 
@@ -196,7 +203,14 @@ fn elapsed_ns(t: Instant) -> u64 {
 
 /// Walk the tree below `root` on `threads` threads, sending rows (the root first) to
 /// `tx` in batches of at most `flush` rows. Stops early on a signal or `stats.stop`.
-pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batch>, stats: &WalkStats) {
+pub fn produce(
+    root: OwnedFd,
+    threads: usize,
+    flush: usize,
+    skip: Option<&Skip>,
+    tx: &SyncSender<Batch>,
+    stats: &WalkStats,
+) {
     let send = |b: Batch| {
         let t = Instant::now();
         if tx.send(b).is_err() {
@@ -238,7 +252,11 @@ pub fn produce(root: OwnedFd, threads: usize, flush: usize, tx: &SyncSender<Batc
         let mut batch = Batch::default();
         let mut stat_ns = 0;
         let (mut files, mut subdirs) = (0, 0);
+        let skip_here = skip.filter(|s| s.dir == t.path);
         for e in entries {
+            if skip_here.is_some_and(|s| s.names.iter().any(|n| n == e.name.as_bytes())) {
+                continue;
+            }
             let t1 = Instant::now();
             let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
             stat_ns += elapsed_ns(t1);

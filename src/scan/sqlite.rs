@@ -37,7 +37,7 @@ impl Sqlite {
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| e.to_string())?;
         conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| e.to_string())?;
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| e.to_string())?;
-        conn.pragma_update(None, "cache_size", -65536).map_err(|e| e.to_string())?; // 64 MiB
+        conn.pragma_update(None, "cache_size", -32768).map_err(|e| e.to_string())?; // 32 MiB
         conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
         Ok(Sqlite { path: path.to_path_buf(), conn, in_tx: false })
     }
@@ -77,6 +77,11 @@ impl IndexBackend for Sqlite {
             .execute("INSERT OR REPLACE INTO scan_info (key, value) VALUES ('root', ?1)", [root])
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    fn count(&mut self) -> Result<u64, String> {
+        let n: i64 = self.conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0)).map_err(|e| e.to_string())?;
+        Ok(n as u64)
     }
 
     fn load(&mut self, f: &mut dyn FnMut(i64, &[u8], Meta)) -> Result<(), String> {

@@ -57,6 +57,32 @@ impl RunDir {
         Ok(rd)
     }
 
+    /// Use a run directory another process (MPI rank 0, with --shared-dir) created: never
+    /// removed from here (its creator removes it), and only while its marker is there.
+    pub fn attach(path: &Path) -> Result<RunDir> {
+        let (parent, name) = match (path.parent(), path.file_name()) {
+            (Some(p), Some(n)) => (p, n),
+            _ => return Err(Error::failed(format!("{}: not a run directory", path.display()))),
+        };
+        let pfd = openat(rustix::fs::CWD, parent, DIR_FLAGS, Mode::empty())
+            .map_err(|e| Error::failed(format!("cannot open {}: {e}", parent.display())))?;
+        let cname = CString::new(name.as_encoded_bytes()).map_err(|_| Error::failed("NUL in a path"))?;
+        let fd = openat(&pfd, cname.as_c_str(), DIR_FLAGS, Mode::empty())
+            .map_err(|e| Error::failed(format!("cannot open the shared run directory {}: {e}", path.display())))?;
+        if !has_marker(fd.as_fd()) {
+            return Err(Error::failed(format!("{} holds no manyfiles marker", path.display())));
+        }
+        let rd = RunDir {
+            path: path.to_path_buf(),
+            parent: pfd,
+            name: cname,
+            fd,
+            keep: true,
+            registration: std::sync::Mutex::new(None),
+        };
+        Ok(rd)
+    }
+
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
     }

@@ -1,0 +1,65 @@
+# Shared plumbing of the bench scripts (sourced, not run): a work directory in RAM that
+# is removed on every exit path, a fresh ext4 on a loop device over an image there, and
+# the machine lines every result starts with.
+#
+#   WORK=/dev/shm/NAME-$$; source "$ROOT/bench/lib.sh"; bench_setup
+#   bench_build [cargo options...]             → release build, $MF the binary
+#   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
+#   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
+# A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
+
+MNT=$WORK/mnt
+IMG=$WORK/ext4.img
+LOOP=""
+DISK_WORK=""
+
+bench_cleanup() {
+    local rc=$?
+    set +e
+    if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || umount -l "$MNT"; fi
+    if [ -n "$LOOP" ]; then losetup -d "$LOOP" 2>/dev/null; fi
+    if [ -n "$DISK_WORK" ]; then rm -rf "$DISK_WORK"; fi
+    rm -rf "$WORK"
+    exit $rc
+}
+
+bench_setup() {
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    mkdir -p "$WORK"
+}
+
+bench_build() {
+    echo "building manyfiles (release${*:+ $*})..." >&2
+    (cd "$ROOT" && cargo build --release --quiet "$@")
+    MF=$ROOT/target/release/manyfiles
+}
+
+# A fresh ext4 over a new image of SIZE, mounted at $MNT (an earlier one is unmounted).
+# Inode tables and journal are initialised now, so no ext4lazyinit runs during the runs.
+fresh_ext4() {
+    local size=$1
+    shift
+    if [ -n "$LOOP" ]; then umount "$MNT"; losetup -d "$LOOP"; LOOP=""; fi
+    rm -f "$IMG"
+    truncate -s "$size" "$IMG"
+    mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$@" "$IMG"
+    LOOP=$(losetup -f --show "$IMG")
+    mkdir -p "$MNT"
+    mount "$LOOP" "$MNT"
+}
+
+# bench_header TITLE COMMAND VERSIONS: where the figures below come from.
+bench_header() {
+    local cpu ram
+    cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+    ram=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)
+    echo "## $1"
+    echo
+    echo "- command: \`$2\`"
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- machine: $cpu, $(nproc) cores, $ram RAM, kernel $(uname -r)"
+    echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted changes in src/'), $3"
+    echo
+}
