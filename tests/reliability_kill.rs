@@ -14,10 +14,6 @@ use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
 /// A results file left by a killed run: absent, or whole JSON whose every measurement
 /// is complete (the file is rewritten atomically after each measurement).
 fn check_results(json: &Path, what: &str, pid: u32) -> usize {
@@ -164,24 +160,18 @@ fn reliability_kill_scan() {
         child.kill().unwrap();
         child.wait().unwrap();
         let json = t.path().join("scan.json");
-        let o = run_bounded(
-            &["scan".as_ref(), src.as_os_str(), "--db".as_ref(), db.as_ref(), "--json".as_ref(), json.as_os_str()],
-            LIMIT,
-            None,
-        );
-        assert_eq!(o.code, Some(0), "{what}: scan re-run\n{}", o.show());
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let rescan = || {
+            let args = ["scan".as_ref(), src.as_os_str(), "--db".as_ref(), db.as_ref(), "--json".as_ref(), json.as_os_str()];
+            let o = run_bounded(&args, LIMIT, None);
+            assert_eq!(o.code, Some(0), "{what}: scan re-run\n{}", o.show());
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&json).unwrap()).unwrap()
+        };
+        let v = rescan();
         assert_eq!(v["files"].as_u64(), Some(files), "{what}: the re-run saw the whole tree");
         assert_eq!(v["errors"], 0, "{what}");
         assert_same(&snapshot(&src, &[]), &before, &format!("{what}: scan wrote nothing into the tree"));
         // The index now holds every entry: one more rescan finds nothing new or deleted.
-        let o = run_bounded(
-            &["scan".as_ref(), src.as_os_str(), "--db".as_ref(), db.as_ref(), "--json".as_ref(), json.as_os_str()],
-            LIMIT,
-            None,
-        );
-        assert_eq!(o.code, Some(0), "{what}\n{}", o.show());
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let v = rescan();
         let d = &v["diff"];
         assert_eq!((d["new"].as_u64(), d["deleted"].as_u64()), (Some(0), Some(0)), "{what}: index complete: {d}");
     }

@@ -12,10 +12,6 @@ use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
 /// Signal `child` after `delay`; its exit code (None: it finished before the signal).
 fn signal_after(child: &mut std::process::Child, sig: i32, delay: Duration) -> Option<i32> {
     std::thread::sleep(delay);

@@ -133,35 +133,15 @@ impl Rng {
     }
 }
 
-/// Mounts, loop devices and images that look like manyfiles', and the registry records.
-pub fn leftovers() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("manyfiles"))
-        .map(String::from)
-        .collect();
-    if let Ok(o) = Command::new("losetup").arg("-a").output() {
-        v.extend(String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("manyfiles-img")).map(String::from));
-    }
-    for d in ["/dev/shm", "/var/tmp"] {
-        if let Ok(rd) = std::fs::read_dir(d) {
-            v.extend(
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with("manyfiles-img"))
-                    .map(|n| format!("{d}/{n}")),
-            );
-        }
-    }
-    v
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
 }
 
-/// Leftovers of one process (its images and mount points carry `-<pid>-`).
-pub fn leftovers_of(pid: u32) -> Vec<String> {
-    let tag = format!("-{pid}-");
-    leftovers().into_iter().filter(|l| l.contains(&tag)).collect()
-}
+#[path = "../common/mod.rs"]
+mod common;
+/// Mounts, loop devices and images of manyfiles (all, or of one process).
+#[allow(unused_imports)]
+pub use common::{leftovers, leftovers_of};
 
 /// `manyfiles-run-*` entries directly inside `dir`.
 pub fn run_dirs(dir: &Path) -> Vec<String> {
