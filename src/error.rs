@@ -35,8 +35,8 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::BadInput { flag, reason } => write!(f, "{flag}: {reason}"),
-            Error::Failed(msg) => write!(f, "{msg}"),
+            Error::BadInput { flag, reason } => write!(f, "{}: {}", one_line(flag), one_line(reason)),
+            Error::Failed(msg) => write!(f, "{}", one_line(msg)),
             Error::Interrupted { signal } => {
                 let name = match *signal {
                     2 => "SIGINT",
@@ -50,3 +50,29 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An error is one line: control characters echoed from the input (a value or file name
+/// with a newline) are shown escaped (`\n`), so the message cannot split or forge lines.
+fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scenario 9 (bad input) regression: a value with a newline gave a two-line error.
+    #[test]
+    fn reliability_badinput_error_is_one_line() {
+        let e = Error::bad("--cluster", "'x\ny' is not a size");
+        assert_eq!(e.to_string(), "--cluster: 'x\\ny' is not a size");
+        assert_eq!(Error::failed("a\tb\r").to_string(), "a\\tb\\r");
+        assert_eq!(Error::failed("plain ünïcode").to_string(), "plain ünïcode");
+    }
+}

@@ -154,6 +154,13 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             if let Some(signal) = r.interrupted_by {
                 return Err(manyfiles::error::Error::Interrupted { signal });
             }
+            if r.denied + r.errors > 0 {
+                // Partial: the rest was indexed, but the exit code must say so (as copy/sync do).
+                return Err(manyfiles::error::Error::failed(format!(
+                    "scan incomplete: {} directories denied, {} other errors (the rest was scanned)",
+                    r.denied, r.errors
+                )));
+            }
         }
         Command::Report(a) => {
             let cfg = cli::report_config(&a)?;

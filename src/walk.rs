@@ -154,6 +154,20 @@ pub fn meta_of(dir: BorrowedFd<'_>) -> Result<Meta, Errno> {
     meta_at(dir, c".")
 }
 
+/// Raise the soft open-file limit to the hard one. Walkers hold a directory fd per level
+/// in flight (two for copy/sync), so a tree 1,000 levels deep needs more than the usual
+/// soft limit of 1,024, which exists only for select(2); past the hard limit the entries
+/// that cannot be opened are reported as failed (EMFILE), never crash the walk.
+pub fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut l = getrlimit(Resource::Nofile);
+    let want = l.maximum.unwrap_or(1 << 20).min(1 << 20);
+    if l.current.is_some_and(|c| c < want) {
+        l.current = Some(want);
+        let _ = setrlimit(Resource::Nofile, l);
+    }
+}
+
 /// Runs a tree of tasks on `threads` threads with work stealing. `work(task, spawn)`
 /// handles one task and calls `spawn` for each child task (e.g. each subdirectory);
 /// children run on any thread. Returns when every task has finished.

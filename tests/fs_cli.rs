@@ -1,6 +1,9 @@
 //! `--fs`: experiments on managed test file systems through the CLI. These need root
 //! (CI runs as root); elsewhere they print why they skip.
 
+mod common;
+
+use common::leftovers_of;
 use serde_json::Value;
 use std::process::Command;
 
@@ -36,37 +39,6 @@ fn run(args: &[&str]) -> (std::process::Output, u32) {
         .unwrap();
     let pid = child.id();
     (child.wait_with_output().unwrap(), pid)
-}
-
-/// Leftovers of one manyfiles process: its images and mount points carry `-<pid>-`
-/// (other runs on the machine do not disturb the check).
-fn leftovers_of(pid: u32) -> Vec<String> {
-    let tag = format!("-{pid}-");
-    leftovers().into_iter().filter(|l| l.contains(&tag)).collect()
-}
-
-/// Mounts, loop devices and images that look like ours.
-fn leftovers() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("manyfiles"))
-        .map(String::from)
-        .collect();
-    if let Ok(o) = Command::new("losetup").arg("-a").output() {
-        v.extend(String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("manyfiles-img")).map(String::from));
-    }
-    for d in ["/dev/shm", "/var/tmp"] {
-        if let Ok(rd) = std::fs::read_dir(d) {
-            v.extend(
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with("manyfiles-img"))
-                    .map(|n| format!("{d}/{n}")),
-            );
-        }
-    }
-    v
 }
 
 #[test]

@@ -157,6 +157,7 @@ const DELETE: usize = 4;
 
 /// Run the engine over `o.src` → `o.dst` (already checked by [`super::check`]).
 pub fn run(o: &Options) -> Result<Summary> {
+    walk::raise_fd_limit();
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
     let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;

@@ -245,6 +245,7 @@ impl Writer<'_> {
 /// what it had; rows are never deleted after an incomplete walk.
 pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
+    crate::walk::raise_fd_limit();
     let (root_fd, root) = open_root(&cfg.root)?;
     let mut db = match &cfg.db {
         Some(u) => Some(u.open()?),

@@ -147,7 +147,7 @@ impl fmt::Display for CleanupReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "cleanup: {} unmounted, {} loop device(s) detached, {} image(s) deleted, {} record(s) of running processes left alone",
+            "cleanup: {} unmounted, {} loop device(s) detached, {} image(s) or run directories deleted, {} record(s) of running processes left alone",
             self.unmounted.len(),
             self.detached.len(),
             self.deleted.len(),

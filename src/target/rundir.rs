@@ -8,7 +8,7 @@ use crate::walk::{self, DIR_FLAGS, Kind};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, unlinkat};
 use rustix::io::Errno;
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 /// Name of the marker file in every directory the tool made to write into.
@@ -180,28 +180,84 @@ pub fn remove_contents_keep_marker(dir: BorrowedFd<'_>) -> std::result::Result<(
     remove_below(dir, true)
 }
 
+/// Directory fds kept open during removal: deeper trees reopen a parent through `..`
+/// (checked by device and inode), so a tree of any depth needs a bounded number of fds
+/// and no recursion (a depth-1,000 tree once hit EMFILE / deep recursion here).
+const REMOVE_OPEN_FDS: usize = 32;
+
+/// One directory being emptied: its fd (None once evicted), identity, the entries
+/// still to remove, and its name in its parent.
+struct Frame {
+    fd: Option<OwnedFd>,
+    id: (u64, u64),
+    todo: Vec<walk::Entry>,
+    name: Option<CString>,
+}
+
+fn dev_ino(fd: BorrowedFd<'_>) -> std::result::Result<(u64, u64), Errno> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok((st.st_dev, st.st_ino))
+}
+
 fn remove_below(dir: BorrowedFd<'_>, keep_marker: bool) -> std::result::Result<(), Errno> {
     // Collect names first (read_dir does): unlinking while getdents walks can skip entries.
+    let mut todo = walk::read_dir(dir)?;
+    if keep_marker {
+        todo.retain(|e| e.name.to_bytes() != MARKER.as_bytes());
+    }
+    let root = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
+    let id = dev_ino(root.as_fd())?;
+    let mut stack = vec![Frame { fd: Some(root), id, todo, name: None }];
     let mut first_err = None;
-    for e in walk::read_dir(dir)? {
-        if keep_marker && e.name.to_bytes() == MARKER.as_bytes() {
+    loop {
+        let top = stack.last_mut().expect("the root frame stays until the end");
+        let tfd = top.fd.as_ref().expect("the top frame always has its fd");
+        if let Some(e) = top.todo.pop() {
+            if e.kind != Kind::Dir {
+                if let Err(err) = unlinkat(tfd, e.name.as_c_str(), AtFlags::empty()) {
+                    first_err.get_or_insert(err);
+                }
+                continue;
+            }
+            let opened = walk::open_dir_at(tfd.as_fd(), &e.name)
+                .and_then(|sub| Ok((walk::read_dir(sub.as_fd())?, dev_ino(sub.as_fd())?, sub)));
+            match opened {
+                Ok((todo, id, sub)) => {
+                    stack.push(Frame { fd: Some(sub), id, todo, name: Some(e.name) });
+                    // Keep the newest fds only (the root's is kept too).
+                    if stack.len() > REMOVE_OPEN_FDS + 1 {
+                        let i = stack.len() - 1 - REMOVE_OPEN_FDS;
+                        stack[i].fd = None;
+                    }
+                }
+                Err(err) => {
+                    first_err.get_or_insert(err);
+                }
+            }
             continue;
         }
-        if let Err(err) = remove_entry(dir, &e.name, e.kind) {
+        // This directory is empty (or holds what could not be removed): go up.
+        if stack.len() == 1 {
+            break;
+        }
+        let done = stack.pop().expect("more than one frame");
+        let parent = stack.last_mut().expect("a parent frame");
+        if parent.fd.is_none() {
+            // Reopen the parent through `..` and make sure it is the same directory (it
+            // could have been moved meanwhile); if not, stop rather than remove elsewhere.
+            let up = openat(done.fd.as_ref().expect("fd"), c"..", DIR_FLAGS, Mode::empty())?;
+            if dev_ino(up.as_fd())? != parent.id {
+                return Err(Errno::XDEV);
+            }
+            parent.fd = Some(up);
+        }
+        drop(done.fd);
+        let pfd = parent.fd.as_ref().expect("reopened");
+        if let Err(err) = unlinkat(pfd, done.name.as_deref().expect("named"), AtFlags::REMOVEDIR) {
             first_err.get_or_insert(err);
         }
     }
     first_err.map_or(Ok(()), Err)
-}
-
-fn remove_entry(dir: BorrowedFd<'_>, name: &CStr, kind: Kind) -> std::result::Result<(), Errno> {
-    if kind == Kind::Dir {
-        let sub = walk::open_dir_at(dir, name)?;
-        remove_below(sub.as_fd(), false)?;
-        unlinkat(dir, name, AtFlags::REMOVEDIR)
-    } else {
-        unlinkat(dir, name, AtFlags::empty())
-    }
 }
 
 #[cfg(test)]
@@ -236,6 +292,26 @@ mod tests {
         rd.set_keep(true);
         drop(rd);
         assert!(path.exists());
+    }
+
+    /// Scenario 6 (hostile trees) regression: a tree deeper than PATH_MAX and than the
+    /// fd bound is removed without recursion and with few fds.
+    #[test]
+    fn reliability_hostile_deep_tree_is_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let rd = RunDir::create(parent.path(), false).unwrap();
+        let mut fd = rustix::io::fcntl_dupfd_cloexec(rd.fd(), 0).unwrap();
+        for i in 0..1200 {
+            let name = CString::new(format!("d{:0>200}", i)).unwrap();
+            mkdirat(&fd, name.as_c_str(), Mode::from_raw_mode(0o755)).unwrap();
+            let f = openat(&fd, c"f", OFlags::WRONLY | OFlags::CREATE, Mode::from_raw_mode(0o644));
+            drop(f.unwrap());
+            fd = walk::open_dir_at(fd.as_fd(), &name).unwrap();
+        }
+        drop(fd);
+        let path = rd.path.clone();
+        rd.remove().unwrap();
+        assert!(!path.exists());
     }
 
     #[test]

@@ -287,3 +287,34 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Leftovers of one manyfiles process: its images and mount points carry `-<pid>-`
+/// (other runs on the machine do not disturb the check).
+pub fn leftovers_of(pid: u32) -> Vec<String> {
+    let tag = format!("-{pid}-");
+    leftovers().into_iter().filter(|l| l.contains(&tag)).collect()
+}
+
+/// Mounts, loop devices and images that look like ours.
+pub fn leftovers() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("manyfiles"))
+        .map(String::from)
+        .collect();
+    if let Ok(o) = std::process::Command::new("losetup").arg("-a").output() {
+        v.extend(String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("manyfiles-img")).map(String::from));
+    }
+    for d in ["/dev/shm", "/var/tmp"] {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            v.extend(
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("manyfiles-img"))
+                    .map(|n| format!("{d}/{n}")),
+            );
+        }
+    }
+    v
+}
