@@ -29,51 +29,30 @@ NEXTCLOUD=${NEXTCLOUD:-1}
 PG=${PG:-1}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/manyfiles-scanbench-$$
-MNT=$WORK/mnt
-LOOP=""
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 PGDATA=$WORK/pg/data
 PGPORT=""
 
-cleanup() {
+# The PostgreSQL server goes first, then lib.sh's cleanup (mount, loop device, $WORK).
+scan_cleanup() {
     local rc=$?
-    set +e
-    if [ -n "$PGPORT" ]; then setpriv --reuid=postgres --regid=postgres --init-groups -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null; fi
-    if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || umount -l "$MNT"; fi
-    if [ -n "$LOOP" ]; then losetup -d "$LOOP" 2>/dev/null; fi
-    rm -rf "$WORK"
-    exit $rc
+    if [ -n "$PGPORT" ]; then
+        setpriv --reuid=postgres --regid=postgres --init-groups -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null
+    fi
+    (exit $rc)
+    bench_cleanup
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-mkdir -p "$WORK"
+bench_setup
+trap scan_cleanup EXIT
+bench_build
 
-echo "building manyfiles (release)..." >&2
-(cd "$ROOT" && cargo build --release --quiet)
-MF=$ROOT/target/release/manyfiles
+bench_header "scan benchmark" "FILES=$FILES ROUNDS=$ROUNDS bench/scan.sh" \
+    "find: $(find --version | head -1), SQLite $(cd "$ROOT" && grep -A1 'name = "libsqlite3-sys"' Cargo.lock | tail -1 | cut -d'"' -f2) (libsqlite3-sys, bundled)${PGBIN:+, PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}')}"
 
-CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-RAM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)
-echo "## scan benchmark"
-echo
-echo "- command: \`FILES=$FILES ROUNDS=$ROUNDS bench/scan.sh\`"
-echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "- machine: $CPU, $(nproc) cores, $RAM RAM, kernel $(uname -r)"
-echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted changes in src/'), find: $(find --version | head -1), SQLite $(cd "$ROOT" && grep -A1 'name = "libsqlite3-sys"' Cargo.lock | tail -1 | cut -d'"' -f2) (libsqlite3-sys, bundled)${PGBIN:+, PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}')}"
-echo
-
-# A fresh ext4 on a loop device over an image in /dev/shm, with inodes for $1 files.
-make_fs() {
-    local inodes=$1 size=$2
-    if [ -n "$LOOP" ]; then umount "$MNT"; losetup -d "$LOOP"; LOOP=""; fi
-    rm -f "$WORK/ext4.img"
-    truncate -s "$size" "$WORK/ext4.img"
-    mkfs.ext4 -q -F -N "$inodes" -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/ext4.img"
-    LOOP=$(losetup -f --show "$WORK/ext4.img")
-    mkdir -p "$MNT"
-    mount "$LOOP" "$MNT"
-}
+# A fresh ext4 (lib.sh) with inodes for $1 files on an image of $2.
+make_fs() { fresh_ext4 "$2" -N "$1"; }
 
 start_pg() {
     [ "$PG" = 1 ] || return 0

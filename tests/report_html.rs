@@ -69,6 +69,7 @@ fn html_report_renders_every_chart_in_headless_chromium() {
     let stripped = page.replace("http://www.w3.org/2000/svg", "").replace("http://www.w3.org/1999/xlink", "");
     assert!(!stripped.contains("http://") && !stripped.contains("https://"), "no external URL");
     assert!(!page.contains(" src="), "no external resources");
+    assert!(page.contains("src:url(data:font/ttf;base64,"), "the chart font is embedded");
     let ids: Vec<String> =
         page.split("<section class=\"c\" id=\"").skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect();
     for want in ["time-vs-files-create", "time-vs-files-read", "bars-largest-tree", "portions-create"] {

@@ -132,9 +132,9 @@ fn interrupted_scan_is_completed_by_the_next() {
     let before = v["indexed_before"].as_u64().unwrap();
     if code == Some(130) {
         eprintln!("interrupted after {before} of {entries} rows");
-        // A scan of 40,000 entries takes ~0.4 s here: the signal can arrive after the
-        // last batch was committed, so the index may already be whole (never more).
-        assert!(before <= entries, "an interrupted scan cannot have indexed more than the tree");
+        // Usually part way; on a loaded machine the signal can land after the last commit,
+        // and then everything is there (still exit 130: the user asked to stop).
+        assert!(before <= entries, "{before} of {entries}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"), "{out:?}");
     }
     assert_eq!(v["diff"]["new"].as_u64().unwrap() + v["diff"]["unchanged"].as_u64().unwrap(), entries);

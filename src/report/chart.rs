@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Once;
 
 /// Bundled font (DejaVu Sans; license in assets/fonts/LICENSE-DejaVu.txt).
-static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+pub static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 pub const WIDTH: u32 = 900;
 pub const HEIGHT: u32 = 540;

@@ -29,7 +29,8 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
         let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
         export::write_atomic(h, page.as_bytes())
             .map_err(|e| Error::failed(format!("cannot write {}: {e}", h.display())))?;
-        said.push_str(&format!("html: {} ({} charts)\n", h.display(), charts.len()));
+        let plural = if charts.len() == 1 { "" } else { "s" };
+        said.push_str(&format!("html: {} ({} chart{plural})\n", h.display(), charts.len()));
     }
     if let Some(dir) = &cfg.png {
         if !dir.is_dir() {

@@ -25,7 +25,7 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',sans-serif;margin:2em auto;max-width:960px;color:#222;background:#fff}\
+const STYLE: &str = "body,svg text{font-family:'DejaVu Sans',sans-serif}body{margin:2em auto;max-width:960px;color:#222;background:#fff}\
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}\
 td:first-child,th:first-child,td.l{text-align:left}.chart svg{display:block;max-width:100%;height:auto}\
@@ -39,7 +39,13 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String
     let charts = chart::charts(rs);
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    h.push_str(&format!("<title>{}</title><style>{STYLE}</style></head><body>\n", esc(&super::table::title(rs))));
+    // The charts' text was laid out with the bundled font's metrics: embed that font so
+    // every browser draws it the same way (and none needs fonts of its own).
+    h.push_str(&format!(
+        "<title>{}</title><style>@font-face{{font-family:'DejaVu Sans';src:url(data:font/ttf;base64,{})}}{STYLE}</style></head><body>\n",
+        esc(&super::table::title(rs)),
+        base64(chart::FONT)
+    ));
     h.push_str(&format!("<h1>{}</h1>\n", esc(&super::table::title(rs))));
     h.push_str(&format!(
         "<p class=\"muted\">Means ± Student-t 95% confidence half-widths over {} runs per cell; every chart in this file is inline SVG.</p>\n",
@@ -59,6 +65,19 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String
     h.push_str(&environment(rs, sources));
     h.push_str("</body></html>\n");
     Ok(h)
+}
+
+/// Standard base64 (RFC 4648, with padding), for the embedded font.
+pub fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut o = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            o.push(if i <= c.len() { A[(n >> shift & 63) as usize] as char } else { '=' });
+        }
+    }
+    o
 }
 
 fn section(c: &Chart) -> Result<String, String> {
@@ -183,4 +202,26 @@ fn environment(rs: &ResultSet, sources: &[(String, Provenance)]) -> String {
     }
     h.push_str("</ul>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        let v = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (i, o) in v {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+        assert_eq!(esc("<a & 'b'>"), "&lt;a &amp; &#39;b&#39;&gt;");
+    }
 }

@@ -202,7 +202,14 @@ pub fn ops_detail(rs: &ResultSet) -> String {
 fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
     let mut p50: Vec<f64> = Vec::new();
     let mut p99 = 0.0f64;
-    for m in rs.measurements.iter().filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete()) {
+    // Whole-tree ops (copy, sync, external tools) time no single operation: no latency.
+    let timed_ops = |m: &&crate::report::Measurement| m.result.latency_us.count > 0;
+    for m in rs
+        .measurements
+        .iter()
+        .filter(|m| m.op == s.op && m.tree_key == s.tree_key && m.result.complete())
+        .filter(timed_ops)
+    {
         p50.push(m.result.latency_us.p50);
         p99 = p99.max(m.result.latency_us.p99);
     }

@@ -68,10 +68,19 @@ impl Postgres {
         }
         let describe = describe(&cfg);
         let mut client = cfg.connect(NoTls).map_err(|e| format!("cannot connect to {describe}: {}", chain(&e)))?;
-        let got: bool = client
-            .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
-            .map_err(|e| format!("{describe}: {}", chain(&e)))?
-            .get(0);
+        // A scan that just ended may still hold the lock for a moment: the server ends its
+        // session only after the client went away. Wait a little before calling it busy.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let got = loop {
+            let got: bool = client
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
+                .map_err(|e| format!("{describe}: {}", chain(&e)))?
+                .get(0);
+            if got || std::time::Instant::now() >= deadline {
+                break got;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
         if !got {
             return Err(format!("{describe}: another scan is writing this index"));
         }
@@ -89,6 +98,13 @@ impl Postgres {
 }
 
 const META_TYPES: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT8, Type::INT4, Type::INT8, Type::INT8];
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Release the scan lock now rather than when the server notices the disconnect.
+        let _ = self.client.execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY]);
+    }
+}
 
 /// The metadata columns (type, size, mtime_ns, mode, inode, allocated) as SQL values.
 struct MetaCols {
