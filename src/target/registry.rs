@@ -366,6 +366,16 @@ pub fn cleanup() -> Result<CleanupReport> {
         // A leftover temp record of the same key.
         let _ = std::fs::remove_file(path.with_extension("json.tmp"));
     }
+    // A record being saved when its process was killed: `<time>-<pid>-<n>.json.tmp` with
+    // no record beside it. Removed once that process is gone.
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(key) = name.strip_suffix(".json.tmp") else { continue };
+        let pid = key.split('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| start_time(p).is_none()) && !dir.join(format!("{key}.json")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     Ok(rep)
 }
 
