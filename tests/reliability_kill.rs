@@ -86,9 +86,9 @@ fn reliability_kill_ladder_managed_and_dir() {
         assert_eq!(leftovers_of(pid), Vec::<String>::new(), "{what}: cleanup left mounts/loops/images");
         assert!(run_dirs(target.path()).is_empty(), "{what}: cleanup left the run directory");
         let rec = std::fs::read_dir("/run/manyfiles")
-            .map(|rd| rd.flatten().filter(|e| e.file_name().to_string_lossy().contains(&format!("-{pid}"))).count())
+            .map(|rd| rd.flatten().filter(|e| e.file_name().to_string_lossy().contains(&format!("-{pid}-"))).count())
             .unwrap_or(0);
-        assert_eq!(rec, 0, "{what}: registry records of the dead run remain");
+        assert_eq!(rec, 0, "{what}: registry records (or their temporaries) of the dead run remain");
     }
     eprintln!("ladder kill trials: 10, complete measurements kept in total: {kept}");
 }

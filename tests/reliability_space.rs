@@ -54,19 +54,30 @@ fn reliability_space_create_copy_sync() {
     // ladder: 2 MiB fits, but a filler written once the run has started takes the
     // space: exit 1, one line naming the run directory, nothing left, the JSON holds
     // only complete measurements.
-    let mut child = spawn_quiet(&ladder("2M", "50"));
+    let mut child = spawn_quiet(&ladder("2M", "10000")); // runs until the filler takes the space
     let t0 = std::time::Instant::now();
     while run_dirs(&mnt).is_empty() && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(200));
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(mnt.join("filler")).unwrap();
-        let block = vec![1u8; 64 * 1024];
-        while f.write_all(&block).is_ok() {}
-    }
-    let code = wait_bounded(&mut child, LIMIT);
+    // The filler keeps taking whatever space the ladder frees (it deletes its trees
+    // between runs) until the ladder stops.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let code = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            use std::io::Write;
+            let mut f = std::fs::File::create(mnt.join("filler")).unwrap();
+            let block = vec![1u8; 4096];
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if f.write_all(&block).is_err() {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        });
+        let code = wait_bounded(&mut child, LIMIT);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        code
+    });
     let stderr = {
         use std::io::Read;
         let mut s = String::new();

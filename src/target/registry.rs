@@ -353,6 +353,7 @@ pub fn cleanup() -> Result<CleanupReport> {
             rep.skipped_live += 1;
             continue;
         }
+        wait_for_helpers(&rec);
         let before = rep.problems.len();
         clean_record(&rec, &mut rep);
         if rep.problems.len() == before {
@@ -365,7 +366,48 @@ pub fn cleanup() -> Result<CleanupReport> {
         // A leftover temp record of the same key.
         let _ = std::fs::remove_file(path.with_extension("json.tmp"));
     }
+    // A record being saved when its process was killed: `<time>-<pid>-<n>.json.tmp` with
+    // no record beside it. Removed once that process is gone.
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(key) = name.strip_suffix(".json.tmp") else { continue };
+        let pid = key.split('-').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| start_time(p).is_none()) && !dir.join(format!("{key}.json")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     Ok(rep)
+}
+
+/// A run killed while its `mount`, `mkfs.*` or `losetup` was running leaves that helper
+/// alive for a moment: it can make a mount after cleanup looked (found by the kill -9
+/// trials of RELIABILITY.md). Wait (at most 15 s) until no such short-lived helper names
+/// the record's image, loop device or mount point. FUSE daemons (ntfs-3g, exfat) serve
+/// live mounts and are not waited for: unmounting ends them.
+fn wait_for_helpers(rec: &Record) {
+    let names: Vec<String> = [
+        rec.image.as_ref().map(|p| p.display().to_string()),
+        rec.loop_device.clone(),
+        rec.mount_point.as_ref().map(|p| p.display().to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !names.is_empty() && helper_running(&names) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn helper_running(names: &[String]) -> bool {
+    let Ok(rd) = std::fs::read_dir("/proc") else { return false };
+    rd.flatten().any(|e| {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { return false };
+        let mut args = cmd.split(|&b| b == 0).filter(|a| !a.is_empty());
+        let Some(tool) = args.next().map(|a| a.rsplit(|&b| b == b'/').next().unwrap_or(a)) else { return false };
+        let helper = tool.starts_with(b"mkfs") || tool.starts_with(b"mke2fs") || [&b"mount"[..], b"losetup", b"umount"].contains(&tool);
+        helper && args.any(|a| names.iter().any(|n| a == n.as_bytes()))
+    })
 }
 
 fn clean_record(rec: &Record, rep: &mut CleanupReport) {
@@ -448,6 +490,26 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
 
 #[cfg(test)]
 mod tests {
+
+    /// Scenario 1 (kill -9) regression: a killed run's `mount` helper could finish after
+    /// cleanup looked; cleanup now waits for helpers naming the record's resources.
+    #[test]
+    fn reliability_kill_cleanup_waits_for_helpers() {
+        let arg = format!("0.{}", 400 + std::process::id() % 500); // unique among processes
+        let mut child = Command::new("bash").args(["-c", &format!("exec -a mount sleep {arg}")]).spawn().unwrap();
+        let names = vec![arg.clone()];
+        let t0 = std::time::Instant::now();
+        while !helper_running(&names) && t0.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(helper_running(&names), "a process named mount with our argument is a helper");
+        assert!(!helper_running(&["/nonexistent/loop".to_string()]));
+        let rec = Record { loop_device: Some(arg), ..own_record("test") };
+        wait_for_helpers(&rec);
+        assert!(!helper_running(&names), "waited until the helper was gone");
+        child.wait().unwrap();
+    }
+
     #[test]
     fn unescapes_mountinfo() {
         assert_eq!(super::unescape("/mnt/a\\040b"), "/mnt/a b");
