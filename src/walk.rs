@@ -93,9 +93,21 @@ pub fn read_dir(dir: BorrowedFd<'_>) -> Result<Vec<Entry>, Errno> {
 /// Like [`read_dir`] but reads `fd` itself (which must be at position 0 and is used up);
 /// saves the extra open when the caller has just opened the directory.
 pub fn read_dir_fd(fd: BorrowedFd<'_>, parent_for_stat: BorrowedFd<'_>) -> Result<Vec<Entry>, Errno> {
+    let mut out = Vec::new();
+    for_each_entry(fd, parent_for_stat, |name, kind, ino| out.push(Entry { name: name.to_owned(), kind, ino }))?;
+    Ok(out)
+}
+
+/// Calls `f(name, kind, ino)` for every entry of the directory `fd` (at position 0; used
+/// up) except `.` and `..`, without collecting them: for callers that keep their own
+/// compact form of a listing (a directory can hold millions of entries).
+pub fn for_each_entry(
+    fd: BorrowedFd<'_>,
+    parent_for_stat: BorrowedFd<'_>,
+    mut f: impl FnMut(&CStr, Kind, u64),
+) -> Result<(), Errno> {
     DENTS.with(|buf| {
         let mut buf = buf.borrow_mut();
-        let mut out = Vec::new();
         let mut it = RawDir::new(fd, &mut buf[..]);
         while let Some(e) = it.next() {
             let e = e?;
@@ -107,9 +119,9 @@ pub fn read_dir_fd(fd: BorrowedFd<'_>, parent_for_stat: BorrowedFd<'_>) -> Resul
                 Some(k) => k,
                 None => kind_of(parent_for_stat, name)?,
             };
-            out.push(Entry { name: name.to_owned(), kind, ino: e.ino() });
+            f(name, kind, e.ino());
         }
-        Ok(out)
+        Ok(())
     })
 }
 

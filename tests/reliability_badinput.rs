@@ -36,8 +36,30 @@ const BASES: &[&str] = &[
 ];
 
 const GARBAGE: &[&str] = &[
-    "", "-1", "0", "1e999", "99999999999999999999999999", "NaN", "inf", "x\ny", "1M,", ",", "0x", "∞", "1;ls",
-    "--", "-", "4kk", "1..2", "abc", "   ", "\t", "1 2", "%s%n", "../../..", "\u{0}x",
+    "",
+    "-1",
+    "0",
+    "1e999",
+    "99999999999999999999999999",
+    "NaN",
+    "inf",
+    "x\ny",
+    "1M,",
+    ",",
+    "0x",
+    "∞",
+    "1;ls",
+    "--",
+    "-",
+    "4kk",
+    "1..2",
+    "abc",
+    "   ",
+    "\t",
+    "1 2",
+    "%s%n",
+    "../../..",
+    "\u{0}x",
 ];
 
 fn garbage(r: &mut Rng) -> OsString {
@@ -144,7 +166,11 @@ fn json_file(r: &mut Rng, valid: &[u8], value: &serde_json::Value) -> (Vec<u8>, 
             let end = valid.trim_ascii_end().len();
             (valid[..r.below(end as u64 - 1) as usize].to_vec(), true)
         }
-        1 => ([b"", &b"null"[..], b"[]", b"42", b"\"x\"", b"\xff\xfe{", b"{\"schema\": 99}"][r.below(7) as usize].to_vec(), true),
+        1 => (
+            [b"", &b"null"[..], b"[]", b"42", b"\"x\"", b"\xff\xfe{", b"{\"schema\": 99}"][r.below(7) as usize]
+                .to_vec(),
+            true,
+        ),
         2 => {
             let mut b = valid.to_vec();
             for _ in 0..1 + r.below(4) {

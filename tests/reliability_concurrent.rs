@@ -28,7 +28,22 @@ fn reliability_concurrent_same_dir_target() {
     let jsons = [out.path().join("a.json"), out.path().join("b.json")];
     let mut kids: Vec<_> = jsons
         .iter()
-        .map(|j| spawn_quiet(&["ladder", "--target", t, "--total", "1M", "--to", "256", "--runs", "3", "-q", "--json", j.to_str().unwrap()]))
+        .map(|j| {
+            spawn_quiet(&[
+                "ladder",
+                "--target",
+                t,
+                "--total",
+                "1M",
+                "--to",
+                "256",
+                "--runs",
+                "3",
+                "-q",
+                "--json",
+                j.to_str().unwrap(),
+            ])
+        })
         .collect();
     let mut seen = BTreeSet::new();
     let t0 = Instant::now();
@@ -51,7 +66,22 @@ fn reliability_concurrent_managed_with_cleanup() {
     let jsons = [out.path().join("a.json"), out.path().join("b.json")];
     let mut kids: Vec<_> = jsons
         .iter()
-        .map(|j| spawn_quiet(&["ladder", "--fs", "ext4", "--total", "1M", "--to", "256", "--runs", "3", "-q", "--json", j.to_str().unwrap()]))
+        .map(|j| {
+            spawn_quiet(&[
+                "ladder",
+                "--fs",
+                "ext4",
+                "--total",
+                "1M",
+                "--to",
+                "256",
+                "--runs",
+                "3",
+                "-q",
+                "--json",
+                j.to_str().unwrap(),
+            ])
+        })
         .collect();
     let pids: Vec<u32> = kids.iter().map(|k| k.id()).collect();
     // Both mounted at once, then cleanup from a third process: it must leave them alone.

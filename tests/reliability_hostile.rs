@@ -71,21 +71,37 @@ fn reliability_hostile_copy_sync_scan_delete() {
     // copy: everything but the FIFO and socket arrives; those two are reported; exit 1
     // (partial failure). The usual soft fd limit is too low for 2 fds per level of a
     // 1,000-deep tree: the tool raises it to the hard limit (regression: EMFILE at ~120).
-    let o = run_bounded(&[OsStr::new("copy"), src.as_os_str(), dst.as_os_str(), OsStr::new("-q")], LIMIT, Some((256, 8192)));
+    let o = run_bounded(
+        &[OsStr::new("copy"), src.as_os_str(), dst.as_os_str(), OsStr::new("-q")],
+        LIMIT,
+        Some((256, 8192)),
+    );
     assert_eq!(o.code, Some(1), "{}", o.show());
     assert!(o.stdout.contains("fifo") || o.stderr.contains("fifo"), "the FIFO is reported\n{}", o.show());
-    assert_same(&snapshot(&dst, &[]), &without_specials(&before), &format!("copy made DST equal SRC (specials aside)\n{}", o.show()));
+    assert_same(
+        &snapshot(&dst, &[]),
+        &without_specials(&before),
+        &format!("copy made DST equal SRC (specials aside)\n{}", o.show()),
+    );
     assert_same(&snapshot(&src, &[]), &before, "SRC untouched");
 
     // sync again: nothing to do but the specials; DST unchanged.
-    let o = run_bounded(&[OsStr::new("sync"), src.as_os_str(), dst.as_os_str(), OsStr::new("-q")], LIMIT, Some((256, 8192)));
+    let o = run_bounded(
+        &[OsStr::new("sync"), src.as_os_str(), dst.as_os_str(), OsStr::new("-q")],
+        LIMIT,
+        Some((256, 8192)),
+    );
     assert_eq!(o.code, Some(1), "{}", o.show());
     assert_same(&snapshot(&dst, &[]), &without_specials(&before), "sync again");
 
     // scan: the whole tree is walked, nothing written into it.
     let db = t.path().join("idx.sqlite");
     let dbarg = format!("sqlite:{}", db.display());
-    let o = run_bounded(&[OsStr::new("scan"), src.as_os_str(), OsStr::new("--db"), OsStr::new(&dbarg)], LIMIT, Some((256, 8192)));
+    let o = run_bounded(
+        &[OsStr::new("scan"), src.as_os_str(), OsStr::new("--db"), OsStr::new(&dbarg)],
+        LIMIT,
+        Some((256, 8192)),
+    );
     assert_eq!(o.code, Some(0), "{}", o.show());
     assert_same(&snapshot(&src, &[]), &before, "scan wrote nothing into SRC");
 
@@ -112,7 +128,8 @@ fn reliability_hostile_fd_limit_reports_instead_of_crashing() {
     std::fs::write(src.join("top"), b"top").unwrap();
     let before = snapshot(&src, &[]);
     let dst = t.path().join("dst");
-    let o = run_bounded(&[OsStr::new("copy"), src.as_os_str(), dst.as_os_str(), OsStr::new("-q")], LIMIT, Some((128, 128)));
+    let o =
+        run_bounded(&[OsStr::new("copy"), src.as_os_str(), dst.as_os_str(), OsStr::new("-q")], LIMIT, Some((128, 128)));
     assert_eq!(o.code, Some(1), "{}", o.show());
     assert!(o.stdout.contains("Too many open files"), "{}", o.show());
     assert_eq!(o.lines().len(), 1, "one error line\n{}", o.show());

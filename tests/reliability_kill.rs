@@ -161,7 +161,8 @@ fn reliability_kill_scan() {
         child.wait().unwrap();
         let json = t.path().join("scan.json");
         let rescan = || {
-            let args = ["scan".as_ref(), src.as_os_str(), "--db".as_ref(), db.as_ref(), "--json".as_ref(), json.as_os_str()];
+            let args =
+                ["scan".as_ref(), src.as_os_str(), "--db".as_ref(), db.as_ref(), "--json".as_ref(), json.as_os_str()];
             let o = run_bounded(&args, LIMIT, None);
             assert_eq!(o.code, Some(0), "{what}: scan re-run\n{}", o.show());
             serde_json::from_str::<Value>(&std::fs::read_to_string(&json).unwrap()).unwrap()

@@ -36,11 +36,30 @@ fn reliability_load_scaled() {
     let db = format!("sqlite:{}", t.path().join("i.sqlite").display());
     let th = ["--threads".as_ref(), "8".as_ref()];
     let steps: Vec<(&str, Vec<&OsStr>)> = vec![
-        ("create", [&["gen".as_ref(), src.as_os_str(), "--files".as_ref(), FILES.as_ref(), "--size".as_ref(), "0".as_ref(), "-q".as_ref()][..], &th].concat()),
+        (
+            "create",
+            [
+                &[
+                    "gen".as_ref(),
+                    src.as_os_str(),
+                    "--files".as_ref(),
+                    FILES.as_ref(),
+                    "--size".as_ref(),
+                    "0".as_ref(),
+                    "-q".as_ref(),
+                ][..],
+                &th,
+            ]
+            .concat(),
+        ),
         ("copy", [&["copy".as_ref(), src.as_os_str(), dst.as_os_str(), "-q".as_ref()][..], &th].concat()),
         ("sync", [&["sync".as_ref(), src.as_os_str(), dst.as_os_str(), "-q".as_ref()][..], &th].concat()),
         ("scan", [&["scan".as_ref(), src.as_os_str(), "--db".as_ref(), db.as_ref()][..], &th].concat()),
-        ("delete", [&["sync".as_ref(), empty.as_os_str(), dst.as_os_str(), "--delete".as_ref(), "-q".as_ref()][..], &th].concat()),
+        (
+            "delete",
+            [&["sync".as_ref(), empty.as_os_str(), dst.as_os_str(), "--delete".as_ref(), "-q".as_ref()][..], &th]
+                .concat(),
+        ),
     ];
     for (name, args) in steps {
         let (code, rss, secs) = run_rss(&args);

@@ -65,16 +65,29 @@ fn reliability_perms_unreadable_source_unwritable_destination() {
     chown(&work);
     let dst = work.join("dst");
     let json = work.join("copy.json");
-    let o = run_as_user(&["copy".into(), src.clone().into(), dst.clone().into(), "-q".into(), "--json".into(), json.clone().into()]);
+    let o = run_as_user(&[
+        "copy".into(),
+        src.clone().into(),
+        dst.clone().into(),
+        "-q".into(),
+        "--json".into(),
+        json.clone().into(),
+    ]);
     assert_eq!(o.code, Some(1), "copy with unreadable entries\n{}", o.show());
     assert_eq!(o.lines().len(), 1, "{}", o.show());
     assert!(o.stdout.contains("f00007") && o.stdout.contains("d001") && o.stdout.contains("d002"), "{}", o.show());
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["failed"], 3, "three failures counted: {}", o.show());
     let got = snapshot(&dst, &[]);
-    let got_files: Snap = got.iter().filter(|(k, v)| v.0 != Kind::Dir || readable(k)).map(|(k, v)| (k.clone(), *v)).collect();
-    let want: Snap = expect.iter().filter(|(k, _)| !k.starts_with(b"d001") && !k.starts_with(b"d002")).map(|(k, v)| (k.clone(), *v)).collect();
-    let got_files: Snap = got_files.into_iter().filter(|(k, _)| !k.starts_with(b"d001") && !k.starts_with(b"d002")).collect();
+    let got_files: Snap =
+        got.iter().filter(|(k, v)| v.0 != Kind::Dir || readable(k)).map(|(k, v)| (k.clone(), *v)).collect();
+    let want: Snap = expect
+        .iter()
+        .filter(|(k, _)| !k.starts_with(b"d001") && !k.starts_with(b"d002"))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    let got_files: Snap =
+        got_files.into_iter().filter(|(k, _)| !k.starts_with(b"d001") && !k.starts_with(b"d002")).collect();
     assert_same(&got_files, &want, "copy: the rest was done");
 
     // sync into a DST whose subdirectory is not writable: that directory's files fail
@@ -88,7 +101,14 @@ fn reliability_perms_unreadable_source_unwritable_destination() {
     chown(&dst2);
     chmod(&dst2.join("d003"), 0o555); // root-owned (or ours) and read-only
     let json2 = work.join("sync.json");
-    let o = run_as_user(&["sync".into(), src.clone().into(), dst2.clone().into(), "-q".into(), "--json".into(), json2.clone().into()]);
+    let o = run_as_user(&[
+        "sync".into(),
+        src.clone().into(),
+        dst2.clone().into(),
+        "-q".into(),
+        "--json".into(),
+        json2.clone().into(),
+    ]);
     assert_eq!(o.code, Some(1), "sync into an unwritable subdirectory\n{}", o.show());
     assert!(o.stdout.contains("d003"), "{}", o.show());
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json2).unwrap()).unwrap();

@@ -42,8 +42,20 @@ fn reliability_readonly_remount_mid_run() {
             let json = t.path().join("r.json");
             let dst = mnt.join("dst");
             let mut child = if ladder {
-                spawn_quiet(&["ladder", "--target", mnt.to_str().unwrap(), "--total", "8M", "--to", "4096", "--runs", "50", "-q",
-                    "--json", json.to_str().unwrap()])
+                spawn_quiet(&[
+                    "ladder",
+                    "--target",
+                    mnt.to_str().unwrap(),
+                    "--total",
+                    "8M",
+                    "--to",
+                    "4096",
+                    "--runs",
+                    "50",
+                    "-q",
+                    "--json",
+                    json.to_str().unwrap(),
+                ])
             } else {
                 spawn_quiet(&["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "-q"])
             };
@@ -55,7 +67,8 @@ fn reliability_readonly_remount_mid_run() {
             }
             let delay = if ladder { 200 + r.below(1500) } else { 20 + r.below(200) };
             std::thread::sleep(Duration::from_millis(delay));
-            let what = format!("trial {trial} ({}), read-only after {delay} ms", if ladder { "ladder" } else { "sync" });
+            let what =
+                format!("trial {trial} ({}), read-only after {delay} ms", if ladder { "ladder" } else { "sync" });
             // A remount fails (EBUSY) while a file is open for writing: retry until it
             // takes or the run ends.
             let mut finished = false;
@@ -64,7 +77,11 @@ fn reliability_readonly_remount_mid_run() {
                     finished = true;
                     break;
                 }
-                let st = Command::new("mount").args(["-o", "remount,ro"]).arg(&mnt).stderr(std::process::Stdio::null()).status();
+                let st = Command::new("mount")
+                    .args(["-o", "remount,ro"])
+                    .arg(&mnt)
+                    .stderr(std::process::Stdio::null())
+                    .status();
                 if st.unwrap().success() {
                     break;
                 }

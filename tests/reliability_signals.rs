@@ -25,7 +25,10 @@ fn signal_after(child: &mut std::process::Child, sig: i32, delay: Duration) -> O
 }
 
 fn tmp_files(dst: &Path) -> usize {
-    snapshot(dst, &[]).keys().filter(|k| k.rsplit(|&b| b == b'/').next().unwrap().starts_with(b".manyfiles-tmp.")).count()
+    snapshot(dst, &[])
+        .keys()
+        .filter(|k| k.rsplit(|&b| b == b'/').next().unwrap().starts_with(b".manyfiles-tmp."))
+        .count()
 }
 
 #[test]
@@ -56,7 +59,14 @@ fn reliability_signals_random_points() {
                 "--json".into(),
                 json.clone().into(),
             ],
-            "copy" | "sync" => vec![op.into(), src.clone().into(), dst.clone().into(), "-q".into(), "--json".into(), json.clone().into()],
+            "copy" | "sync" => vec![
+                op.into(),
+                src.clone().into(),
+                dst.clone().into(),
+                "-q".into(),
+                "--json".into(),
+                json.clone().into(),
+            ],
             "scan" => vec![
                 "scan".into(),
                 src.clone().into(),
@@ -65,7 +75,15 @@ fn reliability_signals_random_points() {
                 "--json".into(),
                 json.clone().into(),
             ],
-            _ => vec!["gen".into(), dst.clone().into(), "--files".into(), "20000".into(), "--size".into(), "1k".into(), "-q".into()],
+            _ => vec![
+                "gen".into(),
+                dst.clone().into(),
+                "--files".into(),
+                "20000".into(),
+                "--size".into(),
+                "1k".into(),
+                "-q".into(),
+            ],
         };
         let mut child = spawn_quiet(&args);
         // Random point: for the ladder, after the run directory exists.
@@ -113,7 +131,8 @@ fn reliability_signals_random_points() {
                     if op == "sync" {
                         no_partial_files(&before, &dst);
                     }
-                    let o = run_bounded(&["sync".as_ref(), src.as_os_str(), dst.as_os_str(), "-q".as_ref()], LIMIT, None);
+                    let o =
+                        run_bounded(&["sync".as_ref(), src.as_os_str(), dst.as_os_str(), "-q".as_ref()], LIMIT, None);
                     assert_eq!(o.code, Some(0), "{what}: sync re-run\n{}", o.show());
                     assert_same(&snapshot(&dst, &[]), &before, &format!("{what}: DST equals SRC after a re-run"));
                 }
@@ -136,7 +155,8 @@ fn reliability_signals_managed_once_and_twice() {
     for trial in 0..4 {
         let twice = trial >= 2;
         let sig = if trial % 2 == 0 { libc::SIGINT } else { libc::SIGTERM };
-        let mut child = spawn_quiet(&["ladder", "--fs", "ext4", "--total", "1M", "--to", "1024", "--runs", "100", "--quiet"]);
+        let mut child =
+            spawn_quiet(&["ladder", "--fs", "ext4", "--total", "1M", "--to", "1024", "--runs", "100", "--quiet"]);
         let pid = child.id();
         let t0 = Instant::now();
         while leftovers_of(pid).is_empty() && t0.elapsed() < ms(30_000) {
@@ -144,7 +164,8 @@ fn reliability_signals_managed_once_and_twice() {
         }
         let delay = r.below(1500);
         std::thread::sleep(ms(delay));
-        let what = format!("managed trial {trial}: signal {sig} {} after {delay} ms", if twice { "twice" } else { "once" });
+        let what =
+            format!("managed trial {trial}: signal {sig} {} after {delay} ms", if twice { "twice" } else { "once" });
         signal(&child, sig);
         if twice {
             std::thread::sleep(ms(5));

@@ -16,7 +16,11 @@ const LIMIT: Duration = Duration::from_secs(120);
 struct Tiny<'a>(&'a Path);
 impl<'a> Tiny<'a> {
     fn mount(dir: &'a Path, size: &str) -> Tiny<'a> {
-        let st = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(dir).status().unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
         assert!(st.success(), "mount tmpfs");
         Tiny(dir)
     }
@@ -41,8 +45,20 @@ fn reliability_space_create_copy_sync() {
     // ladder: 16 MiB is refused up front (preflight: bad input naming --target).
     let json = t.path().join("r.json");
     let ladder = |total: &str, runs: &str| -> Vec<std::ffi::OsString> {
-        ["ladder", "--target", mnt.to_str().unwrap(), "--total", total, "--to", "64", "--runs", runs, "-q", "--json",
-            json.to_str().unwrap()]
+        [
+            "ladder",
+            "--target",
+            mnt.to_str().unwrap(),
+            "--total",
+            total,
+            "--to",
+            "64",
+            "--runs",
+            runs,
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]
         .map(Into::into)
         .to_vec()
     };
@@ -87,21 +103,39 @@ fn reliability_space_create_copy_sync() {
     assert_eq!(code, Some(1), "ladder out of space mid-run\n{stderr}");
     let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("manyfiles: ")).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
-    assert!(lines[0].contains("No space left") && lines[0].contains(mnt.to_str().unwrap()), "names the target: {stderr}");
+    assert!(
+        lines[0].contains("No space left") && lines[0].contains(mnt.to_str().unwrap()),
+        "names the target: {stderr}"
+    );
     std::fs::remove_file(mnt.join("filler")).unwrap();
     assert!(std::fs::read_dir(&mnt).unwrap().next().is_none(), "nothing left on the target");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ms = v["measurements"].as_array().unwrap();
     assert!(!ms.is_empty(), "measurements before the fault were kept");
     for m in ms {
-        assert!(m["errors"] == 0 && m["interrupted"] == false && m["failed"].is_null() || !m["failed"].is_null(), "{m}");
+        assert!(
+            m["errors"] == 0 && m["interrupted"] == false && m["failed"].is_null() || !m["failed"].is_null(),
+            "{m}"
+        );
     }
 
     // gen: far too big is refused up front (2); just too big (~4 MiB + metadata on 4 MiB)
     // passes the estimate or not and fails mid-run (1): the partial tree is removed.
     let g = mnt.join("g");
     for files in ["4000", "1000"] {
-        let o = run_bounded(&["gen".as_ref(), g.as_os_str(), "--files".as_ref(), files.as_ref(), "--size".as_ref(), "4k".as_ref(), "-q".as_ref()], LIMIT, None);
+        let o = run_bounded(
+            &[
+                "gen".as_ref(),
+                g.as_os_str(),
+                "--files".as_ref(),
+                files.as_ref(),
+                "--size".as_ref(),
+                "4k".as_ref(),
+                "-q".as_ref(),
+            ],
+            LIMIT,
+            None,
+        );
         assert!(o.code == Some(2) || o.code == Some(1) && files == "1000", "gen out of space\n{}", o.show());
         assert_eq!(o.lines().len(), 1, "{}", o.show());
         assert!(!g.exists(), "gen removed its partial tree");

@@ -90,23 +90,56 @@ struct Task {
 }
 
 /// One entry of a listing with its metadata.
-struct Item {
-    name: CString,
+#[derive(Clone, Copy)]
+struct Item<'a> {
+    name: &'a CStr,
     m: Meta,
+}
+
+/// One directory's entries with their metadata, sorted by name for the merge. Names sit
+/// in one buffer: sync holds both sides' listings of a directory at once, and with one
+/// allocation per name a directory of 1,000,000 entries took 188 MiB (now about 60 bytes
+/// an entry and side).
+#[derive(Default)]
+struct Listing {
+    names: Vec<u8>,
+    /// (offset of the name in `names`, its length without the NUL, metadata)
+    items: Vec<(u32, u32, Meta)>,
+}
+
+impl Listing {
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn name(&self, off: u32, len: u32) -> &CStr {
+        CStr::from_bytes_with_nul(&self.names[off as usize..=(off + len) as usize]).expect("one NUL per name")
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Item<'_>> {
+        self.items.iter().map(|&(off, len, m)| Item { name: self.name(off, len), m })
+    }
 }
 
 /// List a directory with one statx per entry, sorted by name for the merge. Entries
 /// that vanish between getdents and statx are skipped; other statx errors fail the entry.
-fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Vec<Item>, Errno> {
-    let mut out = Vec::new();
-    for e in walk::read_dir(dir)? {
-        match meta_at(dir, &e.name) {
-            Ok(m) => out.push(Item { name: e.name, m }),
-            Err(Errno::NOENT) => {}
-            Err(err) => ctx.fail(path, Some(&e.name), "stat", err),
+fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Listing, Errno> {
+    let own = rustix::fs::openat(dir, c".", walk::DIR_FLAGS, FsMode::empty())?;
+    let mut out = Listing::default();
+    walk::for_each_entry(own.as_fd(), dir, |name, _, _| match meta_at(dir, name) {
+        Ok(m) => {
+            let bytes = name.to_bytes_with_nul();
+            out.items.push((out.names.len() as u32, bytes.len() as u32 - 1, m));
+            out.names.extend_from_slice(bytes);
         }
-    }
-    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Err(Errno::NOENT) => {}
+        Err(err) => ctx.fail(path, Some(name), "stat", err),
+    })?;
+    let names = &out.names;
+    let key = |&(off, len, _): &(u32, u32, Meta)| &names[off as usize..(off + len) as usize];
+    out.items.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+    out.items.shrink_to_fit();
+    out.names.shrink_to_fit();
     Ok(out)
 }
 
@@ -341,7 +374,7 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
         Ok(v) => v,
         Err(e) => {
             ctx.fail(path, None, "list source directory", e);
-            Vec::new()
+            Listing::default()
         }
     };
     t.phase[SCAN_SRC] += clock.elapsed();
@@ -357,7 +390,7 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
                 return;
             }
         },
-        _ => Vec::new(),
+        _ => Listing::default(),
     };
     t.phase[SCAN_DST] += clock.elapsed();
     t.dst_entries = dst_items.len() as u64;
@@ -365,14 +398,14 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
     IO.with(|buf| {
         let buf = &mut buf.borrow_mut()[..];
         let mut di = dst_items.iter().peekable();
-        for s in &src_items {
+        for s in src_items.iter() {
             if ctx.stopping() {
                 break;
             }
             // Merge: DST entries sorting before this one exist only in DST.
             let (clock, del0) = (Instant::now(), t.phase[DELETE]);
             while let Some(d) = di.next_if(|d| d.name < s.name) {
-                extraneous(ctx, &node, d, &mut t);
+                extraneous(ctx, &node, &d, &mut t);
             }
             let d = di.next_if(|d| d.name == s.name);
             t.phase[COMPARE] += clock.elapsed().saturating_sub(t.phase[DELETE] - del0);
@@ -384,11 +417,11 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
                 Kind::Dir => t.src_dirs += 1,
                 _ => {}
             }
-            entry(ctx, &node, s, d, &mut t, buf, spawn);
+            entry(ctx, &node, &s, d.as_ref(), &mut t, buf, spawn);
         }
         if !ctx.stopping() {
             for d in di {
-                extraneous(ctx, &node, d, &mut t);
+                extraneous(ctx, &node, &d, &mut t);
             }
         }
     });
@@ -450,7 +483,7 @@ fn entry(
     t.phase[COMPARE] += clock.elapsed();
     if s.m.kind == Kind::Dir && !replace {
         node.pending.fetch_add(1, Ordering::Relaxed);
-        spawn(Task { parent: Arc::clone(node), name: s.name.clone(), meta: s.m, dst_meta: d.map(|d| d.m) });
+        spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: d.map(|d| d.m) });
         return;
     }
     if equal {
@@ -468,7 +501,7 @@ fn entry(
         if s.m.kind == Kind::Dir {
             // Would replace a non-directory: walk SRC below it to count what would be copied.
             node.pending.fetch_add(1, Ordering::Relaxed);
-            spawn(Task { parent: Arc::clone(node), name: s.name.clone(), meta: s.m, dst_meta: None });
+            spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: None });
         } else {
             t.copied += 1;
             t.bytes += if s.m.kind == Kind::File { s.m.size } else { 0 };
@@ -490,7 +523,7 @@ fn entry(
         t.phase[DELETE] += clock.elapsed();
         if s.m.kind == Kind::Dir {
             node.pending.fetch_add(1, Ordering::Relaxed);
-            spawn(Task { parent: Arc::clone(node), name: s.name.clone(), meta: s.m, dst_meta: None });
+            spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: None });
             return;
         }
     }
@@ -509,7 +542,7 @@ fn entry(
         _ => unreachable!("dirs and others handled above"),
     };
     let r = r.and_then(|n| match &tmp {
-        Some(tmp) => renameat(dst, tmp.as_c_str(), dst, &s.name).map(|_| n).map_err(|e| {
+        Some(tmp) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| n).map_err(|e| {
             let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());
             (Step::Rename, e)
         }),

@@ -405,7 +405,9 @@ fn helper_running(names: &[String]) -> bool {
         let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { return false };
         let mut args = cmd.split(|&b| b == 0).filter(|a| !a.is_empty());
         let Some(tool) = args.next().map(|a| a.rsplit(|&b| b == b'/').next().unwrap_or(a)) else { return false };
-        let helper = tool.starts_with(b"mkfs") || tool.starts_with(b"mke2fs") || [&b"mount"[..], b"losetup", b"umount"].contains(&tool);
+        let helper = tool.starts_with(b"mkfs")
+            || tool.starts_with(b"mke2fs")
+            || [&b"mount"[..], b"losetup", b"umount"].contains(&tool);
         helper && args.any(|a| names.iter().any(|n| a == n.as_bytes()))
     })
 }

@@ -278,13 +278,7 @@ pub fn source_tree(root: &Path, dirs: usize, per_dir: usize) {
 
 /// Start the binary with output discarded.
 pub fn spawn_quiet<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Child {
-    Command::new(bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    Command::new(bin()).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 /// Every regular file in `dst` under a final name (not a `.manyfiles-tmp.*` name) equals
@@ -298,7 +292,12 @@ pub fn no_partial_files(src_snap: &Snap, dst: &Path) -> usize {
             continue;
         }
         if v.0 == Kind::File {
-            assert_eq!(src_snap.get(&k), Some(&v), "partial or wrong file under a final name: {}", String::from_utf8_lossy(&k));
+            assert_eq!(
+                src_snap.get(&k),
+                Some(&v),
+                "partial or wrong file under a final name: {}",
+                String::from_utf8_lossy(&k)
+            );
         }
     }
     tmp
