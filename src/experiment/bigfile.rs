@@ -202,6 +202,7 @@ fn phase_result(
         allocated_bytes: None,
         ranks: None,
         peak_rss_bytes: None,
+        ..Default::default()
     }
 }
 

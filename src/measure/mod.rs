@@ -1,5 +1,6 @@
 //! What one phase produced: times, counts, portions, latency percentiles, CPU.
 
+pub mod diskstats;
 pub mod progress;
 pub mod provenance;
 
@@ -82,6 +83,20 @@ pub struct PhaseResult {
     /// External tools: peak resident set size of the tool's process (wait4 rusage).
     #[serde(default)]
     pub peak_rss_bytes: Option<u64>,
+    /// Write phases: seconds until the last close returned (what the application saw).
+    /// `elapsed_s` is then the durable time: it also holds the flush to the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned_s: Option<f64>,
+    /// Write phases: seconds the flush (syncfs of the target, fsync for bigfile) took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_s: Option<f64>,
+    /// What was done to the caches before the phase: `warm`, `data-evicted`,
+    /// `all-dropped` or `not-applicable` (memory file systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<String>,
+    /// What the target's block device did during the phase (/proc/diskstats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<diskstats::DeviceIo>,
 }
 
 impl PhaseResult {

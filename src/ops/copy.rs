@@ -63,6 +63,7 @@ pub fn phase_result(s: &Summary) -> PhaseResult {
         allocated_bytes: None,
         peak_rss_bytes: None,
         ranks: None,
+        ..Default::default()
     }
 }
 

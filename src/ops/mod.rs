@@ -361,6 +361,7 @@ fn run_phase_here(
         allocated_bytes: None,
         ranks: None,
         peak_rss_bytes: None,
+        ..Default::default()
     };
     (result, all.hist)
 }
