@@ -480,16 +480,11 @@ impl RunArgs {
     }
 }
 
-/// An output file's directory must exist, and the path must not be a directory.
+/// An output must not be a directory, and a new file's directory must exist (devices,
+/// fifos, sockets, symlinks and `-` are fine: see `export::write_output`).
 fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
-    if path.is_dir() {
-        return Err(Error::bad(flag, format!("{} is a directory", path.display())));
-    }
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if !dir.is_dir() {
-        return Err(Error::bad(flag, format!("directory {} does not exist", dir.display())));
-    }
-    Ok(())
+    manyfiles::report::export::check_path(path)
+        .map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
 }
 
 pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {

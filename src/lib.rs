@@ -8,6 +8,7 @@ pub mod copy;
 pub mod error;
 pub mod experiment;
 pub mod generate;
+pub mod helper;
 pub mod inventory;
 pub mod measure;
 pub mod ops;

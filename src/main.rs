@@ -45,7 +45,14 @@ fn main_here() -> ExitCode {
             };
         }
     };
-    match run(cli, args) {
+    let result = match run(cli, args) {
+        // A helper or a phase that failed because a signal arrived: report the signal.
+        Err(manyfiles::error::Error::Failed(_)) if manyfiles::signals::pending() != 0 => {
+            Err(manyfiles::error::Error::Interrupted { signal: manyfiles::signals::pending() })
+        }
+        r => r,
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if ranks::size() > 1 && ranks::failure_agreed() => {
             // Every rank knows and stops here; rank 0 tells it once.
@@ -77,6 +84,10 @@ fn main_here() -> ExitCode {
 fn out(text: &str) {
     if !ranks::is_root() {
         return; // under MPI, rank 0 speaks for the job
+    }
+    if manyfiles::report::export::stdout_taken() {
+        eprint!("{text}"); // an output file is `-`: standard output carries only that
+        return;
     }
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(text.as_bytes());
@@ -242,8 +253,7 @@ fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>, arg
     out(&s.text());
     if let Some(p) = json {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-        manyfiles::report::export::write_atomic(p, &text)
-            .map_err(|e| Error::failed(format!("{}: {e}", p.display())))?;
+        manyfiles::report::export::write_file(p, &text)?;
     }
     if s.interrupted {
         return Err(Error::Interrupted { signal: manyfiles::signals::pending() });

@@ -306,9 +306,9 @@ pub(crate) fn drive(
     progress: &Progress,
     mut trial: impl FnMut(&RunDir, usize) -> TrialOutcome,
 ) -> Result<ResultSet> {
-    let save = |rs: &mut ResultSet| -> Result<()> {
+    let save = |rs: &mut ResultSet, stage: export::Stage| -> Result<()> {
         rs.derive();
-        export::write_all(&d.outputs, rs).map_err(Error::failed)
+        export::write_all(&d.outputs, rs, stage).map_err(Error::failed)
     };
     let mut order = 0u64;
     let ranks = crate::ranks::size() as u64;
@@ -344,20 +344,20 @@ pub(crate) fn drive(
                     result,
                 });
                 order += 1;
-                save(&mut rs)?;
+                save(&mut rs, export::Stage::Progress)?;
             }
         }
         match stop {
             None => {}
             Some(Stop::Signal(sig)) => {
                 progress.finish();
-                save(&mut rs)?;
+                save(&mut rs, export::Stage::Final)?;
                 drop(targets);
                 return Err(Error::Interrupted { signal: sig });
             }
             Some(Stop::Failed(msg)) => {
                 progress.finish();
-                save(&mut rs)?;
+                save(&mut rs, export::Stage::Final)?;
                 let info = &target.info;
                 let saved = d.outputs.first().map(|o| format!("; finished measurements saved to {}", o.path.display()));
                 let err = Error::failed(format!(
@@ -375,7 +375,7 @@ pub(crate) fn drive(
     }
     progress.finish();
     rs.complete = true;
-    save(&mut rs)?;
+    save(&mut rs, export::Stage::Final)?;
     for t in targets {
         t.finish()?;
     }

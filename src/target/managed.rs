@@ -2,14 +2,14 @@
 //! tool, reformatted between trials, and removed at the end (or by
 //! [`registry::cleanup`](super::registry::cleanup) after a kill).
 //!
-//! External tools are run with `std::process::Command`: mkfs.*, losetup, mount, umount,
-//! ntfs-3g and mount.exfat-fuse are what people use and trust, and their exact argv is
-//! recorded in the results. Each resource is registered before it exists, so a `kill -9`
+//! External tools (mkfs.*, losetup, mount, umount, ntfs-3g and mount.exfat-fuse: what
+//! people use and trust) run through [`crate::helper`], with deadlines and drained
+//! output, and their exact argv is recorded in the results. Each resource is registered before it exists, so a `kill -9`
 //! at any point leaves nothing the registry does not know about.
 
 use super::fsspec::{FsSpec, FsType, fmt_block};
 use super::registry::{
-    self, Registration, detach_loop, loop_backing_file, loops_backed_by, mounts_at, run_tool, unmount,
+    self, Registration, detach_loop, loop_backing_file, loops_backed_by, mounts_at, run_tool, run_tool_sized, unmount,
 };
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -102,11 +102,7 @@ fn kernel_supports(fs: &str) -> bool {
     if kernel_has(fs) {
         return true;
     }
-    let _ = std::process::Command::new("modprobe")
-        .args(["-q", fs])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+    let _ = run_tool(&argv(&["modprobe", "-q", fs]));
     kernel_has(fs)
 }
 
@@ -360,7 +356,10 @@ impl ManagedFs {
         // Right after an unmount a FUSE daemon may still hold the device for a moment.
         let mut last = String::new();
         for i in 0..4 {
-            match run_tool(&cmd) {
+            if crate::signals::pending() != 0 {
+                break;
+            }
+            match run_tool_sized(&cmd, self.details.image_bytes) {
                 Ok(_) => {
                     self.details.formats += 1;
                     return Ok(());
@@ -527,11 +526,8 @@ fn tool_version(t: FsType) -> String {
         FsType::Exfat => ("mkfs.exfat", "-V"),
         FsType::Tmpfs => return format!("kernel {}", kernel_release()),
     };
-    let Ok(out) = std::process::Command::new(tool).arg(flag).stdin(std::process::Stdio::null()).output() else {
-        return String::new();
-    };
-    let so = String::from_utf8_lossy(&out.stdout).into_owned();
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Some tools print their version on stderr, some exit non-zero after printing it.
+    let (so, se) = crate::helper::run_output(&argv(&[tool, flag]), crate::helper::DEFAULT_TIMEOUT);
     so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
 }
 

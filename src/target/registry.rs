@@ -19,7 +19,6 @@ use std::fmt;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Where records (and mount point directories) live.
 pub const STATE_DIR: &str = "/run/manyfiles";
@@ -250,23 +249,15 @@ pub fn is_image_name(name: &str) -> bool {
     name.starts_with("manyfiles-img-") && name.ends_with(".img") && !name.contains('/')
 }
 
-/// Run a tool (mount, umount, losetup: the tools people use and trust), Ok or the last
-/// line of its stderr.
+/// Run a tool (mount, umount, losetup: the tools people use and trust) with the default
+/// deadline (see [`crate::helper`]): Ok(stdout), or the command and its last line of output.
 pub(crate) fn run_tool(argv: &[String]) -> std::result::Result<String, String> {
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", argv[0]))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let std_out = String::from_utf8_lossy(&out.stdout);
-        let last =
-            err.lines().chain(std_out.lines()).rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-        Err(format!("`{}` failed ({}): {last}", argv.join(" "), out.status))
-    }
+    crate::helper::run(argv).map_err(|e| e.to_string())
+}
+
+/// [`run_tool`] for a helper whose work grows with an image of `bytes` (mkfs).
+pub(crate) fn run_tool_sized(argv: &[String], bytes: u64) -> std::result::Result<String, String> {
+    crate::helper::run_with(argv, crate::helper::timeout_for(bytes)).map_err(|e| e.to_string())
 }
 
 fn sv(v: &[&str]) -> Vec<String> {
@@ -492,6 +483,7 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
 
     /// Scenario 1 (kill -9) regression: a killed run's `mount` helper could finish after
     /// cleanup looked; cleanup now waits for helpers naming the record's resources.
