@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use manyfiles::error::{Error, Result};
 use manyfiles::experiment::ladder::LadderSpec;
 use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
+use manyfiles::report::Until;
 use manyfiles::generate::GenConfig;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
 use manyfiles::report::export::{Format, Output};
@@ -114,7 +115,8 @@ pub struct BigfileArgs {
     /// Bytes per write() call (at most 4 MiB)
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub block: u64,
-    /// fsync before close (timed with the close)
+    /// No effect, kept for old command lines: the write phase always ends with a timed
+    /// fsync (its durable time); `--until returned` shows the write loop alone
     #[arg(long)]
     pub fsync: bool,
     /// Write with O_DIRECT (block a multiple of 4 KiB)
@@ -249,10 +251,20 @@ pub struct RunArgs {
     /// interleaved (run 1 on every tree and target, then run 2, ...) or sequential
     #[arg(long, default_value = "interleaved")]
     pub order: String,
-    /// sync and drop page, dentry and inode caches before every phase (root)
+    /// Caches before each phase: cold (default: read-side phases start with the trees'
+    /// data evicted, and as root every cache dropped), warm (left as they are), drop
+    /// (root: every cache dropped before every phase)
+    #[arg(long, value_name = "cold|warm|drop", conflicts_with_all = ["cold", "drop_caches"])]
+    pub cache: Option<String>,
+    /// Which time tables, models and comparisons use for write phases: durable (until a
+    /// syncfs/fsync of the target returned: the storage's cost) or returned (until the
+    /// last close: what the application saw); both are in the JSON
+    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    pub until: String,
+    /// Same as --cache drop
     #[arg(long, conflicts_with = "cold")]
     pub drop_caches: bool,
-    /// Drop the caches before read, stat and list only: cold reads (root)
+    /// Same as --cache cold (the default)
     #[arg(long)]
     pub cold: bool,
     /// Measured runs of every op on every tree (default 3; bigfile 10)
@@ -408,6 +420,14 @@ impl RunArgs {
         }
         Ok(v)
     }
+    fn cache_mode(&self) -> Result<CacheMode> {
+        match &self.cache {
+            Some(c) => CacheMode::parse(c),
+            None if self.drop_caches => Ok(CacheMode::Drop),
+            None => Ok(CacheMode::Cold),
+        }
+    }
+
     fn runs(&self, default: u32) -> Result<u32> {
         match self.runs.unwrap_or(default) {
             0 => Err(Error::bad("--runs", "must be at least 1")),
@@ -455,13 +475,8 @@ impl RunArgs {
             reuse: self.reuse,
             order: Order::parse(&self.order)?,
             measure_allocation: false,
-            caches: if self.drop_caches {
-                CacheMode::Drop
-            } else if self.cold {
-                CacheMode::Cold
-            } else {
-                CacheMode::Warm
-            },
+            caches: self.cache_mode()?,
+            until: Until::parse(&self.until)?,
             trees,
             ops: parse_ops(ops)?,
             create,
@@ -613,9 +628,8 @@ pub fn bigfile_config(
     command_line: Vec<String>,
 ) -> Result<manyfiles::experiment::bigfile::BigfileConfig> {
     let r = &a.run;
-    if r.cold {
-        return Err(Error::bad("--cold", "bigfile only writes; use --drop-caches"));
-    }
+    let drop_caches = r.cache_mode()? == CacheMode::Drop;
+    let until = Until::parse(&r.until)?;
     if let Some(j) = &r.json {
         check_output(j, "--json")?;
     }
@@ -640,7 +654,8 @@ pub fn bigfile_config(
         exports: r.exports()?,
         quiet: r.quiet,
         command_line,
-        drop_caches: r.drop_caches,
+        drop_caches,
+        until,
     })
 }
 

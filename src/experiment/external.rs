@@ -213,12 +213,16 @@ impl PairOp for ExternalCmd {
             r.first_error = Some(format!("{} exited with {code}: {last}", self.name));
             return r;
         }
+        // Durable: flush what it wrote before anything else touches the tree.
+        super::make_durable(&mut r, dst);
         // Check the tree it made (untimed).
         let v = verify::compare(src, dst, &Checks { content: self.verify, meta: false }, 2);
         r.files = v.files;
         r.dirs = v.dirs;
         r.bytes = v.bytes;
-        r.portions = vec![Portion { files: v.files, elapsed_s: exit.wall_s, end_files: v.files }];
+        let returned = r.returned_s.unwrap_or(exit.wall_s);
+        let whole = vec![Portion { files: v.files, elapsed_s: returned, end_files: v.files }];
+        r.portions = crate::ops::with_flush(whole, r.flush_s);
         if !v.ok() {
             r.errors = v.differences;
             r.first_error = Some(format!(

@@ -5,6 +5,7 @@
 
 use super::{check_target, estimate_space};
 use crate::error::{Error, Result};
+use crate::measure::diskstats::DeviceWatch;
 use crate::ranks;
 use crate::target::TargetInfo;
 use crate::target::fsspec::FsSpec;
@@ -23,6 +24,8 @@ pub enum TargetSpec {
 pub struct LiveTarget {
     pub id: String,
     pub info: TargetInfo,
+    /// The block device under the target (None: tmpfs, or not in /proc/diskstats).
+    pub watch: Option<DeviceWatch>,
     // Field order is drop order: the run directory (fds inside the mount) must go
     // before the file system is unmounted.
     rundir: Option<RunDir>,
@@ -61,6 +64,7 @@ fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result
         total_bytes: 0,
         read_only: false,
         managed: None,
+        device: None,
     };
     let need = trees.iter().map(|t| estimate_space(&probe, t)).max().unwrap_or(0);
     match fs_size {
@@ -183,7 +187,11 @@ impl LiveTarget {
             // The canonical path: a --target given as a symlink is the user's choice to follow.
             // With --shared-dir rank 0 makes the run directory; the others attach to it.
             let rundir = if ranks::makes_dirs() { Some(RunDir::create(&info.path, keep)?) } else { None };
-            out.push(LiveTarget { id, info, managed, rundir, keep, reuse, trials: 0 });
+            // A FUSE file system has an anonymous st_dev: its loop device is named instead.
+            let device = managed.as_ref().and_then(|m| m.details().device.clone());
+            let watch = DeviceWatch::for_target(&info.path, device.as_deref());
+            info.device = watch.as_ref().map(|w| w.device().to_string());
+            out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0 });
         }
         Ok(out)
     }

@@ -67,6 +67,14 @@ impl DeviceWatch {
         &self.device
     }
 
+    /// Run `f`, and what `watch`'s devices did meanwhile (None without a watch).
+    pub fn around<T>(watch: Option<&DeviceWatch>, f: impl FnOnce() -> T) -> (T, Option<DeviceIo>) {
+        let before = watch.map(|w| w.snapshot());
+        let out = f();
+        let io = watch.zip(before).and_then(|(w, a)| w.delta(&a, &w.snapshot()));
+        (out, io)
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         Snapshot { own: read_counters(&self.device), backing: self.backing.as_deref().and_then(read_counters) }
     }
