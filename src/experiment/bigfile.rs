@@ -14,9 +14,8 @@
 //! only on its first run) and warnings come from [`ResultSet::derive`].
 
 use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive, drop_caches};
-use crate::measure::diskstats::DeviceWatch;
-use crate::target::cache::CacheState;
 use crate::error::{Error, Result};
+use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
@@ -25,6 +24,7 @@ use crate::ops::{CreateOptions, FsyncMode};
 use crate::report::table::fmt_mean_ci;
 use crate::report::{ExperimentInfo, ResultSet};
 use crate::signals;
+use crate::target::cache::CacheState;
 use crate::target::rundir::RunDir;
 use crate::tree::content::{ContentSource, PAGE, POOL};
 use crate::tree::spec::MAX_FILE_SIZE;
@@ -136,7 +136,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     signals::install();
     validate(cfg)?;
     let tree = tree_spec(cfg);
-    let targets = LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, cfg.keep, cfg.reuse)?;
+    let targets = LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, 1, cfg.keep, cfg.reuse)?;
     let experiment = ExperimentInfo {
         name: "bigfile".into(),
         ops: OPS.iter().map(|s| s.to_string()).collect(),

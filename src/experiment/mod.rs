@@ -451,7 +451,9 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
             ));
         }
     }
-    let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
+    // A copy or sync op writes a second tree beside the first (one at a time).
+    let copies = if cfg.ops.iter().any(|o| ops::copy::by_name(o).is_some() || o.starts_with("cmd:")) { 2 } else { 1 };
+    let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
         ops: cfg.ops.clone(),
@@ -529,6 +531,9 @@ fn run_tree(
         }
         if !timed && name != "create" && name != "delete" {
             continue;
+        }
+        if !timed && name == "delete" && rundir.disposable() {
+            return (done, None); // the next trial's format removes the tree
         }
         let cache = match timed {
             true => match prepare_caches(caches, name, &[&rundir.path.join("tree")], settings.threads) {
@@ -652,24 +657,26 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
                     Err(e) => return Some(Stop::Failed(e.to_string())),
                 };
                 env.progress.phase(&name, tree.plan.files);
-                watched(env.watch, cache, || crate::ranks::run_phase_everywhere(|| {
-                    let mut r = op.run(&src, &dst, threads);
-                    if r.flush_s.is_none() {
-                        make_durable(&mut r, &dst); // external tools flush before their check
-                    }
-                    // Built-in ops are checked like external ones: a wrong tree is an error.
-                    if r.complete() && !name.starts_with("cmd:") {
-                        let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
-                        if !v.ok() {
-                            r.errors += v.differences;
-                            r.first_error = Some(format!(
-                                "{name}: wrong tree: {}",
-                                v.examples.first().cloned().unwrap_or_default()
-                            ));
+                watched(env.watch, cache, || {
+                    crate::ranks::run_phase_everywhere(|| {
+                        let mut r = op.run(&src, &dst, threads);
+                        if r.flush_s.is_none() {
+                            make_durable(&mut r, &dst); // external tools flush before their check
                         }
-                    }
-                    (r, crate::measure::new_histogram())
-                }))
+                        // Built-in ops are checked like external ones: a wrong tree is an error.
+                        if r.complete() && !name.starts_with("cmd:") {
+                            let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
+                            if !v.ok() {
+                                r.errors += v.differences;
+                                r.first_error = Some(format!(
+                                    "{name}: wrong tree: {}",
+                                    v.examples.first().cloned().unwrap_or_default()
+                                ));
+                            }
+                        }
+                        (r, crate::measure::new_histogram())
+                    })
+                })
             }
         };
         let interrupted = r.interrupted;

@@ -175,18 +175,27 @@ impl ResultSet {
                 if is_write_phase(m) && r.bytes >= MIN && seen(d, true) < r.bytes / 2 {
                     push(format!(
                         "{} ({}): the device {} saw less than half of the bytes written ({} of {}): absorbed by a cache",
-                        m.op, m.target, d.device, crate::units::fmt_size(seen(d, true) as f64), crate::units::fmt_size(r.bytes as f64)
+                        m.op,
+                        m.target,
+                        d.device,
+                        crate::units::fmt_size(seen(d, true) as f64),
+                        crate::units::fmt_size(r.bytes as f64)
                     ));
                 }
                 let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
                 if m.op == "read" && cold && r.bytes >= MIN && seen(d, false) < r.bytes / 2 {
                     push(format!(
                         "read ({}): asked cold, but the device {} served less than half of it ({} of {}): partly cached",
-                        m.target, d.device, crate::units::fmt_size(seen(d, false) as f64), crate::units::fmt_size(r.bytes as f64)
+                        m.target,
+                        d.device,
+                        crate::units::fmt_size(seen(d, false) as f64),
+                        crate::units::fmt_size(r.bytes as f64)
                     ));
                 }
             }
-            if r.cache.as_deref() == Some("data-evicted") && matches!(m.op.as_str(), "stat" | "list" | "scan" | "rescan") {
+            if r.cache.as_deref() == Some("data-evicted")
+                && matches!(m.op.as_str(), "stat" | "list" | "scan" | "rescan")
+            {
                 push(format!(
                     "{} ({}): only file data could be evicted before it (not root): directories and inodes stayed cached, so it ran warm",
                     m.op, m.target

@@ -112,7 +112,14 @@ pub fn resident_pages(path: &Path) -> std::io::Result<(usize, usize)> {
     // SAFETY: a read-only shared mapping of a file we hold open, unmapped below; no
     // access to its memory is made (mincore only asks the kernel about it).
     unsafe {
-        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, std::os::fd::AsRawFd::as_raw_fd(&f), 0);
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+        );
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }

@@ -35,6 +35,9 @@ pub struct ManagedDetails {
     pub mount_options: String,
     pub fuse: bool,
     pub formats: u64,
+    /// Files and directories the image was sized for (ext2/3/4: inodes asked of mkfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
 }
 
 /// A file system the tool made and mounted; torn down on drop.
@@ -47,6 +50,27 @@ pub struct ManagedFs {
     image_created: bool,
     mp_created: bool,
     done: bool,
+}
+
+/// Inodes to ask of mkfs for `entries` files and directories: a quarter more, and room
+/// for the run directory and the file system's own.
+pub fn inodes_for(entries: u64) -> u64 {
+    entries + entries / 4 + 1024
+}
+
+/// Bytes of metadata one file or directory costs beyond its data blocks, per type (an
+/// upper bound, for sizing images): ext inode 256 B; xfs inode 512 B + directory entry;
+/// btrfs inode, references and up to 2 KiB of inline data, twice (DUP metadata); NTFS
+/// one 1 KiB MFT record + index entry; exFAT three 32 B directory entries.
+pub fn entry_overhead(t: FsType) -> u64 {
+    match t {
+        FsType::Ext2 | FsType::Ext3 | FsType::Ext4 => 256 + 64,
+        FsType::Xfs => 512 + 64,
+        FsType::Btrfs => 2 * (2048 + 512),
+        FsType::Ntfs => 1024 + 128,
+        FsType::Exfat => 96,
+        FsType::Tmpfs => 0,
+    }
 }
 
 /// Minimum image sizes mkfs accepts (measured with xfsprogs 6.1, btrfs-progs 6.2).
@@ -211,6 +235,12 @@ impl ManagedFs {
 
     /// Make, format and mount one file system (see the module docs).
     pub fn create(spec: &FsSpec, image_bytes: u64) -> Result<ManagedFs> {
+        Self::create_for(spec, image_bytes, 0)
+    }
+
+    /// [`create`](Self::create) for a tree of `entries` files and directories: file
+    /// systems with a fixed inode count (ext2/3/4) get enough inodes for it.
+    pub fn create_for(spec: &FsSpec, image_bytes: u64, entries: u64) -> Result<ManagedFs> {
         let key = next_key();
         let image_bytes = round_image(image_bytes);
         let tmpfs = spec.fs_type == FsType::Tmpfs;
@@ -234,6 +264,7 @@ impl ManagedFs {
                 mount_options: String::new(),
                 fuse: spec.fs_type.is_fuse(),
                 formats: 0,
+                entries: (entries > 0).then_some(entries),
             },
             reg: None,
             image_created: false,
@@ -317,6 +348,11 @@ impl ManagedFs {
                     // mke2fs gives images under 512 MiB 1 KiB blocks ("small" usage type);
                     // a test file system should behave like a real one: 4 KiB.
                     None => v.extend(argv(&["-b", "4096"])),
+                }
+                // The inode count is fixed at mkfs (one per 16 KiB by default: 32,768 in
+                // 512 MiB, too few for 65,536 small files): a quarter more than the tree.
+                if let Some(n) = self.details.entries {
+                    v.extend(argv(&["-N", &inodes_for(n).to_string()]));
                 }
             }
             FsType::Xfs => {

@@ -21,6 +21,9 @@ pub struct RunDir {
     name: CString,
     fd: OwnedFd,
     keep: bool,
+    /// On a file system formatted afresh after this trial: what is left in it need not
+    /// be removed first (see [`RunDir::disposable`]).
+    disposable: bool,
     /// Registry record (when /run/manyfiles is writable, i.e. as root), so that
     /// `manyfiles cleanup` can remove the directory after a kill -9.
     registration: std::sync::Mutex<Option<registry::Registration>>,
@@ -51,7 +54,15 @@ impl RunDir {
             registry::Record { run_dir: Some(path.clone()), ..registry::own_record("run directory") },
         )
         .ok(); // best effort: without root there is no registry, and a normal exit cleans up anyway
-        let rd = RunDir { path, parent: pfd, name: cname, fd, keep, registration: std::sync::Mutex::new(registration) };
+        let rd = RunDir {
+            path,
+            parent: pfd,
+            name: cname,
+            fd,
+            keep,
+            disposable: false,
+            registration: std::sync::Mutex::new(registration),
+        };
         write_marker(rd.fd.as_fd())
             .map_err(|e| Error::failed(format!("cannot write the marker in {}: {e}", rd.path.display())))?;
         Ok(rd)
@@ -78,6 +89,7 @@ impl RunDir {
             name: cname,
             fd,
             keep: true,
+            disposable: false,
             registration: std::sync::Mutex::new(None),
         };
         Ok(rd)
@@ -89,6 +101,17 @@ impl RunDir {
 
     pub fn set_keep(&mut self, keep: bool) {
         self.keep = keep;
+    }
+
+    /// Will the file system holding it be formatted afresh before anything else runs
+    /// there? Then untimed clean-up inside it (deleting a tree nobody timed) is skipped:
+    /// on exFAT and NTFS it can take longer than the measured phases.
+    pub fn disposable(&self) -> bool {
+        self.disposable
+    }
+
+    pub fn set_disposable(&mut self, d: bool) {
+        self.disposable = d;
     }
 
     /// Remove the run directory and everything in it.
