@@ -193,6 +193,13 @@ impl ResultSet {
                     ));
                 }
             }
+            let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
+            if m.op == "read" && cold && r.device.is_none() {
+                push(format!(
+                    "read ({}): made cold, but the target has no block device to show that the reads reached storage (a network or FUSE file system may ignore the eviction)",
+                    m.target
+                ));
+            }
             if r.cache.as_deref() == Some("data-evicted")
                 && matches!(m.op.as_str(), "stat" | "list" | "scan" | "rescan")
             {
