@@ -149,6 +149,9 @@ fn spawn_and_wait(
     let err = Tail::spawn(child.stderr.take().expect("piped"));
     let pgid = child.id() as i32;
     let start = Instant::now();
+    // A signal that arrived before the helper started (teardown after Ctrl-C runs umount
+    // and losetup -d) does not stop it: only one that comes while it runs.
+    let signalled_before = crate::signals::pending();
     let mut nap = Duration::from_millis(1);
     let status = loop {
         match child.try_wait() {
@@ -156,7 +159,7 @@ fn spawn_and_wait(
             Ok(None) => {}
             Err(e) => return Err(HelperError::Failed(format!("`{shown}`: wait: {e}"))),
         }
-        let sig = crate::signals::pending();
+        let sig = if signalled_before == 0 { crate::signals::pending() } else { 0 };
         let late = start.elapsed() >= timeout;
         if sig != 0 || late {
             kill_group(pgid);

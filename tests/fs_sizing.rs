@@ -10,31 +10,28 @@ use std::time::Duration;
 
 const TYPES: &str = "ext2,ext3,ext4,xfs,btrfs,ntfs,exfat,tmpfs";
 
+/// One ladder per type (all images at once would not fit in /dev/shm on a small machine).
 fn ladder_completes(flat: bool) {
     let Some(_g) = root_only("managed file systems need root") else { return };
-    let t = tempfile::tempdir().unwrap();
-    let j = t.path().join("r.json");
-    let mut a = vec!["ladder", "--fs", TYPES, "--ops", "create", "--runs", "1", "-q", "--json", j.to_str().unwrap()];
-    if flat {
-        a.push("--flat");
-    }
-    let out = run_bounded(&a, Duration::from_secs(1800), None);
-    assert_eq!(out.code, Some(0), "{}", out.show());
-    let rs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
-    assert_eq!(rs["complete"], true);
-    let ms = rs["measurements"].as_array().unwrap();
     for ty in TYPES.split(',') {
-        let mine: Vec<&serde_json::Value> =
-            ms.iter().filter(|m| m["target"].as_str().unwrap().starts_with(&format!("{ty}@"))).collect();
-        assert_eq!(mine.len(), 9, "{ty}: one create per rung 1 … 65,536");
-        for m in mine {
+        let t = tempfile::tempdir().unwrap();
+        let j = t.path().join("r.json");
+        let mut a = vec!["ladder", "--fs", ty, "--ops", "create", "--runs", "1", "-q", "--json", j.to_str().unwrap()];
+        if flat {
+            a.push("--flat");
+        }
+        let out = run_bounded(&a, Duration::from_secs(900), None);
+        assert_eq!(out.code, Some(0), "{ty}: {}", out.show());
+        let rs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+        assert_eq!(rs["complete"], true, "{ty}");
+        let ms = rs["measurements"].as_array().unwrap();
+        assert_eq!(ms.len(), 9, "{ty}: one create per rung 1 … 65,536");
+        for m in ms {
             assert_eq!(m["errors"], 0, "{ty} {}: {}", m["tree_key"], m["first_error"]);
             assert_eq!(m["files"], m["tree_files"], "{ty} {}", m["tree_key"]);
         }
-    }
-    for tgt in rs["targets"].as_array().unwrap() {
-        let entries = tgt["managed"]["entries"].as_u64().unwrap();
-        assert!(entries > 65_536, "{}: sized for {entries} entries", tgt["id"]);
+        let entries = rs["targets"][0]["managed"]["entries"].as_u64().unwrap();
+        assert!(entries > 65_536, "{ty}: sized for {entries} entries");
     }
 }
 

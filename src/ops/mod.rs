@@ -345,7 +345,8 @@ fn run_phase_here(
         }
         t.elapsed().as_secs_f64()
     });
-    let elapsed = shared.start.elapsed().as_secs_f64();
+    // Exactly the sum of the portions: the returned part and the flush.
+    let elapsed = returned + flush.unwrap_or(0.0);
     let (u1, s1) = measure::cpu_times();
     let mut finishes: Vec<f64> = workers.iter().map(|w| w.finish_s).collect();
     finishes.push(first_finish_main);
