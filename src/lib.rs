@@ -11,6 +11,7 @@ pub mod generate;
 pub mod inventory;
 pub mod measure;
 pub mod ops;
+pub mod pack;
 pub mod ranks;
 pub mod report;
 pub mod scan;
