@@ -1012,10 +1012,11 @@ pub struct PackArgs {
     /// Source test file system (root): TYPE[:BLOCK][@ram|@disk[:DIR]], e.g. tmpfs or ext4@ram
     #[arg(long, value_name = "SPEC")]
     pub src_fs: Option<String>,
-    /// Destination directory (default: the source)
+    /// Destination directory (default: the source target holds both ends)
     #[arg(long, conflicts_with = "dst_fs")]
     pub dst_target: Option<PathBuf>,
-    /// Destination test file system (root), e.g. ext4@disk
+    /// Destination test file system (root), e.g. ext4@disk; a file system of its own even
+    /// when the spec equals --src-fs
     #[arg(long, value_name = "SPEC")]
     pub dst_fs: Option<String>,
     /// Image size of --src-fs / --dst-fs (default: from the tree, at least 512 MiB)
@@ -1079,7 +1080,6 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         return Err(Error::bad("--fs-size", "only makes sense with --src-fs or --dst-fs"));
     }
     let src = src.unwrap_or_else(|| TargetSpec::Dir(PathBuf::from(".")));
-    let dst = dst.unwrap_or_else(|| src.clone());
     let (mut unpack, mut mount) = (false, false);
     for w in a.access.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         match w {

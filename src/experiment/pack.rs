@@ -3,8 +3,8 @@
 //! destination? Every step is timed apart, per container (see `crate::pack`), on
 //! generated trees (a ladder shows where packing starts to pay) or on a real directory
 //! (read only). Source and destination are targets like everywhere else (directories or
-//! managed file systems, formatted afresh per trial); the same spec for both means one
-//! target.
+//! managed file systems, formatted afresh per trial); without a destination, or with the
+//! source's directory as destination, one target holds both ends.
 //!
 //! Ops recorded per tree: `loose` (the copy engine), then per container `C:pack`,
 //! `C:copy` (the container file, one copy), `C:unpack`, and for mountable containers
@@ -46,7 +46,8 @@ pub enum PackSource {
 pub struct PackExperiment {
     pub source: PackSource,
     pub src: TargetSpec,
-    pub dst: TargetSpec,
+    /// None: the source target is the destination too.
+    pub dst: Option<TargetSpec>,
     pub fs_size: Option<u64>,
     /// Container names; `named`: given by the user (a missing tool is then an error,
     /// otherwise the container is skipped with a warning).
@@ -152,7 +153,8 @@ fn check(cfg: &PackExperiment) -> Result<()> {
         }
         // Run directories (and managed file systems' mounts and images) inside PATH
         // would be packed into their own containers.
-        for (flag, t) in [("--src-target", &cfg.src), ("--dst-target", &cfg.dst)] {
+        for (flag, t) in [("--src-target", Some(&cfg.src)), ("--dst-target", cfg.dst.as_ref())] {
+            let Some(t) = t else { continue };
             let (flag, place) = match t {
                 TargetSpec::Dir(d) => (flag, std::fs::canonicalize(d).unwrap_or_else(|_| d.clone())),
                 TargetSpec::Fs(f) => (if flag == "--src-target" { "--src-fs" } else { "--dst-fs" }, f.backing_dir()),
@@ -404,7 +406,10 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     };
     // Image size: the source holds the tree and a container, the destination a
     // container and the unpacked tree (one target: all four).
-    let same = cfg.src == cfg.dst;
+    let same = match &cfg.dst {
+        None => true,
+        Some(d) => matches!(d, TargetSpec::Dir(_)) && d == &cfg.src,
+    };
     let fs_size = cfg.fs_size.or_else(|| {
         let need = match &path_usage {
             Some(u) => footprint(u.files, u.blocks_4k, u.dirs),
@@ -417,7 +422,10 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         let need = need.saturating_mul(if same { 5 } else { 3 }).max(512 << 20);
         Some(need.div_ceil(1 << 20) << 20)
     });
-    let specs: Vec<TargetSpec> = if same { vec![cfg.dst.clone()] } else { vec![cfg.src.clone(), cfg.dst.clone()] };
+    let mut specs = vec![cfg.src.clone()];
+    if !same {
+        specs.extend(cfg.dst.clone());
+    }
     let mut live = LiveTarget::open_all(&specs, &trees, fs_size, false, false)?;
     let mut dst = live.pop().expect("one target at least");
     let mut src = live.pop();
