@@ -411,11 +411,7 @@ impl RunArgs {
         Ok(v)
     }
     fn runs(&self, default: u32) -> Result<u32> {
-        match self.runs.unwrap_or(default) {
-            0 => Err(Error::bad("--runs", "must be at least 1")),
-            n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
-            n => Ok(n),
-        }
+        check_runs(self.runs.unwrap_or(default))
     }
 
     /// --target and --fs together; `.` when neither is given.
@@ -482,6 +478,14 @@ impl RunArgs {
     }
 }
 
+fn check_runs(n: u32) -> Result<u32> {
+    match n {
+        0 => Err(Error::bad("--runs", "must be at least 1")),
+        n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
+        n => Ok(n),
+    }
+}
+
 /// An output file's directory must exist, and the path must not be a directory.
 fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
     if path.is_dir() {
@@ -494,23 +498,28 @@ fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
-    // The shape is checked with the largest rung's file count (name length must fit it).
-    let shape = a.shape.spec(a.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
+/// A ladder's trees; the shape is checked with the largest rung's file count (name
+/// length must fit it).
+fn ladder_trees(ladder: &LadderSpec, shape: &ShapeArgs) -> Result<Vec<TreeSpec>> {
+    let spec = shape.spec(ladder.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
         Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
         e => e,
     })?;
-    if a.total < a.to {
+    if ladder.total < ladder.to {
         return Err(Error::bad(
             "--total",
             format!(
                 "{} bytes cannot be split into {} files of at least 1 byte (use ops --size 0 for empty files)",
-                a.total, a.to
+                ladder.total, ladder.to
             ),
         ));
     }
-    let trees = ladder.trees(&shape)?;
+    ladder.trees(&spec)
+}
+
+pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
+    let trees = ladder_trees(&ladder, &a.shape)?;
     let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
     a.pair.apply(cfg)
 }
@@ -1065,14 +1074,7 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         PackSource::Trees(vec![a.shape.spec(files, size)?])
     } else {
         let ladder = LadderSpec { total: a.total, from: a.from, to: a.to.unwrap_or(16_384), step: a.step };
-        let shape = a.shape.spec(ladder.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
-            Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
-            e => e,
-        })?;
-        if a.total < ladder.to {
-            return Err(Error::bad("--total", format!("{} bytes cannot be split into {} files", a.total, ladder.to)));
-        }
-        PackSource::Trees(ladder.trees(&shape)?)
+        PackSource::Trees(ladder_trees(&ladder, &a.shape)?)
     };
     let src = pack_target(&a.src_target, &a.src_fs, "--src-fs")?;
     let dst = pack_target(&a.dst_target, &a.dst_fs, "--dst-fs")?;
@@ -1101,11 +1103,7 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
     if let Some(j) = &a.json {
         check_output(j, "--json")?;
     }
-    let runs = match a.runs {
-        0 => return Err(Error::bad("--runs", "must be at least 1")),
-        n if n > 10_000 => return Err(Error::bad("--runs", "must be at most 10000")),
-        n => n,
-    };
+    let runs = check_runs(a.runs)?;
     Ok(PackExperiment {
         source,
         src,

@@ -347,3 +347,35 @@ fn sigint_mid_pack_leaves_nothing() {
         assert!(left.iter().all(|p| p == &json), "after {after}: only the results file may stay: {left:?}");
     }
 }
+
+/// kill -9 while a container is mounted: `manyfiles cleanup` unmounts it, the loop
+/// device goes, and the run directory and the records are removed.
+#[test]
+fn cleanup_after_kill_while_mounted() {
+    if !is_root() {
+        println!("skipped: needs root");
+        return;
+    }
+    if !names().split(',').any(|c| c == "squashfs") {
+        println!("skipped: squashfs-tools not installed");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let args = format!(
+        "pack --files 20000 --size 2k --runs 3 -q --containers squashfs --access mount --src-target {}",
+        t.path().display()
+    );
+    let mut child = Command::new(bin()).args(words(&args)).stdin(Stdio::null()).stdout(Stdio::null()).spawn().unwrap();
+    let pid = child.id();
+    let seen = wait_until(Duration::from_secs(120), || !mounts_of(t.path(), pid).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen, "never saw the mount");
+    assert!(!mounts_of(t.path(), pid).is_empty() || !records_of(pid).is_empty(), "the kill left something to clean");
+    let r = run(["cleanup"]);
+    r.ok();
+    assert!(mounts_of(t.path(), pid).is_empty(), "mounts left: {:?}", mounts_of(t.path(), pid));
+    assert!(loops_under(t.path()).is_empty(), "loop devices left");
+    assert!(records_of(pid).is_empty(), "records left: {:?}", records_of(pid));
+    assert!(run_dirs(t.path()).is_empty(), "run directory left");
+}

@@ -3,7 +3,7 @@
 //! and mounts too). Checked against SRC afterwards like every pair op.
 
 use super::copy::PairOp;
-use crate::measure::{PhaseResult, Portion, cpu_times};
+use crate::measure::{PhaseResult, Portion, children_cpu_times, cpu_times};
 use crate::pack::{self, Container};
 use std::path::Path;
 use std::time::Instant;
@@ -26,13 +26,17 @@ pub fn by_name(format: &str) -> Result<PackOp, String> {
 }
 
 /// Time `f` as one step over a tree of `files`, `bytes` and `dirs` (errors = 1 when it
-/// failed, with its message).
+/// failed, with its message). CPU time includes the external tools it ran.
 pub fn timed(files: u64, bytes: u64, dirs: u64, threads: usize, f: impl FnOnce() -> Result<(), String>) -> PhaseResult {
-    let (u0, s0) = cpu_times();
+    let both = || {
+        let ((a, b), (c, d)) = (cpu_times(), children_cpu_times());
+        (a + c, b + d)
+    };
+    let (u0, s0) = both();
     let t0 = Instant::now();
     let r = f();
     let el = t0.elapsed().as_secs_f64();
-    let (u1, s1) = cpu_times();
+    let (u1, s1) = both();
     PhaseResult {
         elapsed_s: el,
         files,
