@@ -429,8 +429,14 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     let mut live = LiveTarget::open_all(&specs, &trees, fs_size, false, false)?;
     let mut dst = live.pop().expect("one target at least");
     let mut src = live.pop();
-    if let Some(s) = &src {
-        dst.id = format!("{}→{}", s.id, dst.id);
+    // Two targets: the measurements' target says which way ("ext4@ram → exfat"), the
+    // target list which end is which.
+    if let Some(s) = src.as_mut() {
+        let label = |t: &LiveTarget| t.id.split('#').next().unwrap_or_default().to_string();
+        let (a, b) = (label(s), label(&dst));
+        s.info.id = format!("source {a}");
+        dst.info.id = format!("destination {b}");
+        dst.id = format!("{a} → {b}");
     }
     let mut ops_done = vec!["loose".to_string()];
     for c in &containers {
