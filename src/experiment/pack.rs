@@ -126,11 +126,6 @@ pub fn usable_containers(cfg: &PackExperiment) -> Result<(Vec<Box<dyn Container>
     Ok((ok, skipped))
 }
 
-/// Footprint of a tree in bytes: files in 4 KiB blocks, a block per directory, inodes.
-fn footprint(files: u64, blocks_4k: u64, dirs: u64) -> u64 {
-    (blocks_4k + dirs) * 4096 + files * 256
-}
-
 fn check(cfg: &PackExperiment) -> Result<()> {
     if cfg.copies == 0 || cfg.copies > 1_000_000 {
         return Err(Error::bad("--copies", "must be between 1 and 1000000"));
@@ -404,29 +399,34 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             (Vec::new(), vec![m], Some(u))
         }
     };
-    // Image size: the source holds the tree and a container, the destination a
-    // container and the unpacked tree (one target: all four).
     let same = match &cfg.dst {
         None => true,
         Some(d) => matches!(d, TargetSpec::Dir(_)) && d == &cfg.src,
     };
-    let fs_size = cfg.fs_size.or_else(|| {
-        let need = match &path_usage {
-            Some(u) => footprint(u.files, u.blocks_4k, u.dirs),
-            None => trees
-                .iter()
-                .map(|t| footprint(t.files, t.sum_sizes(|b| b.div_ceil(4096)), Shape::of(t).dir_count()))
-                .max()
-                .unwrap_or(0),
-        };
-        let need = need.saturating_mul(if same { 5 } else { 3 }).max(512 << 20);
-        Some(need.div_ceil(1 << 20) << 20)
-    });
     let mut specs = vec![cfg.src.clone()];
     if !same {
         specs.extend(cfg.dst.clone());
     }
-    let mut live = LiveTarget::open_all(&specs, &trees, fs_size, false, false)?;
+    // Image size: the source holds the tree and a container, the destination a container
+    // and the unpacked tree; one target holds all four. From the targets' own estimate
+    // (twice the tree in its cluster size, at least 512 MiB), scaled to that.
+    let sizing: Vec<TreeSpec> = match &path_usage {
+        Some(u) => vec![path_spec(u)],
+        None => trees.clone(),
+    };
+    let fs_size = match cfg.fs_size {
+        Some(s) => Some(s),
+        None => {
+            let mut m = 0u64;
+            for s in &specs {
+                if let TargetSpec::Fs(f) = s {
+                    m = m.max(super::targets::image_size(f, &sizing, None)?);
+                }
+            }
+            (m > 0).then(|| (m / 2).saturating_mul(if same { 5 } else { 3 }).div_ceil(1 << 20) << 20)
+        }
+    };
+    let mut live = LiveTarget::open_all(&specs, &sizing, fs_size, false, false)?;
     let mut dst = live.pop().expect("one target at least");
     let mut src = live.pop();
     // Two targets: the measurements' target says which way ("ext4@ram → exfat"), the
@@ -645,13 +645,20 @@ pub fn report(rs: &ResultSet, k: u32) -> String {
     let labels: Vec<String> = trees.last().map(|t| t.routes.iter().map(Route::label).collect()).unwrap_or_default();
     if trees.len() > 1 {
         out.push_str("where packing starts to pay (it pays at this rung and every larger one):\n");
-        for l in &labels {
-            let say = |k: u32| match pays_from(&trees, l, k) {
-                None => "never in this range".to_string(),
-                Some((None, f)) => format!("from {f} files (the smallest rung)"),
-                Some((Some(p), f)) => format!("between {p} and {f} files"),
-            };
-            out.push_str(&format!("  {l}: 1 copy {}; {k} copies {}\n", say(1), say(k)));
+        let say = |l: &str, k: u32| match pays_from(&trees, l, k) {
+            None => "never in this range".to_string(),
+            Some((None, f)) => format!("from {f} files (the smallest rung)"),
+            Some((Some(p), f)) => format!("between {p} and {f} files"),
+        };
+        let paying: Vec<&String> =
+            labels.iter().filter(|l| pays_from(&trees, l, 1).is_some() || pays_from(&trees, l, k).is_some()).collect();
+        for l in &paying {
+            out.push_str(&format!("  {l}: 1 copy {}; {k} copies {}\n", say(l, 1), say(l, k)));
+        }
+        if paying.is_empty() {
+            out.push_str(&format!("  no route, for 1 copy or {k} copies, in this range\n"));
+        } else if paying.len() < labels.len() {
+            out.push_str("  the other routes: never in this range\n");
         }
         out.push('\n');
     }
@@ -706,4 +713,44 @@ pub fn recommend(trees: &[TreeRoutes], k: u32) -> String {
         None => s.push_str("no container route completed.\n"),
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: u64, loose_s: f64, per_copy_s: f64) -> TreeRoutes {
+        let r = Route {
+            container: "tar".into(),
+            access: "unpack".into(),
+            pack_s: 1.0,
+            per_copy_s,
+            container_bytes: Some(100.0),
+        };
+        TreeRoutes { key: files.to_string(), files, bytes: 1 << 20, loose_s, loose_bytes: Some(200.0), routes: vec![r] }
+    }
+
+    #[test]
+    fn pays_from_the_rung_after_which_it_always_wins() {
+        // 1 copy: 1 + per_copy against loose; wins at 64 (3.5 < 4) and 256 only.
+        let t = vec![tree(4, 0.1, 0.05), tree(16, 2.0, 1.5), tree(64, 4.0, 2.5), tree(256, 9.0, 3.0)];
+        assert_eq!(pays_from(&t, "tar (unpack)", 1), Some((Some(16), 64)));
+        // 10 copies: 1 + 10·per_copy against 10·loose: wins from 16 (16 < 20).
+        assert_eq!(pays_from(&t, "tar (unpack)", 10), Some((Some(4), 16)));
+        // A win followed by a loss at a larger rung is no pay-off point.
+        let t = vec![tree(4, 9.0, 0.1), tree(16, 0.1, 0.1)];
+        assert_eq!(pays_from(&t, "tar (unpack)", 1), None);
+        let t = vec![tree(4, 9.0, 0.1), tree(16, 9.0, 0.1)];
+        assert_eq!(pays_from(&t, "tar (unpack)", 1), Some((None, 4)));
+        assert_eq!(pays_from(&t, "squashfs (mount)", 1), None);
+    }
+
+    #[test]
+    fn recommendation_says_why() {
+        let r = recommend(&[tree(256, 9.0, 3.0)], 10);
+        assert!(r.contains("pack into tar and unpack it"), "{r}");
+        assert!(r.contains("packing costs 1.00 s once; each copy then costs 3.00 s instead of 9.00 s"), "{r}");
+        let r = recommend(&[tree(256, 1.0, 3.0)], 10);
+        assert!(r.starts_with("recommendation for 256 files (1 MiB), 10 copies: copy loose"), "{r}");
+    }
 }

@@ -43,7 +43,7 @@ const DEFAULT_IMAGE_FLOOR: u64 = 512 << 20;
 
 /// Image size: `fs_size` if given (checked against the largest tree), else twice the
 /// largest tree's estimated footprint, at least 512 MiB.
-fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result<u64> {
+pub(crate) fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result<u64> {
     // The allocation unit the file system will use: exfatprogs picks 32 KiB clusters
     // for volumes from 256 MiB to 32 GiB; the others default to 4 KiB here.
     let default_block = if spec.fs_type == crate::target::fsspec::FsType::Exfat { 32 << 10 } else { 4096 };
