@@ -183,7 +183,17 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Pack(a) => {
             let cfg = cli::pack_config(&a, args)?;
             let o = manyfiles::experiment::pack::run(&cfg)?;
-            let mut body = manyfiles::experiment::pack::report(&o.results, cfg.copies);
+            let mut body = String::new();
+            if let Some(p) = &a.path {
+                let m = &o.results.measurements;
+                let (files, bytes) = m.first().map(|m| (m.tree_files, m.tree_bytes)).unwrap_or_default();
+                body.push_str(&format!(
+                    "tree: {} ({files} files, {}; recorded as n={files} with their mean size)\n",
+                    p.display(),
+                    fmt_size(bytes as f64)
+                ));
+            }
+            body.push_str(&manyfiles::experiment::pack::report(&o.results, cfg.copies));
             for w in &o.skipped {
                 body.push_str(&format!("skipped: {w}\n"));
             }
