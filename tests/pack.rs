@@ -128,13 +128,18 @@ fn mounts_of(dir: &Path, pid: u32) -> Vec<String> {
 fn records_of(pid: u32) -> Vec<String> {
     let tag = format!("-{pid}-");
     std::fs::read_dir("/run/manyfiles")
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(&tag)).collect())
+        .map(|rd| {
+            rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(&tag)).collect()
+        })
         .unwrap_or_default()
 }
 
 fn ops_of(json: &Path) -> Vec<(String, u64, bool)> {
     let v = load_json(json);
-    arr(&v, "measurements").iter().map(|m| (s(m, "op").to_string(), u(m, "tree_files"), measurement_complete(m))).collect()
+    arr(&v, "measurements")
+        .iter()
+        .map(|m| (s(m, "op").to_string(), u(m, "tree_files"), measurement_complete(m)))
+        .collect()
 }
 
 /// Access and mount flags that work here: mounts only as root.
@@ -218,8 +223,11 @@ fn real_directory_is_only_read() {
 fn pack_op_in_an_ops_experiment() {
     let t = tempfile::tempdir().unwrap();
     let json = t.path().join("r.json");
-    let args =
-        format!("ops --files 300 --size 2k --ops create,pack:tar,copy --runs 1 -q --target {} --json {}", t.path().display(), json.display());
+    let args = format!(
+        "ops --files 300 --size 2k --ops create,pack:tar,copy --runs 1 -q --target {} --json {}",
+        t.path().display(),
+        json.display()
+    );
     run(words(&args)).ok();
     let ops = ops_of(&json);
     assert!(ops.iter().any(|o| o.0 == "pack:tar" && o.2), "{ops:?}");
@@ -279,10 +287,17 @@ fn missing_tools_are_named_with_their_package() {
     let go = |extra: &str| {
         let out = cmd()
             .env("PATH", &bin_dir)
-            .args(words(&format!("pack --files 20 --runs 1 -q --access unpack --src-target {} {extra}", work.display())))
+            .args(words(&format!(
+                "pack --files 20 --runs 1 -q --access unpack --src-target {} {extra}",
+                work.display()
+            )))
             .output()
             .unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
     let (code, out, err) = go("--containers tar,squashfs");
     assert_eq!(code, Some(2), "{out}{err}");

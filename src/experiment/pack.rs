@@ -11,12 +11,12 @@
 //! `C:mount`, `C:read` (every file read to the end) and `C:umount`. Every unpacked or
 //! mounted tree is compared with the source (names, kinds, sizes, contents), untimed.
 
-use super::{Driver, Order, Stop, TrialOutcome, TreeMeta, drive, outputs};
+use super::{Driver, Order, Stop, TreeMeta, TrialOutcome, drive, outputs};
 use crate::copy::verify::{Checks, compare};
 use crate::error::{Error, Result};
+use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
-use crate::measure::PhaseResult;
 use crate::ops::{self, CreateOptions, PhaseSettings, run_phase};
 use crate::pack::{self, Container, MountWith};
 use crate::report::{ExperimentInfo, ResultSet};
@@ -393,7 +393,10 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         PackSource::Path(p) => {
             let (u, errors, first) = pack::walk_tree(p, cfg.threads, false);
             if errors > 0 {
-                return Err(Error::bad("PATH", format!("cannot read all of {}: {}", p.display(), first.unwrap_or_default())));
+                return Err(Error::bad(
+                    "PATH",
+                    format!("cannot read all of {}: {}", p.display(), first.unwrap_or_default()),
+                ));
             }
             let m = TreeMeta { spec: path_spec(&u), bytes: u.bytes, dirs: u.dirs.saturating_sub(1) };
             (Vec::new(), vec![m], Some(u))
@@ -469,7 +472,11 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         containers: &containers,
         prepared: &prepared,
         metas: &metas,
-        settings: PhaseSettings { threads: cfg.threads, portion_files: 10_000, buf_len: cfg.create.block_size.max(64 << 10) },
+        settings: PhaseSettings {
+            threads: cfg.threads,
+            portion_files: 10_000,
+            buf_len: cfg.create.block_size.max(64 << 10),
+        },
     };
     let driver = Driver {
         name: "pack",
@@ -567,11 +574,23 @@ pub fn routes(rs: &ResultSet) -> Vec<TreeRoutes> {
             };
             let space = median_space(rs, &format!("{n}:pack"), &key);
             if let Some(u) = median(rs, &format!("{n}:unpack"), &key) {
-                routes.push(Route { container: n.into(), access: "unpack".into(), pack_s: p, per_copy_s: c + u, container_bytes: space });
+                routes.push(Route {
+                    container: n.into(),
+                    access: "unpack".into(),
+                    pack_s: p,
+                    per_copy_s: c + u,
+                    container_bytes: space,
+                });
             }
             let m = ["mount", "read", "umount"].map(|s| median(rs, &format!("{n}:{s}"), &key));
             if let [Some(a), Some(b), Some(d)] = m {
-                routes.push(Route { container: n.into(), access: "mount".into(), pack_s: p, per_copy_s: c + a + b + d, container_bytes: space });
+                routes.push(Route {
+                    container: n.into(),
+                    access: "mount".into(),
+                    pack_s: p,
+                    per_copy_s: c + a + b + d,
+                    container_bytes: space,
+                });
             }
         }
         let loose_bytes = median_space(rs, "loose", &key);
@@ -689,10 +708,18 @@ pub fn recommend(trees: &[TreeRoutes], k: u32) -> String {
                 fmt_secs(big.loose_s)
             ));
             if r.total(1) >= big.loose_s {
-                s.push_str(&format!(" (for a single copy loose is faster: {} vs {})", fmt_secs(big.loose_s), fmt_secs(r.total(1))));
+                s.push_str(&format!(
+                    " (for a single copy loose is faster: {} vs {})",
+                    fmt_secs(big.loose_s),
+                    fmt_secs(r.total(1))
+                ));
             }
             if let (Some(c), Some(l)) = (r.container_bytes, big.loose_bytes) {
-                s.push_str(&format!("; the container takes {} against {} for the loose tree", fmt_size(c), fmt_size(l)));
+                s.push_str(&format!(
+                    "; the container takes {} against {} for the loose tree",
+                    fmt_size(c),
+                    fmt_size(l)
+                ));
             }
             s.push_str(".\n");
             if r.access == "mount" {

@@ -29,8 +29,21 @@ impl Container for Ext4Image {
         let inodes = (u.files + u.dirs + u.symlinks + 64).to_string();
         let size = format!("{}k", image_bytes(&u) / 1024);
         let a = argv(&[
-            "mkfs.ext4", "-q", "-F", "-b", "4096", "-m", "0", "-N", &inodes, "-O", "^has_journal", "-d",
-            &path_arg(src), &path_arg(out), &size,
+            "mkfs.ext4",
+            "-q",
+            "-F",
+            "-b",
+            "4096",
+            "-m",
+            "0",
+            "-N",
+            &inodes,
+            "-O",
+            "^has_journal",
+            "-d",
+            &path_arg(src),
+            &path_arg(out),
+            &size,
         ]);
         tool(&a)?;
         // mkfs adds an empty lost+found the source does not have (debugfs leaves a
