@@ -532,6 +532,8 @@ pub struct Route {
     /// Per copy: the container's copy plus unpack, or mount + read + umount.
     pub per_copy_s: f64,
     pub container_bytes: Option<f64>,
+    /// (pack, per copy) of every run that completed all its steps.
+    pub runs: Vec<(f64, f64)>,
 }
 
 impl Route {
@@ -552,6 +554,30 @@ pub struct TreeRoutes {
     pub loose_s: f64,
     pub loose_bytes: Option<f64>,
     pub routes: Vec<Route>,
+    /// Loose seconds of every complete run.
+    pub loose_runs: Vec<f64>,
+}
+
+/// Seconds of `op` on `key` per run (complete measurements only).
+fn per_run(rs: &ResultSet, op: &str, key: &str) -> Vec<(u32, f64)> {
+    rs.measurements
+        .iter()
+        .filter(|m| m.op == op && m.tree_key == key && m.result.complete())
+        .map(|m| (m.run, m.result.elapsed_s))
+        .collect()
+}
+
+/// (pack, per copy) of each run in which `pack` and every per-copy step completed.
+fn route_runs(rs: &ResultSet, key: &str, pack_op: &str, per_copy: &[String]) -> Vec<(f64, f64)> {
+    let steps: Vec<Vec<(u32, f64)>> = per_copy.iter().map(|op| per_run(rs, op, key)).collect();
+    per_run(rs, pack_op, key)
+        .into_iter()
+        .filter_map(|(run, p)| {
+            let each: Option<Vec<f64>> =
+                steps.iter().map(|v| v.iter().find(|(r, _)| *r == run).map(|(_, s)| *s)).collect();
+            each.map(|e| (p, e.iter().sum()))
+        })
+        .collect()
 }
 
 /// Every tree's routes from the summaries (medians), in file-count order.
@@ -573,6 +599,10 @@ pub fn routes(rs: &ResultSet) -> Vec<TreeRoutes> {
                 continue;
             };
             let space = median_space(rs, &format!("{n}:pack"), &key);
+            let runs = |steps: &[&str]| {
+                let ops: Vec<String> = steps.iter().map(|s| format!("{n}:{s}")).collect();
+                route_runs(rs, &key, &format!("{n}:pack"), &ops)
+            };
             if let Some(u) = median(rs, &format!("{n}:unpack"), &key) {
                 routes.push(Route {
                     container: n.into(),
@@ -580,6 +610,7 @@ pub fn routes(rs: &ResultSet) -> Vec<TreeRoutes> {
                     pack_s: p,
                     per_copy_s: c + u,
                     container_bytes: space,
+                    runs: runs(&["copy", "unpack"]),
                 });
             }
             let m = ["mount", "read", "umount"].map(|s| median(rs, &format!("{n}:{s}"), &key));
@@ -590,11 +621,13 @@ pub fn routes(rs: &ResultSet) -> Vec<TreeRoutes> {
                     pack_s: p,
                     per_copy_s: c + a + b + d,
                     container_bytes: space,
+                    runs: runs(&["copy", "mount", "read", "umount"]),
                 });
             }
         }
         let loose_bytes = median_space(rs, "loose", &key);
-        out.push(TreeRoutes { key, files, bytes, loose_s, loose_bytes, routes });
+        let loose_runs = per_run(rs, "loose", &key).into_iter().map(|(_, s)| s).collect();
+        out.push(TreeRoutes { key, files, bytes, loose_s, loose_bytes, routes, loose_runs });
     }
     out
 }
@@ -739,7 +772,33 @@ pub fn recommend(trees: &[TreeRoutes], k: u32) -> String {
         }
         None => s.push_str("no container route completed.\n"),
     }
+    if let Some(r) = best {
+        s.push_str(&spread_note(big, r, k));
+    }
     s
+}
+
+/// A note when the runs of the chosen route and of loose overlap (k copies): the
+/// medians then differ by less than the run-to-run spread.
+fn spread_note(t: &TreeRoutes, r: &Route, k: u32) -> String {
+    let range = |v: &[f64]| -> Option<(f64, f64)> {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (v.len() > 1).then_some((lo, hi))
+    };
+    let packed: Vec<f64> = r.runs.iter().map(|(p, c)| p + k as f64 * c).collect();
+    let loose: Vec<f64> = t.loose_runs.iter().map(|l| l * k as f64).collect();
+    match (range(&packed), range(&loose)) {
+        (Some((a, b)), Some((c, d))) if a <= d && c <= b => format!(
+            "  but the runs overlap ({}: {}–{}, loose: {}–{} for {k} copies): the difference is within the run-to-run spread; more --runs would settle it.\n",
+            r.label(),
+            fmt_secs(a),
+            fmt_secs(b),
+            fmt_secs(c),
+            fmt_secs(d)
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -753,8 +812,17 @@ mod tests {
             pack_s: 1.0,
             per_copy_s,
             container_bytes: Some(100.0),
+            runs: vec![(1.0, per_copy_s), (1.0, per_copy_s * 1.1)],
         };
-        TreeRoutes { key: files.to_string(), files, bytes: 1 << 20, loose_s, loose_bytes: Some(200.0), routes: vec![r] }
+        TreeRoutes {
+            key: files.to_string(),
+            files,
+            bytes: 1 << 20,
+            loose_s,
+            loose_bytes: Some(200.0),
+            routes: vec![r],
+            loose_runs: vec![loose_s, loose_s * 1.05],
+        }
     }
 
     #[test]
@@ -777,6 +845,10 @@ mod tests {
         let r = recommend(&[tree(256, 9.0, 3.0)], 10);
         assert!(r.contains("pack into tar and unpack it"), "{r}");
         assert!(r.contains("packing costs 1.00 s once; each copy then costs 3.00 s instead of 9.00 s"), "{r}");
+        assert!(!r.contains("overlap"), "{r}");
+        // 1 + 10·0.95 = 10.5 (runs 10.5–11.45) against loose 10–10.5: overlapping runs.
+        let r = recommend(&[tree(256, 1.0, 0.95)], 10);
+        assert!(r.contains("but the runs overlap"), "{r}");
         let r = recommend(&[tree(256, 1.0, 3.0)], 10);
         assert!(r.starts_with("recommendation for 256 files (1 MiB), 10 copies: copy loose"), "{r}");
     }
