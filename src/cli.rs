@@ -61,6 +61,8 @@ pub enum Command {
     Predict(PredictArgs),
     /// Cluster sizes for a tree: allocated space and slack, predicted write time, a recommendation
     Plan(PlanArgs),
+    /// Loose vs packed: copy a tree file by file, or pack it (tar, tar.zst, squashfs, erofs, ext4 image), copy one file, unpack or mount it
+    Pack(PackArgs),
 }
 
 #[derive(Args, Debug)]
@@ -429,11 +431,7 @@ impl RunArgs {
     }
 
     fn runs(&self, default: u32) -> Result<u32> {
-        match self.runs.unwrap_or(default) {
-            0 => Err(Error::bad("--runs", "must be at least 1")),
-            n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
-            n => Ok(n),
-        }
+        check_runs(self.runs.unwrap_or(default))
     }
 
     /// --target and --fs together; `.` when neither is given.
@@ -495,6 +493,14 @@ impl RunArgs {
     }
 }
 
+fn check_runs(n: u32) -> Result<u32> {
+    match n {
+        0 => Err(Error::bad("--runs", "must be at least 1")),
+        n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
+        n => Ok(n),
+    }
+}
+
 /// An output must not be a directory, and a new file's directory must exist (devices,
 /// fifos, sockets, symlinks and `-` are fine: see `export::write_output`).
 fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
@@ -502,23 +508,28 @@ fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
         .map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
 }
 
-pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
-    // The shape is checked with the largest rung's file count (name length must fit it).
-    let shape = a.shape.spec(a.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
+/// A ladder's trees; the shape is checked with the largest rung's file count (name
+/// length must fit it).
+fn ladder_trees(ladder: &LadderSpec, shape: &ShapeArgs) -> Result<Vec<TreeSpec>> {
+    let spec = shape.spec(ladder.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
         Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
         e => e,
     })?;
-    if a.total < a.to {
+    if ladder.total < ladder.to {
         return Err(Error::bad(
             "--total",
             format!(
                 "{} bytes cannot be split into {} files of at least 1 byte (use ops --size 0 for empty files)",
-                a.total, a.to
+                ladder.total, ladder.to
             ),
         ));
     }
-    let trees = ladder.trees(&shape)?;
+    ladder.trees(&spec)
+}
+
+pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
+    let trees = ladder_trees(&ladder, &a.shape)?;
     let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
     a.pair.apply(cfg)
 }
@@ -976,4 +987,150 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
         }
     }
     Ok(manyfiles::report::PlanConfig { tree, clusters, model, json: a.json.clone(), threads: threads(a.threads)? })
+}
+
+#[derive(Args, Debug)]
+pub struct PackArgs {
+    /// A real directory to use as the tree (only read; default: generated trees)
+    #[arg(value_name = "PATH", conflicts_with_all = ["files", "size", "to", "from", "step", "total"])]
+    pub path: Option<PathBuf>,
+    /// One generated tree of this many files (default: a ladder, see --to)
+    #[arg(long, value_parser = parse_count, conflicts_with_all = ["to", "from", "step", "total"])]
+    pub files: Option<u64>,
+    /// File size of the --files tree: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
+    #[arg(long, default_value = "4k", requires = "files")]
+    pub size: String,
+    /// Ladder: largest file count (rungs --from, ×--step, … up to this; each holds --total bytes)
+    #[arg(long, value_parser = parse_count)]
+    pub to: Option<u64>,
+    /// Ladder: smallest file count
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub from: u64,
+    /// Ladder: multiply the file count by this from rung to rung
+    #[arg(long, default_value = "4", value_parser = parse_count)]
+    pub step: u64,
+    /// Ladder: bytes split across each rung's files
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    pub total: u64,
+    /// Containers, comma separated: tar, tar.zst, squashfs, erofs, ext4 (default: every one
+    /// whose tools are installed; named ones must be)
+    #[arg(long, value_name = "NAME,...")]
+    pub containers: Option<String>,
+    /// At the destination: unpack, mount (read every file of the mounted container), or both
+    #[arg(long, default_value = "unpack,mount")]
+    pub access: String,
+    /// How containers are mounted: kernel (root), fuse (squashfuse, erofsfuse, fuse2fs) or auto
+    #[arg(long, default_value = "auto")]
+    pub mount_with: String,
+    /// k in "pack once, copy k times": totals for one copy and for k copies
+    #[arg(long, default_value = "10")]
+    pub copies: u32,
+    /// Source directory (a run directory is made inside; default .)
+    #[arg(long, conflicts_with = "src_fs")]
+    pub src_target: Option<PathBuf>,
+    /// Source test file system (root): TYPE[:BLOCK][@ram|@disk[:DIR]], e.g. tmpfs or ext4@ram
+    #[arg(long, value_name = "SPEC")]
+    pub src_fs: Option<String>,
+    /// Destination directory (default: the source target holds both ends)
+    #[arg(long, conflicts_with = "dst_fs")]
+    pub dst_target: Option<PathBuf>,
+    /// Destination test file system (root), e.g. ext4@disk; a file system of its own even
+    /// when the spec equals --src-fs
+    #[arg(long, value_name = "SPEC")]
+    pub dst_fs: Option<String>,
+    /// Image size of --src-fs / --dst-fs (default: from the tree, at least 512 MiB)
+    #[arg(long, value_parser = parse_size)]
+    pub fs_size: Option<u64>,
+    /// Measured runs of every step on every tree
+    #[arg(long, default_value = "3")]
+    pub runs: u32,
+    /// Unrecorded runs before the measured ones
+    #[arg(long, default_value = "0")]
+    pub warmup: u32,
+    /// Worker threads (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the results (versioned JSON) here, rewritten after every measurement
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// One end of `pack`: a directory, a test file system, or (None) the default.
+fn pack_target(dir: &Option<PathBuf>, fs: &Option<String>, flag: &str) -> Result<Option<TargetSpec>> {
+    if let Some(f) = fs {
+        let mut v = parse_fs_list(f).map_err(|e| Error::bad(flag, e))?;
+        if v.len() != 1 {
+            return Err(Error::bad(flag, "give one file system"));
+        }
+        return Ok(Some(TargetSpec::Fs(v.remove(0))));
+    }
+    Ok(dir.clone().map(TargetSpec::Dir))
+}
+
+pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles::experiment::pack::PackExperiment> {
+    use manyfiles::experiment::pack::{PackExperiment, PackSource};
+    use manyfiles::pack::MountWith;
+    let source = if let Some(p) = &a.path {
+        PackSource::Path(p.clone())
+    } else if let Some(files) = a.files {
+        let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
+        PackSource::Trees(vec![a.shape.spec(files, size)?])
+    } else {
+        let ladder = LadderSpec { total: a.total, from: a.from, to: a.to.unwrap_or(16_384), step: a.step };
+        PackSource::Trees(ladder_trees(&ladder, &a.shape)?)
+    };
+    let src = pack_target(&a.src_target, &a.src_fs, "--src-fs")?;
+    let dst = pack_target(&a.dst_target, &a.dst_fs, "--dst-fs")?;
+    if a.fs_size.is_some() && a.src_fs.is_none() && a.dst_fs.is_none() {
+        return Err(Error::bad("--fs-size", "only makes sense with --src-fs or --dst-fs"));
+    }
+    let src = src.unwrap_or_else(|| TargetSpec::Dir(PathBuf::from(".")));
+    let (mut unpack, mut mount) = (false, false);
+    for w in a.access.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match w {
+            "unpack" => unpack = true,
+            "mount" => mount = true,
+            _ => return Err(Error::bad("--access", format!("'{w}': expected unpack, mount or both"))),
+        }
+    }
+    let mount_with = match a.mount_with.as_str() {
+        "auto" => MountWith::auto(),
+        "kernel" => MountWith::Kernel,
+        "fuse" => MountWith::Fuse,
+        o => return Err(Error::bad("--mount-with", format!("'{o}': expected kernel, fuse or auto"))),
+    };
+    let (containers, named) = match &a.containers {
+        Some(c) => (c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(), true),
+        None => (manyfiles::pack::NAMES.iter().map(|s| s.to_string()).collect(), false),
+    };
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    let runs = check_runs(a.runs)?;
+    Ok(PackExperiment {
+        source,
+        src,
+        dst,
+        fs_size: a.fs_size,
+        containers,
+        named,
+        unpack,
+        mount,
+        mount_with,
+        copies: a.copies,
+        runs,
+        warmup: a.warmup,
+        threads: threads(a.threads)?,
+        create: a.write.options()?,
+        json: a.json.clone(),
+        quiet: a.quiet,
+        command_line,
+    })
 }

@@ -12,6 +12,7 @@ pub mod helper;
 pub mod inventory;
 pub mod measure;
 pub mod ops;
+pub mod pack;
 pub mod ranks;
 pub mod report;
 pub mod scan;

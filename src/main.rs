@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan, pack or cleanup (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -190,6 +190,25 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Plan(a) => {
             let cfg = cli::plan_config(&a)?;
             out(&manyfiles::report::run_plan(cfg)?);
+        }
+        Command::Pack(a) => {
+            let cfg = cli::pack_config(&a, args)?;
+            let o = manyfiles::experiment::pack::run(&cfg)?;
+            let mut body = String::new();
+            if let Some(p) = &a.path {
+                let m = &o.results.measurements;
+                let (files, bytes) = m.first().map(|m| (m.tree_files, m.tree_bytes)).unwrap_or_default();
+                body.push_str(&format!(
+                    "tree: {} ({files} files, {}; recorded as n={files} with their mean size)\n",
+                    p.display(),
+                    fmt_size(bytes as f64)
+                ));
+            }
+            body.push_str(&manyfiles::experiment::pack::report(&o.results, cfg.copies));
+            for w in &o.skipped {
+                body.push_str(&format!("skipped: {w}\n"));
+            }
+            print_report(&o.results, &body, cfg.json.as_deref());
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

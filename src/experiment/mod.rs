@@ -7,6 +7,7 @@ pub mod clusters;
 pub mod dirsize;
 pub mod external;
 pub mod ladder;
+pub mod pack;
 pub mod targets;
 
 use crate::error::{Error, Result};
@@ -190,7 +191,7 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
             return Err(Error::bad(
                 "--ops",
                 format!(
-                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P)",
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT)",
                     ops::OP_NAMES.join(", ")
                 ),
             ));

@@ -56,7 +56,7 @@ pub struct ImageSize {
 /// largest tree's estimated footprint, at least 512 MiB. The footprint counts data in
 /// whole blocks and each entry's metadata for this type (inodes, MFT records, btrfs
 /// inline data), times `copies` (a copy or sync op writes a second tree beside the first).
-fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>, copies: u64) -> Result<ImageSize> {
+pub(crate) fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>, copies: u64) -> Result<ImageSize> {
     // The allocation unit the file system will use: exfatprogs picks 32 KiB clusters
     // for volumes from 256 MiB to 32 GiB; the others default to 4 KiB here.
     let default_block = if spec.fs_type == crate::target::fsspec::FsType::Exfat { 32 << 10 } else { 4096 };

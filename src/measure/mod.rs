@@ -108,10 +108,19 @@ impl PhaseResult {
 
 /// Process CPU time (user, system) in seconds, from getrusage(RUSAGE_SELF).
 pub fn cpu_times() -> (f64, f64) {
+    rusage_times(libc::RUSAGE_SELF)
+}
+
+/// CPU time (user, system) of the finished child processes waited for (external tools).
+pub fn children_cpu_times() -> (f64, f64) {
+    rusage_times(libc::RUSAGE_CHILDREN)
+}
+
+fn rusage_times(who: libc::c_int) -> (f64, f64) {
     // rustix has no getrusage, so this one call goes through libc.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: ru is a valid, writable rusage; RUSAGE_SELF is always accepted.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    // SAFETY: ru is a valid, writable rusage; RUSAGE_SELF and RUSAGE_CHILDREN are always accepted.
+    let rc = unsafe { libc::getrusage(who, &mut ru) };
     if rc != 0 {
         return (0.0, 0.0);
     }

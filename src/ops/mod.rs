@@ -11,6 +11,7 @@ pub mod copy;
 pub mod create;
 pub mod delete;
 pub mod list;
+pub mod pack;
 pub mod read;
 pub mod scan;
 pub mod stat;

@@ -37,14 +37,14 @@ fn unit_for(s: f64) -> (f64, &'static str) {
     }
 }
 
-fn new_table(header: Vec<String>) -> Table {
+pub(crate) fn new_table(header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     t.set_header(header);
     t
 }
 
-fn right_align(t: &mut Table, from: usize) {
+pub(crate) fn right_align(t: &mut Table, from: usize) {
     let n = t.column_count();
     for i in from..n {
         if let Some(c) = t.column_mut(i) {

@@ -122,7 +122,7 @@ fn kernel_has(fs: &str) -> bool {
 }
 
 /// Is `fs` known to the kernel (after trying `modprobe`)?
-fn kernel_supports(fs: &str) -> bool {
+pub(crate) fn kernel_supports(fs: &str) -> bool {
     if kernel_has(fs) {
         return true;
     }

@@ -45,6 +45,14 @@ pub struct Record {
     /// A run directory (with its marker) the process made in a target directory.
     #[serde(default)]
     pub run_dir: Option<PathBuf>,
+    /// A container `pack` mounted read-only: cleaned before the other records (its image
+    /// may sit on another record's file system), and its image is not deleted here (it
+    /// lives in a run directory, removed with it).
+    #[serde(default)]
+    pub pack_mount: bool,
+    /// Source name of a FUSE mount of such a container (`squashfuse`, `fuse2fs`, ...).
+    #[serde(default)]
+    pub fuse_source: Option<String>,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -96,6 +104,8 @@ pub fn own_record(fs: &str) -> Record {
         tmpfs_source: None,
         fs: fs.to_string(),
         run_dir: None,
+        pack_mount: false,
+        fuse_source: None,
     }
 }
 
@@ -332,8 +342,17 @@ pub fn cleanup() -> Result<CleanupReport> {
     let mut paths: Vec<PathBuf> =
         rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
     paths.sort();
-    for path in paths {
-        let rec: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+    let mut records: Vec<(PathBuf, Option<Record>)> = paths
+        .into_iter()
+        .map(|p| {
+            let r = std::fs::read(&p).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            (p, r)
+        })
+        .collect();
+    // Mounted containers first: they may hold files on another record's file system.
+    records.sort_by_key(|(_, r)| !r.as_ref().is_some_and(|r| r.pack_mount));
+    for (path, rec) in records {
+        let rec: Record = match rec {
             Some(r) => r,
             None => {
                 rep.problems.push(format!("{}: not a readable record; left alone", path.display()));
@@ -420,9 +439,10 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
     // 1. Mounts at the recorded mount point whose source is ours.
     if let Some(mp) = &rec.mount_point {
         for m in mounts_at(mp).into_iter().rev() {
-            let mine = match &rec.tmpfs_source {
-                Some(src) => m.fs_type == "tmpfs" && &m.source == src,
-                None => rec.loop_device.as_deref() == Some(m.source.as_str()) || ours.contains(&m.source),
+            let mine = match (&rec.tmpfs_source, &rec.fuse_source) {
+                (Some(src), _) => m.fs_type == "tmpfs" && &m.source == src,
+                (None, Some(src)) => m.fs_type.starts_with("fuse") && &m.source == src,
+                (None, None) => rec.loop_device.as_deref() == Some(m.source.as_str()) || ours.contains(&m.source),
             };
             if !mine {
                 rep.problems.push(format!(
@@ -451,8 +471,8 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             }
         }
     }
-    // 3. The image, if it is one of ours.
-    if let Some(img) = &rec.image {
+    // 3. The image, if it is one of ours (a pack container belongs to its run directory).
+    if let Some(img) = rec.image.as_ref().filter(|_| !rec.pack_mount) {
         match std::fs::symlink_metadata(img) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => rep.problems.push(format!("{}: {e}", img.display())),
