@@ -143,13 +143,20 @@ impl LiveTarget {
                     ));
                 }
                 TargetSpec::Fs(f) => {
-                    sizes.push(image_size(f, trees, fs_size)?);
+                    // A real device's size is its own (filled in below, after the root check).
+                    sizes.push(if f.device().is_some() { 0 } else { image_size(f, trees, fs_size)? });
                     fs_specs.push(f.clone());
                 }
             }
         }
         if !fs_specs.is_empty() {
             ManagedFs::preflight(&fs_specs, sizes.iter().copied().max().unwrap_or(0))?;
+            // `@dev:` targets: every safety interlock (crate::target::device).
+            for (size, dev) in sizes.iter_mut().zip(crate::target::device::check_all(&fs_specs, fs_size)?) {
+                if let Some(d) = dev {
+                    *size = d.size_bytes;
+                }
+            }
         }
         Ok((sizes, fs_specs))
     }

@@ -11,7 +11,9 @@
 //! the record says: a mount whose source is the recorded loop device (or a loop device
 //! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
 //! backing file is the recorded image, an image that is a regular file named
-//! `manyfiles-img-*.img`.
+//! `manyfiles-img-*.img`. A real device (`@dev:`) is recorded only so its mount can be
+//! undone: cleanup unmounts a mount whose source is the recorded device and never
+//! touches the device otherwise.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -45,6 +47,9 @@ pub struct Record {
     /// A run directory (with its marker) the process made in a target directory.
     #[serde(default)]
     pub run_dir: Option<PathBuf>,
+    /// A real block device (`@dev:`) formatted and mounted at `mount_point`.
+    #[serde(default)]
+    pub device: Option<String>,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -96,6 +101,7 @@ pub fn own_record(fs: &str) -> Record {
         tmpfs_source: None,
         fs: fs.to_string(),
         run_dir: None,
+        device: None,
     }
 }
 
@@ -169,6 +175,8 @@ fn alive(rec: &Record) -> bool {
 /// One line of /proc/self/mountinfo.
 #[derive(Debug, Clone)]
 pub struct MountEntry {
+    /// `major:minor` of the mounted device (btrfs and FUSE show an anonymous 0:N).
+    pub major_minor: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
     pub source: String,
@@ -187,6 +195,7 @@ pub fn mounts() -> Vec<MountEntry> {
             continue;
         }
         out.push(MountEntry {
+            major_minor: l[2].to_string(),
             mount_point: PathBuf::from(unescape(l[4])),
             fs_type: r[0].to_string(),
             source: unescape(r[1]),
@@ -379,6 +388,7 @@ fn wait_for_helpers(rec: &Record) {
     let names: Vec<String> = [
         rec.image.as_ref().map(|p| p.display().to_string()),
         rec.loop_device.clone(),
+        rec.device.clone(),
         rec.mount_point.as_ref().map(|p| p.display().to_string()),
     ]
     .into_iter()
@@ -422,7 +432,11 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
         for m in mounts_at(mp).into_iter().rev() {
             let mine = match &rec.tmpfs_source {
                 Some(src) => m.fs_type == "tmpfs" && &m.source == src,
-                None => rec.loop_device.as_deref() == Some(m.source.as_str()) || ours.contains(&m.source),
+                None => {
+                    rec.loop_device.as_deref() == Some(m.source.as_str())
+                        || ours.contains(&m.source)
+                        || rec.device.as_deref() == Some(m.source.as_str())
+                }
             };
             if !mine {
                 rep.problems.push(format!(
