@@ -53,7 +53,8 @@ impl LoopDisk {
         } else {
             ok("mkfs.ext2", &["-q", "-L", "precious", &img_s]);
         }
-        let args: Vec<&str> = if partitioned { vec!["-P", "--find", "--show", &img_s] } else { vec!["--find", "--show", &img_s] };
+        let args: Vec<&str> =
+            if partitioned { vec!["-P", "--find", "--show", &img_s] } else { vec!["--find", "--show", &img_s] };
         let dev = ok("losetup", &args).trim().to_string();
         assert!(dev.starts_with("/dev/loop"), "{dev}");
         let d = LoopDisk { _dir: dir, img, dev, mounts: vec![], swap: false, dm: None };
@@ -231,7 +232,11 @@ fn every_interlock_refuses_and_leaves_the_device_untouched() {
     refused(&disk, &["--fs", &spec, "--destroy-device", "/nonexistent/sdz"], &["--destroy-device", "does not exist"]);
     // --destroy-device with nothing to format.
     let tmp = tempfile::tempdir().unwrap();
-    refused(&disk, &["--target", tmp.path().to_str().unwrap(), "--destroy-device", dev], &["--destroy-device", "only makes sense"]);
+    refused(
+        &disk,
+        &["--target", tmp.path().to_str().unwrap(), "--destroy-device", dev],
+        &["--destroy-device", "only makes sense"],
+    );
     // One device as two targets, --fs-size, a type that does not fit.
     refused(&disk, &["--fs", &format!("{spec},ext2@dev:{dev}"), "--destroy-device", dev], &["--fs", "one target"]);
     refused(&disk, &["--fs", &spec, "--destroy-device", dev, "--fs-size", "1g"], &["--fs-size", "whole device"]);
@@ -240,10 +245,18 @@ fn every_interlock_refuses_and_leaves_the_device_untouched() {
     let file = tmp.path().join("plain.img");
     std::fs::write(&file, b"keep me").unwrap();
     let f = file.to_str().unwrap();
-    refused(&disk, &["--fs", &format!("ext4@dev:{f}"), "--destroy-device", f], &["--fs", "regular file", "not a block device"]);
+    refused(
+        &disk,
+        &["--fs", &format!("ext4@dev:{f}"), "--destroy-device", f],
+        &["--fs", "regular file", "not a block device"],
+    );
     assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
     refused(&disk, &["--fs", "ext4@dev:/dev/null", "--destroy-device", "/dev/null"], &["--fs", "character device"]);
-    refused(&disk, &["--fs", "ext4@dev:/dev/nonexistent-mf", "--destroy-device", "/dev/nonexistent-mf"], &["--fs", "does not exist"]);
+    refused(
+        &disk,
+        &["--fs", "ext4@dev:/dev/nonexistent-mf", "--destroy-device", "/dev/nonexistent-mf"],
+        &["--fs", "does not exist"],
+    );
     let outs = tmp.path().read_dir().unwrap().count();
     assert_eq!(outs, 1, "nothing created in the target directory");
 }
@@ -254,7 +267,11 @@ fn a_mounted_device_is_refused() {
     let mut disk = LoopDisk::new(32, false).unwrap();
     let dev = disk.dev.clone();
     let mp = disk.mount(&dev);
-    refused(&disk, &["--fs", &format!("ext4@dev:{dev}"), "--destroy-device", &dev], &["--fs", "mounted", mp.to_str().unwrap()]);
+    refused(
+        &disk,
+        &["--fs", &format!("ext4@dev:{dev}"), "--destroy-device", &dev],
+        &["--fs", "mounted", mp.to_str().unwrap()],
+    );
 }
 
 #[test]
@@ -293,7 +310,8 @@ fn a_held_device_is_refused() {
     // A program holding it open exclusively (as mkfs, md or dm do).
     {
         use rustix::fs::{Mode, OFlags};
-        let _fd = rustix::fs::open(dev.as_str(), OFlags::RDONLY | OFlags::EXCL | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        let _fd =
+            rustix::fs::open(dev.as_str(), OFlags::RDONLY | OFlags::EXCL | OFlags::CLOEXEC, Mode::empty()).unwrap();
         refused(&disk, &args, &["--fs", "busy"]);
     }
     // A dm device over it (a holder, as LVM makes), where device-mapper works.

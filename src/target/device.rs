@@ -115,7 +115,11 @@ fn is_partition(dir: &Path) -> bool {
 
 /// The whole disk's sysfs directory (the parent of a partition).
 fn disk_dir(dir: &Path) -> PathBuf {
-    if is_partition(dir) { dir.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf()) } else { dir.to_path_buf() }
+    if is_partition(dir) {
+        dir.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf())
+    } else {
+        dir.to_path_buf()
+    }
 }
 
 fn name_of(dir: &Path) -> String {
@@ -220,7 +224,9 @@ fn swaps() -> Vec<(u64, String)> {
 fn protected() -> Vec<(u64, &'static str)> {
     let mut seeds: Vec<(u64, &'static str)> = Vec::new();
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    for (p, why) in [(Path::new("/"), "holds / (the running system)"), (exe.as_path(), "holds the running manyfiles binary")] {
+    for (p, why) in
+        [(Path::new("/"), "holds / (the running system)"), (exe.as_path(), "holds the running manyfiles binary")]
+    {
         if let Ok(md) = std::fs::metadata(p) {
             seeds.push((md.dev(), why));
         }
@@ -272,7 +278,10 @@ fn exclusive_open(p: &Path) -> std::result::Result<(), String> {
     use rustix::fs::{Mode, OFlags};
     match rustix::fs::open(p, OFlags::RDONLY | OFlags::EXCL | OFlags::CLOEXEC | OFlags::NONBLOCK, Mode::empty()) {
         Ok(_fd) => Ok(()),
-        Err(rustix::io::Errno::BUSY) => Err("is busy: something holds it open exclusively (a mount, swap, RAID/LVM/dm, or a program); refusing".into()),
+        Err(rustix::io::Errno::BUSY) => {
+            Err("is busy: something holds it open exclusively (a mount, swap, RAID/LVM/dm, or a program); refusing"
+                .into())
+        }
         Err(e) => Err(format!("cannot be opened exclusively: {}", std::io::Error::from(e))),
     }
 }
@@ -294,7 +303,9 @@ pub fn check(spec: &FsSpec) -> Result<(Resolved, DeviceInfo)> {
         None => {
             return Err(Error::bad(
                 CONFIRM,
-                format!("formatting {also} destroys everything on it; to confirm, name it again: --destroy-device {shown}"),
+                format!(
+                    "formatting {also} destroys everything on it; to confirm, name it again: --destroy-device {shown}"
+                ),
             ));
         }
         Some(c) => match resolve(c) {
@@ -443,14 +454,16 @@ pub fn announce(label: &str, info: &DeviceInfo) {
         nodes.extend(partitions(&dir).into_iter().map(|(n, _)| format!("/dev/{n}")));
     }
     for node in &nodes {
-        let (out, _) = crate::helper::run_output(&[ "blkid".into(), "-p".into(), node.clone()], t);
+        let (out, _) = crate::helper::run_output(&["blkid".into(), "-p".into(), node.clone()], t);
         for l in out.lines().filter(|l| !l.trim().is_empty()) {
             eprintln!("manyfiles:   {}", l.trim());
             said = true;
         }
     }
     let argv: Vec<String> =
-        ["wipefs", "--no-act", "--noheadings", "--output", "DEVICE,OFFSET,TYPE,LABEL,UUID", &info.path].map(String::from).to_vec();
+        ["wipefs", "--no-act", "--noheadings", "--output", "DEVICE,OFFSET,TYPE,LABEL,UUID", &info.path]
+            .map(String::from)
+            .to_vec();
     let (out, _) = crate::helper::run_output(&argv, t);
     for l in out.lines().filter(|l| !l.trim().is_empty()) {
         eprintln!("manyfiles:   signature: {}", l.split_whitespace().collect::<Vec<_>>().join(" "));

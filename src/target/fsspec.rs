@@ -294,9 +294,17 @@ mod tests {
 
     #[test]
     fn labels_round_trip() {
-        for s in
-            ["ext4:4k", "ext3:1k@disk", "xfs:64k@disk:/var/tmp", "ext4@dev:/dev/loop7", "btrfs", "ntfs:512", "exfat:32m", "tmpfs", "ext2:2k"]
-        {
+        for s in [
+            "ext4:4k",
+            "ext3:1k@disk",
+            "xfs:64k@disk:/var/tmp",
+            "ext4@dev:/dev/loop7",
+            "btrfs",
+            "ntfs:512",
+            "exfat:32m",
+            "tmpfs",
+            "ext2:2k",
+        ] {
             let a = FsSpec::parse(s).unwrap();
             let b = FsSpec::parse(&a.label()).unwrap();
             assert_eq!(a, b, "{s}");
