@@ -240,10 +240,14 @@ pub struct RunArgs {
     /// (default: . unless --fs is given)
     #[arg(long)]
     pub target: Option<PathBuf>,
-    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]], comma
-    /// separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
+    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME],
+    /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
     #[arg(long, value_name = "SPEC,...")]
     pub fs: Option<String>,
+    /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here
+    /// (repeat for several devices); everything on it is destroyed
+    #[arg(long, value_name = "/dev/NAME")]
+    pub destroy_device: Vec<PathBuf>,
     /// Image size for --fs (default: twice the largest tree, at least 512 MiB)
     #[arg(long, value_parser = parse_size)]
     pub fs_size: Option<u64>,
@@ -448,7 +452,48 @@ impl RunArgs {
         if targets.is_empty() {
             targets.push(TargetSpec::Dir(PathBuf::from(".")));
         }
+        self.confirm_devices(&mut targets)?;
         Ok(targets)
+    }
+
+    /// Attach each --destroy-device to the `@dev:` spec naming the same device (the
+    /// engine refuses a device spec without one, or with one naming another device).
+    fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
+        use manyfiles::target::device::same_device;
+        use manyfiles::target::fsspec::Backing;
+        const FLAG: &str = "--destroy-device";
+        let destroy = &self.destroy_device;
+        let mut devs: Vec<&mut manyfiles::target::fsspec::FsSpec> = targets
+            .iter_mut()
+            .filter_map(|t| match t {
+                TargetSpec::Fs(f) if f.device().is_some() => Some(f),
+                _ => None,
+            })
+            .collect();
+        if destroy.is_empty() {
+            return Ok(());
+        }
+        if devs.is_empty() {
+            return Err(Error::bad(
+                FLAG,
+                "only makes sense with a device in --fs (TYPE@dev:/dev/NAME); nothing here formats a device",
+            ));
+        }
+        for d in destroy {
+            let matching: Vec<usize> =
+                (0..devs.len()).filter(|&i| devs[i].device().is_some_and(|p| same_device(p, d))).collect();
+            // One device and one confirmation that do not match: let the engine say why.
+            let chosen = if matching.is_empty() && devs.len() == 1 && destroy.len() == 1 { vec![0] } else { matching };
+            if chosen.is_empty() {
+                return Err(Error::bad(FLAG, format!("{} names none of the @dev: devices in --fs", d.display())));
+            }
+            for i in chosen {
+                if let Backing::Dev { confirmed_by, .. } = &mut devs[i].backing {
+                    *confirmed_by = Some(d.clone());
+                }
+            }
+        }
+        Ok(())
     }
     fn experiment(
         &self,
@@ -567,7 +612,8 @@ pub fn clusters_config(a: &ClustersArgs, command_line: Vec<String>) -> Result<Tr
     let files = a.run.portion.saturating_mul(a.portions);
     let shape = a.shape.spec(files.max(1), SizeDist::Fixed { bytes: 0 })?;
     let trees = clusters::trees(&sizes, &cl, files, &shape);
-    let targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
+    let mut targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
+    a.run.confirm_devices(&mut targets)?;
     let mut cfg = a.run.experiment("clusters", trees, "create", a.write.options()?, command_line)?;
     cfg.targets = targets;
     cfg.measure_allocation = true;
@@ -621,7 +667,7 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
                         other => Err(bad(format!("key {k}: list item {other} is not a string or number"))),
                     })
                     .collect::<Result<_>>()?;
-                if k == "cmd" {
+                if k == "cmd" || k == "destroy_device" {
                     // Repeatable flag (templates may hold commas): one --cmd per item.
                     args.extend(parts.into_iter().flat_map(|p| [flag.clone(), p]));
                 } else {

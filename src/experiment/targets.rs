@@ -169,13 +169,26 @@ impl LiveTarget {
                     ));
                 }
                 TargetSpec::Fs(f) => {
-                    sizes.push(image_size(f, trees, fs_size, copies.max(1))?);
+                    // A real device's size is its own (filled in below, after the root check);
+                    // the tree's entries still size ext's inode table.
+                    let dev = f.device().is_some();
+                    let mut s = image_size(f, trees, if dev { None } else { fs_size }, copies.max(1))?;
+                    if dev {
+                        s.bytes = 0;
+                    }
+                    sizes.push(s);
                     fs_specs.push(f.clone());
                 }
             }
         }
         if !fs_specs.is_empty() {
             ManagedFs::preflight(&fs_specs, sizes.iter().map(|s| s.bytes).max().unwrap_or(0))?;
+            // `@dev:` targets: every safety interlock (crate::target::device).
+            for (size, dev) in sizes.iter_mut().zip(crate::target::device::check_all(&fs_specs, fs_size)?) {
+                if let Some(d) = dev {
+                    size.bytes = d.size_bytes;
+                }
+            }
         }
         Ok((sizes, fs_specs))
     }

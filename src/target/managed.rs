@@ -38,6 +38,9 @@ pub struct ManagedDetails {
     /// Files and directories the image was sized for (ext2/3/4: inodes asked of mkfs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
+    /// A real device (`@dev:`): what sysfs says about it (None for images and tmpfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_info: Option<super::device::DeviceInfo>,
 }
 
 /// A file system the tool made and mounted; torn down on drop.
@@ -178,6 +181,9 @@ impl ManagedFs {
             } else if !kernel_supports(t.name()) {
                 return Err(Error::bad(FLAG, format!("{label}: this kernel has no {} support", t.name())));
             }
+            if spec.device().is_some() {
+                continue; // no image: size, state and interlocks are device.rs's checks
+            }
             if t != FsType::Tmpfs {
                 need_loop = true;
             }
@@ -244,7 +250,8 @@ impl ManagedFs {
         let key = next_key();
         let image_bytes = round_image(image_bytes);
         let tmpfs = spec.fs_type == FsType::Tmpfs;
-        let image = if tmpfs { PathBuf::new() } else { spec.backing_dir().join(format!("manyfiles-img-{key}.img")) };
+        let no_image = tmpfs || spec.device().is_some();
+        let image = if no_image { PathBuf::new() } else { spec.backing_dir().join(format!("manyfiles-img-{key}.img")) };
         let mount_point = registry::state_dir().join(format!("mnt-{key}"));
         let mut fs = ManagedFs {
             spec: spec.clone(),
@@ -265,6 +272,7 @@ impl ManagedFs {
                 fuse: spec.fs_type.is_fuse(),
                 formats: 0,
                 entries: (entries > 0).then_some(entries),
+                device_info: None,
             },
             reg: None,
             image_created: false,
@@ -288,11 +296,26 @@ impl ManagedFs {
         rec.mount_point = Some(self.mount_point.clone());
         if tmpfs {
             rec.tmpfs_source = Some(self.tmpfs_source.clone());
-        } else {
+        } else if self.spec.device().is_none() {
             rec.image = Some(self.details.image.clone());
         }
-        self.reg = Some(registry::register(key, rec)?);
-        if !tmpfs {
+        if self.spec.device().is_some() {
+            // A real device: all interlocks again (something may have claimed it since
+            // the checks), recorded so cleanup can unmount it, never an image or loop.
+            let (res, info) = super::device::check(&self.spec)?;
+            let dev = res.path.display().to_string();
+            rec.device = Some(dev.clone());
+            self.reg = Some(registry::register(key, rec)?);
+            self.details.image_bytes = info.size_bytes;
+            self.details.device = Some(dev);
+            super::device::announce(&self.details.spec, &info);
+            self.details.device_info = Some(info);
+            self.details.mkfs_version = tool_version(self.spec.fs_type);
+            self.format()?;
+        } else {
+            self.reg = Some(registry::register(key, rec)?);
+        }
+        if !tmpfs && self.spec.device().is_none() {
             let img = &self.details.image;
             let f = std::fs::OpenOptions::new()
                 .write(true)
@@ -314,7 +337,7 @@ impl ManagedFs {
             self.reg.as_mut().expect("registered").update(|r| r.loop_device = Some(dev))?;
             self.details.mkfs_version = tool_version(self.spec.fs_type);
             self.format()?;
-        } else {
+        } else if tmpfs {
             self.details.mkfs_version = format!("kernel {}", kernel_release());
             self.details.formats = 1;
         }
@@ -473,7 +496,8 @@ impl ManagedFs {
         self.mount()
     }
 
-    /// Unmount, detach the loop device, delete the image and the mount point, unregister.
+    /// Unmount, detach the loop device, delete the image and the mount point, unregister
+    /// (a real device is only unmounted: `image_created` is never set for it).
     /// Idempotent; on a problem the registry record is kept (for `cleanup`).
     pub fn teardown(&mut self) -> Result<()> {
         if self.done {

@@ -2,6 +2,7 @@
 //! inside a run directory it creates there (see [`rundir`]).
 
 pub mod cache;
+pub mod device;
 pub mod fsspec;
 pub mod managed;
 pub mod registry;

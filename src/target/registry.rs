@@ -11,7 +11,9 @@
 //! the record says: a mount whose source is the recorded loop device (or a loop device
 //! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
 //! backing file is the recorded image, an image that is a regular file named
-//! `manyfiles-img-*.img`.
+//! `manyfiles-img-*.img`. A real device (`@dev:`) is recorded only so its mount can be
+//! undone: cleanup unmounts a mount whose source is the recorded device and never
+//! touches the device otherwise.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,9 @@ pub struct Record {
     /// Source name of a FUSE mount of such a container (`squashfuse`, `fuse2fs`, ...).
     #[serde(default)]
     pub fuse_source: Option<String>,
+    /// A real block device (`@dev:`) formatted and mounted at `mount_point`.
+    #[serde(default)]
+    pub device: Option<String>,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -106,6 +111,7 @@ pub fn own_record(fs: &str) -> Record {
         run_dir: None,
         pack_mount: false,
         fuse_source: None,
+        device: None,
     }
 }
 
@@ -179,6 +185,8 @@ fn alive(rec: &Record) -> bool {
 /// One line of /proc/self/mountinfo.
 #[derive(Debug, Clone)]
 pub struct MountEntry {
+    /// `major:minor` of the mounted device (btrfs and FUSE show an anonymous 0:N).
+    pub major_minor: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
     pub source: String,
@@ -197,6 +205,7 @@ pub fn mounts() -> Vec<MountEntry> {
             continue;
         }
         out.push(MountEntry {
+            major_minor: l[2].to_string(),
             mount_point: PathBuf::from(unescape(l[4])),
             fs_type: r[0].to_string(),
             source: unescape(r[1]),
@@ -398,6 +407,7 @@ fn wait_for_helpers(rec: &Record) {
     let names: Vec<String> = [
         rec.image.as_ref().map(|p| p.display().to_string()),
         rec.loop_device.clone(),
+        rec.device.clone(),
         rec.mount_point.as_ref().map(|p| p.display().to_string()),
     ]
     .into_iter()
@@ -442,7 +452,11 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             let mine = match (&rec.tmpfs_source, &rec.fuse_source) {
                 (Some(src), _) => m.fs_type == "tmpfs" && &m.source == src,
                 (None, Some(src)) => m.fs_type.starts_with("fuse") && &m.source == src,
-                (None, None) => rec.loop_device.as_deref() == Some(m.source.as_str()) || ours.contains(&m.source),
+                (None, None) => {
+                    rec.loop_device.as_deref() == Some(m.source.as_str())
+                        || ours.contains(&m.source)
+                        || rec.device.as_deref() == Some(m.source.as_str())
+                }
             };
             if !mine {
                 rep.problems.push(format!(
