@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan, cleanup, completions or man (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -179,6 +179,11 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Plan(a) => {
             let cfg = cli::plan_config(&a)?;
             out(&manyfiles::report::run_plan(cfg)?);
+        }
+        Command::Completions(a) => out(&String::from_utf8_lossy(&cli::completions(a.shell))),
+        Command::Man(a) => {
+            let pages = cli::man_pages(&a.dir)?;
+            out(&format!("wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n", pages.len(), a.dir.display()));
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

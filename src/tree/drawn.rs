@@ -3,7 +3,7 @@
 //! shape can be imitated anywhere without copying a name or a byte.
 //!
 //! Exact where it can be: file count, directory count, the log2 histogram of file sizes
-//! (each bucket's bytes too, in expectation), files per directory and directories per
+//! (each bucket's bytes too, so the total), files per directory and directories per
 //! depth. Close where constraints meet: files per depth (a greedy fit of the per-directory
 //! counts to each level's share) and name lengths (file names follow the histogram but
 //! are never shorter than the unique index prefix; directory names are `d0`, `d1`, …).
@@ -13,7 +13,7 @@
 //! every bucket gets exactly its count and neighbours in a directory still mix.
 
 use super::layout::{DirNode, min_name_len};
-use super::rng::{WyRand, hash3, unit_f64};
+use super::rng::{WyRand, hash3};
 use super::spec::{Content, Layout, STREAM_NAME, STREAM_SIZE, SizeDist, TreeSpec};
 use crate::inventory::{Inventory, log2_bucket_range};
 use std::ffi::CString;
@@ -64,37 +64,44 @@ pub fn position(index: u64, n: u64, seed: u64, stream: u64) -> u64 {
 /// The bucket position `pos` falls in, given per-bucket counts.
 #[inline]
 pub fn bucket_of(counts: &[u64], pos: u64) -> usize {
+    bucket_and_rank(counts, pos).0
+}
+
+/// The bucket position `pos` falls in and its rank inside that bucket.
+#[inline]
+fn bucket_and_rank(counts: &[u64], pos: u64) -> (usize, u64) {
     let mut cum = 0;
     for (k, &c) in counts.iter().enumerate() {
-        cum += c;
-        if pos < cum {
-            return k;
+        if pos < cum + c {
+            return (k, pos - cum);
         }
+        cum += c;
     }
-    counts.len().saturating_sub(1)
+    (counts.len().saturating_sub(1), 0)
 }
 
 /// Size of file `index` under a log2 histogram (`counts` files and `bytes` bytes per bucket).
-/// Within bucket [lo, hi] the size is lo + (hi−lo)·u^a with a chosen so the bucket's mean
-/// is bytes/counts.
+/// Every bucket gets exactly its count and exactly its bytes: inside bucket [lo, hi] the
+/// files ranked j and c−1−j form a pair at mean + d and mean − d (d seeded, within the
+/// bucket), and the remainder bytes go one each to the lowest ranks.
 pub fn hist_size(counts: &[u64], bytes: &[u64], seed: u64, index: u64) -> u64 {
     let n: u64 = counts.iter().sum();
-    let k = bucket_of(counts, position(index, n, seed, STREAM_SIZE));
+    let (k, j) = bucket_and_rank(counts, position(index, n, seed, STREAM_SIZE));
     let (lo, hi) = log2_bucket_range(k);
-    if lo == hi || counts[k] == 0 {
+    let c = counts.get(k).copied().unwrap_or(0);
+    if lo == hi || c == 0 {
         return lo;
     }
-    let mean = bytes.get(k).copied().unwrap_or(0) as f64 / counts[k] as f64;
-    let (lo_f, span) = (lo as f64, (hi - lo) as f64);
-    if mean <= lo_f {
-        return lo;
+    let b = (bytes.get(k).copied().unwrap_or(0) as u128).clamp(lo as u128 * c as u128, hi as u128 * c as u128);
+    let (base, rem) = ((b / c as u128) as u64, (b % c as u128) as u64);
+    let size = base + u64::from(j < rem);
+    let pair = j.min(c - 1 - j);
+    if c - 1 - j == j {
+        return size; // the middle one of an odd count stays at the mean
     }
-    if mean >= hi as f64 {
-        return hi;
-    }
-    let a = span / (mean - lo_f) - 1.0;
-    let u = unit_f64(hash3(seed, index, STREAM_SIZE ^ 0x55));
-    (lo + (span * u.powf(a)).round() as u64).min(hi)
+    let max_dev = (base - lo).min(hi.saturating_sub(base + 1));
+    let d = hash3(seed, (k as u64) << 48 | pair, STREAM_SIZE ^ 0x55) % (max_dev + 1);
+    if j < c - 1 - j { size + d } else { size - d }
 }
 
 /// Length of file `index`'s name under `counts` (files per name length), never below `min`.
@@ -400,7 +407,15 @@ mod tests {
             sum[k] += s;
         }
         assert_eq!(got, counts);
-        assert_eq!(sum[0], 0);
+        assert_eq!(sum, bytes, "every bucket's bytes exactly");
+        // A wide bucket: sizes spread around the mean, the sum still exact.
+        let (counts, bytes) = (vec![0u64; 12].into_iter().chain([1001]).collect::<Vec<_>>(), 1001 * 3000);
+        let bytes: Vec<u64> = (0..13).map(|k| if k == 12 { bytes } else { 0 }).collect();
+        let sizes: Vec<u64> = (0..1001).map(|i| hist_size(&counts, &bytes, 9, i)).collect();
+        assert_eq!(sizes.iter().sum::<u64>(), 1001 * 3000);
+        assert!(sizes.iter().all(|&s| (2048..=4095).contains(&s)));
+        let distinct: std::collections::BTreeSet<u64> = sizes.iter().copied().collect();
+        assert!(distinct.len() > 300, "{} distinct sizes", distinct.len());
     }
 
     #[test]
