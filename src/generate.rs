@@ -156,6 +156,10 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
         }
     };
     if matches!(state, DirState::Ours) {
+        // Checked again on the fd that will be cleared: DIR may have been swapped since.
+        if !(gen_owned(root.as_fd()) == Ok(true) || has_marker(root.as_fd())) {
+            return Err(Error::failed(format!("{} changed while gen looked at it: left alone", cfg.dir.display())));
+        }
         // Clears an older version's marker file too.
         remove_contents(root.as_fd())
             .map_err(|e| Error::failed(format!("cannot clear the earlier tree in {}: {e}", cfg.dir.display())))?;

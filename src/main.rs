@@ -183,7 +183,11 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Completions(a) => out(&String::from_utf8_lossy(&cli::completions(a.shell))),
         Command::Man(a) => {
             let pages = cli::man_pages(&a.dir)?;
-            out(&format!("wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n", pages.len(), a.dir.display()));
+            out(&format!(
+                "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
+                pages.len(),
+                a.dir.display()
+            ));
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

@@ -36,7 +36,8 @@ fn version_prints_name_version_and_commit() {
         .output()
         .unwrap();
     let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
-    let (commit, date) = from.strip_prefix("commit ").and_then(|r| r.split_once(' ')).unwrap_or_else(|| panic!("{line}"));
+    let (commit, date) =
+        from.strip_prefix("commit ").and_then(|r| r.split_once(' ')).unwrap_or_else(|| panic!("{line}"));
     assert_eq!(commit, head, "--version names the commit checked out (build.rs reruns when HEAD moves)");
     let d = date.trim_matches(|c| c == '(' || c == ')');
     assert!(d.len() == 10 && d.chars().filter(|c| *c == '-').count() == 2, "date {d}");
@@ -67,7 +68,10 @@ fn bash_completion_completes_commands() {
     };
     assert_eq!(complete("manyfiles la", 1), vec!["ladder"], "subcommand");
     let c = complete("manyfiles co", 1);
-    assert!(c.contains(&"copy".to_string()) && c.contains(&"compare".to_string()) && c.contains(&"completions".to_string()), "{c:?}");
+    assert!(
+        c.contains(&"copy".to_string()) && c.contains(&"compare".to_string()) && c.contains(&"completions".to_string()),
+        "{c:?}"
+    );
     assert!(complete("manyfiles gen --see", 2).contains(&"--seed".to_string()), "a flag of gen");
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let r = run(["completions", shell]);

@@ -116,7 +116,12 @@ fn gen_like_is_exact_on_other_trees() {
             (
                 (i.files, i.dirs, i.total_bytes, i.max_depth),
                 (i.size_hist.clone(), i.size_hist_bytes.clone(), i.files_per_dir_hist.clone()),
-                (i.subdirs_per_dir_hist.clone(), i.depth_hist.clone(), i.dir_depth_hist.clone(), i.name_len_hist.clone()),
+                (
+                    i.subdirs_per_dir_hist.clone(),
+                    i.depth_hist.clone(),
+                    i.dir_depth_hist.clone(),
+                    i.name_len_hist.clone(),
+                ),
             )
         };
         assert_eq!(hists(&b), hists(&a), "seed {seed}");

@@ -219,7 +219,8 @@ fn fit_to_levels(buckets: &[u64], total: u64, slots: &[usize], want: &[u64], see
         let (lo, hi) = log2_bucket_range(k);
         (lo as i128, hi.min(1 << 40) as i128)
     };
-    let mut ks: Vec<usize> = buckets.iter().enumerate().flat_map(|(k, &c)| std::iter::repeat_n(k, c as usize)).collect();
+    let mut ks: Vec<usize> =
+        buckets.iter().enumerate().flat_map(|(k, &c)| std::iter::repeat_n(k, c as usize)).collect();
     ks.resize(slots.iter().sum(), 0);
     ks.sort_unstable_by(|a, b| b.cmp(a));
     let want: Vec<i128> = (0..n).map(|d| want.get(d).copied().unwrap_or(0) as i128).collect();
@@ -281,8 +282,10 @@ fn fit_to_levels(buckets: &[u64], total: u64, slots: &[usize], want: &[u64], see
         }
     }
     let (_, held, lo, hi) = best;
-    let per_level: Vec<Vec<usize>> =
-        held.iter().map(|h| h.iter().enumerate().flat_map(|(k, &c)| std::iter::repeat_n(k, c as usize)).collect()).collect();
+    let per_level: Vec<Vec<usize>> = held
+        .iter()
+        .map(|h| h.iter().enumerate().flat_map(|(k, &c)| std::iter::repeat_n(k, c as usize)).collect())
+        .collect();
     // Counts: each at its bucket's floor, the rest of the level's share spread by room.
     let mut counts: Vec<Vec<u64>> = per_level
         .iter()
@@ -337,7 +340,14 @@ pub fn plan_dirs(spec: &TreeSpec, shape: &DrawnShape) -> (Vec<DirNode>, Vec<u32>
         level_start.push(start);
         let fitted = children.as_ref().map(|c| &c[d - 1]).filter(|c| c.iter().sum::<u64>() == n);
         // Parent of the j-th child: by the fitted counts, or an even spread.
-        let mut bounds = fitted.map(|c| c.iter().scan(0u64, |acc, &k| { *acc += k; Some(*acc) }).collect::<Vec<_>>());
+        let mut bounds = fitted.map(|c| {
+            c.iter()
+                .scan(0u64, |acc, &k| {
+                    *acc += k;
+                    Some(*acc)
+                })
+                .collect::<Vec<_>>()
+        });
         let (mut last_parent, mut sibling) = (u32::MAX, 0u64);
         let mut k = 0usize;
         for j in 0..n {

@@ -246,7 +246,9 @@ pub fn exact_tree_hash(root: &Path) -> (u64, usize) {
                 h.update(&[0]);
             }
         } else if e.is_symlink {
-            h.update(std::os::unix::ffi::OsStrExt::as_bytes(std::fs::read_link(&e.path).expect("readlink").as_os_str()));
+            h.update(std::os::unix::ffi::OsStrExt::as_bytes(
+                std::fs::read_link(&e.path).expect("readlink").as_os_str(),
+            ));
         } else if kind == b"F" {
             let data = std::fs::read(&e.path).expect("read file");
             assert_eq!(data.len() as u64, e.size, "{} read back short", e.rel);
