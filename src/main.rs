@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan, pack or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan, pack, cleanup, completions or man (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -209,6 +209,15 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
                 body.push_str(&format!("skipped: {w}\n"));
             }
             print_report(&o.results, &body, cfg.json.as_deref());
+        }
+        Command::Completions(a) => out(&String::from_utf8_lossy(&cli::completions(a.shell))),
+        Command::Man(a) => {
+            let pages = cli::man_pages(&a.dir)?;
+            out(&format!(
+                "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
+                pages.len(),
+                a.dir.display()
+            ));
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;

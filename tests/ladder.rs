@@ -44,6 +44,9 @@ fn check_provenance(v: &Value) {
     let p = get(v, "provenance");
     assert_eq!(s(p, "tool"), "manyfiles");
     assert_eq!(s(p, "version"), env!("CARGO_PKG_VERSION"));
+    // The same build origin --version prints (commit and date, or "not from git").
+    let version = run(["--version"]).stdout;
+    assert_eq!(Some(s(p, "built_from")), version.trim().split_once(", built from ").map(|x| x.1), "{version}");
     let cl = arr(p, "command_line");
     assert!(cl.iter().any(|a| a == "ladder" || a == "ops"), "command_line {cl:?}");
     let started = s(p, "started_utc");

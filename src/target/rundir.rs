@@ -195,12 +195,7 @@ pub fn has_marker(dir: BorrowedFd<'_>) -> bool {
 /// Remove everything inside `dir`, marker included. Never follows symlinks: subdirectories are opened with O_NOFOLLOW relative
 /// to their parent's fd, and symlinks are unlinked, not followed.
 pub fn remove_contents(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
-    remove_below(dir, false)
-}
-
-/// Like [`remove_contents`] but keeps the top-level marker file.
-pub fn remove_contents_keep_marker(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
-    remove_below(dir, true)
+    remove_below(dir)
 }
 
 /// Directory fds kept open during removal: deeper trees reopen a parent through `..`
@@ -222,12 +217,9 @@ fn dev_ino(fd: BorrowedFd<'_>) -> std::result::Result<(u64, u64), Errno> {
     Ok((st.st_dev, st.st_ino))
 }
 
-fn remove_below(dir: BorrowedFd<'_>, keep_marker: bool) -> std::result::Result<(), Errno> {
+fn remove_below(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
     // Collect names first (read_dir does): unlinking while getdents walks can skip entries.
-    let mut todo = walk::read_dir(dir)?;
-    if keep_marker {
-        todo.retain(|e| e.name.to_bytes() != MARKER.as_bytes());
-    }
+    let todo = walk::read_dir(dir)?;
     let root = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
     let id = dev_ino(root.as_fd())?;
     let mut stack = vec![Frame { fd: Some(root), id, todo, name: None }];
