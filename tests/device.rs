@@ -187,6 +187,7 @@ fn ladder_on_a_device_works_and_leaves_it_unmounted() {
     // It said what it destroys: the device, its size, and the old file system.
     assert!(o.stderr.contains(&format!("formatting {}", disk.dev)) && o.stderr.contains("32 MiB"), "{}", o.show());
     assert!(o.stderr.contains("precious") && o.stderr.contains("ext2"), "{}", o.show());
+    assert!(o.stderr.contains("signature: ") && o.stderr.contains("0x438"), "wipefs -n listed it: {}", o.show());
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let t = &doc["targets"][0];
     assert_eq!(t["mount_source"], disk.dev.as_str());
