@@ -40,6 +40,11 @@ pub struct Summary {
     pub max_s: f64,
     /// Student-t 95% confidence interval of the mean; `None` when n < 2.
     pub ci95_s: Option<[f64; 2]>,
+    /// Distribution-free 95% interval of the median ([`median_ci95`]): the
+    /// headline interval, valid for skewed and heavy-tailed times; `None`
+    /// when n < 6. Absent in files written before it existed.
+    #[serde(default)]
+    pub median_ci95_s: Option<[f64; 2]>,
     /// Coefficient of variation stddev/mean; `None` when n < 2 or mean == 0.
     pub cv: Option<f64>,
     /// The first run is an outlier. Rule: with n >= 3, the first sample is
@@ -110,6 +115,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         min_s,
         max_s,
         ci95_s,
+        median_ci95_s: median_ci95(samples),
         cv,
         first_run_outlier: first_run_outlier(samples),
         noisy,
