@@ -270,7 +270,7 @@ pub fn log_ratio(a: f64, a_ci: Option<[f64; 2]>, b: f64, b_ci: Option<[f64; 2]>)
     let r = a / b;
     let half = |x: f64, ci: Option<[f64; 2]>| -> Option<f64> {
         let [lo, hi] = ci?;
-        (x > 0.0 && lo > 0.0 && hi > 0.0).then(|| ((hi / x).ln().max((x / lo).ln())))
+        (x > 0.0 && lo > 0.0 && hi > 0.0).then(|| (hi / x).ln().max((x / lo).ln()))
     };
     let ci = match (half(a, a_ci), half(b, b_ci)) {
         (Some(ha), Some(hb)) if r > 0.0 => {
