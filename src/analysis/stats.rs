@@ -287,7 +287,9 @@ pub fn log_ratio(a: f64, a_ci: Option<[f64; 2]>, b: f64, b_ci: Option<[f64; 2]>)
 /// cannot bound the figure). `unit` turns seconds into the printed string.
 pub fn interval_text(value: f64, ci: Option<[f64; 2]>, n: usize, unit: impl Fn(f64) -> String) -> String {
     match ci {
-        Some([lo, hi]) if lo >= 0.0 && hi - lo <= value.abs() => format!("{} [{} – {}]", unit(value), unit(lo), unit(hi)),
+        Some([lo, hi]) if lo >= 0.0 && hi - lo <= value.abs() => {
+            format!("{} [{} – {}]", unit(value), unit(lo), unit(hi))
+        }
         _ => format!("{} (too few runs for an interval (n={n}))", unit(value)),
     }
 }
