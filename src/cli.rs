@@ -323,9 +323,27 @@ pub struct RunArgs {
     /// Same as --cache cold (the default)
     #[arg(long)]
     pub cold: bool,
-    /// Measured runs of every op on every tree (default 3; bigfile 10)
-    #[arg(long)]
+    /// Exactly N measured runs of every op on every tree (default: adaptive runs to
+    /// --precision)
+    #[arg(long, conflicts_with_all = ["precision", "min_runs", "max_runs", "max_time"])]
     pub runs: Option<u32>,
+    /// Adaptive runs (the default): run each cell until the 95% interval of its median
+    /// is within ±P% (judged from 6 undisturbed runs on)
+    #[arg(long, value_name = "P%", default_value = "5%")]
+    pub precision: String,
+    /// Adaptive: runs every cell gets, whatever the budget
+    #[arg(long, default_value = "3")]
+    pub min_runs: u32,
+    /// Adaptive: most runs of a cell (disturbed runs are replaced and not counted)
+    #[arg(long, default_value = "30")]
+    pub max_runs: u32,
+    /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); no trial starts that
+    /// would overrun it once every cell has --min-runs
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    pub max_time: String,
+    /// Synthetic times for tests of the statistics (cv=,slow=,disturbed=,seed=)
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub mock_timing: Option<String>,
     /// Unrecorded runs before the measured ones
     #[arg(long, default_value = "0")]
     pub warmup: u32,
@@ -488,6 +506,45 @@ impl RunArgs {
         check_runs(self.runs.unwrap_or(default))
     }
 
+    /// Adaptive runs unless `--runs N` was given.
+    fn adaptive(&self) -> Result<Option<manyfiles::experiment::rounds::Adaptive>> {
+        if self.runs.is_some() {
+            return Ok(None);
+        }
+        let p = self.precision.trim().trim_end_matches('%');
+        let precision = match p.parse::<f64>() {
+            Ok(v) if v > 0.0 && v < 100.0 => v / 100.0,
+            _ => {
+                return Err(Error::bad(
+                    "--precision",
+                    format!("'{}': expected a percentage such as 5%", self.precision),
+                ));
+            }
+        };
+        if self.min_runs == 0 || self.min_runs > 10_000 {
+            return Err(Error::bad("--min-runs", "must be between 1 and 10000"));
+        }
+        if self.max_runs < self.min_runs || self.max_runs > 10_000 {
+            return Err(Error::bad("--max-runs", "must be at least --min-runs and at most 10000"));
+        }
+        let max_time_s = parse_duration(&self.max_time).map_err(|e| Error::bad("--max-time", e))?;
+        Ok(Some(manyfiles::experiment::rounds::Adaptive {
+            precision,
+            min_runs: self.min_runs,
+            max_runs: self.max_runs,
+            max_time_s,
+            budget_spent: false,
+            spent_s: 0.0,
+        }))
+    }
+
+    fn mock(&self) -> Result<Option<manyfiles::experiment::rounds::MockTiming>> {
+        self.mock_timing
+            .as_deref()
+            .map(|m| manyfiles::experiment::rounds::MockTiming::parse(m).map_err(|e| Error::bad("--mock-timing", e)))
+            .transpose()
+    }
+
     /// --target and --fs together; `.` when neither is given.
     fn targets(&self) -> Result<Vec<TargetSpec>> {
         let mut targets = Vec::new();
@@ -574,6 +631,8 @@ impl RunArgs {
             ops: parse_ops(ops)?,
             create,
             runs,
+            adaptive: self.adaptive()?,
+            mock: self.mock()?,
             warmup: self.warmup,
             threads: threads(self.threads)?,
             portion_files: self.portion,
@@ -585,6 +644,21 @@ impl RunArgs {
             command_line,
             commands: Vec::new(),
         })
+    }
+}
+
+/// `90`, `90s`, `3m`, `1.5h` → seconds (positive).
+fn parse_duration(s: &str) -> std::result::Result<f64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * mult),
+        _ => Err(format!("'{s}': expected a duration such as 90s, 3m or 1h")),
     }
 }
 
@@ -755,6 +829,8 @@ pub fn bigfile_config(
         content: Content::parse(&a.content).map_err(|e| Error::bad("--content", e))?,
         seed: a.seed,
         runs: r.runs(10)?,
+        adaptive: r.adaptive()?,
+        mock: r.mock()?,
         warmup: r.warmup,
         keep: r.keep,
         json: r.json.clone(),

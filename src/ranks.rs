@@ -145,6 +145,17 @@ pub fn all_gather(mine: &[u8]) -> Vec<Vec<u8>> {
     world::all_gather(mine)
 }
 
+/// Rank 0's values on every rank: a decision every rank must follow alike (one rank:
+/// the values themselves).
+pub fn from_root(mine: Vec<u32>) -> Vec<u32> {
+    if size() < 2 {
+        return mine;
+    }
+    let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let all = all_gather(&bytes);
+    all.first().map_or(mine, |r| r.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
 /// Ends every rank of the job at once with `code` (a rank that failed alone would
 /// otherwise leave the others waiting at the next barrier).
 pub fn abort(code: i32) -> ! {
@@ -358,6 +369,8 @@ fn aggregate(ranks: Vec<(PhaseResult, Vec<(u64, u64)>)>) -> PhaseResult {
         flush_s: rs.iter().filter_map(|r| r.flush_s).reduce(f64::max),
         cache: rs.first().and_then(|r| r.cache.clone()),
         device: rs.first().and_then(|r| r.device.clone()),
+        // Set around the whole phase by the experiment, per rank (rank 0's decides).
+        machine: None,
         ranks: Some(RankSpread {
             ranks: rs.len(),
             rank_elapsed_s: rs.iter().map(|r| r.elapsed_s).collect(),

@@ -24,6 +24,8 @@ fn config(target: &Path, size: u64, block: usize, runs: u32) -> BigfileConfig {
         content: Content::Random,
         seed: 1,
         runs,
+        adaptive: None,
+        mock: None,
         warmup: 0,
         keep: false,
         json: None,

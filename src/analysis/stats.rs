@@ -67,6 +67,19 @@ impl Summary {
     pub fn ci_half_width(&self) -> Option<f64> {
         self.ci95_s.map(|[lo, hi]| (hi - lo) / 2.0)
     }
+
+    /// The headline figure: the median and its distribution-free 95% interval.
+    pub fn headline(&self) -> (f64, Option<[f64; 2]>) {
+        (self.median_s, self.median_ci95_s)
+    }
+
+    /// Precision of the headline: the larger distance from the median to an end of
+    /// its 95% interval, relative to the median (0.05 = ±5%). `None` without an
+    /// interval (n < 6) or with a median of 0.
+    pub fn precision(&self) -> Option<f64> {
+        let [lo, hi] = self.median_ci95_s?;
+        (self.median_s > 0.0).then(|| (hi - self.median_s).max(self.median_s - lo) / self.median_s)
+    }
 }
 
 /// Summarizes `samples` (seconds, in run order).
@@ -286,11 +299,19 @@ pub fn log_ratio(a: f64, a_ci: Option<[f64; 2]>, b: f64, b_ci: Option<[f64; 2]>)
 /// interval reaching below zero or wider than the value (both mean the runs
 /// cannot bound the figure). `unit` turns seconds into the printed string.
 pub fn interval_text(value: f64, ci: Option<[f64; 2]>, n: usize, unit: impl Fn(f64) -> String) -> String {
+    match printable_interval(value, ci, n) {
+        Ok([lo, hi]) => format!("{} [{} – {}]", unit(value), unit(lo), unit(hi)),
+        Err(why) => format!("{} ({why})", unit(value)),
+    }
+}
+
+/// The interval if it may be printed, or why not: it must exist, not reach below
+/// zero and not be wider than the value (see [`interval_text`]).
+pub fn printable_interval(value: f64, ci: Option<[f64; 2]>, n: usize) -> Result<[f64; 2], String> {
     match ci {
-        Some([lo, hi]) if lo >= 0.0 && hi - lo <= value.abs() => {
-            format!("{} [{} – {}]", unit(value), unit(lo), unit(hi))
-        }
-        _ => format!("{} (too few runs for an interval (n={n}))", unit(value)),
+        Some([lo, hi]) if lo >= 0.0 && hi - lo <= value.abs() => Ok([lo, hi]),
+        Some(_) if n >= MEDIAN_CI_MIN_N => Err(format!("runs too scattered for an interval, n={n}")),
+        _ => Err(format!("too few runs for an interval, n={n}")),
     }
 }
 
@@ -562,8 +583,9 @@ mod tests {
     fn interval_text_refuses_wide_or_negative() {
         let ms = |s: f64| format!("{:.0} ms", s * 1e3);
         assert_eq!(interval_text(1.0, Some([0.9, 1.2]), 10, ms), "1000 ms [900 ms – 1200 ms]");
-        assert_eq!(interval_text(0.35, Some([-0.8, 1.5]), 3, ms), "350 ms (too few runs for an interval (n=3))");
-        assert_eq!(interval_text(1.0, Some([0.2, 2.5]), 4, ms), "1000 ms (too few runs for an interval (n=4))");
-        assert_eq!(interval_text(1.0, None, 2, ms), "1000 ms (too few runs for an interval (n=2))");
+        assert_eq!(interval_text(0.35, Some([-0.8, 1.5]), 3, ms), "350 ms (too few runs for an interval, n=3)");
+        assert_eq!(interval_text(1.0, Some([0.2, 2.5]), 4, ms), "1000 ms (too few runs for an interval, n=4)");
+        assert_eq!(interval_text(1.0, None, 2, ms), "1000 ms (too few runs for an interval, n=2)");
+        assert_eq!(interval_text(1.0, Some([0.2, 2.5]), 8, ms), "1000 ms (runs too scattered for an interval, n=8)");
     }
 }

@@ -58,6 +58,10 @@ pub struct BigfileConfig {
     pub content: Content,
     pub seed: u64,
     pub runs: u32,
+    /// Adaptive runs to a precision (see `rounds`); `runs` is then unused.
+    pub adaptive: Option<super::rounds::Adaptive>,
+    /// Synthetic times (hidden `--mock-timing`).
+    pub mock: Option<super::rounds::MockTiming>,
     pub warmup: u32,
     pub keep: bool,
     pub json: Option<PathBuf>,
@@ -148,6 +152,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
         // Drop: before each trial's write phase (the only phase that starts cold).
         caches: if cfg.drop_caches { CacheMode::Drop } else { CacheMode::Warm },
         until: cfg.until,
+        adaptive: cfg.adaptive,
         create: CreateOptions {
             block_size: cfg.block,
             fsync: if cfg.fsync { FsyncMode::File } else { FsyncMode::None },
@@ -162,10 +167,11 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     let metas = [TreeMeta { spec: tree, bytes: cfg.size, dirs: 0 }];
     let driver = Driver {
         name: "bigfile",
-        runs: cfg.runs,
+        runs: super::rounds::Runs::of(cfg.runs, cfg.adaptive),
         warmup: cfg.warmup,
         order: cfg.order,
         outputs: super::outputs(cfg.json.as_deref(), &cfg.exports),
+        mock: cfg.mock,
     };
     drive(&driver, targets, rs, &metas, &progress, |rundir, _, watch| {
         let cache = match cfg.drop_caches {

@@ -8,6 +8,7 @@ pub mod dirsize;
 pub mod external;
 pub mod ladder;
 pub mod pack;
+pub mod rounds;
 pub mod targets;
 
 use crate::error::{Error, Result};
@@ -53,7 +54,12 @@ pub struct TreeExperiment {
     /// Subset of [`ops::OP_NAMES`], in that order.
     pub ops: Vec<String>,
     pub create: CreateOptions,
+    /// Runs per cell with `adaptive` None; with adaptive runs, unused.
     pub runs: u32,
+    /// Adaptive runs to a precision (the default of the command line).
+    pub adaptive: Option<rounds::Adaptive>,
+    /// Synthetic times (hidden `--mock-timing`: tests of the statistics).
+    pub mock: Option<rounds::MockTiming>,
     pub warmup: u32,
     pub threads: usize,
     pub portion_files: u64,
@@ -126,8 +132,9 @@ pub(crate) fn watched(
     cache: CacheState,
     phase: impl FnOnce() -> PhaseResult,
 ) -> PhaseResult {
-    let (mut r, io) = DeviceWatch::around(watch, phase);
+    let ((mut r, io), machine) = crate::measure::machine::around(|| DeviceWatch::around(watch, phase));
     r.device = io;
+    r.machine = machine;
     r.cache = Some(cache.name().to_string());
     r
 }
@@ -321,11 +328,13 @@ pub(crate) struct TreeMeta {
 /// How trials are driven: shared by every experiment.
 pub(crate) struct Driver<'a> {
     pub name: &'a str,
-    pub runs: u32,
+    pub runs: rounds::Runs,
     pub warmup: u32,
     pub order: Order,
     /// Results files rewritten after every measurement (the JSON first).
     pub outputs: Vec<Output>,
+    /// Synthetic times instead of measured ones (tests of the statistics).
+    pub mock: Option<rounds::MockTiming>,
 }
 
 /// The JSON (if any) and the other exports, in the order they are written.
@@ -358,24 +367,72 @@ pub(crate) fn drive(
     };
     let mut order = 0u64;
     let ranks = crate::ranks::size() as u64;
-    for (pass, ti, gi) in trials(d.order, d.warmup + d.runs, trees.len(), targets.len()) {
+    let started = std::time::Instant::now();
+    let target_ids: Vec<String> = targets.iter().map(|t| t.id.clone()).collect();
+    let tree_keys: Vec<String> = trees.iter().map(|t| t.spec.key()).collect();
+    // Recorded trials per cell so far (run numbers are per cell).
+    let mut runs_of = vec![vec![0u32; trees.len()]; targets.len()];
+    let mut cells: Vec<Vec<rounds::CellState>> = Vec::new();
+    let mut batch: std::collections::VecDeque<(u32, usize, usize)> = match d.runs {
+        rounds::Runs::Fixed(n) => trials(d.order, d.warmup + n, trees.len(), targets.len()),
+        // Warmups first (unrecorded), then rounds decided as results come in.
+        rounds::Runs::Adaptive(_) => trials(d.order, d.warmup, trees.len(), targets.len()),
+    }
+    .into();
+    loop {
+        if batch.is_empty() {
+            let rounds::Runs::Adaptive(a) = d.runs else { break };
+            cells = rounds::states(&rs, &target_ids, &tree_keys, &cells);
+            let next = rounds::next_round(&a, &cells, started.elapsed(), d.order == Order::Sequential);
+            // Every rank runs what rank 0 decided (clocks and machine activity differ).
+            let next = crate::ranks::from_root(match next {
+                rounds::Next::Round(r) => r.iter().flat_map(|&(t, g)| [t as u32, g as u32]).collect(),
+                rounds::Next::Finished { budget_spent } => vec![u32::MAX, budget_spent as u32],
+            });
+            if next.first() == Some(&u32::MAX) {
+                if let Some(info) = rs.experiment.adaptive.as_mut() {
+                    info.budget_spent = next.get(1) == Some(&1);
+                    info.spent_s = started.elapsed().as_secs_f64();
+                }
+                break;
+            }
+            batch = next.chunks(2).map(|c| (d.warmup, c[0] as usize, c[1] as usize)).collect();
+        }
+        let Some((pass, ti, gi)) = batch.pop_front() else { break };
         let recorded = pass >= d.warmup;
-        let run = pass.saturating_sub(d.warmup) + 1;
+        let run = runs_of[gi][ti] + 1;
         let tree = &trees[ti];
         let target = &mut targets[gi];
-        let label = if recorded { format!("run {run}/{}", d.runs) } else { format!("warmup {}", pass + 1) };
+        let label = match (recorded, d.runs) {
+            (false, _) => format!("warmup {}", pass + 1),
+            (true, rounds::Runs::Fixed(n)) => format!("run {run}/{n}"),
+            (true, rounds::Runs::Adaptive(a)) => {
+                match cells.get(gi).and_then(|c| c.get(ti)).and_then(|c| c.precision) {
+                    Some(p) => format!("run {run} (±{:.1}%, target ±{}%)", p * 100.0, a.precision * 100.0),
+                    None => format!("run {run} (target ±{}%)", a.precision * 100.0),
+                }
+            }
+        };
         progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
         let watch = target.watch.clone();
+        let t0 = std::time::Instant::now();
         let (done, mut stop) = match target.begin_trial() {
             Ok(rundir) => trial(rundir, ti, watch.as_ref()),
             Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         };
+        if let Some(c) = cells.get_mut(gi).and_then(|c| c.get_mut(ti)) {
+            c.last = t0.elapsed();
+        }
         if stop.is_none() && signals::pending() != 0 {
             stop = Some(Stop::Signal(signals::pending())); // arrived after the last phase
         }
         rs.targets[gi] = target.info.clone(); // format count and details as of this trial
         if recorded {
-            for (op, result) in done {
+            runs_of[gi][ti] = run;
+            for (op, mut result) in done {
+                if let Some(mock) = &d.mock {
+                    mock.apply(&mut result, tree.spec.files * ranks, tree.bytes * ranks, order);
+                }
                 rs.measurements.push(Measurement {
                     experiment: d.name.to_string(),
                     target: target.id.clone(),
@@ -466,6 +523,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         create: cfg.create.clone(),
         caches: cfg.caches,
         until: cfg.until,
+        adaptive: cfg.adaptive,
     };
     let infos = targets.iter().map(|t| t.info.clone()).collect();
     let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
@@ -484,10 +542,11 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     };
     let driver = Driver {
         name: &cfg.name,
-        runs: cfg.runs,
+        runs: rounds::Runs::of(cfg.runs, cfg.adaptive),
         warmup: cfg.warmup,
         order: cfg.order,
         outputs: outputs(cfg.json.as_deref(), &cfg.exports),
+        mock: cfg.mock,
     };
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti, watch| {
         let env = TreeEnv { settings: &settings, progress: &progress, caches: cfg.caches, pairs: &pairs, watch };

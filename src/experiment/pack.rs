@@ -465,6 +465,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         // The pack steps do not evict caches or flush (yet): recorded as what they did.
         caches: crate::experiment::CacheMode::Warm,
         until: crate::report::Until::Returned,
+        adaptive: None,
     };
     let mut infos = vec![dst.info.clone()];
     infos.extend(src.as_ref().map(|s| s.info.clone()));
@@ -483,10 +484,11 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     };
     let driver = Driver {
         name: "pack",
-        runs: cfg.runs,
+        runs: super::rounds::Runs::Fixed(cfg.runs),
         warmup: cfg.warmup,
         order: Order::Interleaved,
         outputs: outputs(cfg.json.as_deref(), &[]),
+        mock: None,
     };
     let progress = Progress::new(cfg.quiet);
     let results = drive(&driver, vec![dst], rs, &metas, &progress, |dst_rd, ti, _watch| match src.as_mut() {

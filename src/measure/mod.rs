@@ -1,6 +1,7 @@
 //! What one phase produced: times, counts, portions, latency percentiles, CPU.
 
 pub mod diskstats;
+pub mod machine;
 pub mod progress;
 pub mod provenance;
 
@@ -97,12 +98,21 @@ pub struct PhaseResult {
     /// What the target's block device did during the phase (/proc/diskstats).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<diskstats::DeviceIo>,
+    /// What the rest of the machine did meanwhile (others' CPU, iowait, steal) and
+    /// whether that disturbed the run ([`machine::Activity::disturbed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<machine::Activity>,
 }
 
 impl PhaseResult {
     /// A measurement usable in statistics: it ran to the end without errors.
     pub fn complete(&self) -> bool {
         !self.interrupted && self.failed.is_none() && self.errors == 0
+    }
+
+    /// Other processes used the machine enough to disturb this run.
+    pub fn disturbed(&self) -> bool {
+        self.machine.as_ref().is_some_and(|m| m.disturbed)
     }
 }
 

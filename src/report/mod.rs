@@ -62,6 +62,10 @@ pub struct ExperimentInfo {
     /// Which time of a write phase the statistics use.
     #[serde(default)]
     pub until: Until,
+    /// Adaptive runs (`--precision`): the settings and how the budget went; absent
+    /// with a fixed `--runs N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::experiment::rounds::Adaptive>,
 }
 
 /// Which end of a write phase counts: `durable` (its changes on the device: syncfs or
@@ -126,10 +130,40 @@ pub struct SummaryRow {
     pub tree_key: String,
     pub tree_files: u64,
     pub tree_bytes: u64,
-    /// Raw seconds of the complete runs, in run order.
+    /// Raw seconds of the complete runs the statistics use, in run order.
     pub raw_s: Vec<f64>,
+    /// Complete runs measured, disturbed ones included.
+    #[serde(default)]
+    pub runs: usize,
+    /// Seconds of the runs left out because other processes disturbed them (see
+    /// `measure::machine`); all runs are kept when every one was disturbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_s: Vec<f64>,
+    /// Disturbed runs (left out or, when every run was, kept).
+    #[serde(default)]
+    pub disturbed: usize,
+    /// Adaptive runs: how the cell ended (`precision reached`, `max runs reached`,
+    /// `budget spent`, `stopped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     #[serde(flatten)]
     pub stats: Summary,
+}
+
+impl SummaryRow {
+    /// `12`, or `12 (2 disturbed, left out)`, plus how adaptive runs ended.
+    pub fn runs_text(&self) -> String {
+        let mut s = self.runs.max(self.stats.n).to_string();
+        if !self.disturbed_s.is_empty() {
+            s.push_str(&format!(" ({} disturbed, left out)", self.disturbed_s.len()));
+        } else if self.disturbed > 0 {
+            s.push_str(&format!(" (all {} disturbed)", self.disturbed));
+        }
+        if let Some(why) = &self.stopped {
+            s.push_str(&format!(", {why}"));
+        }
+        s
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +179,27 @@ pub struct ModelRow {
     pub dirs_range: [u64; 2],
     #[serde(flatten)]
     pub model: CostModel,
+}
+
+/// How an adaptive cell ended, for its summary: `precision reached: ±3.1%`, `max runs
+/// reached: ±7.2%`, `budget spent: ±9.0%` (or `… no interval` before 6 runs).
+fn stop_reason(
+    a: &crate::experiment::rounds::Adaptive,
+    s: &Summary,
+    runs: usize,
+    disturbed: usize,
+    complete: bool,
+) -> String {
+    let reached = s.precision().map_or("no interval".to_string(), |p| format!("±{}%", sig3(p * 100.0)));
+    if s.precision().is_some_and(|p| p <= a.precision) {
+        format!("precision reached: {reached}")
+    } else if runs.saturating_sub(disturbed) >= a.max_runs as usize || runs >= 2 * a.max_runs as usize {
+        format!("max runs reached: {reached}")
+    } else if !complete {
+        format!("stopped: {reached}")
+    } else {
+        format!("budget spent: {reached}")
+    }
 }
 
 /// Write phases (their results have a durable and a returned time).
@@ -249,10 +304,24 @@ impl ResultSet {
                 .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
                 .collect();
             let until = self.experiment.until;
-            let raw: Vec<f64> = ms.iter().map(|m| m.seconds(until)).collect();
+            // Disturbed runs measured the neighbours too: left out, unless that is all there is.
+            let disturbed = ms.iter().filter(|m| m.result.disturbed()).count();
+            let (used, left_out): (Vec<&&Measurement>, Vec<&&Measurement>) = if disturbed < ms.len() {
+                ms.iter().partition(|m| !m.result.disturbed())
+            } else {
+                (ms.iter().collect(), Vec::new())
+            };
+            if disturbed == ms.len() && disturbed > 0 {
+                self.warnings.push(format!(
+                    "{op} on {tree_key} ({target}): every run was disturbed by other processes (more than {} cores busy besides this one): the figures measure the neighbours too",
+                    crate::measure::machine::DISTURBED_CORES
+                ));
+            }
+            let raw: Vec<f64> = used.iter().map(|m| m.seconds(until)).collect();
             let Some(stats) = stats::summarize(&raw) else {
                 continue;
             };
+            let stopped = self.experiment.adaptive.map(|a| stop_reason(&a, &stats, ms.len(), disturbed, self.complete));
             for d in detect::of_runs(target, op, tree_key, &raw, &stats) {
                 if matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }) {
                     self.warnings.push(d.text());
@@ -277,6 +346,10 @@ impl ResultSet {
                 tree_files: ms[0].tree_files,
                 tree_bytes: ms[0].tree_bytes,
                 raw_s: raw,
+                runs: ms.len(),
+                disturbed_s: left_out.iter().map(|m| m.seconds(until)).collect(),
+                disturbed,
+                stopped,
                 stats,
             });
         }

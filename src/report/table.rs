@@ -26,7 +26,20 @@ pub fn fmt_mean_ci(mean: f64, half: Option<f64>) -> String {
     }
 }
 
-fn unit_for(s: f64) -> (f64, &'static str) {
+/// The headline of a summary: the median with its distribution-free 95% interval in
+/// one unit, `12.3 ms [11.9 – 12.8]`, or the median and why no interval is shown
+/// (`350 ms (too few runs for an interval, n=3)`): never an interval below zero or
+/// wider than the value.
+pub fn fmt_headline(st: &crate::analysis::stats::Summary) -> String {
+    let (scale, unit) = unit_for(st.median_s);
+    let m = sig3(st.median_s * scale);
+    match crate::analysis::stats::printable_interval(st.median_s, st.median_ci95_s, st.n) {
+        Ok([lo, hi]) => format!("{m} {unit} [{} – {}]", sig3(lo * scale), sig3(hi * scale)),
+        Err(why) => format!("{m} {unit} ({why})"),
+    }
+}
+
+pub(crate) fn unit_for(s: f64) -> (f64, &'static str) {
     let a = s.abs();
     if a < 1e-3 {
         (1e6, "µs")
@@ -80,7 +93,7 @@ pub fn ladder(rs: &ResultSet) -> String {
     if many {
         header.push("target".into());
     }
-    header.extend(ops.iter().map(|o| format!("{} (mean ± 95% CI)", op_label(rs, o))));
+    header.extend(ops.iter().map(|o| format!("{} (median [95% CI])", op_label(rs, o))));
     let mut t = new_table(header);
     let mut rows: Vec<(&str, &str, u64, u64)> = Vec::new();
     for s in &rs.summaries {
@@ -106,7 +119,7 @@ pub fn ladder(rs: &ResultSet) -> String {
                     .summaries
                     .iter()
                     .find(|s| s.tree_key == key && s.target == *target && &s.op == op)
-                    .map(|s| fmt_mean_ci(s.stats.mean_s, s.stats.ci_half_width()))
+                    .map(|s| fmt_headline(&s.stats))
                     .unwrap_or_else(|| "—".into());
                 row.push(cell);
             }
@@ -165,19 +178,29 @@ pub fn models(rs: &ResultSet) -> String {
 /// One tree, several ops: detail per op.
 pub fn ops_detail(rs: &ResultSet) -> String {
     let mut t = new_table(
-        ["op", "tree", "mean ± 95% CI", "median", "min … max", "CV", "rate (at the mean)", "latency p50 / p99"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "op",
+            "tree",
+            "runs",
+            "median [95% CI]",
+            "mean ± 95% CI",
+            "min … max",
+            "CV",
+            "rate (at the median)",
+            "latency p50 / p99",
+        ]
+        .map(String::from)
+        .to_vec(),
     );
     for s in &rs.summaries {
         let st = &s.stats;
         let (scale, unit) = unit_for(st.median_s);
         let lat = latency_cell(rs, s);
-        let rate = if st.mean_s > 0.0 {
-            let files_rate = s.tree_files as f64 / st.mean_s;
+        let rate = if st.median_s > 0.0 {
+            let files_rate = s.tree_files as f64 / st.median_s;
             let mut r = format!("{} files/s", sig3(files_rate));
             if s.op == "create" || s.op == "read" {
-                r.push_str(&format!(", {} MiB/s", sig3(s.tree_bytes as f64 / st.mean_s / 1048576.0)));
+                r.push_str(&format!(", {} MiB/s", sig3(s.tree_bytes as f64 / st.median_s / 1048576.0)));
             }
             r
         } else {
@@ -187,8 +210,9 @@ pub fn ops_detail(rs: &ResultSet) -> String {
         t.add_row(vec![
             op_label(rs, &s.op),
             tree,
+            s.runs_text(),
+            fmt_headline(st),
             fmt_mean_ci(st.mean_s, st.ci_half_width()),
-            format!("{} {unit}", sig3(st.median_s * scale)),
             format!("{} … {} {unit}", sig3(st.min_s * scale), sig3(st.max_s * scale)),
             st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into()),
             rate,
@@ -237,10 +261,72 @@ pub fn op_label(rs: &ResultSet, op: &str) -> String {
     }
 }
 
+/// How many runs the figures rest on: the fixed count, or how adaptive runs ended
+/// (cells that reached the precision, the others with what they reached), and the
+/// runs left out as disturbed.
+pub fn runs_line(rs: &ResultSet) -> String {
+    use crate::units::fmt_secs;
+    let sums = &rs.summaries;
+    if sums.is_empty() {
+        return String::new();
+    }
+    let ns: Vec<usize> = sums.iter().map(|s| s.stats.n).collect();
+    let (lo, hi) = (ns.iter().min().copied().unwrap_or(0), ns.iter().max().copied().unwrap_or(0));
+    let range = if lo == hi { lo.to_string() } else { format!("{lo}–{hi}") };
+    let e = &rs.experiment;
+    let setup = format!("{} threads, order {}, {} warmup", e.threads, e.order, e.warmup);
+    let pct = |x: f64| {
+        let v = x * 100.0;
+        if (v - v.round()).abs() < 1e-9 { format!("{}", v.round()) } else { sig3(v) }
+    };
+    let mut out = match e.adaptive {
+        None => format!("runs: {range} per cell (--runs) · {setup}\n"),
+        Some(a) => {
+            let short: Vec<&super::SummaryRow> = sums
+                .iter()
+                .filter(|s| !s.stopped.as_deref().is_some_and(|w| w.starts_with("precision reached")))
+                .collect();
+            let mut line = format!(
+                "runs: adaptive to ±{}% ({}–{} per cell, budget {}, took {}): {range} per cell, {} of {} reached it",
+                pct(a.precision),
+                a.min_runs,
+                a.max_runs,
+                fmt_secs(a.max_time_s),
+                fmt_secs(a.spent_s),
+                sums.len() - short.len(),
+                sums.len()
+            );
+            if !short.is_empty() {
+                let list: Vec<String> = short
+                    .iter()
+                    .take(6)
+                    .map(|s| format!("{} {} files: {}", s.op, s.tree_files, s.stopped.as_deref().unwrap_or("?")))
+                    .collect();
+                let more =
+                    if short.len() > 6 { format!(", … {} more in the JSON", short.len() - 6) } else { String::new() };
+                line.push_str(&format!(" (not: {}{more})", list.join("; ")));
+            }
+            format!("{line} · {setup}\n")
+        }
+    };
+    out.push_str(
+        "figures: medians with distribution-free 95% intervals (order statistics, from 6 runs); mean ± Student t in the JSON\n",
+    );
+    let left_out: usize = sums.iter().map(|s| s.disturbed_s.len()).sum();
+    let disturbed: usize = sums.iter().map(|s| s.disturbed).sum();
+    if disturbed > 0 {
+        out.push_str(&format!(
+            "disturbed: {disturbed} runs had other processes using more than {} cores besides this one; {left_out} left out of the statistics\n",
+            crate::measure::machine::DISTURBED_CORES
+        ));
+    }
+    out
+}
+
 /// What the times mean: which end of write phases counts, how cold the reads were, what
 /// the devices did (one line each).
 pub fn measured(rs: &ResultSet) -> String {
-    let mut out = String::new();
+    let mut out = runs_line(rs);
     let ms = &rs.measurements;
     if ms.iter().any(|m| m.result.flush_s.is_some()) {
         out.push_str(match rs.experiment.until {
@@ -304,11 +390,6 @@ pub fn footer(rs: &ResultSet) -> String {
         out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
     }
     out.push_str(&detections(rs, SHOWN));
-    let e = &rs.experiment;
-    out.push_str(&format!(
-        "runs: {} per cell (+{} warmup), {} threads, order {}; CI = Student t 95% over runs\n",
-        e.runs, e.warmup, e.threads, e.order
-    ));
     out.push_str(&measured(rs));
     for t in &rs.targets {
         let made = t.managed.as_ref().map(|m| format!(" · made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
@@ -381,10 +462,16 @@ pub fn ranks(rs: &ResultSet) -> String {
             .map(String::from)
             .to_vec(),
     );
+    // Medians with their distribution-free interval, like every other table.
     let rate = |xs: &[f64]| match summarize(xs) {
-        Some(s) => match s.ci_half_width() {
-            Some(h) => format!("{} ± {}", fmt_rate(s.mean_s, "files"), fmt_rate(h, "").trim_end_matches(" /s")),
-            None => format!("{} (1 run)", fmt_rate(s.mean_s, "files")),
+        Some(s) => match crate::analysis::stats::printable_interval(s.median_s, s.median_ci95_s, s.n) {
+            Ok([lo, hi]) => format!(
+                "{} [{} – {}]",
+                fmt_rate(s.median_s, "files"),
+                fmt_rate(lo, "").trim_end_matches(" /s"),
+                fmt_rate(hi, "").trim_end_matches(" /s")
+            ),
+            Err(why) => format!("{} ({why})", fmt_rate(s.median_s, "files")),
         },
         None => "-".into(),
     };
