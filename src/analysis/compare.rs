@@ -1,8 +1,13 @@
 //! A/B comparison of two result sets: for every cell measured in both, the ratio of
-//! mean times B/A with a 95% CI and a verdict from Welch's t-test, so a storage
-//! regression can gate a pipeline.
+//! times B/A with a 95% CI and a verdict, so a storage regression can gate a pipeline.
+//!
+//! With 6 runs or more on both sides the ratio is of the medians, on a log scale, and
+//! its interval combines the medians' distribution-free intervals ([`log_ratio`]): the
+//! verdict is "slower"/"faster" when that interval excludes 1. With fewer runs there is
+//! no such interval, and the ratio of the means with Welch's t-test decides (the
+//! `basis` field says which).
 
-use super::stats::{Summary, t_quantile_975};
+use super::stats::{Summary, log_ratio, t_quantile_975};
 use crate::report::ResultSet;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -41,15 +46,35 @@ pub struct Comparison {
     pub tree_key: String,
     pub mean_a_s: f64,
     pub mean_b_s: f64,
+    pub median_a_s: f64,
+    pub median_b_s: f64,
     pub n_a: usize,
     pub n_b: usize,
-    /// mean B / mean A: above 1 means B is slower.
+    /// `median` (both sides have 6 runs or more) or `mean`.
+    pub basis: &'static str,
+    /// B / A of the basis: above 1 means B is slower.
     pub ratio: f64,
-    /// 95% CI of the ratio (delta method on log ratio, Welch–Satterthwaite df).
+    /// 95% CI of the ratio: medians' intervals combined on a log scale, or (basis
+    /// mean) the delta method on the log ratio with Welch–Satterthwaite df.
     pub ratio_ci95: Option<[f64; 2]>,
-    /// Welch's two-sided p-value for equal means.
+    /// Basis mean: Welch's two-sided p-value for equal means.
     pub p_value: Option<f64>,
     pub verdict: Verdict,
+}
+
+/// Ratio B/A of the medians with its interval and the verdict it gives, when both
+/// sides have a median interval.
+pub fn median_ratio(a: &Summary, b: &Summary) -> Option<(f64, [f64; 2], Verdict)> {
+    let (r, ci) = log_ratio(b.median_s, b.median_ci95_s, a.median_s, a.median_ci95_s);
+    let [lo, hi] = ci?;
+    let v = if lo > 1.0 {
+        Verdict::Slower
+    } else if hi < 1.0 {
+        Verdict::Faster
+    } else {
+        Verdict::NoSignificantDifference
+    };
+    Some((r, [lo, hi], v))
 }
 
 /// Welch's t-test: (t, df, two-sided p) for equal means, or `None` with fewer than 2
@@ -117,8 +142,14 @@ pub fn compare(a: &ResultSet, b: &ResultSet) -> Vec<Comparison> {
         else {
             continue;
         };
-        let (ratio, ratio_ci95) = ratio_ci(&x.stats, &y.stats);
-        let (p_value, verdict) = verdict(&x.stats, &y.stats);
+        let (basis, ratio, ratio_ci95, p_value, verdict) = match median_ratio(&x.stats, &y.stats) {
+            Some((r, ci, v)) => ("median", r, Some(ci), None, v),
+            None => {
+                let (r, ci) = ratio_ci(&x.stats, &y.stats);
+                let (p, v) = verdict(&x.stats, &y.stats);
+                ("mean", r, ci, p, v)
+            }
+        };
         out.push(Comparison {
             target_a: x.target.clone(),
             target_b: y.target.clone(),
@@ -126,8 +157,11 @@ pub fn compare(a: &ResultSet, b: &ResultSet) -> Vec<Comparison> {
             tree_key: x.tree_key.clone(),
             mean_a_s: x.stats.mean_s,
             mean_b_s: y.stats.mean_s,
+            median_a_s: x.stats.median_s,
+            median_b_s: y.stats.median_s,
             n_a: x.stats.n,
             n_b: y.stats.n,
+            basis,
             ratio,
             ratio_ci95,
             p_value,
@@ -174,5 +208,24 @@ mod tests {
         let [lo, hi] = ci.unwrap();
         assert!((r - 1.3).abs() < 1e-12 && lo < 1.3 && hi > 1.3 && lo > 1.2 && hi < 1.4, "{lo} {hi}");
         assert_eq!(verdict(&a, &summarize(&[2.0]).unwrap()).1, Verdict::TooFewRuns);
+    }
+
+    #[test]
+    fn medians_decide_from_six_runs() {
+        let base = [1.00, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 1.01, 0.99];
+        let a = summarize(&base).unwrap();
+        // One wild run on B does not move its median: a heavy tail does not hide a 30% slowdown.
+        let mut slow = base.map(|x| x * 1.3);
+        slow[2] = 40.0;
+        let b = summarize(&slow).unwrap();
+        let (r, [lo, hi], v) = median_ratio(&a, &b).unwrap();
+        assert!((r - 1.3).abs() < 0.02 && lo > 1.0 && hi < 1.7, "{r} {lo} {hi}");
+        assert_eq!(v, Verdict::Slower);
+        let (_, _, v) = median_ratio(&a, &summarize(&base.map(|x| x * 0.7)).unwrap()).unwrap();
+        assert_eq!(v, Verdict::Faster);
+        let same = [1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.97, 1.03, 1.0];
+        let (_, _, v) = median_ratio(&a, &summarize(&same).unwrap()).unwrap();
+        assert_eq!(v, Verdict::NoSignificantDifference);
+        assert!(median_ratio(&a, &summarize(&[1.0, 1.1, 0.9]).unwrap()).is_none(), "n < 6: no median interval");
     }
 }

@@ -183,7 +183,7 @@ pub fn of_runs(target: &str, op: &str, tree_key: &str, raw: &[f64], s: &Summary)
     out
 }
 
-/// One target's mean time for one op at one file count.
+/// One target's times for one op at one file count.
 #[derive(Debug, Clone)]
 pub struct Cell<'a> {
     pub target: &'a str,
@@ -213,13 +213,14 @@ pub fn crossovers(op: &str, cells: &[Cell]) -> Vec<Detection> {
                 }
             }
             pts.sort_by_key(|p| p.0);
-            let valid = |s: &Summary| s.mean_s > 0.0;
+            let valid = |s: &Summary| s.median_s > 0.0;
             pts.retain(|p| p.0 > 0 && valid(p.1) && valid(p.2));
             for w in pts.windows(2) {
                 let (f0, a0, b0) = w[0];
                 let (f1, a1, b1) = w[1];
-                let r0 = (a0.mean_s / b0.mean_s).ln();
-                let r1 = (a1.mean_s / b1.mean_s).ln();
+                // Log ratio of the medians (robust to a slow run; symmetric in a and b).
+                let r0 = (a0.median_s / b0.median_s).ln();
+                let r1 = (a1.median_s / b1.median_s).ln();
                 if r0 == 0.0 || r1 == 0.0 || (r0 < 0.0) == (r1 < 0.0) {
                     continue;
                 }
@@ -240,9 +241,12 @@ pub fn crossovers(op: &str, cells: &[Cell]) -> Vec<Detection> {
     out
 }
 
-/// The two 95% CIs do not overlap (1-run cells: never).
+/// The two 95% intervals do not overlap: the medians' when both have one (6 runs or
+/// more), else the means' Student-t intervals (1-run cells: never).
 fn apart(a: &Summary, b: &Summary) -> bool {
-    match (a.ci95_s, b.ci95_s) {
+    let both_median = a.median_ci95_s.is_some() && b.median_ci95_s.is_some();
+    let (ia, ib) = if both_median { (a.median_ci95_s, b.median_ci95_s) } else { (a.ci95_s, b.ci95_s) };
+    match (ia, ib) {
         (Some([alo, ahi]), Some([blo, bhi])) => ahi < blo || bhi < alo,
         _ => false,
     }

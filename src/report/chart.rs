@@ -116,8 +116,9 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                 let means = cells
                     .iter()
                     .map(|s| {
-                        let [lo, hi] = s.stats.ci95_s.unwrap_or([s.stats.mean_s, s.stats.mean_s]);
-                        (s.tree_files as f64, s.stats.mean_s, lo, hi)
+                        let (m, ci) = s.stats.headline();
+                        let [lo, hi] = ci.unwrap_or([m, m]);
+                        (s.tree_files as f64, m, lo, hi)
                     })
                     .collect();
                 let runs = cells.iter().flat_map(|s| s.raw_s.iter().map(move |&x| (s.tree_files as f64, x))).collect();
@@ -145,7 +146,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
             .collect();
         out.push(Chart {
             id: format!("time-vs-files-{}", slug(op)),
-            title: format!("{op}: time against file count (log-log), mean ± 95% CI, dashed: fitted model"),
+            title: format!("{op}: time against file count (log-log), median and its 95% interval, dashed: fitted model"),
             kind: Kind::LogLog { series },
         });
     }
@@ -156,9 +157,10 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
             .iter()
             .filter(|s| s.tree_key == big.tree_key)
             .map(|s| {
-                let [lo, hi] = s.stats.ci95_s.unwrap_or([s.stats.mean_s, s.stats.mean_s]);
+                let (m, ci) = s.stats.headline();
+                let [lo, hi] = ci.unwrap_or([m, m]);
                 let label = if rs.targets.len() > 1 { format!("{} · {}", s.op, s.target) } else { s.op.clone() };
-                Bar { label, mean: s.stats.mean_s, lo: lo.max(0.0), hi }
+                Bar { label, mean: m, lo: lo.max(0.0), hi }
             })
             .collect();
         if !bars.is_empty() {

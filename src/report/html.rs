@@ -48,8 +48,11 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String
     ));
     h.push_str(&format!("<h1>{}</h1>\n", esc(&super::table::title(rs))));
     h.push_str(&format!(
-        "<p class=\"muted\">Means ± Student-t 95% confidence half-widths over {} runs per cell; every chart in this file is inline SVG.</p>\n",
-        rs.experiment.runs
+        "<p class=\"muted\">Medians with distribution-free 95% intervals (order statistics, from 6 runs) over {} runs per cell; every chart in this file is inline SVG.</p>\n",
+        match rs.experiment.adaptive {
+            Some(a) => format!("adaptive ({}–{})", a.min_runs, a.max_runs),
+            None => rs.experiment.runs.to_string(),
+        }
     ));
     h.push_str("<nav><ul>");
     for c in &charts {
@@ -146,7 +149,7 @@ fn models(rs: &ResultSet) -> String {
 
 fn summaries(rs: &ResultSet) -> String {
     let mut h = String::from(
-        "<h2>Measurements</h2>\n<table><tr><th>target</th><th>op</th><th>tree</th><th>n</th><th>mean ± 95% CI</th><th>median</th><th>CV</th></tr>\n",
+        "<h2>Measurements</h2>\n<table><tr><th>target</th><th>op</th><th>tree</th><th>n</th><th>median [95% CI]</th><th>mean ± 95% CI</th><th>CV</th></tr>\n",
     );
     for s in &rs.summaries {
         let st = &s.stats;
@@ -156,8 +159,8 @@ fn summaries(rs: &ResultSet) -> String {
             esc(&s.op),
             esc(&s.tree_key),
             st.n,
+            esc(&super::table::fmt_headline(st)),
             fmt_mean_ci(st.mean_s, st.ci_half_width()),
-            fmt_mean_ci(st.median_s, None).replace(" (1 run)", ""),
             st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into())
         ));
     }

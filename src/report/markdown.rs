@@ -14,7 +14,7 @@ impl Exporter for MarkdownExporter {
         let e = &rs.experiment;
         let mut s = format!("## manyfiles {}: {}\n\n", e.name, e.ops.join(", "));
         s.push_str(&format!(
-            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {} threads, {} order, caches {}. Figures are means ± Student-t 95% confidence half-widths.\n\n",
+            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {} threads, {} order, caches {}. Figures are medians with distribution-free 95% intervals (order statistics, from 6 runs); means ± Student-t 95% half-widths beside them.\n\n",
             p.started_utc,
             p.host,
             p.cpu_model,
@@ -22,13 +22,16 @@ impl Exporter for MarkdownExporter {
             p.memory_bytes as f64 / (1u64 << 30) as f64,
             p.kernel,
             p.version,
-            e.runs,
+            match e.adaptive {
+                Some(a) => format!("adaptive ({}–{}, to ±{}%)", a.min_runs, a.max_runs, sig3(a.precision * 100.0)),
+                None => e.runs.to_string(),
+            },
             e.warmup,
             e.threads,
             e.order,
             format!("{:?}", e.caches).to_lowercase()
         ));
-        s.push_str("| target | file system | op | tree | n | mean ± 95% CI | median | CV |\n|---|---|---|---|---:|---:|---:|---:|\n");
+        s.push_str("| target | file system | op | tree | n | median [95% CI] | mean ± 95% CI | CV |\n|---|---|---|---|---:|---:|---:|---:|\n");
         for r in &rs.summaries {
             let fs = rs.targets.iter().find(|t| t.id == r.target).map(|t| t.fs_type.clone()).unwrap_or_default();
             let st = &r.stats;
@@ -39,8 +42,8 @@ impl Exporter for MarkdownExporter {
                 r.op,
                 r.tree_key,
                 st.n,
+                super::table::fmt_headline(st),
                 fmt_mean_ci(st.mean_s, st.ci_half_width()),
-                fmt_mean_ci(st.median_s, None).replace(" (1 run)", ""),
                 st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into())
             ));
         }
