@@ -337,8 +337,8 @@ pub struct RunArgs {
     /// Adaptive: most runs of a cell (disturbed runs are replaced and not counted)
     #[arg(long, default_value = "30")]
     pub max_runs: u32,
-    /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); no trial starts that
-    /// would overrun it once every cell has --min-runs
+    /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); past each cell's
+    /// minimum runs, no trial starts that would overrun it
     #[arg(long, value_name = "DURATION", default_value = "3m")]
     pub max_time: String,
     /// Synthetic times for tests of the statistics (cv=,slow=,disturbed=,seed=)

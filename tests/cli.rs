@@ -232,9 +232,13 @@ fn documented_defaults() {
     assert_eq!(default_of(&ladder, "--from"), "1");
     assert_eq!(default_of(&ladder, "--to"), "65536");
     assert_eq!(default_of(&ladder, "--step"), "4");
-    // --runs has a per-command default (bigfile 10), stated in its help text.
+    // Without --runs, runs are adaptive: the defaults of the precision target and budget.
     let flat: String = ladder.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("(default 3; bigfile 10)"), "{flat}");
+    assert!(flat.contains("(default: adaptive runs to --precision)"), "{flat}");
+    assert_eq!(default_of(&ladder, "--precision"), "5%");
+    assert_eq!(default_of(&ladder, "--min-runs"), "3");
+    assert_eq!(default_of(&ladder, "--max-runs"), "30");
+    assert_eq!(default_of(&ladder, "--max-time"), "3m");
     assert_eq!(default_of(&ladder, "--portion"), "10000");
     assert_eq!(default_of(&ladder, "--files-per-dir"), "1000");
     assert_eq!(default_of(&ladder, "--fanout"), "16");

@@ -135,11 +135,12 @@ pub struct SummaryRow {
     /// Complete runs measured, disturbed ones included.
     #[serde(default)]
     pub runs: usize,
-    /// Seconds of the runs left out because other processes disturbed them (see
-    /// `measure::machine`); all runs are kept when every one was disturbed.
+    /// Adaptive runs: seconds of the runs left out because other processes disturbed
+    /// them (see `measure::machine`); all are kept when every run was disturbed, and
+    /// with `--runs N` every run is kept (and counted in `disturbed`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbed_s: Vec<f64>,
-    /// Disturbed runs (left out or, when every run was, kept).
+    /// Disturbed runs (left out, or kept: `--runs N`, or every run disturbed).
     #[serde(default)]
     pub disturbed: usize,
     /// Adaptive runs: how the cell ended (`precision reached`, `max runs reached`,
@@ -157,7 +158,7 @@ impl SummaryRow {
         if !self.disturbed_s.is_empty() {
             s.push_str(&format!(" ({} disturbed, left out)", self.disturbed_s.len()));
         } else if self.disturbed > 0 {
-            s.push_str(&format!(" (all {} disturbed)", self.disturbed));
+            s.push_str(&format!(" ({} disturbed, kept)", self.disturbed));
         }
         if let Some(why) = &self.stopped {
             s.push_str(&format!(", {why}"));
@@ -304,14 +305,17 @@ impl ResultSet {
                 .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
                 .collect();
             let until = self.experiment.until;
-            // Disturbed runs measured the neighbours too: left out, unless that is all there is.
+            // Disturbed runs measured the neighbours too: with adaptive runs they are left
+            // out (and replaced by the driver), unless that is all there is; `--runs N`
+            // keeps meaning exactly N runs, so there they are only counted.
             let disturbed = ms.iter().filter(|m| m.result.disturbed()).count();
-            let (used, left_out): (Vec<&&Measurement>, Vec<&&Measurement>) = if disturbed < ms.len() {
+            let leave_out = self.experiment.adaptive.is_some() && disturbed < ms.len();
+            let (used, left_out): (Vec<&&Measurement>, Vec<&&Measurement>) = if leave_out {
                 ms.iter().partition(|m| !m.result.disturbed())
             } else {
                 (ms.iter().collect(), Vec::new())
             };
-            if disturbed == ms.len() && disturbed > 0 {
+            if leave_out && disturbed == ms.len() && disturbed > 0 {
                 self.warnings.push(format!(
                     "{op} on {tree_key} ({target}): every run was disturbed by other processes (more than {} cores busy besides this one): the figures measure the neighbours too",
                     crate::measure::machine::DISTURBED_CORES

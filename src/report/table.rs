@@ -316,8 +316,9 @@ pub fn runs_line(rs: &ResultSet) -> String {
     let disturbed: usize = sums.iter().map(|s| s.disturbed).sum();
     if disturbed > 0 {
         out.push_str(&format!(
-            "disturbed: {disturbed} runs had other processes using more than {} cores besides this one; {left_out} left out of the statistics\n",
-            crate::measure::machine::DISTURBED_CORES
+            "disturbed: {disturbed} runs had other processes using more than {} cores besides this one; {left_out} left out of the statistics{}\n",
+            crate::measure::machine::DISTURBED_CORES,
+            if rs.experiment.adaptive.is_none() { " (--runs N keeps every run)" } else { "" }
         ));
     }
     out

@@ -1,0 +1,191 @@
+//! Adaptive runs and disturbance detection, end to end: the driver stops each cell at
+//! the requested precision, at --max-runs or at the budget (on a synthetic timing
+//! source, the hidden --mock-timing flag, so the outcome is deterministic), leaves
+//! disturbed runs out, keeps --runs N exact, and a real busy neighbour is detected.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn ladder(dir: &Path, json: &Path, extra: &str) -> Run {
+    let mut a = words("ladder --total 256k --to 16 --quiet");
+    a.extend(["--target".into(), dir.to_string_lossy().into_owned(), "--json".into(), json.to_string_lossy().into()]);
+    a.extend(words(extra));
+    run(a)
+}
+
+fn summaries(v: &Value) -> &Vec<Value> {
+    v["summaries"].as_array().expect("summaries")
+}
+
+/// Relative half-width of the median interval, as the tool defines precision.
+fn precision(s: &Value) -> Option<f64> {
+    let ci = s["median_ci95_s"].as_array()?;
+    let (lo, hi, m) = (ci[0].as_f64()?, ci[1].as_f64()?, s["median_s"].as_f64()?);
+    Some((hi - m).max(m - lo) / m)
+}
+
+#[test]
+fn adaptive_runs_stop_at_the_precision() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let r = ladder(dir.path(), &json, "--mock-timing cv=0.03,seed=3 --precision 5%");
+    r.ok();
+    let v = load_json(&json);
+    let a = &v["experiment"]["adaptive"];
+    assert_eq!(a["precision"].as_f64(), Some(0.05));
+    assert_eq!(a["budget_spent"], Value::Bool(false));
+    let sums = summaries(&v);
+    assert_eq!(sums.len(), 9, "3 rungs × create, read, delete");
+    for s in sums {
+        let n = s["n"].as_u64().unwrap();
+        let p = precision(s).expect("an interval");
+        assert!(p <= 0.05, "precision {p} > 5%: {s}");
+        assert!((6..30).contains(&n), "n = {n}: stopped at the precision, before --max-runs");
+        assert!(s["stopped"].as_str().unwrap().starts_with("precision reached"), "{s}");
+    }
+    assert!(r.stdout.contains("9 of 9 reached it"), "{}", r.stdout);
+}
+
+#[test]
+fn noisy_cells_stop_at_max_runs_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let r = ladder(dir.path(), &json, "--mock-timing cv=0.6,seed=5 --max-runs 8");
+    r.ok();
+    let v = load_json(&json);
+    for s in summaries(&v) {
+        assert_eq!(s["n"].as_u64(), Some(8), "{s}");
+        assert!(s["stopped"].as_str().unwrap().starts_with("max runs reached"), "{s}");
+        assert!(precision(s).unwrap() > 0.05);
+    }
+    assert!(r.stdout.contains("0 of 9 reached it"), "{}", r.stdout);
+    assert!(r.stdout.contains("max runs reached: ±"), "{}", r.stdout);
+    // No printed interval is wider than its value: those cells say why instead.
+    for line in r.stdout.lines().filter(|l| l.contains('[') && l.contains(" – ")) {
+        for cell in line.split("  ").filter(|c| c.contains(" – ")) {
+            let nums: Vec<f64> = cell
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if let [m, lo, hi] = nums[..] {
+                assert!(hi - lo <= m && lo >= 0.0, "interval wider than its value: {cell}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_budget_stops_rounds_but_min_runs_are_owed() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let t0 = std::time::Instant::now();
+    let r = ladder(dir.path(), &json, "--mock-timing cv=0.6,seed=7 --max-time 1s --min-runs 3");
+    r.ok();
+    let took = t0.elapsed().as_secs_f64();
+    let v = load_json(&json);
+    let a = &v["experiment"]["adaptive"];
+    assert_eq!(a["budget_spent"], Value::Bool(true), "{a}");
+    // The budget is kept to within about one trial (tiny here, slower on a loaded machine).
+    assert!(a["spent_s"].as_f64().unwrap() < 10.0, "{a}");
+    assert!(took < 60.0, "took {took} s");
+    for s in summaries(&v) {
+        assert!(s["n"].as_u64().unwrap() >= 3, "{s}");
+        let why = s["stopped"].as_str().unwrap();
+        assert!(why.starts_with("budget spent") || why.starts_with("precision reached"), "{s}");
+    }
+    assert!(r.stdout.contains("budget spent: "), "{}", r.stdout);
+}
+
+#[test]
+fn disturbed_runs_are_left_out_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let r = ladder(dir.path(), &json, "--mock-timing cv=0.05,disturbed=0.3,seed=11 --precision 1% --max-runs 12");
+    r.ok();
+    let v = load_json(&json);
+    let mut left_out = 0;
+    for s in summaries(&v) {
+        let runs = s["runs"].as_u64().unwrap();
+        let n = s["n"].as_u64().unwrap();
+        let d = s["disturbed_s"].as_array().map_or(0, |x| x.len()) as u64;
+        assert_eq!(n + d, runs, "{s}");
+        assert_eq!(s["disturbed"].as_u64(), Some(d));
+        assert!(n >= 12, "disturbed runs do not count toward --max-runs: {s}");
+        assert_eq!(s["raw_s"].as_array().unwrap().len() as u64, n);
+        left_out += d;
+    }
+    // 30% of about 150 runs: the draw is deterministic, and far from 0.
+    assert!(left_out >= 20, "{left_out} runs left out");
+    assert!(r.stdout.contains(&format!("{left_out} left out of the statistics")), "{}", r.stdout);
+    for m in v["measurements"].as_array().unwrap() {
+        assert!(m["machine"].is_object(), "every measurement says what the machine did: {m}");
+    }
+}
+
+#[test]
+fn fixed_runs_keep_every_run_and_count_the_disturbed() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let r = ladder(dir.path(), &json, "--mock-timing cv=0.05,disturbed=0.3,seed=11 --runs 10");
+    r.ok();
+    let v = load_json(&json);
+    assert!(v["experiment"].get("adaptive").is_none(), "--runs N is not adaptive");
+    let mut disturbed = 0;
+    for s in summaries(&v) {
+        assert_eq!(s["n"].as_u64(), Some(10), "--runs 10 is exact: {s}");
+        assert!(s.get("disturbed_s").is_none(), "{s}");
+        disturbed += s["disturbed"].as_u64().unwrap();
+    }
+    assert!(disturbed >= 15, "{disturbed}");
+    assert!(r.stdout.contains("(--runs N keeps every run)"), "{}", r.stdout);
+}
+
+#[test]
+fn a_busy_neighbour_is_detected() {
+    // Two spinning processes on a 2-core machine while real create/read/delete phases of
+    // 30,000 empty files run (each well above the 50 ms needed to judge).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut spinners: Vec<std::process::Child> = (0..cores)
+        .map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
+        .collect();
+    let mut a = words("ops --files 30000 --size 0 --runs 2 --threads 1 --quiet");
+    a.extend(["--target".into(), dir.path().to_string_lossy().into_owned(), "--json".into(), json.to_string_lossy().into()]);
+    let r = run(a);
+    for s in &mut spinners {
+        s.kill().unwrap();
+        s.wait().unwrap();
+    }
+    r.ok();
+    let v = load_json(&json);
+    let ms = v["measurements"].as_array().unwrap();
+    let disturbed = ms.iter().filter(|m| m["machine"]["disturbed"] == Value::Bool(true)).count();
+    assert!(disturbed >= ms.len() / 2, "{disturbed} of {} measurements disturbed: {ms:?}", ms.len());
+    assert!(r.stdout.contains("disturbed: "), "{}", r.stdout);
+}
+
+#[test]
+fn bad_adaptive_settings_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().to_string_lossy().into_owned();
+    for (args, flag) in [
+        ("--precision 0", "--precision"),
+        ("--precision abc", "--precision"),
+        ("--precision 150%", "--precision"),
+        ("--max-time 0", "--max-time"),
+        ("--max-time soon", "--max-time"),
+        ("--min-runs 5 --max-runs 4", "--max-runs"),
+        ("--min-runs 0", "--min-runs"),
+        ("--runs 3 --precision 5%", "--precision"),
+        ("--mock-timing cv=x", "--mock-timing"),
+    ] {
+        let mut a = vec!["ladder".to_string(), "--target".into(), t.clone()];
+        a.extend(words(args));
+        assert_bad_input(&run(a), flag, args);
+        assert!(run_dirs(dir.path()).is_empty(), "{args}: nothing created");
+    }
+}
