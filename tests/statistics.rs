@@ -66,10 +66,8 @@ fn noisy_cells_stop_at_max_runs_and_say_so() {
     // No printed interval is wider than its value: those cells say why instead.
     for line in r.stdout.lines().filter(|l| l.contains('[') && l.contains(" – ")) {
         for cell in line.split("  ").filter(|c| c.contains(" – ")) {
-            let nums: Vec<f64> = cell
-                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .filter_map(|x| x.parse().ok())
-                .collect();
+            let nums: Vec<f64> =
+                cell.split(|c: char| !(c.is_ascii_digit() || c == '.')).filter_map(|x| x.parse().ok()).collect();
             if let [m, lo, hi] = nums[..] {
                 assert!(hi - lo <= m && lo >= 0.0, "interval wider than its value: {cell}");
             }
@@ -154,7 +152,12 @@ fn a_busy_neighbour_is_detected() {
         .map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
         .collect();
     let mut a = words("ops --files 30000 --size 0 --runs 2 --threads 1 --quiet");
-    a.extend(["--target".into(), dir.path().to_string_lossy().into_owned(), "--json".into(), json.to_string_lossy().into()]);
+    a.extend([
+        "--target".into(),
+        dir.path().to_string_lossy().into_owned(),
+        "--json".into(),
+        json.to_string_lossy().into(),
+    ]);
     let r = run(a);
     for s in &mut spinners {
         s.kill().unwrap();

@@ -144,7 +144,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     let experiment = ExperimentInfo {
         name: "bigfile".into(),
         ops: OPS.iter().map(|s| s.to_string()).collect(),
-        runs: cfg.runs,
+        runs: super::rounds::Runs::of(cfg.runs, cfg.adaptive).max(),
         warmup: cfg.warmup,
         threads: 1,
         portion_files: 1,

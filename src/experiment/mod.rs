@@ -515,7 +515,8 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
         ops: cfg.ops.clone(),
-        runs: cfg.runs,
+        // Adaptive: the most a cell may get (`adaptive` says how many it took).
+        runs: rounds::Runs::of(cfg.runs, cfg.adaptive).max(),
         warmup: cfg.warmup,
         threads: cfg.threads,
         portion_files: cfg.portion_files,

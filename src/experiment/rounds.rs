@@ -7,9 +7,9 @@
 //! median of every op it times is within ±precision of the median; that interval
 //! is distribution-free (order statistics) and needs 6 runs that were not disturbed
 //! (see `measure::machine`), so precision is judged from the 6th such run on.
-//! Disturbed runs are left out of the statistics and replaced by one more run each:
-//! they do not count toward `--max-runs`, and a cell never runs more than twice
-//! `--max-runs`. Every cell gets `--min-runs` runs whatever the budget; past them, a
+//! Disturbed runs are left out of the statistics (once 6 undisturbed ones remain; see
+//! `report::split_disturbed`) and replaced by one more run each: they do not count
+//! toward `--max-runs`, and a cell never runs more than twice `--max-runs`. Every cell gets `--min-runs` runs whatever the budget; past them, a
 //! trial is not started when the time it took last round would take the experiment
 //! past `--max-time`.
 //!
@@ -88,11 +88,9 @@ impl CellState {
         disturbed_runs.dedup();
         let mut precision = Some(0.0f64);
         for op in ops {
-            let xs: Vec<f64> = ms
-                .iter()
-                .filter(|m| &m.op == op && m.result.complete() && !m.result.disturbed())
-                .map(|m| m.seconds(until))
-                .collect();
+            let of_op: Vec<&Measurement> = ms.iter().copied().filter(|m| &m.op == op && m.result.complete()).collect();
+            let xs: Vec<f64> =
+                crate::report::split_disturbed(&of_op, true).0.iter().map(|m| m.seconds(until)).collect();
             let p = crate::analysis::stats::summarize(&xs).and_then(|s| s.precision());
             precision = match (precision, p) {
                 (Some(a), Some(b)) => Some(a.max(b)),
@@ -326,7 +324,12 @@ mod tests {
                     let u = |k: u64| unit_f64(hash3(0xC0FE + ci as u64, cell * 64 + i, k)).max(1e-300);
                     xs.push(draw(u(1), u(2), u(3)));
                     let s = summarize(&xs).unwrap();
-                    let state = CellState { runs: xs.len() as u32, disturbed: 0, precision: s.precision(), last: Duration::ZERO };
+                    let state = CellState {
+                        runs: xs.len() as u32,
+                        disturbed: 0,
+                        precision: s.precision(),
+                        last: Duration::ZERO,
+                    };
                     if state.done(&a) && s.median_ci95_s.is_some() || xs.len() >= a.max_runs as usize {
                         break s;
                     }

@@ -146,7 +146,9 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
             .collect();
         out.push(Chart {
             id: format!("time-vs-files-{}", slug(op)),
-            title: format!("{op}: time against file count (log-log), median and its 95% interval, dashed: fitted model"),
+            title: format!(
+                "{op}: time against file count (log-log), median and its 95% interval, dashed: fitted model"
+            ),
             kind: Kind::LogLog { series },
         });
     }

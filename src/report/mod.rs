@@ -182,6 +182,19 @@ pub struct ModelRow {
     pub model: CostModel,
 }
 
+/// The runs statistics use, and those left out. Disturbed runs measured the neighbours
+/// too: with adaptive runs they are left out (the driver replaces them) as long as
+/// enough undisturbed runs remain for an interval (6); otherwise every run is kept and
+/// a warning says so. `--runs N` keeps meaning exactly N runs: nothing is left out.
+pub fn split_disturbed<'a>(ms: &[&'a Measurement], adaptive: bool) -> (Vec<&'a Measurement>, Vec<&'a Measurement>) {
+    let clean = ms.iter().filter(|m| !m.result.disturbed()).count();
+    if adaptive && clean >= stats::MEDIAN_CI_MIN_N && clean < ms.len() {
+        ms.iter().partition(|m| !m.result.disturbed())
+    } else {
+        (ms.to_vec(), Vec::new())
+    }
+}
+
 /// How an adaptive cell ended, for its summary: `precision reached: ±3.1%`, `max runs
 /// reached: ±7.2%`, `budget spent: ±9.0%` (or `… no interval` before 6 runs).
 fn stop_reason(
@@ -305,19 +318,12 @@ impl ResultSet {
                 .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
                 .collect();
             let until = self.experiment.until;
-            // Disturbed runs measured the neighbours too: with adaptive runs they are left
-            // out (and replaced by the driver), unless that is all there is; `--runs N`
-            // keeps meaning exactly N runs, so there they are only counted.
             let disturbed = ms.iter().filter(|m| m.result.disturbed()).count();
-            let leave_out = self.experiment.adaptive.is_some() && disturbed < ms.len();
-            let (used, left_out): (Vec<&&Measurement>, Vec<&&Measurement>) = if leave_out {
-                ms.iter().partition(|m| !m.result.disturbed())
-            } else {
-                (ms.iter().collect(), Vec::new())
-            };
-            if leave_out && disturbed == ms.len() && disturbed > 0 {
+            let (used, left_out) = split_disturbed(&ms, self.experiment.adaptive.is_some());
+            if self.experiment.adaptive.is_some() && disturbed > 0 && left_out.is_empty() {
                 self.warnings.push(format!(
-                    "{op} on {tree_key} ({target}): every run was disturbed by other processes (more than {} cores busy besides this one): the figures measure the neighbours too",
+                    "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes (more than {} cores busy besides this one), too many to leave out: the figures measure the neighbours too",
+                    ms.len(),
                     crate::measure::machine::DISTURBED_CORES
                 ));
             }
