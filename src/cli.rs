@@ -129,7 +129,8 @@ pub struct LadderArgs {
     /// Multiply the file count by this from rung to rung
     #[arg(long, default_value = "4", value_parser = parse_count)]
     pub step: u64,
-    /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete)
+    /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete;
+    /// reformat on --fs targets: unmount, mkfs, mount with the tree on it, beside delete)
     #[arg(long, default_value = "create,read,delete")]
     pub ops: String,
     #[command(flatten)]
@@ -146,7 +147,8 @@ pub struct LadderArgs {
 pub struct OpsArgs {
     #[command(flatten)]
     pub tree: TreeSizeArgs,
-    /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan, delete
+    /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan,
+    /// delete, reformat (--fs targets: unmount, mkfs, mount with the tree on it)
     #[arg(long, default_value = "create,stat,list,read,delete")]
     pub ops: String,
     #[command(flatten)]

@@ -172,6 +172,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
         order: cfg.order,
         outputs: super::outputs(cfg.json.as_deref(), &cfg.exports),
         mock: cfg.mock,
+        reformat: false,
     };
     drive(&driver, targets, rs, &metas, &progress, |rundir, _, watch| {
         let cache = match cfg.drop_caches {

@@ -108,7 +108,7 @@ impl CacheMode {
 
 /// Phases that read a tree (every pair op reads its source): made cold before.
 pub fn reads_tree(op: &str) -> bool {
-    !matches!(op, "create" | "delete")
+    !matches!(op, "create" | "delete" | REFORMAT)
 }
 
 /// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
@@ -186,7 +186,12 @@ impl Order {
 pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut want = Vec::new();
     let mut pairs: Vec<String> = Vec::new();
+    let mut reformat = false;
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if p == REFORMAT {
+            reformat = true;
+            continue;
+        }
         if let Some(r) = ops::copy::by_name(p) {
             r.map_err(|e| Error::bad("--ops", e))?;
             if !pairs.iter().any(|q| q == p) {
@@ -198,14 +203,14 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
             return Err(Error::bad(
                 "--ops",
                 format!(
-                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT)",
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT, reformat)",
                     ops::OP_NAMES.join(", ")
                 ),
             ));
         }
         want.push(p.to_string());
     }
-    if want.is_empty() && pairs.is_empty() {
+    if want.is_empty() && pairs.is_empty() && !reformat {
         return Err(Error::bad("--ops", "no op given"));
     }
     if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
@@ -215,8 +220,16 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
         ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
     let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
     v.splice(at..at, pairs);
+    if reformat {
+        v.push(REFORMAT.to_string());
+    }
     Ok(v)
 }
+
+/// The `reformat` op: at the end of a trial, with the tree still on it, the managed
+/// file system is unmounted, formatted and mounted again, timed as a whole: what
+/// "formatting is faster than deleting" costs (the next trial then needs no format).
+pub const REFORMAT: &str = "reformat";
 
 /// Add external tools as ops `cmd:NAME`, after the other pair ops and before delete.
 pub fn add_commands(ops: &mut Vec<String>, cmds: &[external::ExternalCmd]) -> Result<()> {
@@ -335,6 +348,8 @@ pub(crate) struct Driver<'a> {
     pub outputs: Vec<Output>,
     /// Synthetic times instead of measured ones (tests of the statistics).
     pub mock: Option<rounds::MockTiming>,
+    /// Time a reformat of the (managed) target at the end of every trial ([`REFORMAT`]).
+    pub reformat: bool,
 }
 
 /// The JSON (if any) and the other exports, in the order they are written.
@@ -416,10 +431,18 @@ pub(crate) fn drive(
         progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
         let watch = target.watch.clone();
         let t0 = std::time::Instant::now();
-        let (done, mut stop) = match target.begin_trial() {
+        let (mut done, mut stop) = match target.begin_trial() {
             Ok(rundir) => trial(rundir, ti, watch.as_ref()),
             Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         };
+        if d.reformat && stop.is_none() {
+            let mut r = watched(watch.as_ref(), CacheState::Warm, || reformat_phase(target, tree));
+            r.cache = None; // reads nothing: no cache state to report
+            if let Some(f) = &r.failed {
+                stop = Some(Stop::Failed(format!("reformat failed: {f}")));
+            }
+            done.push((REFORMAT.to_string(), r));
+        }
         if let Some(c) = cells.get_mut(gi).and_then(|c| c.get_mut(ti)) {
             c.last = t0.elapsed();
         }
@@ -486,6 +509,31 @@ pub(crate) fn drive(
     Ok(rs)
 }
 
+/// Time a reformat of `target` with `tree` on it (unmount, mkfs, mount, a new run
+/// directory), counted as removing the tree's files.
+fn reformat_phase(target: &mut LiveTarget, tree: &TreeMeta) -> PhaseResult {
+    let t0 = std::time::Instant::now();
+    let (u0, s0) = crate::measure::cpu_times();
+    let r = target.reformat();
+    let el = t0.elapsed().as_secs_f64();
+    let (u1, s1) = crate::measure::cpu_times();
+    let files = tree.spec.files;
+    PhaseResult {
+        elapsed_s: el,
+        files,
+        bytes: tree.bytes,
+        dirs: tree.dirs,
+        threads: 1,
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+        failed: r.err().map(|e| e.to_string()),
+        portions: vec![crate::measure::Portion { files, elapsed_s: el, end_files: files }],
+        first_finish_s: el,
+        last_finish_s: el,
+        ..PhaseResult::default()
+    }
+}
+
 /// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every
 /// measurement). Run directories are removed and managed file systems torn down at
 /// the end, and on every error path (by drop).
@@ -507,6 +555,14 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
                     "{op} works on a tree per rank; with --shared-dir only create, stat, list, read and delete run"
                 ),
             ));
+        }
+    }
+    if cfg.ops.iter().any(|o| o == REFORMAT) {
+        if cfg.targets.iter().any(|t| !matches!(t, TargetSpec::Fs(_))) {
+            return Err(Error::bad("--ops", "reformat formats the file system: it runs only on --fs targets"));
+        }
+        if cfg.reuse {
+            return Err(Error::bad("--reuse", "reformat formats the file system after every trial: drop --reuse"));
         }
     }
     // A copy or sync op writes a second tree beside the first (one at a time).
@@ -548,6 +604,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         order: cfg.order,
         outputs: outputs(cfg.json.as_deref(), &cfg.exports),
         mock: cfg.mock,
+        reformat: cfg.ops.iter().any(|o| o == REFORMAT),
     };
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti, watch| {
         let env = TreeEnv { settings: &settings, progress: &progress, caches: cfg.caches, pairs: &pairs, watch };
@@ -582,6 +639,7 @@ fn run_tree(
         Ok(fd) => fd,
         Err(e) => return (done, Some(Stop::Failed(e.to_string()))),
     };
+    let reformat = wanted.iter().any(|w| w == REFORMAT);
     for op in all_ops {
         let name = op.name();
         let timed = wanted.iter().any(|w| w == name);
@@ -638,6 +696,17 @@ fn run_tree(
         if stop.is_some() {
             return (done, stop);
         }
+        if reformat && name == "delete" {
+            // The reformat is timed with the tree on the file system: make it again.
+            let Some(create) = all_ops.iter().find(|o| o.name() == "create") else { break };
+            let again = run_phase(create.as_ref(), tree, root.as_fd(), settings, &Progress::hidden());
+            if let Some(f) = again.failed.or((again.errors > 0).then(|| again.first_error.unwrap_or_default())) {
+                return (done, Some(Stop::Failed(format!("create (untimed, before reformat) failed: {f}"))));
+            }
+        }
+    }
+    if reformat {
+        return (done, None); // the reformat removes the tree with the file system
     }
     drop(root);
     ranks::shared_barrier();

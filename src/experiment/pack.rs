@@ -489,6 +489,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         order: Order::Interleaved,
         outputs: outputs(cfg.json.as_deref(), &[]),
         mock: None,
+        reformat: false,
     };
     let progress = Progress::new(cfg.quiet);
     let results = drive(&driver, vec![dst], rs, &metas, &progress, |dst_rd, ti, _watch| match src.as_mut() {

@@ -34,6 +34,8 @@ pub struct LiveTarget {
     keep: bool,
     reuse: bool,
     trials: u64,
+    /// Formatted by a timed `reformat` since the last trial began.
+    fresh: bool,
 }
 
 /// Smallest image each type formats into (mkfs refuses smaller), in bytes.
@@ -227,15 +229,32 @@ impl LiveTarget {
             let device = managed.as_ref().and_then(|m| m.details().device.clone());
             let watch = DeviceWatch::for_target(&info.path, device.as_deref());
             info.device = watch.as_ref().map(|w| w.device().to_string());
-            out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0 });
+            out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0, fresh: false });
         }
         Ok(out)
     }
 
+    /// The `reformat` op: format a managed file system afresh now (unmount, mkfs, mount,
+    /// a new run directory); the next trial then starts on it without another format.
+    pub fn reformat(&mut self) -> Result<()> {
+        let Some(m) = self.managed.as_mut() else {
+            return Err(Error::failed("reformat: not a managed file system"));
+        };
+        if let Some(mut rd) = self.rundir.take() {
+            rd.set_keep(true); // the format takes it with everything in it
+        }
+        m.refresh()?;
+        self.info.managed = Some(m.details().clone());
+        self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
+        self.fresh = true;
+        Ok(())
+    }
+
     /// Get ready for one trial: a managed file system is formatted afresh (except for
-    /// the first trial, which gets the fresh format of its creation, or with `reuse`).
+    /// the first trial, which gets the fresh format of its creation, or with `reuse`,
+    /// or after a timed `reformat`).
     pub fn begin_trial(&mut self) -> Result<&RunDir> {
-        if self.trials > 0 && !self.reuse {
+        if self.trials > 0 && !self.reuse && !std::mem::take(&mut self.fresh) {
             if let Some(m) = self.managed.as_mut() {
                 if let Some(mut rd) = self.rundir.take() {
                     rd.set_keep(true); // the format below takes it with everything in it

@@ -425,6 +425,20 @@ impl ResultSet {
                 .collect();
             self.detections.extend(detect::crossovers(op, &cells));
         }
+        // Delete against re-format on each target: above which file count formatting
+        // the file system is the faster way to empty it.
+        let targets: Vec<String> = self.targets.iter().map(|t| t.id.clone()).collect();
+        for t in &targets {
+            let cells: Vec<detect::Cell> = self
+                .summaries
+                .iter()
+                .filter(|s| &s.target == t && (s.op == "delete" || s.op == crate::experiment::REFORMAT))
+                .map(|s| detect::Cell { target: &s.op, files: s.tree_files, stats: &s.stats })
+                .collect();
+            if cells.iter().any(|c| c.target == "delete") && cells.iter().any(|c| c.target != "delete") {
+                self.detections.extend(detect::crossovers(&format!("emptying {t}"), &cells));
+            }
+        }
         self.warnings.extend(self.storage_warnings());
         for m in &self.measurements {
             if m.result.errors > 0 {
