@@ -333,7 +333,10 @@ impl ResultSet {
             };
             let stopped = self.experiment.adaptive.map(|a| stop_reason(&a, &stats, ms.len(), disturbed, self.complete));
             for d in detect::of_runs(target, op, tree_key, &raw, &stats) {
-                if matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }) {
+                // Adaptive runs say per cell what precision they reached: no "more runs
+                // needed" advice beside it (the detection stays in the JSON).
+                let advice = matches!(d, Detection::HighCv { .. }) && self.experiment.adaptive.is_none();
+                if matches!(d, Detection::FirstRun { .. }) || advice {
                     self.warnings.push(d.text());
                 }
                 self.detections.push(d);
