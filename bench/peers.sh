@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Every engine against its fastest peers, side by side (issue 15): one command that
+# installs the peers it can, builds a RAM-backed ext4, runs each job's contenders
+# interleaved (order rotated every round), and prints the ratio table.
+#
+#   bench/peers.sh
+#
+# Jobs (each on a fresh copy of the workload where it changes the tree):
+#   copy   manyfiles copy SRC DST          cpz SRC DST      cp -a SRC/. DST
+#   gen    manyfiles gen DIR (FILES, SIZE)  ftzz DIR -n FILES --files-exact -b BYTES --bytes-exact
+#   sync   manyfiles sync SRC SAME --dry-run                 rsync -an SRC/ SAME/
+#   scan   manyfiles scan SRC (no index)   find SRC -printf '%s %T@ %p\n'   du -s SRC   gdu -n SRC
+#   rm     manyfiles rm DIR                rmz DIR          rm -rf DIR
+# Workloads: "nested" FILES (100000) × SIZE (1k) in DIRS (100) directories, and
+# "flat" FLAT_FILES (1000000) empty files in one directory (FLAT_FILES=0 skips it).
+# Untimed before every timed run: the tree to work on (a copy of SRC for rm, an empty
+# destination for copy, an empty directory for gen), then `sync` and, as root, drop
+# caches; and a wait (up to QUIET_MAX s, default 60) until other processes use less
+# than QUIET_CORES (0.3) cores: the machine is shared. Each run records the cores
+# other processes used meanwhile.
+#
+# Environment: ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
+# default nproc), JOBS (default "copy gen sync scan rm"), IMG_SIZE (8G, sparse), RAW
+# (copy the raw TSV here). Needs root (mount, losetup), cargo, python3, /usr/bin/time.
+# Peers missing are installed: cpz, rmz, ftzz with `cargo install --locked`; rsync,
+# gdu with apt-get. A peer that cannot be installed is left out and named.
+set -euo pipefail
+shopt -s inherit_errexit
+
+ROUNDS=${ROUNDS:-5}
+FILES=${FILES:-100000}
+SIZE=${SIZE:-1k}
+DIRS=${DIRS:-100}
+FLAT_FILES=${FLAT_FILES:-1000000}
+THREADS=${THREADS:-$(nproc)}
+JOBS=${JOBS:-copy gen sync scan rm}
+IMG_SIZE=${IMG_SIZE:-8G}
+QUIET_CORES=${QUIET_CORES:-0.3}
+QUIET_MAX=${QUIET_MAX:-60}
+RAW=${RAW:-}
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=/dev/shm/manyfiles-peers-$$
+TSV=$WORK/raw.tsv
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
+bench_setup
+
+export PATH="$HOME/.cargo/bin:$PATH"
+for c in cpz rmz ftzz; do
+    if ! command -v "$c" >/dev/null; then
+        echo "installing $c (cargo install --locked)..." >&2
+        cargo install --locked --quiet "$c" >&2 || echo "  $c could not be installed: left out" >&2
+    fi
+done
+for c in rsync gdu; do
+    if ! command -v "$c" >/dev/null; then
+        echo "installing $c (apt-get)..." >&2
+        (apt-get install -y -qq "$c" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$c"; }) >&2 ||
+            echo "  $c could not be installed: left out" >&2
+    fi
+done
+have() { command -v "$1" >/dev/null; }
+
+bench_build
+version() { if have "$1"; then "$1" --version 2>/dev/null | head -1 | tr -s ' '; else echo "$1: missing"; fi; }
+bench_header "engines against their peers" \
+    "ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
+    "$(version cpz); $(version rmz); $(version ftzz); $(cp --version | head -1); $(version rsync); $(find --version | head -1); $(du --version | head -1); $(version gdu)"
+
+HZ=$(getconf CLK_TCK)
+busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
+wait_quiet() {
+    local t=0 b0 b1
+    while :; do
+        b0=$(busy); sleep 1; b1=$(busy)
+        if python3 -c "import sys; sys.exit(0 if ($b1 - $b0) / $HZ < $QUIET_CORES else 1)"; then return; fi
+        t=$((t + 1))
+        if [ "$t" -ge "$QUIET_MAX" ]; then echo "  (not quiet after ${QUIET_MAX}s, running anyway)" >&2; return; fi
+    done
+}
+quiesce() { sync; if [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi; wait_quiet; }
+
+# timed CMD...: "wall user sys others" to $WORK/last (others: cores other processes used)
+timed() {
+    local t0 t1 b0 b1 u s
+    b0=$(busy); t0=$EPOCHREALTIME
+    /usr/bin/time -f '%U %S' -o "$WORK/time" "$@" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
+    t1=$EPOCHREALTIME; b1=$(busy)
+    read -r u s < "$WORK/time"
+    python3 -c "w=max($t1-$t0,1e-6); print(f'{w:.4f} $u $s {max(0.0, (($b1-$b0)/$HZ - $u - $s)/w):.2f}')" > "$WORK/last"
+}
+
+count_files() { find "$1" -type f | wc -l; }
+
+: > "$TSV"
+fresh_ext4 "$IMG_SIZE" -N $((FILES * 6 + FLAT_FILES * 3 + 200000))
+
+# make_tree NAME KIND: the workload's source tree at $MNT/NAME (untimed, once).
+make_tree() {
+    local dir=$MNT/$1
+    case "$2" in
+        nested) "$MF" gen "$dir" --files "$FILES" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) -q >/dev/null ;;
+        flat) "$MF" gen "$dir" --files "$FLAT_FILES" --size 0 --flat -q >/dev/null ;;
+    esac
+}
+
+# contenders JOB: the peers that are installed
+contenders() {
+    case "$1" in
+        copy) echo mf-copy; have cpz && echo cpz; echo cp-a ;;
+        gen) echo mf-gen; have ftzz && echo ftzz ;;
+        sync) echo mf-sync-n; echo rsync-an ;;
+        scan) echo mf-scan; echo find-printf; echo du-s; have gdu && echo gdu ;;
+        rm) echo mf-rm; have rmz && echo rmz; echo rm-rf ;;
+    esac
+}
+
+# run_one WORKLOAD JOB CONTENDER
+run_one() {
+    local w=$1 job=$2 c=$3 src=$MNT/src-$1 dst=$MNT/dst
+    rm -rf "$dst"
+    case "$job" in
+        copy) mkdir "$dst" ;;
+        sync) ;;
+        rm) cp -a "$src" "$dst" ;;
+    esac
+    quiesce
+    local files
+    files=$( [ "$w" = flat ] && echo "$FLAT_FILES" || echo "$FILES" )
+    case "$c" in
+        mf-copy) timed "$MF" copy "$src" "$dst" --threads "$THREADS" -q ;;
+        cpz) timed cpz "$src" "$dst" ;;
+        cp-a) timed cp -a "$src/." "$dst" ;;
+        mf-gen)
+            if [ "$w" = flat ]; then timed "$MF" gen "$dst" --files "$files" --size 0 --flat -q
+            else timed "$MF" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) -q; fi ;;
+        ftzz)
+            # ftzz ≥ 3 has no `generate` subcommand; older versions need it.
+            local g=()
+            if ftzz --help 2>/dev/null | grep -q '^ *generate'; then g=(g); fi
+            local b
+            b=$(find "$src" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+            if [ "$b" -gt 0 ]; then timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact
+            else timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact; fi ;;
+        mf-sync-n) timed "$MF" sync "$src" "$MNT/same-$w" --dry-run --threads "$THREADS" -q ;;
+        rsync-an) timed rsync -an "$src/" "$MNT/same-$w/" ;;
+        mf-scan) timed "$MF" scan "$src" --threads "$THREADS" ;;
+        find-printf) timed find "$src" -printf '%s %T@ %p\n' ;;
+        du-s) timed du -s "$src" ;;
+        gdu) timed gdu -n "$src" ;;
+        mf-rm) timed "$MF" rm "$dst" --threads "$THREADS" ;;
+        rmz) timed rmz "$dst" ;;
+        rm-rf) timed rm -rf "$dst" ;;
+    esac
+    case "$job" in
+        copy|gen)
+            local n
+            n=$(count_files "$dst")
+            if [ "$n" -lt "$files" ]; then echo "$c made $n files, want $files" >&2; exit 1; fi ;;
+        rm) if [ -e "$dst" ]; then echo "$c left $dst" >&2; exit 1; fi ;;
+    esac
+    cat "$WORK/last"
+}
+
+WORKLOADS=(nested)
+if [ "$FLAT_FILES" -gt 0 ]; then WORKLOADS+=(flat); fi
+for w in "${WORKLOADS[@]}"; do
+    echo "workload $w: making the source tree..." >&2
+    make_tree "src-$w" "$w"
+    cp -a "$MNT/src-$w" "$MNT/same-$w"
+    for job in $JOBS; do
+        mapfile -t cs < <(contenders "$job")
+        k=${#cs[@]}
+        for ((r = 0; r < ROUNDS; r++)); do
+            for ((i = 0; i < k; i++)); do
+                c=${cs[$(((i + r) % k))]}
+                line=$(run_one "$w" "$job" "$c")
+                printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$job" "$((r + 1))" "$c" "$line" | tr ' ' '\t' >> "$TSV"
+                echo "  $w $job round $((r + 1)) $c: $line" >&2
+            done
+        done
+    done
+    rm -rf "$MNT/src-$w" "$MNT/same-$w" "$MNT/dst"
+done
+if [ -n "$RAW" ]; then cp "$TSV" "$RAW"; fi
+
+python3 - "$TSV" <<'EOF'
+import sys, statistics as st
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+# workload, job, round, contender, wall, user, sys, others
+targets = {"copy": ("mf-copy", "cpz", 1.1), "gen": ("mf-gen", "ftzz", 1.1), "sync": ("mf-sync-n", "rsync-an", 3.3),
+           "scan": ("mf-scan", "find-printf", 2.5), "rm": ("mf-rm", "rmz", 1.1)}
+extra = {"rm": ("mf-rm", "rm-rf", 2.5)}
+print("| workload | job | contender | median s | min–max s | user+sys s | others (cores, max) | manyfiles × faster | per-round × | target | result |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+for w in dict.fromkeys(r[0] for r in rows):
+    for job in dict.fromkeys(r[1] for r in rows if r[0] == w):
+        rs = [r for r in rows if r[0] == w and r[1] == job]
+        by = {}
+        for r in rs:
+            by.setdefault(r[3], {})[r[2]] = r
+        med = {c: st.median(float(x[4]) for x in v.values()) for c, v in by.items()}
+        mine = [c for c in by if c.startswith("mf-")][0]
+        checks = [t for t in (targets.get(job), extra.get(job)) if t]
+        for c, v in by.items():
+            walls = [float(x[4]) for x in v.values()]
+            cells = [w, job, c, f"{med[c]:.3f}", f"{min(walls):.3f}–{max(walls):.3f}",
+                     f"{st.median(float(x[5]) + float(x[6]) for x in v.values()):.2f}",
+                     f"{max(float(x[7]) for x in v.values()):.2f}"]
+            if c == mine:
+                cells += ["", "", "", ""]
+            else:
+                x = med[c] / med[mine]
+                per = [float(v[k][4]) / float(by[mine][k][4]) for k in v if k in by[mine]]
+                t = [t for (a, b, t) in checks if b == c]
+                cells += [f"**{x:.2f}**", f"{min(per):.2f}–{max(per):.2f}", f"≥ {t[0]}" if t else "",
+                          ("PASS" if x >= t[0] else "**MISS**") if t else ""]
+            print("| " + " | ".join(cells) + " |")
+EOF
