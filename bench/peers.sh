@@ -120,11 +120,10 @@ contenders() {
 run_one() {
     local w=$1 job=$2 c=$3 src=$MNT/src-$1 dst=$MNT/dst
     rm -rf "$dst"
-    case "$job" in
-        copy) mkdir "$dst" ;;
-        sync) ;;
-        rm) cp -a "$src" "$dst" ;;
+    case "$c" in
+        cp-a) mkdir "$dst" ;;           # the others make DST themselves
     esac
+    if [ "$job" = rm ]; then cp -a "$src" "$dst"; fi
     quiesce
     local files
     files=$( [ "$w" = flat ] && echo "$FLAT_FILES" || echo "$FILES" )
