@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod measure;
 pub mod ops;
 pub mod ranks;
+pub mod rm;
 pub mod report;
 pub mod scan;
 pub mod signals;
