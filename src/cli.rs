@@ -7,6 +7,7 @@ use manyfiles::experiment::ladder::LadderSpec;
 use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
 use manyfiles::generate::GenConfig;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
+use manyfiles::report::Until;
 use manyfiles::report::export::{Format, Output};
 use manyfiles::target::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::content::POOL;
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(
     name = "manyfiles",
-    version,
+    version = manyfiles::measure::provenance::LONG_VERSION,
     about = "Measure what many small files cost a storage system",
     long_about = "Measure what many small files cost a storage system: the same bytes as 1 file or as \
                   65,536 files, timed phase by phase with honest statistics, and the per-file and \
@@ -62,6 +63,58 @@ pub enum Command {
     Predict(PredictArgs),
     /// Cluster sizes for a tree: allocated space and slack, predicted write time, a recommendation
     Plan(PlanArgs),
+    /// Loose vs packed: copy a tree file by file, or pack it (tar, tar.zst, squashfs, erofs, ext4 image), copy one file, unpack or mount it
+    Pack(PackArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
+    Completions(CompletionsArgs),
+    /// Write man pages (manyfiles.1 and one manyfiles-COMMAND.1 per command) into DIR
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// An existing directory to write the pages into
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// The completion script for `shell`, generated from these very definitions.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "manyfiles", &mut out);
+    out
+}
+
+/// Man pages (roff) for the tool and each command into `dir`; returns the files written.
+pub fn man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(Error::bad("DIR", format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(Error::bad("DIR", format!("{}: {e}", dir.display()))),
+    }
+    // Built once so subcommands carry their full names (`manyfiles-gen`) and the version.
+    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut pages = vec![cmd.clone()];
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    let mut written = Vec::new();
+    for page in pages {
+        let man = clap_mangen::Man::new(page);
+        let path = dir.join(man.get_filename());
+        let mut text = Vec::new();
+        man.render(&mut text).map_err(|e| Error::failed(format!("man page: {e}")))?;
+        manyfiles::report::export::write_file(&path, &text)?;
+        written.push(path);
+    }
+    Ok(written)
 }
 
 #[derive(Args, Debug)]
@@ -116,7 +169,8 @@ pub struct BigfileArgs {
     /// Bytes per write() call (at most 4 MiB)
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub block: u64,
-    /// fsync before close (timed with the close)
+    /// No effect, kept for old command lines: the write phase always ends with a timed
+    /// fsync (its durable time); `--until returned` shows the write loop alone
     #[arg(long)]
     pub fsync: bool,
     /// Write with O_DIRECT (block a multiple of 4 KiB)
@@ -238,10 +292,14 @@ pub struct RunArgs {
     /// (default: . unless --fs is given)
     #[arg(long)]
     pub target: Option<PathBuf>,
-    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]], comma
-    /// separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
+    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME],
+    /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
     #[arg(long, value_name = "SPEC,...")]
     pub fs: Option<String>,
+    /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here
+    /// (repeat for several devices); everything on it is destroyed
+    #[arg(long, value_name = "/dev/NAME")]
+    pub destroy_device: Vec<PathBuf>,
     /// Image size for --fs (default: twice the largest tree, at least 512 MiB)
     #[arg(long, value_parser = parse_size)]
     pub fs_size: Option<u64>,
@@ -251,10 +309,20 @@ pub struct RunArgs {
     /// interleaved (run 1 on every tree and target, then run 2, ...) or sequential
     #[arg(long, default_value = "interleaved")]
     pub order: String,
-    /// sync and drop page, dentry and inode caches before every phase (root)
+    /// Caches before each phase: cold (default: read-side phases start with the trees'
+    /// data evicted, and as root every cache dropped), warm (left as they are), drop
+    /// (root: every cache dropped before every phase)
+    #[arg(long, value_name = "cold|warm|drop", conflicts_with_all = ["cold", "drop_caches"])]
+    pub cache: Option<String>,
+    /// Which time tables, models and comparisons use for write phases: durable (until a
+    /// syncfs/fsync of the target returned: the storage's cost) or returned (until the
+    /// last close: what the application saw); both are in the JSON
+    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    pub until: String,
+    /// Same as --cache drop
     #[arg(long, conflicts_with = "cold")]
     pub drop_caches: bool,
-    /// Drop the caches before read, stat and list only: cold reads (root)
+    /// Same as --cache cold (the default)
     #[arg(long)]
     pub cold: bool,
     /// Measured runs of every op on every tree (default 3; bigfile 10)
@@ -410,12 +478,16 @@ impl RunArgs {
         }
         Ok(v)
     }
-    fn runs(&self, default: u32) -> Result<u32> {
-        match self.runs.unwrap_or(default) {
-            0 => Err(Error::bad("--runs", "must be at least 1")),
-            n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
-            n => Ok(n),
+    fn cache_mode(&self) -> Result<CacheMode> {
+        match &self.cache {
+            Some(c) => CacheMode::parse(c),
+            None if self.drop_caches => Ok(CacheMode::Drop),
+            None => Ok(CacheMode::Cold),
         }
+    }
+
+    fn runs(&self, default: u32) -> Result<u32> {
+        check_runs(self.runs.unwrap_or(default))
     }
 
     /// --target and --fs together; `.` when neither is given.
@@ -432,7 +504,48 @@ impl RunArgs {
         if targets.is_empty() {
             targets.push(TargetSpec::Dir(PathBuf::from(".")));
         }
+        self.confirm_devices(&mut targets)?;
         Ok(targets)
+    }
+
+    /// Attach each --destroy-device to the `@dev:` spec naming the same device (the
+    /// engine refuses a device spec without one, or with one naming another device).
+    fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
+        use manyfiles::target::device::same_device;
+        use manyfiles::target::fsspec::Backing;
+        const FLAG: &str = "--destroy-device";
+        let destroy = &self.destroy_device;
+        let mut devs: Vec<&mut manyfiles::target::fsspec::FsSpec> = targets
+            .iter_mut()
+            .filter_map(|t| match t {
+                TargetSpec::Fs(f) if f.device().is_some() => Some(f),
+                _ => None,
+            })
+            .collect();
+        if destroy.is_empty() {
+            return Ok(());
+        }
+        if devs.is_empty() {
+            return Err(Error::bad(
+                FLAG,
+                "only makes sense with a device in --fs (TYPE@dev:/dev/NAME); nothing here formats a device",
+            ));
+        }
+        for d in destroy {
+            let matching: Vec<usize> =
+                (0..devs.len()).filter(|&i| devs[i].device().is_some_and(|p| same_device(p, d))).collect();
+            // One device and one confirmation that do not match: let the engine say why.
+            let chosen = if matching.is_empty() && devs.len() == 1 && destroy.len() == 1 { vec![0] } else { matching };
+            if chosen.is_empty() {
+                return Err(Error::bad(FLAG, format!("{} names none of the @dev: devices in --fs", d.display())));
+            }
+            for i in chosen {
+                if let Backing::Dev { confirmed_by, .. } = &mut devs[i].backing {
+                    *confirmed_by = Some(d.clone());
+                }
+            }
+        }
+        Ok(())
     }
     fn experiment(
         &self,
@@ -457,13 +570,8 @@ impl RunArgs {
             reuse: self.reuse,
             order: Order::parse(&self.order)?,
             measure_allocation: false,
-            caches: if self.drop_caches {
-                CacheMode::Drop
-            } else if self.cold {
-                CacheMode::Cold
-            } else {
-                CacheMode::Warm
-            },
+            caches: self.cache_mode()?,
+            until: Until::parse(&self.until)?,
             trees,
             ops: parse_ops(ops)?,
             create,
@@ -482,35 +590,43 @@ impl RunArgs {
     }
 }
 
-/// An output file's directory must exist, and the path must not be a directory.
-fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
-    if path.is_dir() {
-        return Err(Error::bad(flag, format!("{} is a directory", path.display())));
+fn check_runs(n: u32) -> Result<u32> {
+    match n {
+        0 => Err(Error::bad("--runs", "must be at least 1")),
+        n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
+        n => Ok(n),
     }
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if !dir.is_dir() {
-        return Err(Error::bad(flag, format!("directory {} does not exist", dir.display())));
-    }
-    Ok(())
 }
 
-pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
-    // The shape is checked with the largest rung's file count (name length must fit it).
-    let shape = a.shape.spec(a.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
+/// An output must not be a directory, and a new file's directory must exist (devices,
+/// fifos, sockets, symlinks and `-` are fine: see `export::write_output`).
+fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
+    manyfiles::report::export::check_path(path)
+        .map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
+}
+
+/// A ladder's trees; the shape is checked with the largest rung's file count (name
+/// length must fit it).
+fn ladder_trees(ladder: &LadderSpec, shape: &ShapeArgs) -> Result<Vec<TreeSpec>> {
+    let spec = shape.spec(ladder.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
         Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
         e => e,
     })?;
-    if a.total < a.to {
+    if ladder.total < ladder.to {
         return Err(Error::bad(
             "--total",
             format!(
                 "{} bytes cannot be split into {} files of at least 1 byte (use ops --size 0 for empty files)",
-                a.total, a.to
+                ladder.total, ladder.to
             ),
         ));
     }
-    let trees = ladder.trees(&shape)?;
+    ladder.trees(&spec)
+}
+
+pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
+    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
+    let trees = ladder_trees(&ladder, &a.shape)?;
     let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
     a.pair.apply(cfg)
 }
@@ -548,7 +664,8 @@ pub fn clusters_config(a: &ClustersArgs, command_line: Vec<String>) -> Result<Tr
     let files = a.run.portion.saturating_mul(a.portions);
     let shape = a.shape.spec(files.max(1), SizeDist::Fixed { bytes: 0 })?;
     let trees = clusters::trees(&sizes, &cl, files, &shape);
-    let targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
+    let mut targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
+    a.run.confirm_devices(&mut targets)?;
     let mut cfg = a.run.experiment("clusters", trees, "create", a.write.options()?, command_line)?;
     cfg.targets = targets;
     cfg.measure_allocation = true;
@@ -602,7 +719,7 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
                         other => Err(bad(format!("key {k}: list item {other} is not a string or number"))),
                     })
                     .collect::<Result<_>>()?;
-                if k == "cmd" {
+                if k == "cmd" || k == "destroy_device" {
                     // Repeatable flag (templates may hold commas): one --cmd per item.
                     args.extend(parts.into_iter().flat_map(|p| [flag.clone(), p]));
                 } else {
@@ -620,9 +737,8 @@ pub fn bigfile_config(
     command_line: Vec<String>,
 ) -> Result<manyfiles::experiment::bigfile::BigfileConfig> {
     let r = &a.run;
-    if r.cold {
-        return Err(Error::bad("--cold", "bigfile only writes; use --drop-caches"));
-    }
+    let drop_caches = r.cache_mode()? == CacheMode::Drop;
+    let until = Until::parse(&r.until)?;
     if let Some(j) = &r.json {
         check_output(j, "--json")?;
     }
@@ -647,7 +763,8 @@ pub fn bigfile_config(
         exports: r.exports()?,
         quiet: r.quiet,
         command_line,
-        drop_caches: r.drop_caches,
+        drop_caches,
+        until,
     })
 }
 
@@ -1000,4 +1117,150 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
         }
     }
     Ok(manyfiles::report::PlanConfig { tree, clusters, model, json: a.json.clone(), threads: threads(a.threads)? })
+}
+
+#[derive(Args, Debug)]
+pub struct PackArgs {
+    /// A real directory to use as the tree (only read; default: generated trees)
+    #[arg(value_name = "PATH", conflicts_with_all = ["files", "size", "to", "from", "step", "total"])]
+    pub path: Option<PathBuf>,
+    /// One generated tree of this many files (default: a ladder, see --to)
+    #[arg(long, value_parser = parse_count, conflicts_with_all = ["to", "from", "step", "total"])]
+    pub files: Option<u64>,
+    /// File size of the --files tree: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
+    #[arg(long, default_value = "4k", requires = "files")]
+    pub size: String,
+    /// Ladder: largest file count (rungs --from, ×--step, … up to this; each holds --total bytes)
+    #[arg(long, value_parser = parse_count)]
+    pub to: Option<u64>,
+    /// Ladder: smallest file count
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub from: u64,
+    /// Ladder: multiply the file count by this from rung to rung
+    #[arg(long, default_value = "4", value_parser = parse_count)]
+    pub step: u64,
+    /// Ladder: bytes split across each rung's files
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    pub total: u64,
+    /// Containers, comma separated: tar, tar.zst, squashfs, erofs, ext4 (default: every one
+    /// whose tools are installed; named ones must be)
+    #[arg(long, value_name = "NAME,...")]
+    pub containers: Option<String>,
+    /// At the destination: unpack, mount (read every file of the mounted container), or both
+    #[arg(long, default_value = "unpack,mount")]
+    pub access: String,
+    /// How containers are mounted: kernel (root), fuse (squashfuse, erofsfuse, fuse2fs) or auto
+    #[arg(long, default_value = "auto")]
+    pub mount_with: String,
+    /// k in "pack once, copy k times": totals for one copy and for k copies
+    #[arg(long, default_value = "10")]
+    pub copies: u32,
+    /// Source directory (a run directory is made inside; default .)
+    #[arg(long, conflicts_with = "src_fs")]
+    pub src_target: Option<PathBuf>,
+    /// Source test file system (root): TYPE[:BLOCK][@ram|@disk[:DIR]], e.g. tmpfs or ext4@ram
+    #[arg(long, value_name = "SPEC")]
+    pub src_fs: Option<String>,
+    /// Destination directory (default: the source target holds both ends)
+    #[arg(long, conflicts_with = "dst_fs")]
+    pub dst_target: Option<PathBuf>,
+    /// Destination test file system (root), e.g. ext4@disk; a file system of its own even
+    /// when the spec equals --src-fs
+    #[arg(long, value_name = "SPEC")]
+    pub dst_fs: Option<String>,
+    /// Image size of --src-fs / --dst-fs (default: from the tree, at least 512 MiB)
+    #[arg(long, value_parser = parse_size)]
+    pub fs_size: Option<u64>,
+    /// Measured runs of every step on every tree
+    #[arg(long, default_value = "3")]
+    pub runs: u32,
+    /// Unrecorded runs before the measured ones
+    #[arg(long, default_value = "0")]
+    pub warmup: u32,
+    /// Worker threads (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the results (versioned JSON) here, rewritten after every measurement
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// One end of `pack`: a directory, a test file system, or (None) the default.
+fn pack_target(dir: &Option<PathBuf>, fs: &Option<String>, flag: &str) -> Result<Option<TargetSpec>> {
+    if let Some(f) = fs {
+        let mut v = parse_fs_list(f).map_err(|e| Error::bad(flag, e))?;
+        if v.len() != 1 {
+            return Err(Error::bad(flag, "give one file system"));
+        }
+        return Ok(Some(TargetSpec::Fs(v.remove(0))));
+    }
+    Ok(dir.clone().map(TargetSpec::Dir))
+}
+
+pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles::experiment::pack::PackExperiment> {
+    use manyfiles::experiment::pack::{PackExperiment, PackSource};
+    use manyfiles::pack::MountWith;
+    let source = if let Some(p) = &a.path {
+        PackSource::Path(p.clone())
+    } else if let Some(files) = a.files {
+        let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
+        PackSource::Trees(vec![a.shape.spec(files, size)?])
+    } else {
+        let ladder = LadderSpec { total: a.total, from: a.from, to: a.to.unwrap_or(16_384), step: a.step };
+        PackSource::Trees(ladder_trees(&ladder, &a.shape)?)
+    };
+    let src = pack_target(&a.src_target, &a.src_fs, "--src-fs")?;
+    let dst = pack_target(&a.dst_target, &a.dst_fs, "--dst-fs")?;
+    if a.fs_size.is_some() && a.src_fs.is_none() && a.dst_fs.is_none() {
+        return Err(Error::bad("--fs-size", "only makes sense with --src-fs or --dst-fs"));
+    }
+    let src = src.unwrap_or_else(|| TargetSpec::Dir(PathBuf::from(".")));
+    let (mut unpack, mut mount) = (false, false);
+    for w in a.access.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match w {
+            "unpack" => unpack = true,
+            "mount" => mount = true,
+            _ => return Err(Error::bad("--access", format!("'{w}': expected unpack, mount or both"))),
+        }
+    }
+    let mount_with = match a.mount_with.as_str() {
+        "auto" => MountWith::auto(),
+        "kernel" => MountWith::Kernel,
+        "fuse" => MountWith::Fuse,
+        o => return Err(Error::bad("--mount-with", format!("'{o}': expected kernel, fuse or auto"))),
+    };
+    let (containers, named) = match &a.containers {
+        Some(c) => (c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(), true),
+        None => (manyfiles::pack::NAMES.iter().map(|s| s.to_string()).collect(), false),
+    };
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    let runs = check_runs(a.runs)?;
+    Ok(PackExperiment {
+        source,
+        src,
+        dst,
+        fs_size: a.fs_size,
+        containers,
+        named,
+        unpack,
+        mount,
+        mount_with,
+        copies: a.copies,
+        runs,
+        warmup: a.warmup,
+        threads: threads(a.threads)?,
+        create: a.write.options()?,
+        json: a.json.clone(),
+        quiet: a.quiet,
+        command_line,
+    })
 }

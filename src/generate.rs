@@ -1,5 +1,13 @@
-//! `gen`: write a TreeSpec's tree into a directory, which must be new, empty, or a
-//! manyfiles run directory (marker file) from an earlier `gen`.
+//! `gen`: write a TreeSpec's tree into a directory, which must be new, empty, or one an
+//! earlier `gen` wrote.
+//!
+//! The tree holds exactly the spec's entries: ownership ("an earlier gen wrote this") is
+//! an extended attribute on the directory itself (`user.manyfiles`), read and written
+//! through an O_NOFOLLOW directory fd, never a file in the tree. Where the file system
+//! keeps no user xattrs (vfat, exfat, ramfs, some NFS), nothing is recorded and a later
+//! `gen` needs the directory empty or new: refusing is the safe side. A directory with
+//! the `.manyfiles-run` marker file of older versions is still recognised (and the
+//! marker removed with the old tree).
 
 use crate::error::{Error, Result};
 use crate::experiment::estimate_space;
@@ -8,11 +16,12 @@ use crate::measure::progress::Progress;
 use crate::ops::{Create, CreateOptions, PhaseSettings, run_phase};
 use crate::signals;
 use crate::target::TargetInfo;
-use crate::target::rundir::{MARKER, has_marker, remove_contents, remove_contents_keep_marker, write_marker};
+use crate::target::rundir::{has_marker, remove_contents};
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{Mode, OFlags, mkdir, openat};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags, XattrFlags, fgetxattr, fremovexattr, fsetxattr, mkdir, openat};
+use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -36,7 +45,31 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::
 enum DirState {
     Missing,
     Empty,
-    RunDir,
+    /// Written by an earlier `gen` (ownership attribute, or an older version's marker).
+    Ours,
+}
+
+/// The extended attribute that marks a directory as `gen` output, and its value.
+pub const OWNER_XATTR: &str = "user.manyfiles";
+const OWNER_VALUE: &[u8] = b"gen";
+
+/// Does `dir` carry gen's ownership attribute? Err when the file system keeps no xattrs.
+pub fn gen_owned(dir: BorrowedFd<'_>) -> std::result::Result<bool, Errno> {
+    let mut buf = [0u8; 16];
+    match fgetxattr(dir, OWNER_XATTR, &mut buf) {
+        Ok(n) => Ok(&buf[..n] == OWNER_VALUE),
+        Err(Errno::NODATA) | Err(Errno::RANGE) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Record that gen owns `dir` (on the directory, not in it).
+pub fn claim(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+    fsetxattr(dir, OWNER_XATTR, OWNER_VALUE, XattrFlags::empty())
+}
+
+fn no_xattrs(e: Errno) -> bool {
+    e == Errno::NOTSUP || e == Errno::OPNOTSUPP
 }
 
 fn inspect(dir: &Path) -> Result<DirState> {
@@ -61,14 +94,23 @@ fn inspect(dir: &Path) -> Result<DirState> {
             }
             let fd = openat(rustix::fs::CWD, dir, DIR_FLAGS, Mode::empty())
                 .map_err(|e| bad(format!("{}: {e}", dir.display())))?;
-            if has_marker(fd.as_fd()) {
-                Ok(DirState::RunDir)
-            } else {
-                Err(bad(format!(
-                    "{} is not empty and not a manyfiles run directory (no {MARKER} file): refusing to write into it",
-                    dir.display()
-                )))
+            match gen_owned(fd.as_fd()) {
+                Ok(true) => return Ok(DirState::Ours),
+                _ if has_marker(fd.as_fd()) => return Ok(DirState::Ours),
+                Ok(false) => {}
+                Err(e) if no_xattrs(e) => {
+                    return Err(bad(format!(
+                        "{} is not empty, and its file system keeps no extended attributes, so manyfiles cannot tell \
+                         whether an earlier gen wrote it: refusing to write into it (empty it or give a new directory)",
+                        dir.display()
+                    )));
+                }
+                Err(e) => return Err(bad(format!("{}: cannot read its attributes: {e}", dir.display()))),
             }
+            Err(bad(format!(
+                "{} is not empty and not written by manyfiles gen (no {OWNER_XATTR} attribute): refusing to write into it",
+                dir.display()
+            )))
         }
     }
 }
@@ -87,7 +129,8 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
         return Err(Error::bad("DIR", format!("{} is on a read-only file system", cfg.dir.display())));
     }
     let need = estimate_space(&info, &cfg.spec);
-    if need > info.free_bytes {
+    // A file system that reports no size at all (ramfs) keeps no account to check against.
+    if info.total_bytes > 0 && need > info.free_bytes {
         return Err(Error::bad(
             "DIR",
             format!(
@@ -108,17 +151,25 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
         let _ = remove_contents(root.as_fd());
         if created {
             let _ = std::fs::remove_dir(&cfg.dir);
-        } else {
-            let _ = write_marker(root.as_fd());
+        } else if matches!(state, DirState::Empty) {
+            let _ = fremovexattr(root.as_fd(), OWNER_XATTR); // the user's empty directory, as it was
         }
     };
-    if matches!(state, DirState::RunDir) {
-        remove_contents_keep_marker(root.as_fd())
+    if matches!(state, DirState::Ours) {
+        // Checked again on the fd that will be cleared: DIR may have been swapped since.
+        if !(gen_owned(root.as_fd()) == Ok(true) || has_marker(root.as_fd())) {
+            return Err(Error::failed(format!("{} changed while gen looked at it: left alone", cfg.dir.display())));
+        }
+        // Clears an older version's marker file too.
+        remove_contents(root.as_fd())
             .map_err(|e| Error::failed(format!("cannot clear the earlier tree in {}: {e}", cfg.dir.display())))?;
     }
-    if let Err(e) = write_marker(root.as_fd()) {
-        cleanup(&root);
-        return Err(Error::failed(format!("cannot write the marker in {}: {e}", cfg.dir.display())));
+    if let Err(e) = claim(root.as_fd()) {
+        // The tree is still exact; only a later gen into it will want it emptied first.
+        eprintln!(
+            "manyfiles: note: cannot record ownership of {} ({OWNER_XATTR}: {e}); a later gen into it needs it empty",
+            cfg.dir.display()
+        );
     }
     let tree = Prepared::new(&cfg.spec, cfg.create.direct);
     let progress = Progress::new(cfg.quiet);

@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan or cleanup (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, completions or man (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -45,7 +45,14 @@ fn main_here() -> ExitCode {
             };
         }
     };
-    match run(cli, args) {
+    let result = match run(cli, args) {
+        // A helper or a phase that failed because a signal arrived: report the signal.
+        Err(manyfiles::error::Error::Failed(_)) if manyfiles::signals::pending() != 0 => {
+            Err(manyfiles::error::Error::Interrupted { signal: manyfiles::signals::pending() })
+        }
+        r => r,
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if ranks::size() > 1 && ranks::failure_agreed() => {
             // Every rank knows and stops here; rank 0 tells it once.
@@ -77,6 +84,10 @@ fn main_here() -> ExitCode {
 fn out(text: &str) {
     if !ranks::is_root() {
         return; // under MPI, rank 0 speaks for the job
+    }
+    if manyfiles::report::export::stdout_taken() {
+        eprint!("{text}"); // an output file is `-`: standard output carries only that
+        return;
     }
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(text.as_bytes());
@@ -154,8 +165,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             out(&s.text());
             if let Some(p) = json {
                 let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-                manyfiles::report::export::write_atomic(&p, &text)
-                    .map_err(|e| Error::failed(format!("{}: {e}", p.display())))?;
+                manyfiles::report::export::write_file(&p, &text)?;
             }
             if s.interrupted {
                 return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
@@ -196,6 +206,34 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Plan(a) => {
             let cfg = cli::plan_config(&a)?;
             out(&manyfiles::report::run_plan(cfg)?);
+        }
+        Command::Pack(a) => {
+            let cfg = cli::pack_config(&a, args)?;
+            let o = manyfiles::experiment::pack::run(&cfg)?;
+            let mut body = String::new();
+            if let Some(p) = &a.path {
+                let m = &o.results.measurements;
+                let (files, bytes) = m.first().map(|m| (m.tree_files, m.tree_bytes)).unwrap_or_default();
+                body.push_str(&format!(
+                    "tree: {} ({files} files, {}; recorded as n={files} with their mean size)\n",
+                    p.display(),
+                    fmt_size(bytes as f64)
+                ));
+            }
+            body.push_str(&manyfiles::experiment::pack::report(&o.results, cfg.copies));
+            for w in &o.skipped {
+                body.push_str(&format!("skipped: {w}\n"));
+            }
+            print_report(&o.results, &body, cfg.json.as_deref());
+        }
+        Command::Completions(a) => out(&String::from_utf8_lossy(&cli::completions(a.shell))),
+        Command::Man(a) => {
+            let pages = cli::man_pages(&a.dir)?;
+            out(&format!(
+                "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
+                pages.len(),
+                a.dir.display()
+            ));
         }
         Command::Cleanup => {
             let report = manyfiles::target::registry::cleanup()?;
@@ -259,8 +297,7 @@ fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>, arg
     out(&s.text());
     if let Some(p) = json {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-        manyfiles::report::export::write_atomic(p, &text)
-            .map_err(|e| Error::failed(format!("{}: {e}", p.display())))?;
+        manyfiles::report::export::write_file(p, &text)?;
     }
     if s.interrupted {
         return Err(Error::Interrupted { signal: manyfiles::signals::pending() });

@@ -352,6 +352,12 @@ fn aggregate(ranks: Vec<(PhaseResult, Vec<(u64, u64)>)>) -> PhaseResult {
         space_used_bytes: rs.iter().filter_map(|r| r.space_used_bytes).max(),
         allocated_bytes: rs.iter().map(|r| r.allocated_bytes).sum(),
         peak_rss_bytes: rs.iter().filter_map(|r| r.peak_rss_bytes).max(),
+        // The job returned when the last rank's files were closed, and was durable when the
+        // last rank's flush returned; the cache state and device view are rank 0's.
+        returned_s: rs.iter().filter_map(|r| r.returned_s).reduce(f64::max),
+        flush_s: rs.iter().filter_map(|r| r.flush_s).reduce(f64::max),
+        cache: rs.first().and_then(|r| r.cache.clone()),
+        device: rs.first().and_then(|r| r.device.clone()),
         ranks: Some(RankSpread {
             ranks: rs.len(),
             rank_elapsed_s: rs.iter().map(|r| r.elapsed_s).collect(),

@@ -16,11 +16,111 @@ fn help_lists_the_subcommands() {
     run(["-h"]).ok();
 }
 
+/// `--version`: name, version and the commit and date it was built from (this test
+/// runs from the project's checkout, so from git when git and `.git` are there).
 #[test]
-fn version_prints_name_and_version() {
+fn version_prints_name_version_and_commit() {
     let r = run(["--version"]);
     r.ok();
-    assert_eq!(r.stdout.trim(), format!("manyfiles {}", env!("CARGO_PKG_VERSION")));
+    let line = r.stdout.trim();
+    let prefix = format!("manyfiles {}, built from ", env!("CARGO_PKG_VERSION"));
+    let from = line.strip_prefix(&prefix).unwrap_or_else(|| panic!("{line}"));
+    // As build.rs decides: a .git here and git able to read it (not, e.g., refused as
+    // "dubious ownership").
+    let head = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let head = match head {
+        Some(h) if std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".git").exists() => h,
+        _ => {
+            assert_eq!(from, "not from git", "{line}");
+            return;
+        }
+    };
+    let (commit, date) =
+        from.strip_prefix("commit ").and_then(|r| r.split_once(' ')).unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(commit, head, "--version names the commit checked out (build.rs reruns when HEAD moves)");
+    let d = date.trim_matches(|c| c == '(' || c == ')');
+    assert!(d.len() == 10 && d.chars().filter(|c| *c == '-').count() == 2, "date {d}");
+}
+
+/// The bash completion script loads in bash and completes a subcommand and a flag.
+#[test]
+fn bash_completion_completes_commands() {
+    let r = run(["completions", "bash"]);
+    r.ok();
+    if std::process::Command::new("bash").arg("--version").output().is_err() {
+        println!("skipped the bash check: no bash here");
+        return;
+    }
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), &r.stdout).unwrap();
+    // As bash calls a completion function: $1 the command, $2 the word being completed, $3 the one before.
+    let complete = |words: &str, cword: usize| {
+        let code = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{words}'; COMP_POINT=${{#COMP_LINE}}; \
+             _manyfiles manyfiles \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.path().display()
+        );
+        let o = std::process::Command::new("bash").arg("-c").arg(&code).output().unwrap();
+        assert!(o.status.success(), "bash: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect::<Vec<_>>()
+    };
+    assert_eq!(complete("manyfiles la", 1), vec!["ladder"], "subcommand");
+    let c = complete("manyfiles co", 1);
+    assert!(
+        c.contains(&"copy".to_string()) && c.contains(&"compare".to_string()) && c.contains(&"completions".to_string()),
+        "{c:?}"
+    );
+    assert!(complete("manyfiles gen --see", 2).contains(&"--seed".to_string()), "a flag of gen");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let r = run(["completions", shell]);
+        r.ok();
+        assert!(r.stdout.contains("ladder") && r.stdout.contains("seed"), "{shell} script names commands and flags");
+    }
+    assert_bad_input(&run(["completions", "tcsh"]), "tcsh", "unknown shell");
+}
+
+/// `man DIR`: one page per command; each renders with `man -l` (when man is installed).
+#[test]
+fn man_pages_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(["man", dir.path().to_str().unwrap()]);
+    r.ok();
+    let mut pages: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    pages.sort();
+    let commands = "ladder ops gen bigfile clusters dirsize run scan cleanup copy sync report compare predict plan pack completions man";
+    let mut want: Vec<String> = commands.split(' ').map(|c| format!("manyfiles-{c}.1")).collect();
+    want.push("manyfiles.1".into());
+    want.sort();
+    assert_eq!(pages, want, "one page per command plus manyfiles.1");
+    assert_bad_input(&run(["man", "/nonexistent/dir"]), "DIR", "man into a missing dir");
+    if std::process::Command::new("man").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "man is missing in CI (.ci/run installs man-db)");
+        println!("skipped rendering: `man` is not installed (apt-get install man-db)");
+        return;
+    }
+    for page in ["manyfiles.1", "manyfiles-gen.1"] {
+        let o = std::process::Command::new("man")
+            .arg("-l")
+            .arg(dir.path().join(page))
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "man -l {page}: {}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("NAME") && text.contains("SYNOPSIS"), "{page} rendered:\n{text}");
+        if page == "manyfiles-gen.1" {
+            assert!(text.contains("--seed"), "gen's page lists its flags:\n{text}");
+        }
+    }
 }
 
 fn help_of(sub: &str) -> String {

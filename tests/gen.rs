@@ -49,7 +49,8 @@ fn fixed_size_flat_tree() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("g");
     let r = gen_ok(&dir, "--files 100 --size 3000 --flat --threads 2");
-    assert!(dir.join(MARKER).is_file(), "marker file written");
+    assert!(!dir.join(MARKER).exists(), "no marker file: the tree holds only the spec's entries");
+    assert_eq!(walk(&dir, false).len(), 100, "exactly the spec's files, nothing hidden");
     let files = tree_files(&dir);
     assert_eq!(files.len(), 100);
     assert!(tree_dirs(&dir).is_empty(), "--flat makes no subdirectories");
@@ -196,6 +197,92 @@ fn same_spec_same_tree_whatever_the_threads_and_block_size() {
     // Not only the hash: the seed changes names and sizes too.
     let names = |p: &Path| tree_files(p).iter().map(|e| (e.rel.clone(), e.size)).collect::<Vec<_>>();
     assert_ne!(names(&a), names(&d));
+}
+
+/// Issue 17: two `gen` runs (two processes) with one spec and seed give trees that are
+/// identical entry for entry: names, types, sizes, bytes and every listing, hidden
+/// entries included; and they hold exactly the spec's files and directories.
+#[test]
+fn two_gen_runs_give_byte_identical_trees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = "--files 500 --size lognormal:2k,1.2 --files-per-dir 40 --fanout 3 --seed 7";
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let ra = gen_ok(&a, spec);
+    gen_ok(&b, spec);
+    let (ha, na) = exact_tree_hash(&a);
+    let (hb, nb) = exact_tree_hash(&b);
+    assert_eq!(ha, hb, "same spec and seed, two processes: the trees differ");
+    let (files, _, dirs) = summary(&ra);
+    assert_eq!(files, 500);
+    assert_eq!(na as u64, files + dirs, "entries on disk = the spec's files + directories, nothing else");
+    assert!(hidden_names(&a).is_empty(), "hidden entries in a generated tree: {:?}", hidden_names(&a));
+    // Regenerating in place gives the same tree again (ownership lives outside the tree).
+    gen_ok(&a, spec);
+    assert_eq!(exact_tree_hash(&a), (hb, nb), "gen over its own earlier output");
+}
+
+/// Ownership is an extended attribute on the directory, so a copy (which keeps no
+/// xattrs) is not mistaken for gen output, and the xattr is checked without following a
+/// symlink.
+#[test]
+fn ownership_is_an_attribute_not_an_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    gen_ok(&dir, "--files 5 --size 1 --flat");
+    let mut buf = [0u8; 16];
+    match rustix::fs::getxattr(&dir, "user.manyfiles", &mut buf) {
+        Ok(n) => assert_eq!(&buf[..n], b"gen"),
+        Err(e) => {
+            println!("skipped the attribute check: {} keeps no user xattrs ({e})", tmp.path().display());
+            return;
+        }
+    }
+    // A plain copy of the tree (no xattrs): not ours, refused.
+    let copy = tmp.path().join("copy");
+    run(["copy", dir.to_str().unwrap(), copy.to_str().unwrap()]).ok();
+    let r = run(["gen", copy.to_str().unwrap(), "--files", "5", "--quiet"]);
+    assert_bad_input(&r, "DIR", "gen into a copy of a generated tree");
+    // An older version's marker file still means ours, and is removed with the old tree.
+    let old = tmp.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(old.join(MARKER), b"manyfiles 0.1.0 pid 1\n").unwrap();
+    std::fs::write(old.join("f"), b"x").unwrap();
+    gen_ok(&old, "--files 5 --size 1 --flat");
+    assert_eq!(exact_tree_hash(&old), exact_tree_hash(&dir), "marker and old file gone");
+}
+
+/// Where the file system keeps no user xattrs (ramfs), gen still writes an exact tree,
+/// says it could not record ownership, and a second gen needs the directory empty.
+#[test]
+fn without_xattrs_a_second_gen_is_refused() {
+    if !is_root() {
+        println!("skipped: mounting ramfs needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("ramfs");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = std::process::Command::new("mount").args(["-t", "ramfs", "none"]).arg(&mnt).status();
+    if !st.is_ok_and(|s| s.success()) {
+        println!("skipped: cannot mount ramfs here");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let dir = mnt.join("g");
+    let r = run(["gen", dir.to_str().unwrap(), "--files", "20", "--size", "100", "--flat", "--quiet"]);
+    r.ok();
+    assert!(r.stderr.contains("cannot record ownership"), "{}", r.stderr);
+    assert_eq!(walk(&dir, false).len(), 20, "the tree is exact all the same");
+    let r = run(["gen", dir.to_str().unwrap(), "--files", "20", "--quiet"]);
+    assert_bad_input(&r, "DIR", "second gen on ramfs");
+    assert!(r.stderr.contains("extended attributes"), "{}", r.stderr);
+    assert_eq!(walk(&dir, false).len(), 20, "refused: untouched");
 }
 
 #[test]
@@ -377,7 +464,7 @@ fn empty_dir_is_accepted() {
     let dir = tmp.path().join("empty");
     std::fs::create_dir(&dir).unwrap();
     gen_ok(&dir, "--files 20 --size 1k --flat");
-    assert!(dir.join(MARKER).is_file());
+    assert!(!dir.join(MARKER).exists());
     assert_eq!(tree_files(&dir).len(), 20);
 }
 
@@ -391,7 +478,7 @@ fn regen_replaces_the_earlier_tree() {
 
     // Fewer files, another layout: nothing of the old tree may remain.
     gen_ok(&dir, "--files 20 --size 2k --flat --seed 5");
-    assert!(dir.join(MARKER).is_file(), "marker kept");
+    assert!(hidden_names(&dir).is_empty(), "no marker or other hidden entry");
     let files = tree_files(&dir);
     assert_eq!(files.len(), 20, "new file count");
     assert!(files.iter().all(|e| e.size == 2048));

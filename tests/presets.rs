@@ -120,7 +120,7 @@ fn bigfile_on_a_directory() {
     assert!(out.contains("write loop") && out.contains("unlink"), "{out}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing left");
     assert_bad(&manyfiles(&["bigfile", "--target", tmp.path().to_str().unwrap(), "--block", "5M"]), "--block");
-    assert_bad(&manyfiles(&["bigfile", "--target", tmp.path().to_str().unwrap(), "--cold"]), "--cold");
+    assert_bad(&manyfiles(&["bigfile", "--target", tmp.path().to_str().unwrap(), "--cache", "tepid"]), "--cache");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 

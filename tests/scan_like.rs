@@ -9,8 +9,8 @@ use std::path::Path;
 
 /// An irregular tree: directories at several depths with 0..60 files each, sizes from
 /// 0 to ~1 MB, names of 3..40 bytes.
-fn irregular_tree(root: &Path) {
-    let mut x: u64 = 12345;
+fn irregular_tree(root: &Path, seed: u64) {
+    let mut x: u64 = seed;
     let mut next = move || {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         x >> 33
@@ -53,40 +53,38 @@ fn inventory_of(dir: &Path, out: &Path) -> Inventory {
     Inventory::load(out).unwrap()
 }
 
-/// Sum of |a−b| over buckets, relative to the total.
-fn hist_distance(a: &[u64], b: &[u64]) -> f64 {
-    let n = a.len().max(b.len());
-    let g = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0) as f64;
-    let d: f64 = (0..n).map(|i| (g(a, i) - g(b, i)).abs()).sum();
-    d / a.iter().sum::<u64>().max(1) as f64
-}
-
 #[test]
 fn gen_like_reproduces_the_inventory() {
     let base = tempfile::tempdir().unwrap();
     let orig = base.path().join("orig");
     std::fs::create_dir(&orig).unwrap();
-    irregular_tree(&orig);
+    irregular_tree(&orig, 12345);
+    // Hidden entries are part of the user's tree like any other.
+    std::fs::write(orig.join(".hidden"), vec![1u8; 300]).unwrap();
+    std::fs::create_dir(orig.join(".config")).unwrap();
+    std::fs::write(orig.join(".config/.rc"), b"x").unwrap();
     let a = inventory_of(&orig, &base.path().join("a.json"));
-    assert!(a.files > 500 && a.dirs == 61, "{} files {} dirs", a.files, a.dirs);
+    assert!(a.files > 500 && a.dirs == 62, "{} files {} dirs", a.files, a.dirs);
     let copy = base.path().join("copy");
     let a_path = base.path().join("a.json");
     run(["gen", copy.to_str().unwrap(), "--like", a_path.to_str().unwrap(), "-q", "--content", "zeros"]).ok();
-    std::fs::remove_file(copy.join(common::MARKER)).unwrap(); // gen's own marker is not part of the shape
+    // Every entry on disk, hidden ones included: exactly the inventory's files and
+    // directories (the root is not an entry), nothing of gen's own.
+    let on_disk = common::walk(&copy, false);
+    assert_eq!(on_disk.len() as u64, a.files + a.dirs - 1, "entries on disk");
+    assert_eq!(on_disk.iter().filter(|e| !e.is_dir).count() as u64, a.files, "files on disk");
+    assert_eq!(on_disk.iter().map(|e| if e.is_dir { 0 } else { e.size }).sum::<u64>(), a.total_bytes, "bytes on disk");
     let b = inventory_of(&copy, &base.path().join("b.json"));
-    assert_eq!((b.files, b.dirs, b.symlinks), (a.files, a.dirs, 0));
+    assert_eq!((b.files, b.dirs, b.symlinks, b.other), (a.files, a.dirs, 0, 0));
+    assert_eq!(b.total_bytes, a.total_bytes, "bytes, exactly");
     assert_eq!(b.size_hist, a.size_hist, "file sizes, log2 buckets");
+    assert_eq!(b.size_hist_bytes, a.size_hist_bytes, "bytes per size bucket");
     assert_eq!(b.files_per_dir_hist, a.files_per_dir_hist, "files per directory");
     assert_eq!(b.dir_depth_hist, a.dir_depth_hist, "directories per depth");
-    let rel = b.total_bytes as f64 / a.total_bytes as f64 - 1.0;
-    assert!(rel.abs() < 0.1, "bytes {} vs {}", b.total_bytes, a.total_bytes);
-    assert!(hist_distance(&a.depth_hist, &b.depth_hist) < 0.25, "file depths {:?} vs {:?}", a.depth_hist, b.depth_hist);
-    assert!(
-        hist_distance(&a.name_len_hist, &b.name_len_hist) < 0.1,
-        "name lengths {:?} vs {:?}",
-        a.name_len_hist,
-        b.name_len_hist
-    );
+    assert_eq!(b.depth_hist, a.depth_hist, "files per depth");
+    assert_eq!(b.subdirs_per_dir_hist, a.subdirs_per_dir_hist, "subdirectories per directory");
+    assert_eq!(b.name_len_hist, a.name_len_hist, "name lengths");
+    assert_eq!(b.max_depth, a.max_depth);
     // Nothing of the original's names is in the copy.
     let names: Vec<String> = walk_names(&copy);
     assert!(names.iter().all(|n| !n.starts_with("dir") && !n.contains("_n")), "{:?}", &names[..5]);
@@ -94,10 +92,40 @@ fn gen_like_reproduces_the_inventory() {
     // --scale: half the files and directories, the same proportions.
     let half = base.path().join("half");
     run(["gen", half.to_str().unwrap(), "--like", a_path.to_str().unwrap(), "--scale", "0.5", "-q"]).ok();
-    std::fs::remove_file(half.join(common::MARKER)).unwrap();
     let h = inventory_of(&half, &base.path().join("h.json"));
     assert_eq!(h.files, (a.files as f64 * 0.5).round() as u64);
     assert_eq!(h.dirs, (a.dirs as f64 * 0.5).round() as u64);
+}
+
+/// Exactness is not luck of one tree: other irregular trees (other depths, other mixes of
+/// empty and full directories) round-trip exactly too.
+#[test]
+fn gen_like_is_exact_on_other_trees() {
+    for seed in [1u64, 2, 3, 4, 5] {
+        let base = tempfile::tempdir().unwrap();
+        let orig = base.path().join("orig");
+        std::fs::create_dir(&orig).unwrap();
+        irregular_tree(&orig, seed);
+        let a = inventory_of(&orig, &base.path().join("a.json"));
+        let copy = base.path().join("copy");
+        let a_path = base.path().join("a.json");
+        run(["gen", copy.to_str().unwrap(), "--like", a_path.to_str().unwrap(), "-q", "--content", "zeros"]).ok();
+        assert_eq!(common::walk(&copy, false).len() as u64, a.files + a.dirs - 1, "seed {seed}: entries on disk");
+        let b = inventory_of(&copy, &base.path().join("b.json"));
+        let hists = |i: &Inventory| {
+            (
+                (i.files, i.dirs, i.total_bytes, i.max_depth),
+                (i.size_hist.clone(), i.size_hist_bytes.clone(), i.files_per_dir_hist.clone()),
+                (
+                    i.subdirs_per_dir_hist.clone(),
+                    i.depth_hist.clone(),
+                    i.dir_depth_hist.clone(),
+                    i.name_len_hist.clone(),
+                ),
+            )
+        };
+        assert_eq!(hists(&b), hists(&a), "seed {seed}");
+    }
 }
 
 fn walk_names(dir: &Path) -> Vec<String> {
@@ -119,7 +147,6 @@ fn nextcloud_like_preset_scaled() {
     let r =
         run(["gen", t.to_str().unwrap(), "--tree", "nextcloud-like", "--scale", "0.01", "-q", "--content", "zeros"]);
     r.ok();
-    std::fs::remove_file(t.join(common::MARKER)).unwrap();
     let inv = inventory_of(&t, &base.path().join("nc.json"));
     assert_eq!(inv.files, 3139); // 313,860 × 0.01
     assert_eq!(inv.dirs, 417); // 41,732 × 0.01

@@ -64,3 +64,59 @@ fn schema_rejects_broken_documents() {
     bad["provenance"]["started_utc"] = Value::from("yesterday");
     assert!(!errors(&v, &bad).is_empty(), "bad timestamp accepted");
 }
+
+/// A device-backed target (`--fs TYPE@dev:/dev/NAME`) validates with its sysfs details,
+/// a broken one does not, and a managed record without them (older files) still loads.
+#[test]
+fn device_target_validates_and_old_records_load() {
+    use manyfiles::target::device::DeviceInfo;
+    use manyfiles::target::managed::ManagedDetails;
+    let v = schema();
+    let mut doc = run_json(&["ops", "--files", "20", "--runs", "1", "--ops", "create"]);
+    let details = ManagedDetails {
+        spec: "xfs@dev:/dev/sdb".into(),
+        fs_type: "xfs".into(),
+        block_size: None,
+        backing: "dev".into(),
+        image: "".into(),
+        image_bytes: 1 << 30,
+        device: Some("/dev/sdb".into()),
+        mkfs_command: vec!["mkfs.xfs".into(), "-q".into(), "-f".into(), "/dev/sdb".into()],
+        mkfs_version: "mkfs.xfs version 6.1.0".into(),
+        mount_command: vec![],
+        mount_options: "rw".into(),
+        fuse: false,
+        formats: 1,
+        entries: None,
+        device_info: Some(DeviceInfo {
+            path: "/dev/sdb".into(),
+            name: "sdb".into(),
+            disk: "sdb".into(),
+            major_minor: "8:16".into(),
+            partition: false,
+            size_bytes: 1 << 30,
+            model: Some("WDC WD40EFRX".into()),
+            vendor: Some("ATA".into()),
+            serial: Some("WD-X".into()),
+            rotational: Some(true),
+            scheduler: Some("mq-deadline".into()),
+            logical_block_size: Some(512),
+            physical_block_size: Some(4096),
+        }),
+    };
+    doc["targets"][0]["kind"] = Value::from("managed");
+    doc["targets"][0]["managed"] = serde_json::to_value(&details).unwrap();
+    let errs = errors(&v, &doc);
+    assert!(errs.is_empty(), "{errs:#?}");
+    let mut bad = doc.clone();
+    bad["targets"][0]["managed"]["device_info"]["size_bytes"] = Value::from(-1);
+    assert!(!errors(&v, &bad).is_empty(), "negative device size accepted");
+    let mut bad = doc.clone();
+    bad["targets"][0]["managed"]["backing"] = Value::from("usb");
+    assert!(!errors(&v, &bad).is_empty(), "unknown backing accepted");
+    // Older result files have no device_info: they load, as None.
+    let mut old = doc["targets"][0]["managed"].clone();
+    old.as_object_mut().unwrap().remove("device_info");
+    let back: ManagedDetails = serde_json::from_value(old).unwrap();
+    assert_eq!(back.device_info, None);
+}

@@ -3,8 +3,9 @@
 //! published comparison this reproduces (one 16 GB and one 32 GB file in 1 MiB writes
 //! on btrfs, ext2, ext4, jfs and xfs, fresh mkfs, caches dropped, 10 runs, 95% CIs):
 //!
-//! - `bigfile-write`: the write loop (the open before it is not timed);
-//! - `bigfile-close`: fsync (with `fsync`) and close;
+//! - `bigfile-write`: the write loop (the open before it is not timed), then fsync:
+//!   returned = the loop, durable = loop + fsync (the flush, timed apart too);
+//! - `bigfile-close`: close;
 //! - `bigfile-unlink`: unlinkat of the file.
 //!
 //! Trials run like a tree experiment's: in `order` over the targets, a managed file
@@ -14,6 +15,7 @@
 
 use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive, drop_caches};
 use crate::error::{Error, Result};
+use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
@@ -22,6 +24,7 @@ use crate::ops::{CreateOptions, FsyncMode};
 use crate::report::table::fmt_mean_ci;
 use crate::report::{ExperimentInfo, ResultSet};
 use crate::signals;
+use crate::target::cache::CacheState;
 use crate::target::rundir::RunDir;
 use crate::tree::content::{ContentSource, PAGE, POOL};
 use crate::tree::spec::MAX_FILE_SIZE;
@@ -48,7 +51,7 @@ pub struct BigfileConfig {
     pub size: u64,
     /// Bytes per write(2) call (`--block`), 1 … 4 MiB.
     pub block: usize,
-    /// fsync before close, timed in the close phase.
+    /// Kept for old command lines: the write phase now always ends with a timed fsync.
     pub fsync: bool,
     /// O_DIRECT (block must be a multiple of 4 KiB).
     pub direct: bool,
@@ -65,6 +68,8 @@ pub struct BigfileConfig {
     /// sync and drop the page, dentry and inode caches before each trial's write phase
     /// (needs root).
     pub drop_caches: bool,
+    /// Which time of the write phase statistics use (durable: with its fsync).
+    pub until: crate::report::Until,
 }
 
 /// Op names of the three phases, in the order they run.
@@ -131,7 +136,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     signals::install();
     validate(cfg)?;
     let tree = tree_spec(cfg);
-    let targets = LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, cfg.keep, cfg.reuse)?;
+    let targets = LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, 1, cfg.keep, cfg.reuse)?;
     let experiment = ExperimentInfo {
         name: "bigfile".into(),
         ops: OPS.iter().map(|s| s.to_string()).collect(),
@@ -142,6 +147,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
         order: cfg.order.name().into(),
         // Drop: before each trial's write phase (the only phase that starts cold).
         caches: if cfg.drop_caches { CacheMode::Drop } else { CacheMode::Warm },
+        until: cfg.until,
         create: CreateOptions {
             block_size: cfg.block,
             fsync: if cfg.fsync { FsyncMode::File } else { FsyncMode::None },
@@ -161,13 +167,15 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
         order: cfg.order,
         outputs: super::outputs(cfg.json.as_deref(), &cfg.exports),
     };
-    drive(&driver, targets, rs, &metas, &progress, |rundir, _| {
-        if cfg.drop_caches {
-            if let Err(e) = drop_caches() {
-                return (Vec::new(), Some(Stop::Failed(e.to_string())));
-            }
-        }
-        let (done, stop) = run_trial(rundir, cfg, &content, &progress);
+    drive(&driver, targets, rs, &metas, &progress, |rundir, _, watch| {
+        let cache = match cfg.drop_caches {
+            true => match drop_caches() {
+                Ok(()) => CacheState::AllDropped,
+                Err(e) => return (Vec::new(), Some(Stop::Failed(e.to_string()))),
+            },
+            false => CacheState::Warm,
+        };
+        let (done, stop) = run_trial(rundir, cfg, &content, &progress, watch, cache);
         (done.into_iter().map(|(op, r)| (op.to_string(), r)).collect(), stop)
     })
 }
@@ -202,6 +210,7 @@ fn phase_result(
         allocated_bytes: None,
         ranks: None,
         peak_rss_bytes: None,
+        ..Default::default()
     }
 }
 
@@ -219,6 +228,8 @@ fn run_trial(
     cfg: &BigfileConfig,
     content: &ContentSource,
     progress: &Progress,
+    watch: Option<&DeviceWatch>,
+    cache: CacheState,
 ) -> (Vec<(&'static str, PhaseResult)>, Option<Stop>) {
     let mut done = Vec::new();
     let mut flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -233,49 +244,73 @@ fn run_trial(
         }
     };
 
-    // Phase 1: the write loop.
-    let (write, stop) = write_phase(&fd, flags, cfg, content, progress);
+    // Phase 1: the write loop (returned), then fsync (durable: the write phase's flush).
+    let mut stop = None;
+    let write = super::watched(watch, cache, || {
+        let (mut write, s) = write_phase(&fd, flags, cfg, content, progress);
+        stop = s;
+        if stop.is_none() {
+            let t = Instant::now();
+            let synced = fsync(&fd);
+            let flush = t.elapsed().as_secs_f64();
+            match synced {
+                Ok(()) => {
+                    write.returned_s = Some(write.elapsed_s);
+                    write.flush_s = Some(flush);
+                    write.elapsed_s += flush;
+                    write.last_finish_s = write.elapsed_s;
+                    write.portions = crate::ops::with_flush(std::mem::take(&mut write.portions), Some(flush));
+                }
+                Err(e) => {
+                    write.errors += 1;
+                    write.failed = Some(format!("fsync: {e}"));
+                    stop = Some(Stop::Failed(format!("fsync: {e}")));
+                }
+            }
+        }
+        write
+    });
     done.push((OPS[0], write));
     if stop.is_some() {
         return (done, stop); // fd and file go with the run directory
     }
 
-    // Phase 2: (fsync +) close. rustix has no fallible close, so the fd is closed with
-    // libc::close to see its error (e.g. a delayed ENOSPC on NFS).
-    let cpu0 = cpu_times();
-    let start = Instant::now();
+    // Phase 2: close. rustix has no fallible close, so the fd is closed with libc::close
+    // to see its error (e.g. a delayed ENOSPC on NFS).
     let mut failure = None;
-    if cfg.fsync {
-        if let Err(e) = fsync(&fd) {
-            failure = Some(format!("fsync: {e}"));
-        }
-    }
-    let raw = fd.into_raw_fd();
-    // SAFETY: `raw` came from into_raw_fd, so it is open and owned by nobody else; it
-    // is closed exactly once (close is not retried on EINTR: Linux frees the fd anyway).
-    let rc = unsafe { libc::close(raw) };
-    let close_err = (rc != 0).then(std::io::Error::last_os_error);
-    let elapsed = start.elapsed().as_secs_f64();
-    if let (None, Some(e)) = (&failure, close_err) {
-        failure = Some(format!("close: {e}"));
-    }
-    let mut r = phase_result(elapsed, 1, 0, cpu0, failure.clone(), false);
-    r.latency_us = one_latency(elapsed);
-    r.portions = portions_from_points(Vec::new(), 1, elapsed);
+    let r = super::watched(watch, CacheState::Warm, || {
+        let cpu0 = cpu_times();
+        let start = Instant::now();
+        let raw = fd.into_raw_fd();
+        // SAFETY: `raw` came from into_raw_fd, so it is open and owned by nobody else; it
+        // is closed exactly once (close is not retried on EINTR: Linux frees the fd anyway).
+        let rc = unsafe { libc::close(raw) };
+        let close_err = (rc != 0).then(std::io::Error::last_os_error);
+        let elapsed = start.elapsed().as_secs_f64();
+        failure = close_err.map(|e| format!("close: {e}"));
+        let mut r = phase_result(elapsed, 1, 0, cpu0, failure.clone(), false);
+        r.latency_us = one_latency(elapsed);
+        r.portions = portions_from_points(Vec::new(), 1, elapsed);
+        r
+    });
     done.push((OPS[1], r));
     if let Some(f) = failure {
         return (done, Some(Stop::Failed(f)));
     }
 
     // Phase 3: unlink.
-    let cpu0 = cpu_times();
-    let start = Instant::now();
-    let res = unlinkat(rundir.fd(), FILE_NAME, AtFlags::empty());
-    let elapsed = start.elapsed().as_secs_f64();
-    let failure = res.err().map(|e| format!("unlink: {e}"));
-    let mut r = phase_result(elapsed, 1, 0, cpu0, failure.clone(), false);
-    r.latency_us = one_latency(elapsed);
-    r.portions = portions_from_points(Vec::new(), 1, elapsed);
+    let mut failure = None;
+    let r = super::watched(watch, CacheState::Warm, || {
+        let cpu0 = cpu_times();
+        let start = Instant::now();
+        let res = unlinkat(rundir.fd(), FILE_NAME, AtFlags::empty());
+        let elapsed = start.elapsed().as_secs_f64();
+        failure = res.err().map(|e| format!("unlink: {e}"));
+        let mut r = phase_result(elapsed, 1, 0, cpu0, failure.clone(), false);
+        r.latency_us = one_latency(elapsed);
+        r.portions = portions_from_points(Vec::new(), 1, elapsed);
+        r
+    });
     done.push((OPS[2], r));
     (done, failure.map(Stop::Failed))
 }
@@ -362,8 +397,7 @@ fn write_phase(
 /// per-run total, and the write loop's bandwidth at the mean with the interval it maps
 /// to. A `*` marks a first-run outlier (see the warnings).
 pub fn table(rs: &ResultSet) -> String {
-    let fsync = rs.experiment.create.fsync == FsyncMode::File;
-    let close = if fsync { "fsync + close" } else { "close" };
+    let close = "close";
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     t.set_header(vec![

@@ -8,7 +8,6 @@
 use crate::copy::verify::{self, Checks};
 use crate::measure::{Latency, PhaseResult, Portion};
 use crate::ops::copy::{PairOp, failed_result};
-use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -167,21 +166,7 @@ impl PairOp for ExternalCmd {
         let pid = child.id() as i32;
         // Keep the last few KiB of stderr for the failure message (reading it also keeps
         // a chatty tool from blocking on a full pipe).
-        let mut err_pipe = child.stderr.take().expect("piped");
-        let reader = std::thread::spawn(move || {
-            let mut tail = Vec::new();
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > 8192 {
-                    tail.drain(..tail.len() - 4096);
-                }
-            }
-            tail
-        });
+        let tail = crate::helper::Tail::spawn(child.stderr.take().expect("piped"));
         // wait4 on a helper thread (it returns the moment the child exits: exact wall
         // time); this thread forwards a SIGINT/SIGTERM to the tool.
         let (tx, rx) = std::sync::mpsc::channel();
@@ -201,7 +186,8 @@ impl PairOp for ExternalCmd {
             }
         };
         drop(child); // already reaped by wait4; dropping does not wait
-        let tail = String::from_utf8_lossy(&reader.join().unwrap_or_default()).trim().to_string();
+        // A tool that left a daemon holding its stderr does not hold us: a moment's grace.
+        let tail = tail.text(Duration::from_millis(200)).trim().to_string();
         let exit = match exit {
             Ok(x) => x,
             Err(e) => return failed_result(format!("{}: wait: {e}", self.name)),
@@ -227,12 +213,16 @@ impl PairOp for ExternalCmd {
             r.first_error = Some(format!("{} exited with {code}: {last}", self.name));
             return r;
         }
+        // Durable: flush what it wrote before anything else touches the tree.
+        super::make_durable(&mut r, dst);
         // Check the tree it made (untimed).
         let v = verify::compare(src, dst, &Checks { content: self.verify, meta: false }, 2);
         r.files = v.files;
         r.dirs = v.dirs;
         r.bytes = v.bytes;
-        r.portions = vec![Portion { files: v.files, elapsed_s: exit.wall_s, end_files: v.files }];
+        let returned = r.returned_s.unwrap_or(exit.wall_s);
+        let whole = vec![Portion { files: v.files, elapsed_s: returned, end_files: v.files }];
+        r.portions = crate::ops::with_flush(whole, r.flush_s);
         if !v.ok() {
             r.errors = v.differences;
             r.first_error = Some(format!(

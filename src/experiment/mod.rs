@@ -7,10 +7,12 @@ pub mod clusters;
 pub mod dirsize;
 pub mod external;
 pub mod ladder;
+pub mod pack;
 pub mod targets;
 
 use crate::error::{Error, Result};
 use crate::measure::PhaseResult;
+use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
@@ -20,6 +22,7 @@ use crate::report::export::{self, Format, Output};
 use crate::report::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
 use crate::target::TargetInfo;
+use crate::target::cache::CacheState;
 use crate::target::rundir::RunDir;
 use crate::target::rundir::remove_contents;
 use crate::tree::layout::Shape;
@@ -42,6 +45,8 @@ pub struct TreeExperiment {
     pub reuse: bool,
     pub order: Order,
     pub caches: CacheMode,
+    /// Which time of a write phase statistics use.
+    pub until: crate::report::Until,
     /// After each create, sum the files' st_blocks (untimed): clusters' slack table.
     pub measure_allocation: bool,
     pub trees: Vec<TreeSpec>,
@@ -68,23 +73,63 @@ pub struct TreeExperiment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
-    /// Left alone: reads after create hit the page cache.
-    #[default]
+    /// Left alone: reads after create hit the page cache (`--cache warm`).
     Warm,
-    /// sync + drop page, dentry and inode caches before every phase (--drop-caches).
+    /// Before every phase: sync + drop page, dentry and inode caches, and the read-side
+    /// phases' trees evicted (`--cache drop`, `--drop-caches`; root).
     Drop,
-    /// Dropped before read, stat and list only (--cold).
+    /// Before every read-side phase (read, stat, list, scan, copy/sync/tools' trees):
+    /// the trees' data evicted (fadvise), and with root every cache dropped (the default).
+    #[default]
     Cold,
 }
 
 impl CacheMode {
-    fn drops_before(&self, op: &str) -> bool {
-        match self {
-            CacheMode::Warm => false,
-            CacheMode::Drop => true,
-            CacheMode::Cold => matches!(op, "read" | "stat" | "list"),
+    /// Result files written before the cache setting existed measured warm.
+    pub fn legacy() -> CacheMode {
+        CacheMode::Warm
+    }
+
+    pub fn parse(s: &str) -> Result<CacheMode> {
+        match s {
+            "cold" => Ok(CacheMode::Cold),
+            "warm" => Ok(CacheMode::Warm),
+            "drop" => Ok(CacheMode::Drop),
+            _ => Err(Error::bad("--cache", format!("'{s}': expected cold, warm or drop"))),
         }
     }
+}
+
+/// Phases that read a tree (every pair op reads its source): made cold before.
+pub fn reads_tree(op: &str) -> bool {
+    !matches!(op, "create" | "delete")
+}
+
+/// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
+/// what was done, as measurements record it.
+fn prepare_caches(mode: CacheMode, op: &str, roots: &[&std::path::Path], threads: usize) -> Result<CacheState> {
+    let cold = |roots: &[&std::path::Path]| {
+        crate::target::cache::make_cold(roots, threads).map(|(s, _)| s).map_err(Error::failed)
+    };
+    match mode {
+        CacheMode::Warm => Ok(CacheState::Warm),
+        CacheMode::Cold if reads_tree(op) => cold(roots),
+        CacheMode::Cold => Ok(CacheState::Warm),
+        CacheMode::Drop if reads_tree(op) => cold(roots),
+        CacheMode::Drop => drop_caches().map(|_| CacheState::AllDropped),
+    }
+}
+
+/// Time `phase`, recording what `watch`'s device did meanwhile and the cache state.
+pub(crate) fn watched(
+    watch: Option<&DeviceWatch>,
+    cache: CacheState,
+    phase: impl FnOnce() -> PhaseResult,
+) -> PhaseResult {
+    let (mut r, io) = DeviceWatch::around(watch, phase);
+    r.device = io;
+    r.cache = Some(cache.name().to_string());
+    r
 }
 
 /// sync, then drop the page, dentry and inode caches (needs root). Outside any timing.
@@ -94,9 +139,10 @@ pub fn drop_caches() -> Result<()> {
         .map_err(|e| Error::failed(format!("cannot drop caches (/proc/sys/vm/drop_caches): {e}")))
 }
 
-/// Refuse cache dropping without root, before anything is created.
+/// Refuse cache dropping without root, before anything is created (cold reads work
+/// without root: only the trees' data are evicted then).
 pub fn check_caches(mode: CacheMode, flag: &str) -> Result<()> {
-    if mode != CacheMode::Warm && !rustix::process::geteuid().is_root() {
+    if mode == CacheMode::Drop && !rustix::process::geteuid().is_root() {
         return Err(Error::bad(flag, "dropping the kernel's caches needs root"));
     }
     Ok(())
@@ -145,7 +191,7 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
             return Err(Error::bad(
                 "--ops",
                 format!(
-                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P)",
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT)",
                     ops::OP_NAMES.join(", ")
                 ),
             ));
@@ -304,11 +350,11 @@ pub(crate) fn drive(
     mut rs: ResultSet,
     trees: &[TreeMeta],
     progress: &Progress,
-    mut trial: impl FnMut(&RunDir, usize) -> TrialOutcome,
+    mut trial: impl FnMut(&RunDir, usize, Option<&DeviceWatch>) -> TrialOutcome,
 ) -> Result<ResultSet> {
-    let save = |rs: &mut ResultSet| -> Result<()> {
+    let save = |rs: &mut ResultSet, stage: export::Stage| -> Result<()> {
         rs.derive();
-        export::write_all(&d.outputs, rs).map_err(Error::failed)
+        export::write_all(&d.outputs, rs, stage).map_err(Error::failed)
     };
     let mut order = 0u64;
     let ranks = crate::ranks::size() as u64;
@@ -319,8 +365,9 @@ pub(crate) fn drive(
         let target = &mut targets[gi];
         let label = if recorded { format!("run {run}/{}", d.runs) } else { format!("warmup {}", pass + 1) };
         progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
+        let watch = target.watch.clone();
         let (done, mut stop) = match target.begin_trial() {
-            Ok(rundir) => trial(rundir, ti),
+            Ok(rundir) => trial(rundir, ti, watch.as_ref()),
             Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         };
         if stop.is_none() && signals::pending() != 0 {
@@ -344,20 +391,20 @@ pub(crate) fn drive(
                     result,
                 });
                 order += 1;
-                save(&mut rs)?;
+                save(&mut rs, export::Stage::Progress)?;
             }
         }
         match stop {
             None => {}
             Some(Stop::Signal(sig)) => {
                 progress.finish();
-                save(&mut rs)?;
+                save(&mut rs, export::Stage::Final)?;
                 drop(targets);
                 return Err(Error::Interrupted { signal: sig });
             }
             Some(Stop::Failed(msg)) => {
                 progress.finish();
-                save(&mut rs)?;
+                save(&mut rs, export::Stage::Final)?;
                 let info = &target.info;
                 let saved = d.outputs.first().map(|o| format!("; finished measurements saved to {}", o.path.display()));
                 let err = Error::failed(format!(
@@ -375,7 +422,7 @@ pub(crate) fn drive(
     }
     progress.finish();
     rs.complete = true;
-    save(&mut rs)?;
+    save(&mut rs, export::Stage::Final)?;
     for t in targets {
         t.finish()?;
     }
@@ -393,7 +440,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     if cfg.targets.is_empty() {
         return Err(Error::bad("--target", "no target given"));
     }
-    check_caches(cfg.caches, if cfg.caches == CacheMode::Cold { "--cold" } else { "--drop-caches" })?;
+    check_caches(cfg.caches, "--cache")?;
     ranks::set_shared_dir(cfg.shared_dir);
     if ranks::shared_dir() {
         if let Some(op) = cfg.ops.iter().find(|o| !["create", "stat", "list", "read", "delete"].contains(&o.as_str())) {
@@ -405,7 +452,9 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
             ));
         }
     }
-    let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, cfg.keep, cfg.reuse)?;
+    // A copy or sync op writes a second tree beside the first (one at a time).
+    let copies = if cfg.ops.iter().any(|o| ops::copy::by_name(o).is_some() || o.starts_with("cmd:")) { 2 } else { 1 };
+    let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
         ops: cfg.ops.clone(),
@@ -416,6 +465,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         order: cfg.order.name().into(),
         create: cfg.create.clone(),
         caches: cfg.caches,
+        until: cfg.until,
     };
     let infos = targets.iter().map(|t| t.info.clone()).collect();
     let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
@@ -439,8 +489,8 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         order: cfg.order,
         outputs: outputs(cfg.json.as_deref(), &cfg.exports),
     };
-    drive(&driver, targets, rs, &metas, &progress, |rundir, ti| {
-        let env = TreeEnv { settings: &settings, progress: &progress, caches: cfg.caches, pairs: &pairs };
+    drive(&driver, targets, rs, &metas, &progress, |rundir, ti, watch| {
+        let env = TreeEnv { settings: &settings, progress: &progress, caches: cfg.caches, pairs: &pairs, watch };
         run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &env, cfg.measure_allocation)
     })
 }
@@ -483,16 +533,21 @@ fn run_tree(
         if !timed && name != "create" && name != "delete" {
             continue;
         }
-        if timed && caches.drops_before(name) {
-            if let Err(e) = drop_caches() {
-                return (done, Some(Stop::Failed(e.to_string())));
-            }
+        if !timed && name == "delete" && rundir.disposable() {
+            return (done, None); // the next trial's format removes the tree
         }
+        let cache = match timed {
+            true => match prepare_caches(caches, name, &[&rundir.path.join("tree")], settings.threads) {
+                Ok(c) => c,
+                Err(e) => return (done, Some(Stop::Failed(e.to_string()))),
+            },
+            false => CacheState::Warm,
+        };
         // Space the phase takes or frees (statvfs around it, outside the timing): the
         // allocated bytes behind a create, from which slack per file follows.
         let used = || rustix::fs::fstatvfs(&root).ok().map(|v| (v.f_blocks - v.f_bfree).saturating_mul(v.f_frsize));
         let before = used();
-        let mut r = run_phase(op.as_ref(), tree, root.as_fd(), settings, progress);
+        let mut r = watched(env.watch, cache, || run_phase(op.as_ref(), tree, root.as_fd(), settings, progress));
         if name == "create" {
             if let (Some(a), Some(b)) = (before, used()) {
                 r.space_used_bytes = Some(b as i64 - a as i64);
@@ -542,6 +597,8 @@ struct TreeEnv<'a> {
     progress: &'a Progress,
     caches: CacheMode,
     pairs: &'a [Box<dyn PairOp>],
+    /// The target's block device, watched around every phase.
+    watch: Option<&'a DeviceWatch>,
 }
 
 /// The pair ops (copy, sync family, external tools) of `cfg.ops`, in order.
@@ -555,6 +612,28 @@ fn pair_ops(cfg: &TreeExperiment) -> Result<Vec<Box<dyn PairOp>>> {
         }
     }
     Ok(v)
+}
+
+/// End a write phase that ran elsewhere (an engine, an external tool) with a timed
+/// syncfs of the file system holding `dir`: its time until return stays as
+/// `returned_s`, `elapsed_s` becomes the durable time.
+pub(crate) fn make_durable(r: &mut PhaseResult, dir: &std::path::Path) {
+    if !r.complete() {
+        return;
+    }
+    let t = std::time::Instant::now();
+    let synced = walk::open_root(dir).and_then(|fd| rustix::fs::syncfs(&fd));
+    let flush = t.elapsed().as_secs_f64();
+    if let Err(e) = synced {
+        r.errors += 1;
+        r.first_error = Some(format!("syncfs {}: {e}", dir.display()));
+        return;
+    }
+    r.returned_s = Some(r.elapsed_s);
+    r.flush_s = Some(flush);
+    r.elapsed_s += flush;
+    r.last_finish_s = r.elapsed_s;
+    r.portions = ops::with_flush(std::mem::take(&mut r.portions), Some(flush));
 }
 
 /// Run every pair op with the tree as SRC and a fresh `dst` beside it as DST (made
@@ -574,26 +653,30 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
         let r = match prepared {
             Err(e) => return Some(Stop::Failed(format!("{name}: {e}"))),
             Ok(()) => {
-                if env.caches.drops_before(&name) {
-                    if let Err(e) = drop_caches() {
-                        return Some(Stop::Failed(e.to_string()));
-                    }
-                }
+                let cache = match prepare_caches(env.caches, &name, &[&src, &dst], threads) {
+                    Ok(c) => c,
+                    Err(e) => return Some(Stop::Failed(e.to_string())),
+                };
                 env.progress.phase(&name, tree.plan.files);
-                crate::ranks::run_phase_everywhere(|| {
-                    let mut r = op.run(&src, &dst, threads);
-                    // Built-in ops are checked like external ones: a wrong tree is an error.
-                    if r.complete() && !name.starts_with("cmd:") {
-                        let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
-                        if !v.ok() {
-                            r.errors += v.differences;
-                            r.first_error = Some(format!(
-                                "{name}: wrong tree: {}",
-                                v.examples.first().cloned().unwrap_or_default()
-                            ));
+                watched(env.watch, cache, || {
+                    crate::ranks::run_phase_everywhere(|| {
+                        let mut r = op.run(&src, &dst, threads);
+                        if r.flush_s.is_none() {
+                            make_durable(&mut r, &dst); // external tools flush before their check
                         }
-                    }
-                    (r, crate::measure::new_histogram())
+                        // Built-in ops are checked like external ones: a wrong tree is an error.
+                        if r.complete() && !name.starts_with("cmd:") {
+                            let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
+                            if !v.ok() {
+                                r.errors += v.differences;
+                                r.first_error = Some(format!(
+                                    "{name}: wrong tree: {}",
+                                    v.examples.first().cloned().unwrap_or_default()
+                                ));
+                            }
+                        }
+                        (r, crate::measure::new_histogram())
+                    })
                 })
             }
         };

@@ -5,12 +5,14 @@
 
 use super::{check_target, estimate_space};
 use crate::error::{Error, Result};
+use crate::measure::diskstats::DeviceWatch;
 use crate::ranks;
 use crate::target::TargetInfo;
 use crate::target::fsspec::FsSpec;
 use crate::target::managed::ManagedFs;
 use crate::target::rundir::RunDir;
 use crate::tree::TreeSpec;
+use crate::tree::layout::Shape;
 use crate::units::fmt_size;
 use std::path::PathBuf;
 
@@ -23,6 +25,8 @@ pub enum TargetSpec {
 pub struct LiveTarget {
     pub id: String,
     pub info: TargetInfo,
+    /// The block device under the target (None: tmpfs, or not in /proc/diskstats).
+    pub watch: Option<DeviceWatch>,
     // Field order is drop order: the run directory (fds inside the mount) must go
     // before the file system is unmounted.
     rundir: Option<RunDir>,
@@ -41,9 +45,18 @@ fn min_image(spec: &FsSpec) -> u64 {
 /// (btrfs mixed block groups run out of space early), so never go below this.
 const DEFAULT_IMAGE_FLOOR: u64 = 512 << 20;
 
+/// What a managed image is made for: its size and the files and directories it must hold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImageSize {
+    pub bytes: u64,
+    pub entries: u64,
+}
+
 /// Image size: `fs_size` if given (checked against the largest tree), else twice the
-/// largest tree's estimated footprint, at least 512 MiB.
-fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result<u64> {
+/// largest tree's estimated footprint, at least 512 MiB. The footprint counts data in
+/// whole blocks and each entry's metadata for this type (inodes, MFT records, btrfs
+/// inline data), times `copies` (a copy or sync op writes a second tree beside the first).
+pub(crate) fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>, copies: u64) -> Result<ImageSize> {
     // The allocation unit the file system will use: exfatprogs picks 32 KiB clusters
     // for volumes from 256 MiB to 32 GiB; the others default to 4 KiB here.
     let default_block = if spec.fs_type == crate::target::fsspec::FsType::Exfat { 32 << 10 } else { 4096 };
@@ -61,9 +74,15 @@ fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result
         total_bytes: 0,
         read_only: false,
         managed: None,
+        device: None,
     };
-    let need = trees.iter().map(|t| estimate_space(&probe, t)).max().unwrap_or(0);
-    match fs_size {
+    // Entries: files and directories of the largest tree (times copies), the tree roots
+    // and the run directory.
+    let entries = trees.iter().map(|t| t.files + Shape::of(t).dir_count()).max().unwrap_or(0) * copies + 64;
+    let overhead = crate::target::managed::entry_overhead(spec.fs_type);
+    let data = trees.iter().map(|t| estimate_space(&probe, t)).max().unwrap_or(0) * copies;
+    let need = data.saturating_add(entries.saturating_mul(overhead));
+    let bytes = match fs_size {
         Some(sz) => {
             // File systems keep ~10-20% for their own metadata and journal.
             if need > sz / 10 * 8 {
@@ -84,10 +103,11 @@ fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>) -> Result
                     format!("{} needs an image of at least {}", spec.label(), fmt_size(min_image(spec) as f64)),
                 ));
             }
-            Ok(sz)
+            sz
         }
-        None => Ok(need.saturating_mul(2).max(DEFAULT_IMAGE_FLOOR).max(min_image(spec)).div_ceil(1 << 20) << 20),
-    }
+        None => need.saturating_mul(2).max(DEFAULT_IMAGE_FLOOR).max(min_image(spec)).div_ceil(1 << 20) << 20,
+    };
+    Ok(ImageSize { bytes, entries })
 }
 
 impl LiveTarget {
@@ -96,12 +116,13 @@ impl LiveTarget {
         specs: &[TargetSpec],
         trees: &[TreeSpec],
         fs_size: Option<u64>,
+        copies: u64,
         keep: bool,
         reuse: bool,
     ) -> Result<Vec<LiveTarget>> {
         // 1. Checks, nothing created. Under MPI every rank checks its own targets and all
         //    agree before any creates anything (one rank's bad target stops all cleanly).
-        let (sizes, fs_specs) = ranks::agree(Self::check_all(specs, trees, fs_size))?;
+        let (sizes, fs_specs) = ranks::agree(Self::check_all(specs, trees, fs_size, copies))?;
         // 2. Create; on failure the ones made so far are torn down by drop (on every
         //    rank: they agree first).
         let _ = fs_specs;
@@ -127,7 +148,12 @@ impl LiveTarget {
         Ok(targets)
     }
 
-    fn check_all(specs: &[TargetSpec], trees: &[TreeSpec], fs_size: Option<u64>) -> Result<(Vec<u64>, Vec<FsSpec>)> {
+    fn check_all(
+        specs: &[TargetSpec],
+        trees: &[TreeSpec],
+        fs_size: Option<u64>,
+        copies: u64,
+    ) -> Result<(Vec<ImageSize>, Vec<FsSpec>)> {
         let mut sizes = Vec::new();
         let mut fs_specs = Vec::new();
         for s in specs {
@@ -143,18 +169,31 @@ impl LiveTarget {
                     ));
                 }
                 TargetSpec::Fs(f) => {
-                    sizes.push(image_size(f, trees, fs_size)?);
+                    // A real device's size is its own (filled in below, after the root check);
+                    // the tree's entries still size ext's inode table.
+                    let dev = f.device().is_some();
+                    let mut s = image_size(f, trees, if dev { None } else { fs_size }, copies.max(1))?;
+                    if dev {
+                        s.bytes = 0;
+                    }
+                    sizes.push(s);
                     fs_specs.push(f.clone());
                 }
             }
         }
         if !fs_specs.is_empty() {
-            ManagedFs::preflight(&fs_specs, sizes.iter().copied().max().unwrap_or(0))?;
+            ManagedFs::preflight(&fs_specs, sizes.iter().map(|s| s.bytes).max().unwrap_or(0))?;
+            // `@dev:` targets: every safety interlock (crate::target::device).
+            for (size, dev) in sizes.iter_mut().zip(crate::target::device::check_all(&fs_specs, fs_size)?) {
+                if let Some(d) = dev {
+                    size.bytes = d.size_bytes;
+                }
+            }
         }
         Ok((sizes, fs_specs))
     }
 
-    fn create_all(specs: &[TargetSpec], sizes: Vec<u64>, keep: bool, reuse: bool) -> Result<Vec<LiveTarget>> {
+    fn create_all(specs: &[TargetSpec], sizes: Vec<ImageSize>, keep: bool, reuse: bool) -> Result<Vec<LiveTarget>> {
         let mut out: Vec<LiveTarget> = Vec::new();
         let mut ids: Vec<String> = Vec::new();
         let mut sizes = sizes.into_iter();
@@ -162,7 +201,8 @@ impl LiveTarget {
             let (base_id, managed, path) = match s {
                 TargetSpec::Dir(p) => ("dir".to_string(), None, ranks::expand(p)),
                 TargetSpec::Fs(f) => {
-                    let m = ManagedFs::create(f, sizes.next().unwrap_or(0))?;
+                    let size = sizes.next().unwrap_or(ImageSize { bytes: 0, entries: 0 });
+                    let m = ManagedFs::create_for(f, size.bytes, size.entries)?;
                     let mp = m.mount_point().to_path_buf();
                     (f.label(), Some(m), mp)
                 }
@@ -183,7 +223,11 @@ impl LiveTarget {
             // The canonical path: a --target given as a symlink is the user's choice to follow.
             // With --shared-dir rank 0 makes the run directory; the others attach to it.
             let rundir = if ranks::makes_dirs() { Some(RunDir::create(&info.path, keep)?) } else { None };
-            out.push(LiveTarget { id, info, managed, rundir, keep, reuse, trials: 0 });
+            // A FUSE file system has an anonymous st_dev: its loop device is named instead.
+            let device = managed.as_ref().and_then(|m| m.details().device.clone());
+            let watch = DeviceWatch::for_target(&info.path, device.as_deref());
+            info.device = watch.as_ref().map(|w| w.device().to_string());
+            out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0 });
         }
         Ok(out)
     }
@@ -193,15 +237,17 @@ impl LiveTarget {
     pub fn begin_trial(&mut self) -> Result<&RunDir> {
         if self.trials > 0 && !self.reuse {
             if let Some(m) = self.managed.as_mut() {
-                if let Some(rd) = self.rundir.take() {
-                    let _ = rd.remove();
-                    let mut rd = rd;
-                    rd.set_keep(true);
+                if let Some(mut rd) = self.rundir.take() {
+                    rd.set_keep(true); // the format below takes it with everything in it
                 }
                 m.refresh()?;
                 self.info.managed = Some(m.details().clone());
                 self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
             }
+        }
+        // Formatted afresh before the next trial: what this one leaves need not be removed.
+        if let (Some(rd), Some(_), false) = (self.rundir.as_mut(), self.managed.as_ref(), self.reuse) {
+            rd.set_disposable(true);
         }
         self.trials += 1;
         self.rundir.as_ref().ok_or_else(|| Error::failed("run directory missing"))

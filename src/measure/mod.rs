@@ -1,5 +1,6 @@
 //! What one phase produced: times, counts, portions, latency percentiles, CPU.
 
+pub mod diskstats;
 pub mod progress;
 pub mod provenance;
 
@@ -82,6 +83,20 @@ pub struct PhaseResult {
     /// External tools: peak resident set size of the tool's process (wait4 rusage).
     #[serde(default)]
     pub peak_rss_bytes: Option<u64>,
+    /// Write phases: seconds until the last close returned (what the application saw).
+    /// `elapsed_s` is then the durable time: it also holds the flush to the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned_s: Option<f64>,
+    /// Write phases: seconds the flush (syncfs of the target, fsync for bigfile) took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_s: Option<f64>,
+    /// What was done to the caches before the phase: `warm`, `data-evicted`,
+    /// `all-dropped` or `not-applicable` (memory file systems).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<String>,
+    /// What the target's block device did during the phase (/proc/diskstats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<diskstats::DeviceIo>,
 }
 
 impl PhaseResult {
@@ -93,10 +108,19 @@ impl PhaseResult {
 
 /// Process CPU time (user, system) in seconds, from getrusage(RUSAGE_SELF).
 pub fn cpu_times() -> (f64, f64) {
+    rusage_times(libc::RUSAGE_SELF)
+}
+
+/// CPU time (user, system) of the finished child processes waited for (external tools).
+pub fn children_cpu_times() -> (f64, f64) {
+    rusage_times(libc::RUSAGE_CHILDREN)
+}
+
+fn rusage_times(who: libc::c_int) -> (f64, f64) {
     // rustix has no getrusage, so this one call goes through libc.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: ru is a valid, writable rusage; RUSAGE_SELF is always accepted.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    // SAFETY: ru is a valid, writable rusage; RUSAGE_SELF and RUSAGE_CHILDREN are always accepted.
+    let rc = unsafe { libc::getrusage(who, &mut ru) };
     if rc != 0 {
         return (0.0, 0.0);
     }

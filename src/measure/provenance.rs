@@ -2,10 +2,19 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What build.rs found: "commit <hash> (<date>)" or "not from git".
+pub const BUILT_FROM: &str = env!("MANYFILES_BUILT_FROM");
+
+/// `--version`'s text: the version and what it was built from.
+pub const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), ", built from ", env!("MANYFILES_BUILT_FROM"));
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     pub tool: String,
     pub version: String,
+    /// The git commit and its date the binary was built from, or "not from git".
+    #[serde(default)]
+    pub built_from: String,
     pub command_line: Vec<String>,
     pub started_utc: String,
     pub host: String,
@@ -25,6 +34,7 @@ impl Provenance {
         Provenance {
             tool: "manyfiles".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            built_from: BUILT_FROM.into(),
             command_line,
             started_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             host: uts.nodename().to_string_lossy().into_owned(),

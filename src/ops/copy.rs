@@ -63,6 +63,7 @@ pub fn phase_result(s: &Summary) -> PhaseResult {
         allocated_bytes: None,
         peak_rss_bytes: None,
         ranks: None,
+        ..Default::default()
     }
 }
 
@@ -72,13 +73,14 @@ pub fn failed_result(msg: String) -> PhaseResult {
     PhaseResult { errors: 1, first_error: Some(msg), ..PhaseResult::default() }
 }
 
-/// The pair op named `name` (copy, sync, sync-nochange, sync-change:P), or None.
+/// The pair op named `name` (copy, sync, sync-nochange, sync-change:P, pack:FORMAT), or None.
 pub fn by_name(name: &str) -> Option<Result<Box<dyn PairOp>, String>> {
     use super::sync::{Sync, SyncKind};
     Some(Ok(match name {
         "copy" => Box::new(Copy),
         "sync" => Box::new(Sync { kind: SyncKind::Empty }),
         "sync-nochange" => Box::new(Sync { kind: SyncKind::NoChange }),
+        _ if name.starts_with("pack:") => return Some(super::pack::by_name(&name[5..]).map(|p| Box::new(p) as _)),
         _ => {
             let p = name.strip_prefix("sync-change:")?;
             match p.parse::<f64>() {

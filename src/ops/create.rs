@@ -58,6 +58,9 @@ impl Op for Create {
     fn name(&self) -> &'static str {
         "create"
     }
+    fn writes(&self) -> bool {
+        true
+    }
 
     fn before(&self, w: &mut Worker) {
         let n = w.shared.plan.dirs.len() as u32;

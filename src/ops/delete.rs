@@ -11,6 +11,9 @@ impl Op for Delete {
     fn name(&self) -> &'static str {
         "delete"
     }
+    fn writes(&self) -> bool {
+        true
+    }
 
     fn unit(&self, w: &mut Worker, u: Unit) {
         for_each_file(w, "delete", u, |w, dir, i| unlinkat(dir, w.file_name(i), AtFlags::empty()).map(|_| 0));

@@ -11,6 +11,7 @@ pub mod copy;
 pub mod create;
 pub mod delete;
 pub mod list;
+pub mod pack;
 pub mod read;
 pub mod scan;
 pub mod stat;
@@ -53,6 +54,11 @@ pub trait Op: Sync {
     fn unit(&self, w: &mut Worker, unit: Unit);
     /// Sequential work after the parallel part (timed): e.g. rmdir, syncfs.
     fn after(&self, _w: &mut Worker) {}
+    /// Changes the file system: the phase ends with a timed flush to the device
+    /// (syncfs), so it has a returned and a durable time.
+    fn writes(&self) -> bool {
+        false
+    }
 }
 
 /// What every worker of a phase shares.
@@ -331,7 +337,17 @@ fn run_phase_here(
     if !main.stopping() && crate::ranks::makes_dirs() {
         op.after(&mut main);
     }
-    let elapsed = shared.start.elapsed().as_secs_f64();
+    let returned = shared.start.elapsed().as_secs_f64();
+    // Durable: until the file system has the phase's changes on its device.
+    let flush = (op.writes() && !main.stopping()).then(|| {
+        let t = Instant::now();
+        if let Err(e) = rustix::fs::syncfs(root) {
+            main.error("syncfs", 0, None, e, 1);
+        }
+        t.elapsed().as_secs_f64()
+    });
+    // Exactly the sum of the portions: the returned part and the flush.
+    let elapsed = returned + flush.unwrap_or(0.0);
     let (u1, s1) = measure::cpu_times();
     let mut finishes: Vec<f64> = workers.iter().map(|w| w.finish_s).collect();
     finishes.push(first_finish_main);
@@ -353,7 +369,7 @@ fn run_phase_here(
         first_error: all.first_error,
         interrupted: signals::pending() != 0,
         failed: failure,
-        portions: portions_from_points(all.points, all.files, elapsed),
+        portions: with_flush(portions_from_points(all.points, all.files, returned), flush),
         latency_us: Latency::from_histogram(&all.hist),
         first_finish_s: finishes.iter().cloned().fold(f64::INFINITY, f64::min),
         last_finish_s: finishes.iter().cloned().fold(0.0, f64::max),
@@ -361,8 +377,21 @@ fn run_phase_here(
         allocated_bytes: None,
         ranks: None,
         peak_rss_bytes: None,
+        returned_s: flush.map(|_| returned),
+        flush_s: flush,
+        ..Default::default()
     };
     (result, all.hist)
+}
+
+/// The per-portion series is what the application saw (returned); the flush to the
+/// device, when there was one, is its own last portion (no files).
+pub fn with_flush(mut portions: Vec<measure::Portion>, flush_s: Option<f64>) -> Vec<measure::Portion> {
+    if let Some(f) = flush_s {
+        let end_files = portions.last().map_or(0, |p| p.end_files);
+        portions.push(measure::Portion { files: 0, elapsed_s: f, end_files });
+    }
+    portions
 }
 
 /// What a worker hands back when its thread ends (the buffers stay behind).

@@ -27,8 +27,7 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
     let mut said = String::new();
     if let Some(h) = &cfg.html {
         let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
-        export::write_atomic(h, page.as_bytes())
-            .map_err(|e| Error::failed(format!("cannot write {}: {e}", h.display())))?;
+        export::write_file(h, page.as_bytes())?;
         let plural = if charts.len() == 1 { "" } else { "s" };
         said.push_str(&format!("html: {} ({} chart{plural})\n", h.display(), charts.len()));
     }
@@ -48,7 +47,7 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
             said.push_str(&format!("png: {}\n", path.display()));
         }
     }
-    export::write_all(&cfg.exports, &rs).map_err(Error::failed)?;
+    export::write_all(&cfg.exports, &rs, export::Stage::Final).map_err(Error::failed)?;
     for o in &cfg.exports {
         said.push_str(&format!("{:?}: {}\n", o.format, o.path.display()).to_lowercase());
     }
@@ -128,7 +127,7 @@ pub struct PredictConfig {
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(e.to_string()))?;
     bytes.push(b'\n');
-    export::write_atomic(path, &bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+    export::write_file(path, &bytes)
 }
 
 pub fn run_predict(cfg: &PredictConfig) -> Result<String> {

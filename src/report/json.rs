@@ -14,11 +14,6 @@ impl Exporter for JsonExporter {
     }
 }
 
-pub fn write_atomic(path: &Path, rs: &ResultSet) -> std::io::Result<()> {
-    let bytes = JsonExporter.render(rs).map_err(std::io::Error::other)?;
-    super::export::write_atomic(path, &bytes)
-}
-
 pub fn read(path: &Path) -> Result<ResultSet, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{} is not a manyfiles result: {e}", path.display()))

@@ -57,8 +57,38 @@ pub struct ExperimentInfo {
     pub portion_files: u64,
     pub order: String,
     pub create: CreateOptions,
-    #[serde(default)]
+    #[serde(default = "crate::experiment::CacheMode::legacy")]
     pub caches: crate::experiment::CacheMode,
+    /// Which time of a write phase the statistics use.
+    #[serde(default)]
+    pub until: Until,
+}
+
+/// Which end of a write phase counts: `durable` (its changes on the device: syncfs or
+/// fsync returned, timed as part of the phase) or `returned` (the last close returned).
+/// Phases that write nothing have one time, the same for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Until {
+    #[default]
+    Durable,
+    Returned,
+}
+
+impl Until {
+    pub fn parse(s: &str) -> crate::error::Result<Until> {
+        match s {
+            "durable" => Ok(Until::Durable),
+            "returned" => Ok(Until::Returned),
+            _ => Err(crate::error::Error::bad("--until", format!("'{s}': expected durable or returned"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Until::Durable => "durable",
+            Until::Returned => "returned",
+        }
+    }
 }
 
 /// One op on one tree on one target in one run, with every raw figure.
@@ -77,6 +107,16 @@ pub struct Measurement {
     pub order: u64,
     #[serde(flatten)]
     pub result: PhaseResult,
+}
+
+impl Measurement {
+    /// The phase's time as `until` asks (see [`Until`]).
+    pub fn seconds(&self, until: Until) -> f64 {
+        match until {
+            Until::Durable => self.result.elapsed_s,
+            Until::Returned => self.result.returned_s.unwrap_or(self.result.elapsed_s),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,7 +147,71 @@ pub struct ModelRow {
     pub model: CostModel,
 }
 
+/// Write phases (their results have a durable and a returned time).
+fn is_write_phase(m: &Measurement) -> bool {
+    m.result.flush_s.is_some()
+}
+
 impl ResultSet {
+    /// What the caches and the device say about the measurements: write phases the
+    /// device hardly saw (absorbed by a cache), cold reads the device did not serve,
+    /// read-side phases that could only be made partly cold. One line per (target, op).
+    fn storage_warnings(&self) -> Vec<String> {
+        const MIN: u64 = 1 << 20; // below this, metadata and rounding dominate
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |s: String| {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        };
+        for m in self.measurements.iter().filter(|m| m.result.complete()) {
+            let r = &m.result;
+            let seen = |d: &crate::measure::diskstats::DeviceIo, w: bool| {
+                let own = if w { d.write_bytes } else { d.read_bytes };
+                let back = d.backing.as_ref().map_or(0, |b| if w { b.write_bytes } else { b.read_bytes });
+                own.max(back)
+            };
+            if let Some(d) = &r.device {
+                if is_write_phase(m) && r.bytes >= MIN && seen(d, true) < r.bytes / 2 {
+                    push(format!(
+                        "{} ({}): the device {} saw less than half of the bytes written ({} of {}): absorbed by a cache",
+                        m.op,
+                        m.target,
+                        d.device,
+                        crate::units::fmt_size(seen(d, true) as f64),
+                        crate::units::fmt_size(r.bytes as f64)
+                    ));
+                }
+                let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
+                if m.op == "read" && cold && r.bytes >= MIN && seen(d, false) < r.bytes / 2 {
+                    push(format!(
+                        "read ({}): asked cold, but the device {} served less than half of it ({} of {}): partly cached",
+                        m.target,
+                        d.device,
+                        crate::units::fmt_size(seen(d, false) as f64),
+                        crate::units::fmt_size(r.bytes as f64)
+                    ));
+                }
+            }
+            let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
+            if m.op == "read" && cold && r.device.is_none() {
+                push(format!(
+                    "read ({}): made cold, but the target has no block device to show that the reads reached storage (a network or FUSE file system may ignore the eviction)",
+                    m.target
+                ));
+            }
+            if r.cache.as_deref() == Some("data-evicted")
+                && matches!(m.op.as_str(), "stat" | "list" | "scan" | "rescan")
+            {
+                push(format!(
+                    "{} ({}): only file data could be evicted before it (not root): directories and inodes stayed cached, so it ran warm",
+                    m.op, m.target
+                ));
+            }
+        }
+        out
+    }
+
     pub fn new(provenance: Provenance, experiment: ExperimentInfo, targets: Vec<TargetInfo>) -> ResultSet {
         ResultSet {
             schema: SCHEMA,
@@ -144,7 +248,8 @@ impl ResultSet {
                 .iter()
                 .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
                 .collect();
-            let raw: Vec<f64> = ms.iter().map(|m| m.result.elapsed_s).collect();
+            let until = self.experiment.until;
+            let raw: Vec<f64> = ms.iter().map(|m| m.seconds(until)).collect();
             let Some(stats) = stats::summarize(&raw) else {
                 continue;
             };
@@ -199,7 +304,7 @@ impl ResultSet {
                     files: m.tree_files as f64,
                     bytes: m.tree_bytes as f64,
                     dirs: m.tree_dirs as f64,
-                    seconds: m.result.elapsed_s,
+                    seconds: m.seconds(self.experiment.until),
                 })
                 .collect();
             if let Some(model) = model::fit(&points) {
@@ -237,6 +342,7 @@ impl ResultSet {
                 .collect();
             self.detections.extend(detect::crossovers(op, &cells));
         }
+        self.warnings.extend(self.storage_warnings());
         for m in &self.measurements {
             if m.result.errors > 0 {
                 self.warnings.push(format!(

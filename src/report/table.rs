@@ -37,14 +37,14 @@ fn unit_for(s: f64) -> (f64, &'static str) {
     }
 }
 
-fn new_table(header: Vec<String>) -> Table {
+pub(crate) fn new_table(header: Vec<String>) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     t.set_header(header);
     t
 }
 
-fn right_align(t: &mut Table, from: usize) {
+pub(crate) fn right_align(t: &mut Table, from: usize) {
     let n = t.column_count();
     for i in from..n {
         if let Some(c) = t.column_mut(i) {
@@ -80,7 +80,7 @@ pub fn ladder(rs: &ResultSet) -> String {
     if many {
         header.push("target".into());
     }
-    header.extend(ops.iter().map(|o| format!("{o} (mean ± 95% CI)")));
+    header.extend(ops.iter().map(|o| format!("{} (mean ± 95% CI)", op_label(rs, o))));
     let mut t = new_table(header);
     let mut rows: Vec<(&str, &str, u64, u64)> = Vec::new();
     for s in &rs.summaries {
@@ -185,7 +185,7 @@ pub fn ops_detail(rs: &ResultSet) -> String {
         };
         let tree = if rs.targets.len() > 1 { format!("{} on {}", s.tree_key, s.target) } else { s.tree_key.clone() };
         t.add_row(vec![
-            s.op.clone(),
+            op_label(rs, &s.op),
             tree,
             fmt_mean_ci(st.mean_s, st.ci_half_width()),
             format!("{} {unit}", sig3(st.median_s * scale)),
@@ -220,6 +220,78 @@ fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
     format!("{} / {} µs", sig3(p50[p50.len() / 2]), sig3(p99))
 }
 
+/// An op with what its time means: `create, durable`, `read, cold`. Write phases say
+/// which end counts; read-side phases say how cold they started.
+pub fn op_label(rs: &ResultSet, op: &str) -> String {
+    let ms: Vec<&super::Measurement> = rs.measurements.iter().filter(|m| m.op == op).collect();
+    if ms.iter().any(|m| m.result.flush_s.is_some()) {
+        return format!("{op}, {}", rs.experiment.until.name());
+    }
+    let mut states: Vec<&str> = ms.iter().filter_map(|m| m.result.cache.as_deref()).collect();
+    states.sort();
+    states.dedup();
+    match states.as_slice() {
+        ["all-dropped"] | ["data-evicted"] => format!("{op}, cold"),
+        ["warm"] => format!("{op}, warm"),
+        _ => op.to_string(),
+    }
+}
+
+/// What the times mean: which end of write phases counts, how cold the reads were, what
+/// the devices did (one line each).
+pub fn measured(rs: &ResultSet) -> String {
+    let mut out = String::new();
+    let ms = &rs.measurements;
+    if ms.iter().any(|m| m.result.flush_s.is_some()) {
+        out.push_str(match rs.experiment.until {
+            super::Until::Durable => {
+                "times: write phases are durable: they end when a syncfs of the target (bigfile: fsync) returns (--until returned: at the last close)
+"
+            }
+            super::Until::Returned => {
+                "times: write phases end when the last close returned (the page cache may hold their data; durable times are in the JSON)
+"
+            }
+        });
+    }
+    let mut states: Vec<&str> = ms
+        .iter()
+        .filter(|m| crate::experiment::reads_tree(&m.op) && !m.op.starts_with("bigfile"))
+        .filter_map(|m| m.result.cache.as_deref())
+        .collect();
+    states.sort();
+    states.dedup();
+    for s in states {
+        out.push_str(match s {
+            "all-dropped" => "reads: cold: before each read-side phase the trees' data were evicted and the page, dentry and inode caches dropped
+",
+            "data-evicted" => "reads: cold for file data only: evicted before each read-side phase; without root directories and inodes stayed cached
+",
+            "not-applicable" => "reads: on a memory file system the storage is the cache: nothing to evict
+",
+            _ => "reads: warm: read-side phases found what earlier phases left in the caches (--cache warm)
+",
+        });
+    }
+    for t in &rs.targets {
+        let io: Vec<&crate::measure::diskstats::DeviceIo> =
+            ms.iter().filter(|m| m.target == t.id).filter_map(|m| m.result.device.as_ref()).collect();
+        let Some(first) = io.first() else { continue };
+        let (r, w): (u64, u64) = io.iter().fold((0, 0), |(r, w), d| (r + d.read_bytes, w + d.write_bytes));
+        let busy: f64 = io.iter().map(|d| d.busy_s).sum();
+        out.push_str(&format!(
+            "device {} (target {}): {} read, {} written, busy {} during the timed phases
+",
+            first.device,
+            t.id,
+            fmt_size(r as f64),
+            fmt_size(w as f64),
+            crate::units::fmt_secs(busy)
+        ));
+    }
+    out
+}
+
 /// Warnings, target and machine: the lines under every table.
 pub fn footer(rs: &ResultSet) -> String {
     let mut out = String::new();
@@ -237,6 +309,7 @@ pub fn footer(rs: &ResultSet) -> String {
         "runs: {} per cell (+{} warmup), {} threads, order {}; CI = Student t 95% over runs\n",
         e.runs, e.warmup, e.threads, e.order
     ));
+    out.push_str(&measured(rs));
     for t in &rs.targets {
         let made = t.managed.as_ref().map(|m| format!(" · made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
         out.push_str(&format!(

@@ -366,8 +366,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     }
     if let Some(j) = &cfg.json {
         let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::failed(e.to_string()))?;
-        crate::report::export::write_atomic(j, &bytes)
-            .map_err(|e| Error::failed(format!("cannot write {}: {e}", j.display())))?;
+        crate::report::export::write_file(j, &bytes)?;
     }
     Ok(report)
 }

@@ -1,5 +1,6 @@
 //! Test file system specs: `TYPE[:BLOCK][@BACKING]`, e.g. `ext4:4k`, `xfs:1k@disk`,
-//! `ntfs:64k@disk:/var/tmp`, `tmpfs`. Parsing checks the block (cluster) size against
+//! `ntfs:64k@disk:/var/tmp`, `tmpfs`, `xfs@dev:/dev/sdb` (a real device: see
+//! [`super::device`]). Parsing checks the block (cluster) size against
 //! what each type's mkfs accepts, so a bad spec is found before anything is created.
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,14 @@ pub enum Backing {
     Ram,
     /// Image in `dir` (default /var/tmp, which is on disk on Debian).
     Disk { dir: PathBuf },
+    /// A block device or partition the user named, formatted in place (no image, no
+    /// loop device). `confirmed_by` is the `--destroy-device` value that names it again:
+    /// without it (or naming another device) the device is refused.
+    Dev {
+        path: PathBuf,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confirmed_by: Option<PathBuf>,
+    },
 }
 
 /// Directory images of `@disk` go to unless a directory is given.
@@ -142,7 +151,7 @@ impl FsSpec {
         let s = s.trim();
         if s.is_empty() {
             return Err(format!(
-                "empty file system spec; expected TYPE[:BLOCK][@ram|@disk[:DIR]] with TYPE one of {TYPES}"
+                "empty file system spec; expected TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME] with TYPE one of {TYPES}"
             ));
         }
         let (main, backing_text) = match s.split_once('@') {
@@ -154,7 +163,7 @@ impl FsSpec {
             None => (main, None),
         };
         let fs_type = FsType::from_name(type_text.trim()).ok_or_else(|| {
-            format!("'{s}': unknown file system type '{type_text}'; known types: {TYPES} (spec: TYPE[:BLOCK][@ram|@disk[:DIR]])")
+            format!("'{s}': unknown file system type '{type_text}'; known types: {TYPES} (spec: TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME])")
         })?;
         let block = match block_text {
             None => None,
@@ -174,12 +183,21 @@ impl FsSpec {
                 }
                 Backing::Disk { dir: PathBuf::from(dir) }
             }
+            Some(b) if b == "dev" || b.starts_with("dev:") => {
+                let dev = b.strip_prefix("dev:").unwrap_or("");
+                if dev.is_empty() || !dev.starts_with('/') {
+                    return Err(format!("'{s}': the device after '@dev:' must be an absolute path such as /dev/sdb"));
+                }
+                Backing::Dev { path: PathBuf::from(dev), confirmed_by: None }
+            }
             Some(b) => {
-                return Err(format!("'{s}': unknown backing '@{b}'; use @ram (image in /dev/shm) or @disk[:DIR]"));
+                return Err(format!(
+                    "'{s}': unknown backing '@{b}'; use @ram (image in /dev/shm), @disk[:DIR] or @dev:/dev/NAME"
+                ));
             }
         };
         if fs_type == FsType::Tmpfs && backing != Backing::Ram {
-            return Err(format!("'{s}': tmpfs lives in RAM and has no image; @disk does not apply"));
+            return Err(format!("'{s}': tmpfs lives in RAM and has no image or device; @disk and @dev do not apply"));
         }
         Ok(FsSpec { fs_type, block, backing })
     }
@@ -197,15 +215,28 @@ impl FsSpec {
                 s.push_str("@disk:");
                 s.push_str(&dir.to_string_lossy());
             }
+            Backing::Dev { path, .. } => {
+                s.push_str("@dev:");
+                s.push_str(&path.to_string_lossy());
+            }
         }
         s
     }
 
-    /// Directory the image file goes to.
+    /// Directory the image file goes to (for `@dev:` the device itself: it has no image).
     pub fn backing_dir(&self) -> PathBuf {
         match &self.backing {
             Backing::Ram => PathBuf::from(RAM_DIR),
             Backing::Disk { dir } => dir.clone(),
+            Backing::Dev { path, .. } => path.clone(),
+        }
+    }
+
+    /// The device of an `@dev:` spec, as the user wrote it.
+    pub fn device(&self) -> Option<&std::path::Path> {
+        match &self.backing {
+            Backing::Dev { path, .. } => Some(path),
+            _ => None,
         }
     }
 
@@ -213,6 +244,7 @@ impl FsSpec {
         match self.backing {
             Backing::Ram => "ram",
             Backing::Disk { .. } => "disk",
+            Backing::Dev { .. } => "dev",
         }
     }
 }
@@ -247,6 +279,10 @@ mod tests {
         assert_eq!(FsSpec::parse("exfat:32M").unwrap().label(), "exfat:32m@ram");
         assert_eq!(FsSpec::parse("tmpfs").unwrap().fs_type, FsType::Tmpfs);
         assert_eq!(FsSpec::parse("ext4@disk").unwrap().backing, Backing::Disk { dir: PathBuf::from("/var/tmp") });
+        let v = FsSpec::parse("xfs:4k@dev:/dev/disk/by-id/ata-X").unwrap();
+        assert_eq!(v.backing, Backing::Dev { path: PathBuf::from("/dev/disk/by-id/ata-X"), confirmed_by: None });
+        assert_eq!(v.label(), "xfs:4k@dev:/dev/disk/by-id/ata-X");
+        assert_eq!(v.device(), Some(std::path::Path::new("/dev/disk/by-id/ata-X")));
         let d = FsSpec::parse("ext4:4k@disk:/srv/img").unwrap();
         assert_eq!(d.backing, Backing::Disk { dir: PathBuf::from("/srv/img") });
         assert_eq!(d.label(), "ext4:4k@disk:/srv/img");
@@ -258,9 +294,17 @@ mod tests {
 
     #[test]
     fn labels_round_trip() {
-        for s in
-            ["ext4:4k", "ext3:1k@disk", "xfs:64k@disk:/var/tmp", "btrfs", "ntfs:512", "exfat:32m", "tmpfs", "ext2:2k"]
-        {
+        for s in [
+            "ext4:4k",
+            "ext3:1k@disk",
+            "xfs:64k@disk:/var/tmp",
+            "ext4@dev:/dev/loop7",
+            "btrfs",
+            "ntfs:512",
+            "exfat:32m",
+            "tmpfs",
+            "ext2:2k",
+        ] {
             let a = FsSpec::parse(s).unwrap();
             let b = FsSpec::parse(&a.label()).unwrap();
             assert_eq!(a, b, "{s}");
@@ -288,6 +332,9 @@ mod tests {
         assert!(err("ext4:abc").contains("bad block size"));
         assert!(err("ext4@nvme").contains("unknown backing"));
         assert!(err("ext4@disk:relative").contains("absolute"));
+        assert!(err("ext4@dev").contains("/dev/sdb"));
+        assert!(err("ext4@dev:sdb").contains("absolute"));
+        assert!(err("tmpfs@dev:/dev/sdb").contains("@dev"));
     }
 
     #[test]
@@ -304,6 +351,8 @@ mod tests {
         let s = FsSpec::parse("ext4:4k@disk").unwrap();
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(j, r#"{"fs_type":"ext4","block":4096,"backing":{"kind":"disk","dir":"/var/tmp"}}"#);
+        let d = FsSpec::parse("xfs@dev:/dev/sdb").unwrap();
+        assert_eq!(serde_json::to_string(&d.backing).unwrap(), r#"{"kind":"dev","path":"/dev/sdb"}"#);
         let r: FsSpec = serde_json::from_str(r#"{"fs_type":"tmpfs","block":null,"backing":{"kind":"ram"}}"#).unwrap();
         assert_eq!(r.fs_type, FsType::Tmpfs);
     }

@@ -2,14 +2,14 @@
 //! tool, reformatted between trials, and removed at the end (or by
 //! [`registry::cleanup`](super::registry::cleanup) after a kill).
 //!
-//! External tools are run with `std::process::Command`: mkfs.*, losetup, mount, umount,
-//! ntfs-3g and mount.exfat-fuse are what people use and trust, and their exact argv is
-//! recorded in the results. Each resource is registered before it exists, so a `kill -9`
+//! External tools (mkfs.*, losetup, mount, umount, ntfs-3g and mount.exfat-fuse: what
+//! people use and trust) run through [`crate::helper`], with deadlines and drained
+//! output, and their exact argv is recorded in the results. Each resource is registered before it exists, so a `kill -9`
 //! at any point leaves nothing the registry does not know about.
 
 use super::fsspec::{FsSpec, FsType, fmt_block};
 use super::registry::{
-    self, Registration, detach_loop, loop_backing_file, loops_backed_by, mounts_at, run_tool, unmount,
+    self, Registration, detach_loop, loop_backing_file, loops_backed_by, mounts_at, run_tool, run_tool_sized, unmount,
 };
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,12 @@ pub struct ManagedDetails {
     pub mount_options: String,
     pub fuse: bool,
     pub formats: u64,
+    /// Files and directories the image was sized for (ext2/3/4: inodes asked of mkfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
+    /// A real device (`@dev:`): what sysfs says about it (None for images and tmpfs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_info: Option<super::device::DeviceInfo>,
 }
 
 /// A file system the tool made and mounted; torn down on drop.
@@ -47,6 +53,27 @@ pub struct ManagedFs {
     image_created: bool,
     mp_created: bool,
     done: bool,
+}
+
+/// Inodes to ask of mkfs for `entries` files and directories: a quarter more, and room
+/// for the run directory and the file system's own.
+pub fn inodes_for(entries: u64) -> u64 {
+    entries + entries / 4 + 1024
+}
+
+/// Bytes of metadata one file or directory costs beyond its data blocks, per type (an
+/// upper bound, for sizing images): ext inode 256 B; xfs inode 512 B + directory entry;
+/// btrfs inode, references and up to 2 KiB of inline data, twice (DUP metadata); NTFS
+/// one 1 KiB MFT record + index entry; exFAT three 32 B directory entries.
+pub fn entry_overhead(t: FsType) -> u64 {
+    match t {
+        FsType::Ext2 | FsType::Ext3 | FsType::Ext4 => 256 + 64,
+        FsType::Xfs => 512 + 64,
+        FsType::Btrfs => 2 * (2048 + 512),
+        FsType::Ntfs => 1024 + 128,
+        FsType::Exfat => 96,
+        FsType::Tmpfs => 0,
+    }
 }
 
 /// Minimum image sizes mkfs accepts (measured with xfsprogs 6.1, btrfs-progs 6.2).
@@ -98,15 +125,11 @@ fn kernel_has(fs: &str) -> bool {
 }
 
 /// Is `fs` known to the kernel (after trying `modprobe`)?
-fn kernel_supports(fs: &str) -> bool {
+pub(crate) fn kernel_supports(fs: &str) -> bool {
     if kernel_has(fs) {
         return true;
     }
-    let _ = std::process::Command::new("modprobe")
-        .args(["-q", fs])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+    let _ = run_tool(&argv(&["modprobe", "-q", fs]));
     kernel_has(fs)
 }
 
@@ -157,6 +180,9 @@ impl ManagedFs {
                 }
             } else if !kernel_supports(t.name()) {
                 return Err(Error::bad(FLAG, format!("{label}: this kernel has no {} support", t.name())));
+            }
+            if spec.device().is_some() {
+                continue; // no image: size, state and interlocks are device.rs's checks
             }
             if t != FsType::Tmpfs {
                 need_loop = true;
@@ -215,10 +241,17 @@ impl ManagedFs {
 
     /// Make, format and mount one file system (see the module docs).
     pub fn create(spec: &FsSpec, image_bytes: u64) -> Result<ManagedFs> {
+        Self::create_for(spec, image_bytes, 0)
+    }
+
+    /// [`create`](Self::create) for a tree of `entries` files and directories: file
+    /// systems with a fixed inode count (ext2/3/4) get enough inodes for it.
+    pub fn create_for(spec: &FsSpec, image_bytes: u64, entries: u64) -> Result<ManagedFs> {
         let key = next_key();
         let image_bytes = round_image(image_bytes);
         let tmpfs = spec.fs_type == FsType::Tmpfs;
-        let image = if tmpfs { PathBuf::new() } else { spec.backing_dir().join(format!("manyfiles-img-{key}.img")) };
+        let no_image = tmpfs || spec.device().is_some();
+        let image = if no_image { PathBuf::new() } else { spec.backing_dir().join(format!("manyfiles-img-{key}.img")) };
         let mount_point = registry::state_dir().join(format!("mnt-{key}"));
         let mut fs = ManagedFs {
             spec: spec.clone(),
@@ -238,6 +271,8 @@ impl ManagedFs {
                 mount_options: String::new(),
                 fuse: spec.fs_type.is_fuse(),
                 formats: 0,
+                entries: (entries > 0).then_some(entries),
+                device_info: None,
             },
             reg: None,
             image_created: false,
@@ -261,11 +296,26 @@ impl ManagedFs {
         rec.mount_point = Some(self.mount_point.clone());
         if tmpfs {
             rec.tmpfs_source = Some(self.tmpfs_source.clone());
-        } else {
+        } else if self.spec.device().is_none() {
             rec.image = Some(self.details.image.clone());
         }
-        self.reg = Some(registry::register(key, rec)?);
-        if !tmpfs {
+        if self.spec.device().is_some() {
+            // A real device: all interlocks again (something may have claimed it since
+            // the checks), recorded so cleanup can unmount it, never an image or loop.
+            let (res, info) = super::device::check(&self.spec)?;
+            let dev = res.path.display().to_string();
+            rec.device = Some(dev.clone());
+            self.reg = Some(registry::register(key, rec)?);
+            self.details.image_bytes = info.size_bytes;
+            self.details.device = Some(dev);
+            super::device::announce(&self.details.spec, &info);
+            self.details.device_info = Some(info);
+            self.details.mkfs_version = tool_version(self.spec.fs_type);
+            self.format()?;
+        } else {
+            self.reg = Some(registry::register(key, rec)?);
+        }
+        if !tmpfs && self.spec.device().is_none() {
             let img = &self.details.image;
             let f = std::fs::OpenOptions::new()
                 .write(true)
@@ -287,7 +337,7 @@ impl ManagedFs {
             self.reg.as_mut().expect("registered").update(|r| r.loop_device = Some(dev))?;
             self.details.mkfs_version = tool_version(self.spec.fs_type);
             self.format()?;
-        } else {
+        } else if tmpfs {
             self.details.mkfs_version = format!("kernel {}", kernel_release());
             self.details.formats = 1;
         }
@@ -321,6 +371,11 @@ impl ManagedFs {
                     // mke2fs gives images under 512 MiB 1 KiB blocks ("small" usage type);
                     // a test file system should behave like a real one: 4 KiB.
                     None => v.extend(argv(&["-b", "4096"])),
+                }
+                // The inode count is fixed at mkfs (one per 16 KiB by default: 32,768 in
+                // 512 MiB, too few for 65,536 small files): a quarter more than the tree.
+                if let Some(n) = self.details.entries {
+                    v.extend(argv(&["-N", &inodes_for(n).to_string()]));
                 }
             }
             FsType::Xfs => {
@@ -360,7 +415,10 @@ impl ManagedFs {
         // Right after an unmount a FUSE daemon may still hold the device for a moment.
         let mut last = String::new();
         for i in 0..4 {
-            match run_tool(&cmd) {
+            if crate::signals::pending() != 0 {
+                break;
+            }
+            match run_tool_sized(&cmd, self.details.image_bytes) {
                 Ok(_) => {
                     self.details.formats += 1;
                     return Ok(());
@@ -438,7 +496,8 @@ impl ManagedFs {
         self.mount()
     }
 
-    /// Unmount, detach the loop device, delete the image and the mount point, unregister.
+    /// Unmount, detach the loop device, delete the image and the mount point, unregister
+    /// (a real device is only unmounted: `image_created` is never set for it).
     /// Idempotent; on a problem the registry record is kept (for `cleanup`).
     pub fn teardown(&mut self) -> Result<()> {
         if self.done {
@@ -527,11 +586,8 @@ fn tool_version(t: FsType) -> String {
         FsType::Exfat => ("mkfs.exfat", "-V"),
         FsType::Tmpfs => return format!("kernel {}", kernel_release()),
     };
-    let Ok(out) = std::process::Command::new(tool).arg(flag).stdin(std::process::Stdio::null()).output() else {
-        return String::new();
-    };
-    let so = String::from_utf8_lossy(&out.stdout).into_owned();
-    let se = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Some tools print their version on stderr, some exit non-zero after printing it.
+    let (so, se) = crate::helper::run_output(&argv(&[tool, flag]), crate::helper::DEFAULT_TIMEOUT);
     so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
 }
 

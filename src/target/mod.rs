@@ -1,6 +1,8 @@
 //! Target: where the work happens. For now an existing directory; the tool works only
 //! inside a run directory it creates there (see [`rundir`]).
 
+pub mod cache;
+pub mod device;
 pub mod fsspec;
 pub mod managed;
 pub mod registry;
@@ -26,6 +28,9 @@ pub struct TargetInfo {
     pub read_only: bool,
     /// How a managed test file system was made (None for an existing directory).
     pub managed: Option<managed::ManagedDetails>,
+    /// The block device whose activity measurements record (`vda`, `loop3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 impl TargetInfo {
@@ -47,6 +52,7 @@ impl TargetInfo {
             total_bytes: vfs.f_blocks.saturating_mul(vfs.f_frsize),
             read_only: vfs.f_flag.contains(StatVfsMountFlags::RDONLY),
             managed: None,
+            device: None,
         })
     }
 

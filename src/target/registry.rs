@@ -11,7 +11,9 @@
 //! the record says: a mount whose source is the recorded loop device (or a loop device
 //! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
 //! backing file is the recorded image, an image that is a regular file named
-//! `manyfiles-img-*.img`.
+//! `manyfiles-img-*.img`. A real device (`@dev:`) is recorded only so its mount can be
+//! undone: cleanup unmounts a mount whose source is the recorded device and never
+//! touches the device otherwise.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -19,7 +21,6 @@ use std::fmt;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Where records (and mount point directories) live.
 pub const STATE_DIR: &str = "/run/manyfiles";
@@ -46,6 +47,17 @@ pub struct Record {
     /// A run directory (with its marker) the process made in a target directory.
     #[serde(default)]
     pub run_dir: Option<PathBuf>,
+    /// A container `pack` mounted read-only: cleaned before the other records (its image
+    /// may sit on another record's file system), and its image is not deleted here (it
+    /// lives in a run directory, removed with it).
+    #[serde(default)]
+    pub pack_mount: bool,
+    /// Source name of a FUSE mount of such a container (`squashfuse`, `fuse2fs`, ...).
+    #[serde(default)]
+    pub fuse_source: Option<String>,
+    /// A real block device (`@dev:`) formatted and mounted at `mount_point`.
+    #[serde(default)]
+    pub device: Option<String>,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -97,6 +109,9 @@ pub fn own_record(fs: &str) -> Record {
         tmpfs_source: None,
         fs: fs.to_string(),
         run_dir: None,
+        pack_mount: false,
+        fuse_source: None,
+        device: None,
     }
 }
 
@@ -170,6 +185,8 @@ fn alive(rec: &Record) -> bool {
 /// One line of /proc/self/mountinfo.
 #[derive(Debug, Clone)]
 pub struct MountEntry {
+    /// `major:minor` of the mounted device (btrfs and FUSE show an anonymous 0:N).
+    pub major_minor: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
     pub source: String,
@@ -188,6 +205,7 @@ pub fn mounts() -> Vec<MountEntry> {
             continue;
         }
         out.push(MountEntry {
+            major_minor: l[2].to_string(),
             mount_point: PathBuf::from(unescape(l[4])),
             fs_type: r[0].to_string(),
             source: unescape(r[1]),
@@ -250,23 +268,15 @@ pub fn is_image_name(name: &str) -> bool {
     name.starts_with("manyfiles-img-") && name.ends_with(".img") && !name.contains('/')
 }
 
-/// Run a tool (mount, umount, losetup: the tools people use and trust), Ok or the last
-/// line of its stderr.
+/// Run a tool (mount, umount, losetup: the tools people use and trust) with the default
+/// deadline (see [`crate::helper`]): Ok(stdout), or the command and its last line of output.
 pub(crate) fn run_tool(argv: &[String]) -> std::result::Result<String, String> {
-    let out = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", argv[0]))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let std_out = String::from_utf8_lossy(&out.stdout);
-        let last =
-            err.lines().chain(std_out.lines()).rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-        Err(format!("`{}` failed ({}): {last}", argv.join(" "), out.status))
-    }
+    crate::helper::run(argv).map_err(|e| e.to_string())
+}
+
+/// [`run_tool`] for a helper whose work grows with an image of `bytes` (mkfs).
+pub(crate) fn run_tool_sized(argv: &[String], bytes: u64) -> std::result::Result<String, String> {
+    crate::helper::run_with(argv, crate::helper::timeout_for(bytes)).map_err(|e| e.to_string())
 }
 
 fn sv(v: &[&str]) -> Vec<String> {
@@ -341,8 +351,17 @@ pub fn cleanup() -> Result<CleanupReport> {
     let mut paths: Vec<PathBuf> =
         rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
     paths.sort();
-    for path in paths {
-        let rec: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+    let mut records: Vec<(PathBuf, Option<Record>)> = paths
+        .into_iter()
+        .map(|p| {
+            let r = std::fs::read(&p).ok().and_then(|b| serde_json::from_slice(&b).ok());
+            (p, r)
+        })
+        .collect();
+    // Mounted containers first: they may hold files on another record's file system.
+    records.sort_by_key(|(_, r)| !r.as_ref().is_some_and(|r| r.pack_mount));
+    for (path, rec) in records {
+        let rec: Record = match rec {
             Some(r) => r,
             None => {
                 rep.problems.push(format!("{}: not a readable record; left alone", path.display()));
@@ -388,6 +407,7 @@ fn wait_for_helpers(rec: &Record) {
     let names: Vec<String> = [
         rec.image.as_ref().map(|p| p.display().to_string()),
         rec.loop_device.clone(),
+        rec.device.clone(),
         rec.mount_point.as_ref().map(|p| p.display().to_string()),
     ]
     .into_iter()
@@ -429,9 +449,14 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
     // 1. Mounts at the recorded mount point whose source is ours.
     if let Some(mp) = &rec.mount_point {
         for m in mounts_at(mp).into_iter().rev() {
-            let mine = match &rec.tmpfs_source {
-                Some(src) => m.fs_type == "tmpfs" && &m.source == src,
-                None => rec.loop_device.as_deref() == Some(m.source.as_str()) || ours.contains(&m.source),
+            let mine = match (&rec.tmpfs_source, &rec.fuse_source) {
+                (Some(src), _) => m.fs_type == "tmpfs" && &m.source == src,
+                (None, Some(src)) => m.fs_type.starts_with("fuse") && &m.source == src,
+                (None, None) => {
+                    rec.loop_device.as_deref() == Some(m.source.as_str())
+                        || ours.contains(&m.source)
+                        || rec.device.as_deref() == Some(m.source.as_str())
+                }
             };
             if !mine {
                 rep.problems.push(format!(
@@ -460,8 +485,8 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             }
         }
     }
-    // 3. The image, if it is one of ours.
-    if let Some(img) = &rec.image {
+    // 3. The image, if it is one of ours (a pack container belongs to its run directory).
+    if let Some(img) = rec.image.as_ref().filter(|_| !rec.pack_mount) {
         match std::fs::symlink_metadata(img) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => rep.problems.push(format!("{}: {e}", img.display())),
@@ -492,6 +517,7 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
 
     /// Scenario 1 (kill -9) regression: a killed run's `mount` helper could finish after
     /// cleanup looked; cleanup now waits for helpers naming the record's resources.

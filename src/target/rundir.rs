@@ -21,6 +21,9 @@ pub struct RunDir {
     name: CString,
     fd: OwnedFd,
     keep: bool,
+    /// On a file system formatted afresh after this trial: what is left in it need not
+    /// be removed first (see [`RunDir::disposable`]).
+    disposable: bool,
     /// Registry record (when /run/manyfiles is writable, i.e. as root), so that
     /// `manyfiles cleanup` can remove the directory after a kill -9.
     registration: std::sync::Mutex<Option<registry::Registration>>,
@@ -51,7 +54,15 @@ impl RunDir {
             registry::Record { run_dir: Some(path.clone()), ..registry::own_record("run directory") },
         )
         .ok(); // best effort: without root there is no registry, and a normal exit cleans up anyway
-        let rd = RunDir { path, parent: pfd, name: cname, fd, keep, registration: std::sync::Mutex::new(registration) };
+        let rd = RunDir {
+            path,
+            parent: pfd,
+            name: cname,
+            fd,
+            keep,
+            disposable: false,
+            registration: std::sync::Mutex::new(registration),
+        };
         write_marker(rd.fd.as_fd())
             .map_err(|e| Error::failed(format!("cannot write the marker in {}: {e}", rd.path.display())))?;
         Ok(rd)
@@ -78,6 +89,7 @@ impl RunDir {
             name: cname,
             fd,
             keep: true,
+            disposable: false,
             registration: std::sync::Mutex::new(None),
         };
         Ok(rd)
@@ -89,6 +101,17 @@ impl RunDir {
 
     pub fn set_keep(&mut self, keep: bool) {
         self.keep = keep;
+    }
+
+    /// Will the file system holding it be formatted afresh before anything else runs
+    /// there? Then untimed clean-up inside it (deleting a tree nobody timed) is skipped:
+    /// on exFAT and NTFS it can take longer than the measured phases.
+    pub fn disposable(&self) -> bool {
+        self.disposable
+    }
+
+    pub fn set_disposable(&mut self, d: bool) {
+        self.disposable = d;
     }
 
     /// Remove the run directory and everything in it.
@@ -172,12 +195,7 @@ pub fn has_marker(dir: BorrowedFd<'_>) -> bool {
 /// Remove everything inside `dir`, marker included. Never follows symlinks: subdirectories are opened with O_NOFOLLOW relative
 /// to their parent's fd, and symlinks are unlinked, not followed.
 pub fn remove_contents(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
-    remove_below(dir, false)
-}
-
-/// Like [`remove_contents`] but keeps the top-level marker file.
-pub fn remove_contents_keep_marker(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
-    remove_below(dir, true)
+    remove_below(dir)
 }
 
 /// Directory fds kept open during removal: deeper trees reopen a parent through `..`
@@ -199,12 +217,9 @@ fn dev_ino(fd: BorrowedFd<'_>) -> std::result::Result<(u64, u64), Errno> {
     Ok((st.st_dev, st.st_ino))
 }
 
-fn remove_below(dir: BorrowedFd<'_>, keep_marker: bool) -> std::result::Result<(), Errno> {
+fn remove_below(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
     // Collect names first (read_dir does): unlinking while getdents walks can skip entries.
-    let mut todo = walk::read_dir(dir)?;
-    if keep_marker {
-        todo.retain(|e| e.name.to_bytes() != MARKER.as_bytes());
-    }
+    let todo = walk::read_dir(dir)?;
     let root = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
     let id = dev_ino(root.as_fd())?;
     let mut stack = vec![Frame { fd: Some(root), id, todo, name: None }];

@@ -3,7 +3,7 @@
 //! shape can be imitated anywhere without copying a name or a byte.
 //!
 //! Exact where it can be: file count, directory count, the log2 histogram of file sizes
-//! (each bucket's bytes too, in expectation), files per directory and directories per
+//! (each bucket's bytes too, so the total), files per directory and directories per
 //! depth. Close where constraints meet: files per depth (a greedy fit of the per-directory
 //! counts to each level's share) and name lengths (file names follow the histogram but
 //! are never shorter than the unique index prefix; directory names are `d0`, `d1`, …).
@@ -13,7 +13,7 @@
 //! every bucket gets exactly its count and neighbours in a directory still mix.
 
 use super::layout::{DirNode, min_name_len};
-use super::rng::{WyRand, hash3, unit_f64};
+use super::rng::{WyRand, hash3};
 use super::spec::{Content, Layout, STREAM_NAME, STREAM_SIZE, SizeDist, TreeSpec};
 use crate::inventory::{Inventory, log2_bucket_range};
 use std::ffi::CString;
@@ -64,37 +64,44 @@ pub fn position(index: u64, n: u64, seed: u64, stream: u64) -> u64 {
 /// The bucket position `pos` falls in, given per-bucket counts.
 #[inline]
 pub fn bucket_of(counts: &[u64], pos: u64) -> usize {
+    bucket_and_rank(counts, pos).0
+}
+
+/// The bucket position `pos` falls in and its rank inside that bucket.
+#[inline]
+fn bucket_and_rank(counts: &[u64], pos: u64) -> (usize, u64) {
     let mut cum = 0;
     for (k, &c) in counts.iter().enumerate() {
-        cum += c;
-        if pos < cum {
-            return k;
+        if pos < cum + c {
+            return (k, pos - cum);
         }
+        cum += c;
     }
-    counts.len().saturating_sub(1)
+    (counts.len().saturating_sub(1), 0)
 }
 
 /// Size of file `index` under a log2 histogram (`counts` files and `bytes` bytes per bucket).
-/// Within bucket [lo, hi] the size is lo + (hi−lo)·u^a with a chosen so the bucket's mean
-/// is bytes/counts.
+/// Every bucket gets exactly its count and exactly its bytes: inside bucket [lo, hi] the
+/// files ranked j and c−1−j form a pair at mean + d and mean − d (d seeded, within the
+/// bucket), and the remainder bytes go one each to the lowest ranks.
 pub fn hist_size(counts: &[u64], bytes: &[u64], seed: u64, index: u64) -> u64 {
     let n: u64 = counts.iter().sum();
-    let k = bucket_of(counts, position(index, n, seed, STREAM_SIZE));
+    let (k, j) = bucket_and_rank(counts, position(index, n, seed, STREAM_SIZE));
     let (lo, hi) = log2_bucket_range(k);
-    if lo == hi || counts[k] == 0 {
+    let c = counts.get(k).copied().unwrap_or(0);
+    if lo == hi || c == 0 {
         return lo;
     }
-    let mean = bytes.get(k).copied().unwrap_or(0) as f64 / counts[k] as f64;
-    let (lo_f, span) = (lo as f64, (hi - lo) as f64);
-    if mean <= lo_f {
-        return lo;
+    let b = (bytes.get(k).copied().unwrap_or(0) as u128).clamp(lo as u128 * c as u128, hi as u128 * c as u128);
+    let (base, rem) = ((b / c as u128) as u64, (b % c as u128) as u64);
+    let size = base + u64::from(j < rem);
+    let pair = j.min(c - 1 - j);
+    if c - 1 - j == j {
+        return size; // the middle one of an odd count stays at the mean
     }
-    if mean >= hi as f64 {
-        return hi;
-    }
-    let a = span / (mean - lo_f) - 1.0;
-    let u = unit_f64(hash3(seed, index, STREAM_SIZE ^ 0x55));
-    (lo + (span * u.powf(a)).round() as u64).min(hi)
+    let max_dev = (base - lo).min(hi.saturating_sub(base + 1));
+    let d = hash3(seed, (k as u64) << 48 | pair, STREAM_SIZE ^ 0x55) % (max_dev + 1);
+    if j < c - 1 - j { size + d } else { size - d }
 }
 
 /// Length of file `index`'s name under `counts` (files per name length), never below `min`.
@@ -112,6 +119,10 @@ pub struct DrawnShape {
     pub files_per_dir: Vec<u64>,
     /// Files per depth (files in the root are at depth 1).
     pub files_per_depth: Vec<u64>,
+    /// Directories per log2 bucket of their subdirectory count (empty: children spread
+    /// evenly over the level above).
+    #[serde(default)]
+    pub subdirs_per_dir: Vec<u64>,
     /// Names (of files, then of directories below the root) per name length.
     pub name_lens: Vec<u64>,
 }
@@ -166,6 +177,7 @@ pub fn spec_like(inv: &Inventory, scale: f64, seed: u64, content: Content) -> Re
         dirs_per_depth,
         files_per_dir: apportion(&inv.files_per_dir_hist, total_dirs),
         files_per_depth: apportion(&inv.depth_hist, files),
+        subdirs_per_dir: apportion(&inv.subdirs_per_dir_hist, total_dirs),
         name_lens: apportion(&inv.name_len_hist, files + total_dirs - 1),
     };
     let spec = TreeSpec {
@@ -178,42 +190,6 @@ pub fn spec_like(inv: &Inventory, scale: f64, seed: u64, content: Content) -> Re
     };
     spec.validate().map_err(|(_, r)| r)?;
     Ok(spec)
-}
-
-/// Per-directory file counts: each directory gets a count from its log2 bucket, and the
-/// counts are spread inside their buckets so they sum to `files` exactly.
-fn dir_file_counts(buckets: &[u64], files: u64) -> Vec<u64> {
-    let mut ranges = Vec::new();
-    for (k, &n) in buckets.iter().enumerate() {
-        let (lo, hi) = log2_bucket_range(k);
-        ranges.extend(std::iter::repeat_n((lo, hi.min(1 << 40)), n as usize));
-    }
-    let low: u64 = ranges.iter().map(|r| r.0).sum();
-    let room: u64 = ranges.iter().map(|r| r.1 - r.0).sum();
-    let extra = files.saturating_sub(low).min(room);
-    let mut out: Vec<u64> = ranges.iter().map(|&(lo, _)| lo).collect();
-    let shares = apportion(&ranges.iter().map(|r| r.1 - r.0).collect::<Vec<_>>(), extra);
-    for (o, s) in out.iter_mut().zip(shares) {
-        *o += s;
-    }
-    // Outside the buckets' reach (a scaled histogram): even out the difference.
-    let mut sum: u64 = out.iter().sum();
-    let n = out.len().max(1) as u64;
-    let mut i = 0usize;
-    while sum != files && !out.is_empty() {
-        let j = i % out.len();
-        if sum < files {
-            let add = (files - sum).div_ceil(n);
-            out[j] += add;
-            sum += add;
-        } else if out[j] > 0 {
-            let sub = (sum - files).div_ceil(n).min(out[j]);
-            out[j] -= sub;
-            sum -= sub;
-        }
-        i += 1;
-    }
-    out
 }
 
 /// Name of the `g`-th directory (BFS, root = 0), the `sibling`-th child of its parent:
@@ -230,20 +206,160 @@ fn dir_name(shape: &DrawnShape, spec: &TreeSpec, sibling: u64, g: u64) -> CStrin
     CString::new(name).expect("no NUL")
 }
 
+/// Per-directory counts drawn from a log2 histogram `buckets` (directories per bucket of
+/// their count), `slots[d]` directories on level d, so that level d's counts sum to
+/// `want[d]` and all of them to `total`. Buckets go to levels greedily (largest first, to
+/// the level furthest below its share), then pairs are swapped between levels while that
+/// brings a level's reachable range [Σlo, Σhi] closer to its share; counts are then spread
+/// inside their buckets. Exact whenever the swaps find a fit; within a level the counts
+/// are in a seeded shuffle.
+fn fit_to_levels(buckets: &[u64], total: u64, slots: &[usize], want: &[u64], seed: u64) -> Vec<Vec<u64>> {
+    let n = slots.len();
+    let range = |k: usize| {
+        let (lo, hi) = log2_bucket_range(k);
+        (lo as i128, hi.min(1 << 40) as i128)
+    };
+    let mut ks: Vec<usize> =
+        buckets.iter().enumerate().flat_map(|(k, &c)| std::iter::repeat_n(k, c as usize)).collect();
+    ks.resize(slots.iter().sum(), 0);
+    ks.sort_unstable_by(|a, b| b.cmp(a));
+    let want: Vec<i128> = (0..n).map(|d| want.get(d).copied().unwrap_or(0) as i128).collect();
+    // How far a level's share lies outside what its buckets can hold.
+    let miss = |w: i128, l: i128, h: i128| if w < l { l - w } else { (w - h).max(0) };
+    // One attempt: greedy placement in `order`, then improving swaps. Returns the total
+    // miss, directories per bucket per level, and each level's [Σlo, Σhi].
+    let attempt = |order: &[usize]| {
+        let (mut lo, mut hi) = (vec![0i128; n], vec![0i128; n]);
+        let mut held: Vec<Vec<u64>> = vec![vec![0; 65]; n];
+        let mut used = vec![0usize; n];
+        for &k in order {
+            let mid = (range(k).0 + range(k).1) / 2;
+            let best = (0..n)
+                .filter(|&d| used[d] < slots[d])
+                .max_by_key(|&d| (want[d] - (lo[d] + hi[d]) / 2 - mid / 2, std::cmp::Reverse(d)));
+            let d = best.expect("as many buckets as directories");
+            (lo[d], hi[d], used[d]) = (lo[d] + range(k).0, hi[d] + range(k).1, used[d] + 1);
+            held[d][k] += 1;
+        }
+        for _ in 0..100_000 {
+            let mut best: Option<(i128, usize, usize, usize, usize)> = None;
+            for d in (0..n).filter(|&d| miss(want[d], lo[d], hi[d]) > 0) {
+                for e in (0..n).filter(|&e| e != d) {
+                    let before = miss(want[d], lo[d], hi[d]) + miss(want[e], lo[e], hi[e]);
+                    for a in (0..65).filter(|&a| held[d][a] > 0) {
+                        for b in (0..65).filter(|&b| b != a && held[e][b] > 0) {
+                            let (dl, dh) = (range(b).0 - range(a).0, range(b).1 - range(a).1);
+                            let after = miss(want[d], lo[d] + dl, hi[d] + dh) + miss(want[e], lo[e] - dl, hi[e] - dh);
+                            if after < before && best.is_none_or(|x| before - after > x.0) {
+                                best = Some((before - after, d, a, e, b));
+                            }
+                        }
+                    }
+                }
+            }
+            let Some((_, d, a, e, b)) = best else { break };
+            (held[d][a], held[d][b], held[e][b], held[e][a]) =
+                (held[d][a] - 1, held[d][b] + 1, held[e][b] - 1, held[e][a] + 1);
+            let (dl, dh) = (range(b).0 - range(a).0, range(b).1 - range(a).1);
+            (lo[d], hi[d], lo[e], hi[e]) = (lo[d] + dl, hi[d] + dh, lo[e] - dl, hi[e] - dh);
+        }
+        let total_miss: i128 = (0..n).map(|d| miss(want[d], lo[d], hi[d])).sum();
+        (total_miss, held, lo, hi)
+    };
+    // Single swaps can get stuck: retry from seeded shuffles of the order (a few).
+    let mut best = attempt(&ks);
+    let mut rng = WyRand(hash3(seed, 1, 0xF17));
+    for _ in 0..8 {
+        if best.0 == 0 {
+            break;
+        }
+        for i in (1..ks.len()).rev() {
+            ks.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+        let next = attempt(&ks);
+        if next.0 < best.0 {
+            best = next;
+        }
+    }
+    let (_, held, lo, hi) = best;
+    let per_level: Vec<Vec<usize>> = held
+        .iter()
+        .map(|h| h.iter().enumerate().flat_map(|(k, &c)| std::iter::repeat_n(k, c as usize)).collect())
+        .collect();
+    // Counts: each at its bucket's floor, the rest of the level's share spread by room.
+    let mut counts: Vec<Vec<u64>> = per_level
+        .iter()
+        .enumerate()
+        .map(|(d, ks)| {
+            let rooms: Vec<u64> = ks.iter().map(|&k| (range(k).1 - range(k).0) as u64).collect();
+            let extra = (want[d] - lo[d]).clamp(0, hi[d] - lo[d]) as u64;
+            ks.iter().zip(apportion(&rooms, extra)).map(|(&k, x)| range(k).0 as u64 + x).collect()
+        })
+        .collect();
+    // Where no fit was found the total can be off: even it out, buckets first.
+    let mut sum: u64 = counts.iter().flatten().sum();
+    for pass in 0..2 {
+        for (d, cs) in counts.iter_mut().enumerate() {
+            for (c, &k) in cs.iter_mut().zip(&per_level[d]) {
+                let (l, h) = if pass == 0 { (range(k).0 as u64, range(k).1 as u64) } else { (0, u64::MAX) };
+                if sum < total {
+                    let add = (total - sum).min(h.saturating_sub(*c));
+                    (*c, sum) = (*c + add, sum + add);
+                } else if sum > total {
+                    let sub = (sum - total).min(c.saturating_sub(l));
+                    (*c, sum) = (*c - sub, sum - sub);
+                }
+            }
+        }
+    }
+    let mut rng = WyRand(hash3(seed, 0, 0xD1));
+    for cs in counts.iter_mut() {
+        for i in (1..cs.len()).rev() {
+            cs.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+        }
+    }
+    counts
+}
+
 /// Directories of a drawn tree in BFS order (parents first, siblings contiguous), with
 /// their file ranges; and the index of each level's first directory (plus the end).
 pub fn plan_dirs(spec: &TreeSpec, shape: &DrawnShape) -> (Vec<DirNode>, Vec<u32>) {
     let levels = &shape.dirs_per_depth;
+    let slots: Vec<usize> = levels.iter().map(|&n| n as usize).collect();
+    // Subdirectories per directory, level by level: level d's directories hold exactly
+    // level d+1 (a level the buckets cannot fit spreads its children evenly).
+    let total_dirs: u64 = levels.iter().sum();
+    let children = (!shape.subdirs_per_dir.is_empty()).then(|| {
+        fit_to_levels(&shape.subdirs_per_dir, total_dirs - 1, &slots, &levels[1.min(levels.len())..], spec.seed ^ 0x5D)
+    });
     let mut dirs = vec![DirNode { parent: 0, name: CString::default(), depth: 0, first_file: 0, nfiles: 0 }];
     let mut level_start = vec![0u32];
     let mut prev = (0u32, 1u64);
     for (d, &n) in levels.iter().enumerate().skip(1) {
         let start = dirs.len() as u32;
         level_start.push(start);
+        let fitted = children.as_ref().map(|c| &c[d - 1]).filter(|c| c.iter().sum::<u64>() == n);
+        // Parent of the j-th child: by the fitted counts, or an even spread.
+        let mut bounds = fitted.map(|c| {
+            c.iter()
+                .scan(0u64, |acc, &k| {
+                    *acc += k;
+                    Some(*acc)
+                })
+                .collect::<Vec<_>>()
+        });
         let (mut last_parent, mut sibling) = (u32::MAX, 0u64);
+        let mut k = 0usize;
         for j in 0..n {
-            // Even spread over the level above; children of one parent stay contiguous.
-            let parent = prev.0 + (j as u128 * prev.1 as u128 / n as u128) as u32;
+            let parent = match bounds.as_mut() {
+                Some(b) => {
+                    while b[k] <= j {
+                        k += 1;
+                    }
+                    prev.0 + k as u32
+                }
+                None => prev.0 + (j as u128 * prev.1 as u128 / n as u128) as u32,
+            };
             if parent != last_parent {
                 (last_parent, sibling) = (parent, 0);
             }
@@ -254,28 +370,11 @@ pub fn plan_dirs(spec: &TreeSpec, shape: &DrawnShape) -> (Vec<DirNode>, Vec<u32>
         prev = (start, n);
     }
     level_start.push(dirs.len() as u32);
-    // Fit the per-directory counts to each level's share of files, largest first.
-    let mut counts = dir_file_counts(&shape.files_per_dir, spec.files);
-    counts.resize(dirs.len(), 0);
-    counts.sort_unstable_by(|a, b| b.cmp(a));
-    let nlev = level_start.len() - 1;
-    let want: Vec<i128> = (0..nlev).map(|d| shape.files_per_depth.get(d + 1).copied().unwrap_or(0) as i128).collect();
-    let mut got = vec![0i128; nlev];
-    let mut per_level: Vec<Vec<u64>> = vec![Vec::new(); nlev];
-    for c in counts {
-        let free = |d: usize| per_level[d].len() < (level_start[d + 1] - level_start[d]) as usize;
-        let best = (0..nlev).filter(|&d| free(d)).max_by_key(|&d| (want[d] - got[d], std::cmp::Reverse(d)));
-        let d = best.expect("as many counts as directories");
-        got[d] += c as i128;
-        per_level[d].push(c);
-    }
-    // Within a level, counts go to directories in a seeded shuffle.
+    // Files per directory fitted to each level's share of files.
+    let want = &shape.files_per_depth[1.min(shape.files_per_depth.len())..];
+    let per_level = fit_to_levels(&shape.files_per_dir, spec.files, &slots, want, spec.seed);
     let mut next_file = 0u64;
-    let mut rng = WyRand(hash3(spec.seed, 0, 0xD1));
-    for (d, mut cs) in per_level.into_iter().enumerate() {
-        for i in (1..cs.len()).rev() {
-            cs.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-        }
+    for (d, cs) in per_level.into_iter().enumerate() {
         for (k, c) in cs.into_iter().enumerate() {
             let node = &mut dirs[level_start[d] as usize + k];
             node.first_file = next_file;
@@ -400,19 +499,34 @@ mod tests {
             sum[k] += s;
         }
         assert_eq!(got, counts);
-        assert_eq!(sum[0], 0);
+        assert_eq!(sum, bytes, "every bucket's bytes exactly");
+        // A wide bucket: sizes spread around the mean, the sum still exact.
+        let (counts, bytes) = (vec![0u64; 12].into_iter().chain([1001]).collect::<Vec<_>>(), 1001 * 3000);
+        let bytes: Vec<u64> = (0..13).map(|k| if k == 12 { bytes } else { 0 }).collect();
+        let sizes: Vec<u64> = (0..1001).map(|i| hist_size(&counts, &bytes, 9, i)).collect();
+        assert_eq!(sizes.iter().sum::<u64>(), 1001 * 3000);
+        assert!(sizes.iter().all(|&s| (2048..=4095).contains(&s)));
+        let distinct: std::collections::BTreeSet<u64> = sizes.iter().copied().collect();
+        assert!(distinct.len() > 300, "{} distinct sizes", distinct.len());
     }
 
     #[test]
-    fn dir_counts_keep_buckets_and_total() {
+    fn level_fit_keeps_buckets_level_shares_and_total() {
         let buckets = [2u64, 3, 4, 1]; // 0 | 1 | 2–3 | 4–7
-        let c = dir_file_counts(&buckets, 20);
-        assert_eq!(c.iter().sum::<u64>(), 20);
+        let slots = [1usize, 3, 6];
+        let want = [5u64, 7, 8];
+        let c = fit_to_levels(&buckets, 20, &slots, &want, 3);
+        let sums: Vec<u64> = c.iter().map(|l| l.iter().sum()).collect();
+        assert_eq!(sums, want, "{c:?}");
         let mut h = vec![0u64; 4];
-        for v in &c {
+        for v in c.iter().flatten() {
             h[crate::inventory::log2_bucket(*v)] += 1;
         }
         assert_eq!(h, buckets);
+        assert_eq!(c.iter().map(|l| l.len()).collect::<Vec<_>>(), slots);
+        // No fit (the root's one directory cannot hold 30): the total still holds.
+        let c = fit_to_levels(&buckets, 20, &slots, &[30, 0, 0], 3);
+        assert_eq!(c.iter().flatten().sum::<u64>(), 20);
     }
 
     #[test]

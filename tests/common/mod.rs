@@ -214,6 +214,59 @@ pub fn tree_hash(root: &Path) -> u64 {
     h.finish()
 }
 
+/// Hash of everything on disk below `root`, hidden entries included and nothing
+/// skipped: every directory's listing (names, sorted), and per entry its name, type,
+/// size and content (a symlink's target). Also the number of entries. Two trees with
+/// the same hash hold exactly the same entries and bytes.
+pub fn exact_tree_hash(root: &Path) -> (u64, usize) {
+    let mut h = Fnv::new();
+    let entries = walk(root, false);
+    for e in &entries {
+        let kind: &[u8] = if e.is_dir {
+            b"D"
+        } else if e.is_symlink {
+            b"L"
+        } else if std::fs::symlink_metadata(&e.path).expect("lstat").is_file() {
+            b"F"
+        } else {
+            b"O"
+        };
+        h.update(kind);
+        h.update(e.rel.as_bytes());
+        h.update(&[0]);
+        h.update(&e.size.to_le_bytes());
+        if e.is_dir {
+            let mut names: Vec<Vec<u8>> = std::fs::read_dir(&e.path)
+                .expect("list")
+                .map(|d| std::os::unix::ffi::OsStrExt::as_bytes(d.expect("entry").file_name().as_os_str()).to_vec())
+                .collect();
+            names.sort();
+            for n in names {
+                h.update(&n);
+                h.update(&[0]);
+            }
+        } else if e.is_symlink {
+            h.update(std::os::unix::ffi::OsStrExt::as_bytes(
+                std::fs::read_link(&e.path).expect("readlink").as_os_str(),
+            ));
+        } else if kind == b"F" {
+            let data = std::fs::read(&e.path).expect("read file");
+            assert_eq!(data.len() as u64, e.size, "{} read back short", e.rel);
+            h.update(&data);
+        }
+    }
+    (h.finish(), entries.len())
+}
+
+/// Names of entries directly in `dir` that start with a dot.
+pub fn hidden_names(dir: &Path) -> Vec<String> {
+    walk(dir, false)
+        .into_iter()
+        .map(|e| e.rel)
+        .filter(|r| r.rsplit('/').next().is_some_and(|n| n.starts_with('.')))
+        .collect()
+}
+
 /// Parse a JSON file.
 pub fn load_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));

@@ -1,0 +1,176 @@
+//! Cold reads: before a read-side phase, evict what the experiment itself put in the
+//! kernel's caches, as fio does before every job (`invalidate=1`): a `syncfs` (dirty
+//! pages cannot be dropped), then `posix_fadvise(POSIX_FADV_DONTNEED)` on every file
+//! of the trees to be read; with root, the page, dentry and inode caches are dropped
+//! as well (`/proc/sys/vm/drop_caches`), which also takes the directories' blocks and
+//! a loop device's backing image out of memory. Memory file systems have no cache apart
+//! from their storage: nothing to do there, and the results say so.
+
+use crate::walk::{self, Kind};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{Advice, Mode, OFlags, fadvise, openat};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What was done to the caches before a phase (recorded with every measurement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheState {
+    /// Left as the previous phases left it.
+    Warm,
+    /// The trees' file data evicted (fadvise); metadata may still be cached.
+    DataEvicted,
+    /// File data evicted and page, dentry and inode caches dropped (root).
+    AllDropped,
+    /// A memory file system (tmpfs, ramfs): its storage is the cache.
+    NotApplicable,
+}
+
+impl CacheState {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheState::Warm => "warm",
+            CacheState::DataEvicted => "data-evicted",
+            CacheState::AllDropped => "all-dropped",
+            CacheState::NotApplicable => "not-applicable",
+        }
+    }
+}
+
+/// statfs magic numbers of the file systems whose storage is memory, and of FUSE.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+const FUSE_MAGIC: i64 = 0x6573_5546;
+
+/// Make the trees below `roots` (all on one file system) cold for reading. Returns
+/// what could be done, and a caveat when the phase may still be partly warm.
+pub fn make_cold(roots: &[&Path], threads: usize) -> Result<(CacheState, Option<String>), String> {
+    let Some(first) = roots.first() else { return Ok((CacheState::Warm, None)) };
+    let fd = walk::open_root(first).map_err(|e| format!("cannot open {}: {e}", first.display()))?;
+    let magic = rustix::fs::fstatfs(&fd).map_err(|e| format!("statfs {}: {e}", first.display()))?.f_type as i64;
+    if magic == TMPFS_MAGIC || magic == RAMFS_MAGIC {
+        return Ok((CacheState::NotApplicable, None));
+    }
+    rustix::fs::syncfs(&fd).map_err(|e| format!("syncfs {}: {e}", first.display()))?;
+    for r in roots {
+        evict_tree(r, threads)?;
+    }
+    let fuse = magic == FUSE_MAGIC;
+    if rustix::process::geteuid().is_root() {
+        crate::experiment::drop_caches().map_err(|e| e.to_string())?;
+        let caveat = fuse.then(|| "a FUSE file system's daemon may keep a cache of its own".to_string());
+        return Ok((CacheState::AllDropped, caveat));
+    }
+    let mut caveat = String::from("without root only file data are evicted: directories and inodes stay cached");
+    if fuse {
+        caveat.push_str("; a FUSE file system's daemon may keep a cache of its own");
+    }
+    Ok((CacheState::DataEvicted, Some(caveat)))
+}
+
+/// fadvise(DONTNEED) on every regular file below `root`, one task per directory.
+/// Files that cannot be opened (no permission) are skipped: they stay as they are.
+pub fn evict_tree(root: &Path, threads: usize) -> Result<u64, String> {
+    let fd = walk::open_root(root).map_err(|e| format!("cannot open {}: {e}", root.display()))?;
+    let evicted = AtomicU64::new(0);
+    let file_flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    walk::par_tasks(threads, vec![fd], |dir: OwnedFd, spawn| {
+        let _ = fadvise(&dir, 0, None, Advice::DontNeed);
+        let Ok(listing) = walk::read_dir(dir.as_fd()) else { return };
+        for e in listing {
+            match e.kind {
+                Kind::File => {
+                    if let Ok(f) = openat(&dir, e.name.as_c_str(), file_flags, Mode::empty()) {
+                        if fadvise(&f, 0, None, Advice::DontNeed).is_ok() {
+                            evicted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Kind::Dir => {
+                    if let Ok(sub) = walk::open_dir_at(dir.as_fd(), &e.name) {
+                        spawn(sub);
+                    }
+                }
+                Kind::Symlink | Kind::Other => {}
+            }
+        }
+    });
+    Ok(evicted.into_inner())
+}
+
+/// Pages of `path` in the page cache (mincore over a mapping), and the file's pages.
+pub fn resident_pages(path: &Path) -> std::io::Result<(usize, usize)> {
+    let f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len() as usize;
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let pages = len.div_ceil(page);
+    // SAFETY: a read-only shared mapping of a file we hold open, unmapped below; no
+    // access to its memory is made (mincore only asks the kernel about it).
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut vec = vec![0u8; pages];
+        let rc = libc::mincore(p, len, vec.as_mut_ptr());
+        let err = std::io::Error::last_os_error();
+        libc::munmap(p, len);
+        if rc != 0 {
+            return Err(err);
+        }
+        Ok((vec.iter().filter(|b| **b & 1 == 1).count(), pages))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eviction_takes_file_pages_out_of_the_page_cache() {
+        // On tmpfs (where /tmp may be) pages cannot leave memory: use a disk directory.
+        let base = ["/var/tmp", "/tmp", "."].into_iter().map(Path::new).find(|d| {
+            let Ok(fd) = walk::open_root(d) else { return false };
+            let m = rustix::fs::fstatfs(&fd).map(|s| s.f_type as i64).unwrap_or(TMPFS_MAGIC);
+            m != TMPFS_MAGIC && m != RAMFS_MAGIC && m != FUSE_MAGIC
+        });
+        let Some(base) = base else {
+            eprintln!("skipped: no disk-backed directory to test eviction on");
+            return;
+        };
+        let t = tempfile::tempdir_in(base).unwrap();
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        let file = t.path().join("d/f");
+        std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+        let _ = std::fs::read(&file).unwrap();
+        let (before, pages) = resident_pages(&file).unwrap();
+        assert_eq!(before, pages, "a file just written and read is cached");
+        let (state, caveat) = make_cold(&[t.path()], 2).unwrap();
+        let (after, _) = resident_pages(&file).unwrap();
+        assert_eq!(after, 0, "{state:?}: {after} of {pages} pages still cached");
+        assert!(matches!(state, CacheState::DataEvicted | CacheState::AllDropped));
+        assert_eq!(caveat.is_some(), state == CacheState::DataEvicted);
+    }
+
+    #[test]
+    fn memory_file_systems_are_not_applicable() {
+        let Ok(fd) = walk::open_root(Path::new("/dev/shm")) else { return };
+        if rustix::fs::fstatfs(&fd).map(|s| s.f_type as i64).ok() != Some(TMPFS_MAGIC) {
+            return;
+        }
+        let t = tempfile::tempdir_in("/dev/shm").unwrap();
+        assert_eq!(make_cold(&[t.path()], 1).unwrap().0, CacheState::NotApplicable);
+    }
+}
