@@ -52,6 +52,14 @@ pub enum Command {
     /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
     Copy(CopyArgs),
     /// Remove trees fast: parallel per directory, never follows symlinks, stays on one file system
+    ///
+    /// Every PATH is checked before anything is removed: `/`, anything resolving to it, a
+    /// path that cannot be resolved, or ending in `.`/`..` is refused (exit 2). A symlink
+    /// PATH is removed itself. Mount points inside the trees are left alone and listed as
+    /// failures (exit 1) unless --cross-mounts. "freed" is the free space the file systems
+    /// involved gained (statvfs before and after: no per-file stat), so other writers on
+    /// them, or file systems that free blocks in the background (btrfs, XFS), make it
+    /// approximate.
     Rm(RmArgs),
     /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
     Sync(SyncArgs),
@@ -800,7 +808,7 @@ pub struct RmArgs {
     /// No progress line
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Write the summary as JSON here
+    /// Write the summary as JSON here (`-`: standard output)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
