@@ -54,6 +54,9 @@ const CHUNK: usize = 2048;
 /// benchmark allowed (BENCHMARKS.md, "rm").
 const STATX_BYTES: bool = false;
 
+/// Unlink the files of a directory in inode order rather than getdents' order.
+const INODE_ORDER: bool = true;
+
 /// One entry that could not be removed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
@@ -385,19 +388,15 @@ impl Ctx {
     /// List `node` completely, then unlink its non-directories (here, or on several tasks
     /// when there are more than [`CHUNK`]) and spawn a task per subdirectory.
     fn empty(&self, node: &Arc<Node>, spawn: &mut dyn FnMut(Task)) {
-        let mut chunks: Vec<Vec<u8>> = Vec::new();
-        let (mut cur, mut in_cur) = (Vec::new(), 0);
+        let mut names: Vec<u8> = Vec::new();
+        let mut files: Vec<(u64, u32)> = Vec::new();
         let mut dirs: Vec<u8> = Vec::new();
-        let listed = walk::for_each_entry(node.fd.as_fd(), node.fd.as_fd(), |n, k, _| {
+        let listed = walk::for_each_entry(node.fd.as_fd(), node.fd.as_fd(), |n, k, ino| {
             if k == Kind::Dir {
                 dirs.extend_from_slice(n.to_bytes_with_nul());
-                return;
-            }
-            cur.extend_from_slice(n.to_bytes_with_nul());
-            in_cur += 1;
-            if in_cur == CHUNK {
-                chunks.push(std::mem::take(&mut cur));
-                in_cur = 0;
+            } else {
+                files.push((ino, names.len() as u32));
+                names.extend_from_slice(n.to_bytes_with_nul());
             }
         });
         match listed {
@@ -407,18 +406,30 @@ impl Ctx {
             // A listing that failed part way still removes what it saw; the error is kept.
             Err(e) => self.fail(node, c".", format!("cannot list: {e}")),
         }
-        if !cur.is_empty() {
-            chunks.push(cur);
-        }
         for raw in dirs.split_inclusive(|&b| b == 0) {
             let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
             node.pending.fetch_add(1, Ordering::AcqRel);
             spawn(Task::Dir(Arc::clone(node), name.to_owned()));
         }
-        if chunks.len() == 1 {
-            return self.unlink_all(node, &chunks[0], spawn);
+        if INODE_ORDER {
+            // Inode order, as GNU rm uses for large directories: consecutive unlinks touch
+            // the same inode-table blocks and bitmaps (getdents' hash order scatters them),
+            // and each chunk of a large directory gets its own range of them.
+            files.sort_unstable();
         }
-        for c in chunks {
+        let name_at = |off: u32| CStr::from_bytes_until_nul(&names[off as usize..]).expect("NUL-terminated");
+        if files.len() <= CHUNK {
+            let mut one = Vec::with_capacity(names.len());
+            for &(_, off) in &files {
+                one.extend_from_slice(name_at(off).to_bytes_with_nul());
+            }
+            return self.unlink_all(node, &one, spawn);
+        }
+        for part in files.chunks(CHUNK) {
+            let mut c = Vec::new();
+            for &(_, off) in part {
+                c.extend_from_slice(name_at(off).to_bytes_with_nul());
+            }
             node.pending.fetch_add(1, Ordering::AcqRel);
             spawn(Task::Files(Arc::clone(node), c));
         }
