@@ -51,6 +51,16 @@ pub enum Command {
     Cleanup,
     /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
     Copy(CopyArgs),
+    /// Remove trees fast: parallel per directory, never follows symlinks, stays on one file system
+    ///
+    /// Every PATH is checked before anything is removed: `/`, anything resolving to it, a
+    /// path that cannot be resolved, or ending in `.`/`..` is refused (exit 2). A symlink
+    /// PATH is removed itself. Mount points inside the trees are left alone and listed as
+    /// failures (exit 1) unless --cross-mounts. "freed" is the free space the file systems
+    /// involved gained (statvfs before and after: no per-file stat), so other writers on
+    /// them, or file systems that free blocks in the background (btrfs, XFS), make it
+    /// approximate.
+    Rm(RmArgs),
     /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
     Sync(SyncArgs),
     /// Charts and tables of result files: --html report (inline SVG), --png DIR, --csv, --markdown
@@ -860,6 +870,38 @@ pub struct CopyArgs {
     pub verify: bool,
     #[command(flatten)]
     pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RmArgs {
+    /// Files or directories to remove (a symlink is removed itself, never followed)
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Also remove below mount points inside the trees (default: leave them, and report them)
+    #[arg(long)]
+    pub cross_mounts: bool,
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress line
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Write the summary as JSON here (`-`: standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::rm::Options, Option<PathBuf>)> {
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    let o = manyfiles::rm::Options {
+        paths: a.paths.clone(),
+        threads: threads(a.threads)?,
+        cross_mounts: a.cross_mounts,
+        quiet: a.quiet,
+    };
+    Ok((o, a.json.clone()))
 }
 
 #[derive(Args, Debug)]

@@ -15,6 +15,7 @@ pub mod ops;
 pub mod pack;
 pub mod ranks;
 pub mod report;
+pub mod rm;
 pub mod scan;
 pub mod signals;
 pub mod target;

@@ -31,7 +31,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, scan, report, compare, predict, plan, pack, cleanup, completions or man (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, completions or man (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -157,6 +157,22 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
             return copy_report(&o, json.as_deref(), args);
+        }
+        Command::Rm(a) => {
+            use manyfiles::error::Error;
+            let (o, json) = cli::rm_config(&a)?;
+            let s = manyfiles::rm::run(&o)?;
+            out(&s.text());
+            if let Some(p) = json {
+                let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
+                manyfiles::report::export::write_file(&p, &text)?;
+            }
+            if s.interrupted {
+                return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
+            }
+            if s.failed > 0 {
+                return Err(Error::failed(format!("{} entries could not be removed", s.failed)));
+            }
         }
         Command::Scan(a) => {
             let cfg = cli::scan_config(&a, args)?;

@@ -1,5 +1,5 @@
-//! Progress of a copy or sync on stderr: a live line (indicatif) on a terminal, else one
-//! plain line every 2 s, as the cloud copy tools print them. Reads the shared counters
+//! Progress of a copy, sync or rm on stderr: a live line (indicatif) on a terminal, else
+//! one plain line every 2 s, as the cloud copy tools print them. Reads the shared counters
 //! from its own thread, so the workers pay nothing for it.
 
 use super::{Counters, Options};
@@ -46,8 +46,17 @@ impl<'scope> Reporter<'scope> {
         c: &'env Counters,
         start: Instant,
     ) -> Reporter<'scope> {
+        Reporter::with_line(sc, o.quiet, move || line(c, start))
+    }
+
+    /// A reporter printing whatever `line` says (it reads the caller's counters).
+    pub fn with_line<'env: 'scope>(
+        sc: &'scope Scope<'scope, 'env>,
+        quiet: bool,
+        line: impl Fn() -> String + Send + 'scope,
+    ) -> Reporter<'scope> {
         let stop = Arc::new(AtomicBool::new(false));
-        if o.quiet {
+        if quiet {
             return Reporter { stop, handle: None };
         }
         let tty = std::io::stderr().is_terminal();
@@ -63,9 +72,9 @@ impl<'scope> Reporter<'scope> {
                 // Woken at once by stop(), so a short run is not stretched by the period.
                 std::thread::park_timeout(Duration::from_millis(100));
                 match &bar {
-                    Some(b) => b.set_message(line(c, start)),
+                    Some(b) => b.set_message(line()),
                     None if last.elapsed() >= PLAIN_EVERY => {
-                        eprintln!("{}", line(c, start));
+                        eprintln!("{}", line());
                         last = Instant::now();
                     }
                     None => {}

@@ -1,0 +1,660 @@
+//! `manyfiles rm`: a parallel remover on the shared walker (one task per directory, as
+//! the fastest removers do).
+//!
+//! Safety rules: every name is removed with `unlinkat` relative to its directory's fd;
+//! directories are opened with `O_NOFOLLOW` (a symlink is unlinked, never followed, also
+//! when it is a PATH itself); a directory on another file system (another device, or a
+//! mount root) is left alone unless `cross_mounts`; `/` and anything resolving to it are
+//! refused, and every PATH is resolved up to its last component before anything is removed.
+//!
+//! Order: a directory task lists its directory completely first (unlinking while getdents
+//! walks can skip entries), then unlinks the non-directories — itself, or in chunks of
+//! [`CHUNK`] names on several tasks when the directory is large (the directory lock
+//! serialises only part of an unlink; inode eviction runs outside it) — and spawns a task
+//! per subdirectory; the last task to finish below a directory removes it. A failure below
+//! a directory keeps it (and its ancestors) without a second error for each. Entry types
+//! come from getdents' `d_type`: no per-file `stat`.
+//!
+//! Bytes freed: the free space each file system involved gained, from `statvfs` before
+//! and after (no per-file `statx`: see [`STATX_BYTES`]).
+
+use crate::error::{Error, Result};
+use crate::walk::{self, Kind};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, openat, statx, unlinkat};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What to remove and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub paths: Vec<PathBuf>,
+    pub threads: usize,
+    /// Descend into directories on other file systems (mount points) too.
+    pub cross_mounts: bool,
+    /// No progress line.
+    pub quiet: bool,
+}
+
+/// Failures listed in the summary; the rest are counted.
+const LIST_FAILURES: usize = 1000;
+
+/// Non-directories per unlink task: a directory with more is emptied by several tasks.
+/// Large enough that a task costs nothing beside its unlinks (~2,000 × a few µs).
+const CHUNK: usize = 2048;
+
+/// Count bytes freed by a `statx` of every file before unlinking it (allocated blocks of
+/// last links) instead of by `statvfs` before/after. Off: it cost more than the 3% the
+/// benchmark allowed (BENCHMARKS.md, "rm").
+const STATX_BYTES: bool = false;
+
+/// Unlink the files of a directory in inode order rather than getdents' order.
+const INODE_ORDER: bool = true;
+
+/// One entry that could not be removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub path: String,
+    pub error: String,
+}
+
+/// What a removal did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub paths: Vec<String>,
+    /// Non-directories removed (files, symlinks, FIFOs, sockets, device nodes).
+    pub files: u64,
+    pub dirs: u64,
+    /// Space freed: the free space (statvfs `f_bfree`) the file systems of the PATHs (and,
+    /// with `--cross-mounts`, of the mounts entered) gained between start and end. It
+    /// counts directories' blocks too and nothing of files still linked or open elsewhere;
+    /// other writers on those file systems, and file systems that free blocks in the
+    /// background (btrfs, XFS), make it approximate.
+    pub bytes_freed: u64,
+    pub elapsed_s: f64,
+    pub threads: usize,
+    /// Entries that could not be removed (the directories above them are kept silently).
+    pub failed: u64,
+    /// The first failures (at most 1,000).
+    pub failures: Vec<Failure>,
+    pub interrupted: bool,
+}
+
+impl Summary {
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && !self.interrupted
+    }
+
+    pub fn text(&self) -> String {
+        use crate::units::{fmt_secs, fmt_size, sig3};
+        let mut s = format!(
+            "removed {} files and {} directories, {} freed, in {} ({} entries/s, {} threads)\n",
+            self.files,
+            self.dirs,
+            fmt_size(self.bytes_freed as f64),
+            fmt_secs(self.elapsed_s),
+            sig3((self.files + self.dirs) as f64 / self.elapsed_s.max(1e-9)),
+            self.threads
+        );
+        if self.failed > 0 {
+            s.push_str(&format!("{} failed:\n", self.failed));
+            for f in &self.failures {
+                s.push_str(&format!("  {}: {}\n", f.path, f.error));
+            }
+            if self.failed > self.failures.len() as u64 {
+                s.push_str(&format!("  … and {} more\n", self.failed - self.failures.len() as u64));
+            }
+        }
+        if self.interrupted {
+            s.push_str("interrupted: the rest was left in place\n");
+        }
+        s
+    }
+}
+
+/// A PATH checked and resolved, ready to remove.
+struct Target {
+    shown: PathBuf,
+    parent: OwnedFd,
+    name: CString,
+    kind: Kind,
+    dev: u64,
+    ino: u64,
+}
+
+/// Resolve every PATH before removing anything: bad ones are bad input (exit 2).
+fn resolve(path: &Path) -> Result<Target> {
+    // One line: "rm: PATH: reason".
+    let bad = |why: String| Error::bad("rm", format!("{}: {why}", path.display()));
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.is_empty() {
+        return Err(bad("an empty path".into()));
+    }
+    let last = bytes.split(|&b| b == b'/').rfind(|c| !c.is_empty());
+    match last {
+        None => return Err(bad("refusing to remove the root directory /".into())),
+        Some(b".") | Some(b"..") => {
+            return Err(bad("refusing to remove a path ending in . or .. (name the directory itself)".into()));
+        }
+        _ => {}
+    }
+    let name = path.file_name().ok_or_else(|| bad("no last component".into()))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // The user named the parent chain: it may go through symlinks, but every component
+    // must be there and searchable, or we would not know what we remove.
+    let canon = std::fs::canonicalize(parent).map_err(|e| bad(format!("cannot resolve {}: {e}", parent.display())))?;
+    let pfd = walk::open_root(&canon).map_err(|e| bad(format!("cannot open {}: {e}", canon.display())))?;
+    let cname = CString::new(name.as_bytes()).map_err(|_| bad("NUL in the path".into()))?;
+    let want = StatxFlags::TYPE | StatxFlags::INO;
+    let st = statx(&pfd, cname.as_c_str(), AtFlags::SYMLINK_NOFOLLOW, want).map_err(|e| match e {
+        Errno::NOENT => bad("no such file or directory".into()),
+        e => bad(format!("cannot see it: {e}")),
+    })?;
+    let kind = Kind::from_mode(st.stx_mode as u32);
+    let root = statx(rustix::fs::CWD, "/", AtFlags::empty(), want).map_err(|e| bad(format!("stat /: {e}")))?;
+    let same = |a: &rustix::fs::Statx, b: &rustix::fs::Statx| {
+        (a.stx_dev_major, a.stx_dev_minor, a.stx_ino) == (b.stx_dev_major, b.stx_dev_minor, b.stx_ino)
+    };
+    if kind == Kind::Dir && same(&st, &root) {
+        return Err(bad("resolves to the root directory /: refused".into()));
+    }
+    if kind == Kind::Symlink {
+        // The link itself would be removed, never what it leads to; still, a link to `/`
+        // as a PATH is refused, in case the user meant what it leads to.
+        if statx(&pfd, cname.as_c_str(), AtFlags::empty(), want).is_ok_and(|t| same(&t, &root)) {
+            return Err(bad("a symlink to the root directory /: refused (unlink(1) removes the link)".into()));
+        }
+        // `link/` asks for what the link leads to (rm -r would empty that): say so instead.
+        if bytes.ends_with(b"/") {
+            return Err(bad(
+                "a symlink named with a trailing /: refused (name it without the / to remove the link; symlinks are never followed)"
+                    .into(),
+            ));
+        }
+    }
+    let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+    Ok(Target { shown: canon.join(name), parent: pfd, name: cname, kind, dev, ino: st.stx_ino })
+}
+
+/// A directory being emptied (or, for a PATH, the directory holding it: `top`).
+struct Node {
+    fd: OwnedFd,
+    /// Name in the parent; for a top node the shown path of the directory.
+    name: CString,
+    parent: Option<Arc<Node>>,
+    /// Tasks still running below this directory, plus one for its own listing.
+    pending: AtomicUsize,
+    /// Something below could not be removed: keep this directory, quietly.
+    blocked: AtomicBool,
+    dev: u64,
+}
+
+enum Task {
+    /// Empty this subdirectory of the node and remove it.
+    Dir(Arc<Node>, CString),
+    /// Unlink these non-directories of the node (NUL-terminated names, back to back).
+    Files(Arc<Node>, Vec<u8>),
+}
+
+/// Free space of one file system when first met, and an fd to ask it again at the end.
+struct FsFree {
+    dev: u64,
+    fd: OwnedFd,
+    free_before: u64,
+}
+
+struct Ctx {
+    o: Options,
+    files: AtomicU64,
+    dirs: AtomicU64,
+    bytes: AtomicU64,
+    failed: AtomicU64,
+    failures: Mutex<Vec<Failure>>,
+    fs: Mutex<Vec<FsFree>>,
+}
+
+/// Free bytes by statvfs (`f_bfree`: root's reserve included, as a removal frees it).
+fn free_bytes(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
+    rustix::fs::fstatvfs(fd).ok().map(|v| v.f_bfree.saturating_mul(v.f_frsize))
+}
+
+impl Ctx {
+    /// Remember the free space of `fd`'s file system before anything on it is removed
+    /// (called for each PATH before the removal starts, and for each mount entered).
+    fn note_fs(&self, fd: rustix::fd::BorrowedFd<'_>) {
+        let Ok(st) = rustix::fs::fstat(fd) else { return };
+        let mut fs = self.fs.lock().unwrap_or_else(|p| p.into_inner());
+        if fs.iter().any(|f| f.dev == st.st_dev) {
+            return;
+        }
+        if let (Some(free_before), Ok(fd)) = (free_bytes(fd), fd.try_clone_to_owned()) {
+            fs.push(FsFree { dev: st.st_dev, fd, free_before });
+        }
+    }
+
+    /// Free space gained on every file system noted.
+    fn freed(&self) -> u64 {
+        let fs = self.fs.lock().unwrap_or_else(|p| p.into_inner());
+        fs.iter().map(|f| free_bytes(f.fd.as_fd()).map_or(0, |now| now.saturating_sub(f.free_before))).sum()
+    }
+
+    fn fail(&self, node: &Node, name: &CStr, err: impl ToString) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if f.len() < LIST_FAILURES {
+            f.push(Failure { path: path_of(node, name), error: err.to_string() });
+        }
+        node.blocked.store(true, Ordering::Relaxed);
+    }
+
+    /// One task has ended below `node`: the last one removes it, and so on upwards.
+    fn finish(&self, mut node: Arc<Node>) {
+        while node.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let Some(parent) = node.parent.clone() else { return };
+            if node.blocked.load(Ordering::Relaxed) {
+                parent.blocked.store(true, Ordering::Relaxed);
+            } else {
+                let mut r = unlinkat(&parent.fd, node.name.as_c_str(), AtFlags::REMOVEDIR);
+                if r == Err(Errno::ACCESS) && grant(parent.fd.as_fd()) {
+                    r = unlinkat(&parent.fd, node.name.as_c_str(), AtFlags::REMOVEDIR);
+                }
+                match r {
+                    Ok(()) => {
+                        self.dirs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(Errno::NOENT) => {} // removed by someone else meanwhile
+                    Err(e) => self.fail(&parent, &node.name, e),
+                }
+            }
+            node = parent;
+        }
+    }
+
+    /// Remove one non-directory: one `unlinkat`, nothing else on the way of success.
+    fn unlink(&self, dir: &Node, name: &CStr) -> std::result::Result<(), Errno> {
+        let st = if STATX_BYTES {
+            Some(statx(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::BLOCKS | StatxFlags::NLINK)?)
+        } else {
+            None
+        };
+        match unlinkat(&dir.fd, name, AtFlags::empty()) {
+            Err(Errno::ACCESS) if grant(dir.fd.as_fd()) => unlinkat(&dir.fd, name, AtFlags::empty())?,
+            r => r?,
+        }
+        self.files.fetch_add(1, Ordering::Relaxed);
+        if let Some(st) = st
+            && st.stx_nlink <= 1
+        {
+            self.bytes.fetch_add(st.stx_blocks * 512, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn task(&self, t: Task, spawn: &mut dyn FnMut(Task)) {
+        match t {
+            Task::Dir(parent, name) => self.dir_task(parent, name, spawn),
+            Task::Files(node, names) => {
+                if crate::signals::pending() != 0 {
+                    node.blocked.store(true, Ordering::Relaxed);
+                } else {
+                    self.unlink_all(&node, &names, spawn);
+                }
+                self.finish(node);
+            }
+        }
+    }
+
+    /// Unlink the NUL-terminated `names` (non-directories when listed) of `node`.
+    fn unlink_all(&self, node: &Arc<Node>, names: &[u8], spawn: &mut dyn FnMut(Task)) {
+        for raw in names.split_inclusive(|&b| b == 0) {
+            let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
+            match self.unlink(node, name) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(Errno::ISDIR) | Err(Errno::PERM) if walk::kind_of(node.fd.as_fd(), name) == Ok(Kind::Dir) => {
+                    // Became a directory since it was listed.
+                    node.pending.fetch_add(1, Ordering::AcqRel);
+                    spawn(Task::Dir(Arc::clone(node), name.to_owned()));
+                }
+                Err(e) => self.fail(node, name, e),
+            }
+        }
+    }
+
+    fn dir_task(&self, parent: Arc<Node>, name: CString, spawn: &mut dyn FnMut(Task)) {
+        if crate::signals::pending() != 0 {
+            parent.blocked.store(true, Ordering::Relaxed);
+            return self.finish(parent);
+        }
+        let mut opened = walk::open_dir_at(parent.fd.as_fd(), &name);
+        if matches!(opened, Err(Errno::ACCESS)) && grant_below(parent.fd.as_fd(), &name) {
+            opened = walk::open_dir_at(parent.fd.as_fd(), &name);
+        }
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return self.finish(parent), // vanished: nothing to remove
+            Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
+                // Replaced by a non-directory (or a symlink) since it was listed: unlink that.
+                if let Err(e) = self.unlink(&parent, &name)
+                    && e != Errno::NOENT
+                {
+                    self.fail(&parent, &name, e);
+                }
+                return self.finish(parent);
+            }
+            Err(e) => {
+                self.fail(&parent, &name, e);
+                return self.finish(parent);
+            }
+        };
+        let top = parent.parent.is_none();
+        match statx(&fd, c"", AtFlags::EMPTY_PATH, StatxFlags::TYPE) {
+            Ok(st) => {
+                let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+                let mount_root = st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT);
+                if !top && (dev != parent.dev || mount_root) {
+                    if !self.o.cross_mounts {
+                        self.fail(&parent, &name, "a mount point: not crossed (use --cross-mounts)");
+                        return self.finish(parent);
+                    }
+                    self.note_fs(fd.as_fd());
+                }
+                let node = Arc::new(Node {
+                    fd,
+                    name,
+                    parent: Some(parent),
+                    pending: AtomicUsize::new(1),
+                    blocked: AtomicBool::new(false),
+                    dev,
+                });
+                self.empty(&node, spawn);
+                self.finish(node);
+            }
+            Err(e) => {
+                self.fail(&parent, &name, e);
+                self.finish(parent);
+            }
+        }
+    }
+
+    /// List `node` completely, then unlink its non-directories (here, or on several tasks
+    /// when there are more than [`CHUNK`]) and spawn a task per subdirectory.
+    fn empty(&self, node: &Arc<Node>, spawn: &mut dyn FnMut(Task)) {
+        let mut names: Vec<u8> = Vec::new();
+        let mut files: Vec<(u64, u32)> = Vec::new();
+        let mut dirs: Vec<u8> = Vec::new();
+        let listed = walk::for_each_entry(node.fd.as_fd(), node.fd.as_fd(), |n, k, ino| {
+            if k == Kind::Dir {
+                dirs.extend_from_slice(n.to_bytes_with_nul());
+            } else {
+                files.push((ino, names.len() as u32));
+                names.extend_from_slice(n.to_bytes_with_nul());
+            }
+        });
+        match listed {
+            // Removed meanwhile (getdents on a removed directory says ENOENT): not a
+            // failure; anything left would show up when the directory is removed.
+            Ok(()) | Err(Errno::NOENT) => {}
+            // A listing that failed part way still removes what it saw; the error is kept.
+            Err(e) => self.fail(node, c".", format!("cannot list: {e}")),
+        }
+        for raw in dirs.split_inclusive(|&b| b == 0) {
+            let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
+            node.pending.fetch_add(1, Ordering::AcqRel);
+            spawn(Task::Dir(Arc::clone(node), name.to_owned()));
+        }
+        if INODE_ORDER {
+            // Inode order, as GNU rm uses for large directories: consecutive unlinks touch
+            // the same inode-table blocks and bitmaps (getdents' hash order scatters them),
+            // and each chunk of a large directory gets its own range of them.
+            files.sort_unstable();
+        }
+        let name_at = |off: u32| CStr::from_bytes_until_nul(&names[off as usize..]).expect("NUL-terminated");
+        if files.len() <= CHUNK {
+            let mut one = Vec::with_capacity(names.len());
+            for &(_, off) in &files {
+                one.extend_from_slice(name_at(off).to_bytes_with_nul());
+            }
+            return self.unlink_all(node, &one, spawn);
+        }
+        for part in files.chunks(CHUNK) {
+            let mut c = Vec::new();
+            for &(_, off) in part {
+                c.extend_from_slice(name_at(off).to_bytes_with_nul());
+            }
+            node.pending.fetch_add(1, Ordering::AcqRel);
+            spawn(Task::Files(Arc::clone(node), c));
+        }
+    }
+}
+
+/// A directory of our own without write or search permission (a read-only tree, as Go's
+/// module cache is): add u+rwx so it can be emptied, as the owner could. Never for a
+/// directory of someone else (that fails as `rm -rf` fails).
+fn grant(dir: rustix::fd::BorrowedFd<'_>) -> bool {
+    match rustix::fs::fstat(dir) {
+        Ok(st) if st.st_uid == rustix::process::geteuid().as_raw() && st.st_mode & 0o700 != 0o700 => {
+            rustix::fs::fchmod(dir, Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777)).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// [`grant`] for a directory we cannot open for reading: reach it with `O_PATH` (no
+/// symlink followed) and change it through its /proc/self/fd link, which names exactly
+/// that inode.
+fn grant_below(parent: rustix::fd::BorrowedFd<'_>, name: &CStr) -> bool {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = openat(parent, name, flags, Mode::empty()) else { return false };
+    let Ok(st) = rustix::fs::fstat(&fd) else { return false };
+    if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o700 == 0o700 {
+        return false;
+    }
+    let link = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&fd));
+    rustix::fs::chmod(link.as_str(), Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777)).is_ok()
+}
+
+/// Path of `name` below `node`, for messages: the names up to the PATH's directory.
+fn path_of(node: &Node, name: &CStr) -> String {
+    let mut parts = vec![name.to_string_lossy().into_owned()];
+    let mut n = Some(node);
+    while let Some(x) = n {
+        parts.push(x.name.to_string_lossy().into_owned());
+        n = x.parent.as_deref();
+    }
+    parts.reverse();
+    parts.retain(|p| p != ".");
+    parts.join("/")
+}
+
+/// Check every PATH, then remove them all. Err only for bad input (nothing removed);
+/// failures during removal are in the summary.
+pub fn run(o: &Options) -> Result<Summary> {
+    if o.paths.is_empty() {
+        return Err(Error::bad("PATH", "name at least one path to remove"));
+    }
+    let mut targets = o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>()?;
+    // The same entry named twice is removed once.
+    let mut seen = std::collections::HashSet::new();
+    targets.retain(|t| seen.insert((t.dev, t.ino)));
+    crate::signals::install();
+    walk::raise_fd_limit();
+    let ctx = Ctx {
+        o: o.clone(),
+        files: AtomicU64::new(0),
+        dirs: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        failures: Mutex::new(Vec::new()),
+        fs: Mutex::new(Vec::new()),
+    };
+    for t in &targets {
+        match walk::open_dir_at(t.parent.as_fd(), &t.name) {
+            Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd()),
+            _ => ctx.note_fs(t.parent.as_fd()),
+        }
+    }
+    let t0 = Instant::now();
+    let shown: Vec<String> = targets.iter().map(|t| t.shown.display().to_string()).collect();
+    let mut roots = Vec::new();
+    for t in targets {
+        let dir_shown = t.shown.parent().unwrap_or(Path::new("/")).as_os_str().as_bytes().to_vec();
+        let top = Arc::new(Node {
+            fd: t.parent,
+            name: CString::new(dir_shown).expect("a path has no NUL"),
+            parent: None,
+            // Never reaches 0: a PATH's directory is not ours to remove.
+            pending: AtomicUsize::new(1),
+            blocked: AtomicBool::new(false),
+            dev: t.dev,
+        });
+        if t.kind == Kind::Dir {
+            top.pending.fetch_add(1, Ordering::AcqRel);
+            roots.push(Task::Dir(top, t.name));
+        } else if let Err(e) = ctx.unlink(&top, &t.name) {
+            ctx.fail(&top, &t.name, e);
+        }
+    }
+    // A progress line on a terminal only (a log gets the summary alone).
+    let quiet = o.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    std::thread::scope(|sc| {
+        let c = &ctx;
+        let reporter = crate::copy::progress::Reporter::with_line(sc, quiet, move || {
+            let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            let secs = t0.elapsed().as_secs_f64().max(1e-9);
+            format!(
+                "{:.0}s: removed {} files, {} directories ({} entries/s), failed {}",
+                secs,
+                ld(&c.files),
+                ld(&c.dirs),
+                crate::units::sig3((ld(&c.files) + ld(&c.dirs)) as f64 / secs),
+                ld(&c.failed)
+            )
+        });
+        walk::par_tasks(o.threads, roots, |t, spawn| c.task(t, spawn));
+        reporter.stop();
+    });
+    let elapsed_s = t0.elapsed().as_secs_f64();
+    let bytes_freed = if STATX_BYTES { ctx.bytes.load(Ordering::Relaxed) } else { ctx.freed() };
+    Ok(Summary {
+        paths: shown,
+        files: ctx.files.into_inner(),
+        dirs: ctx.dirs.into_inner(),
+        bytes_freed,
+        elapsed_s,
+        threads: o.threads,
+        failed: ctx.failed.into_inner(),
+        failures: ctx.failures.into_inner().unwrap_or_else(|p| p.into_inner()),
+        interrupted: crate::signals::pending() != 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(p: &Path) -> Options {
+        Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
+    }
+
+    #[test]
+    fn removes_a_tree_and_counts_it() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("top");
+        for a in 0..4 {
+            for b in 0..3 {
+                let d = top.join(format!("{a}/{b}"));
+                std::fs::create_dir_all(&d).unwrap();
+                for f in 0..5 {
+                    std::fs::write(d.join(format!("f{f}")), vec![7u8; 5000]).unwrap();
+                }
+            }
+        }
+        std::os::unix::fs::symlink("/", top.join("0/root-link")).unwrap();
+        let s = run(&opts(&top)).unwrap();
+        assert!(s.ok(), "{s:?}");
+        assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1, 1 + 4 + 4 * 3));
+        // bytes_freed is the file system's free-space change: others write to /tmp too.
+        assert!(!top.exists());
+        assert!(t.path().exists(), "the PATH's parent stays");
+    }
+
+    #[test]
+    fn refuses_root_and_dot_paths_before_removing_anything() {
+        let t = tempfile::tempdir().unwrap();
+        let keep = t.path().join("keep");
+        std::fs::create_dir(&keep).unwrap();
+        for bad in ["/", "//", "/tmp/..", "/.", ".", "..", "x/.."] {
+            let mut o = opts(&keep);
+            o.paths.push(PathBuf::from(bad));
+            let e = run(&o).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}: {e}");
+            assert!(keep.exists(), "{bad}: nothing removed when one PATH is refused");
+        }
+        let e = run(&opts(&t.path().join("missing"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn a_large_directory_is_unlinked_in_chunks() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("big");
+        std::fs::create_dir_all(top.join("sub")).unwrap();
+        let n = 3 * CHUNK + 17;
+        for i in 0..n {
+            std::fs::write(top.join(format!("f{i}")), b"").unwrap();
+        }
+        std::fs::write(top.join("sub/x"), b"").unwrap();
+        let s = run(&opts(&top)).unwrap();
+        assert!(s.ok(), "{s:?}");
+        assert_eq!((s.files, s.dirs), (n as u64 + 1, 2));
+        assert!(!top.exists());
+    }
+
+    #[test]
+    fn symlink_paths_are_removed_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = t.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"x").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let mut slash = link.as_os_str().to_owned();
+        slash.push("/");
+        assert_eq!(run(&opts(Path::new(&slash))).unwrap_err().exit_code(), 2, "link/ is refused");
+        let s = run(&opts(&link)).unwrap();
+        assert_eq!((s.files, s.dirs, s.failed), (1, 0, 0));
+        assert!(std::fs::symlink_metadata(&link).is_err());
+        assert!(outside.join("keep").exists());
+        let root_link = t.path().join("root");
+        std::os::unix::fs::symlink("/", &root_link).unwrap();
+        assert_eq!(run(&opts(&root_link)).unwrap_err().exit_code(), 2);
+        assert!(std::fs::symlink_metadata(&root_link).is_ok());
+    }
+
+    #[test]
+    fn deep_chain_is_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("deep");
+        std::fs::create_dir(&top).unwrap();
+        let mut fd = walk::open_root(&top).unwrap();
+        for _ in 0..1500 {
+            rustix::fs::mkdirat(&fd, c"d", Mode::from_raw_mode(0o755)).unwrap();
+            drop(openat(&fd, c"f", OFlags::WRONLY | OFlags::CREATE, Mode::from_raw_mode(0o644)).unwrap());
+            fd = walk::open_dir_at(fd.as_fd(), c"d").unwrap();
+        }
+        drop(fd);
+        let s = run(&opts(&top)).unwrap();
+        assert!(s.ok(), "{:?}", &s.failures[..s.failures.len().min(3)]);
+        assert_eq!((s.files, s.dirs), (1500, 1501));
+        assert!(!top.exists());
+    }
+}
