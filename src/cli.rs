@@ -907,9 +907,13 @@ pub struct CompareArgs {
     pub fail_if_slower: Option<f64>,
 }
 
-/// Read a result file; a missing or foreign file is bad input naming `flag`.
+/// Read a result file; a missing or foreign file is bad input naming `flag`. Summaries
+/// and models are derived again from its raw measurements (a file written by an older
+/// version gets the current model).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::report::ResultSet> {
-    manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))
+    let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
+    rs.derive();
+    Ok(rs)
 }
 
 pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {

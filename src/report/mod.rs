@@ -143,6 +143,10 @@ pub struct ModelRow {
     pub bytes_range: [u64; 2],
     #[serde(default)]
     pub dirs_range: [u64; 2],
+    /// Smallest and largest "most files in one directory" of the trees (0, 0 in
+    /// older files: unknown).
+    #[serde(default)]
+    pub max_files_per_dir_range: [u64; 2],
     #[serde(flatten)]
     pub model: CostModel,
 }
@@ -298,12 +302,21 @@ impl ResultSet {
             if distinct_trees < 3 {
                 continue; // a model from fewer than 3 tree shapes says nothing
             }
+            // Files per directory of every tree (once per tree: drawn trees need a plan).
+            let mut per_dir: Vec<(&str, Vec<(u64, u64)>)> = Vec::new();
+            for m in &ms {
+                if !per_dir.iter().any(|(k, _)| *k == m.tree_key) {
+                    per_dir.push((&m.tree_key, crate::tree::layout::files_per_dir(&m.tree)));
+                }
+            }
+            let counts = |m: &Measurement| &per_dir.iter().find(|(k, _)| *k == m.tree_key).expect("every tree").1;
             let points: Vec<Point> = ms
                 .iter()
                 .map(|m| Point {
                     files: m.tree_files as f64,
                     bytes: m.tree_bytes as f64,
                     dirs: m.tree_dirs as f64,
+                    dir_sq: model::dir_sq_of(counts(m).iter().copied()),
                     seconds: m.seconds(self.experiment.until),
                 })
                 .collect();
@@ -311,9 +324,12 @@ impl ResultSet {
                 let range = |f: fn(&Measurement) -> u64| {
                     [ms.iter().map(|m| f(m)).min().unwrap_or(0), ms.iter().map(|m| f(m)).max().unwrap_or(0)]
                 };
+                let most = |m: &Measurement| counts(m).iter().map(|c| c.0).max().unwrap_or(0);
+                let max_files_per_dir_range =
+                    [ms.iter().map(|m| most(m)).min().unwrap_or(0), ms.iter().map(|m| most(m)).max().unwrap_or(0)];
                 if model.r2 < 0.9 {
                     self.warnings.push(format!(
-                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs explains the data poorly (R² {}): read the fitted costs with care",
+                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² explains the data poorly (R² {}): read the fitted costs with care",
                         sig3(model.r2)
                     ));
                 }
@@ -323,6 +339,7 @@ impl ResultSet {
                     files_range: range(|m| m.tree_files),
                     bytes_range: range(|m| m.tree_bytes),
                     dirs_range: range(|m| m.tree_dirs),
+                    max_files_per_dir_range,
                     model,
                 });
             }
