@@ -26,6 +26,9 @@ pub enum Detection {
         #[serde(flatten)]
         knee: Knee,
     },
+    /// A dirsize experiment looked for a knee up to `up_to_files` files in one
+    /// directory and found none (the per-file cost never stayed 20% up).
+    NoKnee { target: String, op: String, tree_key: String, up_to_files: u64 },
     /// Between two adjacent file counts the faster of two targets changes.
     Crossover {
         op: String,
@@ -66,6 +69,10 @@ impl Detection {
                 sig3(k.rise * 100.0),
                 sig3(k.before_us_per_file),
                 sig3(k.after_us_per_file)
+            ),
+            Detection::NoKnee { target, op, tree_key, up_to_files } => format!(
+                "no knee: {op} on {tree_key} ({target}): the per-file cost never stays {}% above the first portions' up to {up_to_files} files",
+                (KNEE_RISE * 100.0) as u32
             ),
             Detection::Crossover { op, faster_below, faster_above, at_files, between_files, significant } => format!(
                 "crossover: {op}: {faster_below} is faster below ~{} files, {faster_above} above (between {} and {} files){}",

@@ -151,6 +151,33 @@ pub struct ModelRow {
     pub model: CostModel,
 }
 
+/// One line per model with a directory-size term: d, and what it adds at the largest
+/// directory the model saw (for the tables, Markdown and HTML).
+pub fn dir_entry_notes(rs: &ResultSet) -> Vec<String> {
+    use crate::units::fmt_secs;
+    rs.models
+        .iter()
+        .filter(|m| m.model.per_dir_entry_s > 0.0)
+        .map(|m| {
+            let c = &m.model;
+            let n = m.max_files_per_dir_range[1] as f64;
+            let aicc = match (c.aicc_plain, c.aicc_dir_entry) {
+                (Some(p), Some(d)) => format!("; AICc {} against {} without it", sig3(d), sig3(p)),
+                _ => String::new(),
+            };
+            format!(
+                "directory-size cost: {} ({}): d = {} ± {} ns per pair of files in one directory (d·Σn²): {} of extra time at {} files in one directory{aicc}",
+                m.op,
+                m.target,
+                sig3(c.per_dir_entry_s * 1e9),
+                sig3(c.per_dir_entry_se * 1e9),
+                fmt_secs(c.per_dir_entry_s * n * n),
+                n
+            )
+        })
+        .collect()
+}
+
 /// Write phases (their results have a durable and a returned time).
 fn is_write_phase(m: &Measurement) -> bool {
     m.result.flush_s.is_some()
@@ -266,12 +293,21 @@ impl ResultSet {
             let portion = self.experiment.portion_files;
             let runs: Vec<(&[crate::measure::Portion], u64)> =
                 ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
-            if let Some(knee) = detect::knee(&detect::median_per_file(&runs, portion), portion) {
+            let per_file = detect::median_per_file(&runs, portion);
+            if let Some(knee) = detect::knee(&per_file, portion) {
                 self.detections.push(Detection::Knee {
                     target: target.clone(),
                     op: op.clone(),
                     tree_key: tree_key.clone(),
                     knee,
+                });
+            } else if self.experiment.name == "dirsize" && !per_file.is_empty() {
+                // Say so explicitly: the knee was looked for and is not there up to here.
+                self.detections.push(Detection::NoKnee {
+                    target: target.clone(),
+                    op: op.clone(),
+                    tree_key: tree_key.clone(),
+                    up_to_files: per_file.len() as u64 * portion,
                 });
             }
             self.summaries.push(SummaryRow {
