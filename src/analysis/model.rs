@@ -376,12 +376,12 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
     // Leave one cell out, same free coefficients (non-negative), predict it.
     let mut cv_log_errors = Vec::new();
     if m > p && p > 0 {
-        for i in 0..m {
+        for (i, cell) in cells.iter().enumerate() {
             let others: Vec<[f64; P]> = rows.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, r)| *r).collect();
             let Some(s) = nnls(&others, &sol.free) else { continue };
-            let pred = dot(&cells[i].g, &s.beta);
+            let pred = dot(&cell.g, &s.beta);
             if pred > 0.0 && pred.is_finite() {
-                cv_log_errors.push((cells[i].seconds / pred).ln());
+                cv_log_errors.push((cell.seconds / pred).ln());
             }
         }
     }
