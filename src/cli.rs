@@ -912,10 +912,11 @@ pub struct CompareArgs {
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
 /// whose models were fitted by an older version (every run a point, no directory-size
-/// term) has its summaries and models derived again from its raw measurements.
+/// term), or that has no model, has its summaries, models and detections derived again
+/// from its raw measurements (models in a current file are kept as written).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::report::ResultSet> {
     let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
-    if rs.models.iter().any(|m| m.model.interval_method != "cells") {
+    if rs.models.is_empty() || rs.models.iter().any(|m| m.model.interval_method != "cells") {
         rs.derive();
     }
     Ok(rs)

@@ -70,18 +70,27 @@
 //!
 //! ## Why Σ n² (and not Σ n·log2 n)
 //!
-//! Both forms were fitted to flat ladders (1 … 65,536 files in one directory)
-//! on exFAT (exfat-fuse), NTFS (ntfs-3g), ext4, xfs and btrfs (BENCHMARKS.md,
-//! "Directory-size term"). exFAT keeps a directory as an unsorted list of
-//! entries, and every create, open and unlink scans it: create time per file
-//! rose ×3.6 per doubling of the directory above 4,096 files, the signature of
-//! n², which n·log n (×2.1 per doubling at most) cannot follow. NTFS, ext4
-//! (htree), xfs and btrfs index their directories (B-trees): per-file cost grows
-//! at most with log n, which over 1 … 65,536 files is a factor the plain per-file
-//! cost absorbs (their Σ n² term is rejected by the criterion or negligible).
-//! So the term that the data need is the quadratic one, and one term keeps
-//! the model small; a knee (NTFS past ~200k files per folder on other
-//! machines) is found by `dirsize`, not by this model.
+//! Both forms were fitted (relative LS on cell medians, AICc) to flat ladders of
+//! 1, 2, 4 … 65,536 files in one directory on exFAT (exfat-fuse), NTFS (ntfs-3g),
+//! and of 1, 4 … 65,536 files, flat and 256 per directory, on ext4, xfs and btrfs
+//! (2026-11-23, BENCHMARKS.md "Directory-size term"). AICc, lower is better:
+//!
+//! | fs, op | plain | + d·Σn² | + d·Σn·log2 n |
+//! |---|---:|---:|---:|
+//! | exFAT create | −25.3 | **−48.7** | −30.1 (a < 0) |
+//! | exFAT delete | −22.7 | **−42.2** | −24.9 (a < 0) |
+//! | exFAT read | −24.8 | **−32.5** | −25.1 (a < 0) |
+//! | NTFS create | −55.5 | **−69.3** | −63.1 (a < 0) |
+//! | ext4 / xfs / btrfs, every op, flat and nested | **best** | 4–7 worse | 3–7 worse |
+//!
+//! exFAT keeps a directory as an unsorted list of entries that every create,
+//! lookup and unlink scans: create time rose ×2.7–3.6 per doubling of the
+//! directory above 4,096 files, the signature of n², which n·log n (×2.1 at
+//! most) cannot follow without a negative per-file cost. ext4 (htree), xfs and
+//! btrfs index their directories: neither term earns its parameter there. So
+//! the one term the data need is the quadratic one; a knee (NTFS past
+//! ~200k files per folder on other machines) is `dirsize`'s job, not this
+//! model's.
 //!
 //! ## The tree's directories
 //!
