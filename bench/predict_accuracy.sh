@@ -11,8 +11,7 @@
 #   copy    manyfiles copy --threads 1 TREE T/copy2    predicted by the copy op's model
 #   cp      cp -r TREE/. T/copy                      predicted by the ladder's cmd:cp op (the
 #                                                    same cp command timed on every rung)
-#   read    find T/copy -type f -print0 | xargs -0 cat > /dev/null, after sync and
-#           drop_caches (cold, as the ladder's read op)   predicted by read
+#   read    find T/copy -type f -print0 | xargs -0 cat > /dev/null   predicted by read
 #   scan    find T/copy -printf '%s'                  predicted by list + stat
 #   delete  rm -rf T/copy                            predicted by delete
 #
@@ -23,6 +22,11 @@
 # per directory (the model can only learn a directory cost from trees that have as many
 # directories per file), so every tree gets its own calibration. The source tree stays
 # warm (read once before the first run).
+# The ladder runs with --until returned (the tools' times end when they return: cp, cat,
+# find, rm and `manyfiles copy` do not sync) and --cache warm (the tasks run on warm
+# caches: the source is read once before, the copy is read right after it was written);
+# CACHE=cold drops the caches before the ladder's read-side phases and before the real
+# read instead (the copies' source stays warm, so copy is then not comparable).
 # Environment: TARGET, RUNS (default 3), TOTAL (ladder total, default 64MiB), TO (largest
 # rung, default 16384), STEP (rung factor, default 2: more rungs, more degrees of freedom
 # for the intervals), OUT (where the files go, default a new temporary directory).
@@ -38,6 +42,7 @@ RUNS=${RUNS:-3}
 TOTAL=${TOTAL:-64MiB}
 TO=${TO:-16384}
 STEP=${STEP:-2}
+CACHE=${CACHE:-warm}
 OUT=${OUT:-$(mktemp -d /tmp/mf-predict.XXXXXX)}
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -71,7 +76,8 @@ echo "tree: $TREE ($FILES files, $DIRS dirs: ladder with --files-per-dir $FPD)"
 
 "$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,copy,delete --runs "$RUNS" --step "$STEP" \
     --cmd 'cp=cp -r {src}/. {dst}' \
-    --threads 1 --files-per-dir "$FPD" --target "$TARGET" --json "$O/calib.json" --quiet > "$O/calib.txt"
+    --threads 1 --files-per-dir "$FPD" --target "$TARGET" --cache "$CACHE" --until returned \
+    --json "$O/calib.json" --quiet > "$O/calib.txt"
 "$MF" predict --model "$O/calib.json" --tree "$TREE" --threads 1 --json "$O/predict.json" > "$O/predict.txt"
 
 # Warm the source tree, then time each tool RUNS times.
@@ -82,9 +88,11 @@ now() { date +%s.%N; }
 for r in $(seq 1 "$RUNS"); do
     sync
     t0=$(now); cp -r "$TREE/." "$WORK/copy"; t1=$(now)
-    sync; echo 3 > /proc/sys/vm/drop_caches
+    if [ "$CACHE" = cold ]; then
+        sync; echo 3 > /proc/sys/vm/drop_caches
+    fi
     r0=$(now); find "$WORK/copy" -type f -print0 | xargs -0 cat > /dev/null; r1=$(now)
-    tar -cf - -C "$TREE" . | cat > /dev/null # the source warm again for the copies
+    [ "$CACHE" = cold ] && tar -cf - -C "$TREE" . | cat > /dev/null # the source warm again for the copies
     t2a=$(now); find "$WORK/copy" -printf '%s\n' > /dev/null; t2=$(now)
     rm -rf "$WORK/copy"; t3=$(now)
     "$MF" copy --threads 1 --quiet "$TREE" "$WORK/copy2" > /dev/null; t4=$(now)
