@@ -1,32 +1,48 @@
 #!/usr/bin/env bash
 # Prediction accuracy: calibrate with a ladder (≤ 64 MiB) on a target, predict the copy,
-# scan and delete time of a real tree that was not part of the calibration, then run
-# those on the same target and report the prediction error.
+# read, scan and delete time of real trees that were not part of the calibration, then
+# run those on the same target and report the prediction error and whether the 95%
+# prediction interval holds the measured time.
 #
-#   bench/predict_accuracy.sh [TREE]     TREE: default the cargo registry sources
+#   bench/predict_accuracy.sh [TREE...]   default: the cargo registry sources and
+#                                          /usr/lib/python3.11 (two shapes: ~5.6 files of
+#                                          ~16 KiB per directory, ~15 files of ~40 KiB)
 #
 #   copy    manyfiles copy --threads 1 TREE T/copy2    predicted by the copy op's model
 #   cp      cp -r TREE/. T/copy                      predicted by the ladder's cmd:cp op (the
 #                                                    same cp command timed on every rung)
+#   read    find T/copy -type f -print0 | xargs -0 cat > /dev/null   predicted by read
 #   scan    find T/copy -printf '%s'                  predicted by list + stat
 #   delete  rm -rf T/copy                            predicted by delete
 #
 # The target is, by default, a fresh ext4 on a loop device whose image lives in RAM
 # (/dev/shm): the file system's own cost without the noise of a shared VM disk (set
-# TARGET=DIR to measure an existing directory instead). cp, find and rm use one thread,
-# so the ladder runs with --threads 1; its tree shape takes the real tree's files per
-# directory (the model can only learn a directory cost from trees that have as many
-# directories per file). Caches stay warm (the tree is read once before the first run).
+# TARGET=DIR to measure an existing directory instead). cp, cat, find and rm use one
+# thread, so the ladder runs with --threads 1; its tree shape takes the real tree's files
+# per directory (the model can only learn a directory cost from trees that have as many
+# directories per file), so every tree gets its own calibration. The source tree stays
+# warm (read once before the first run).
+# The ladder runs with --until returned (the tools' times end when they return: cp, cat,
+# find, rm and `manyfiles copy` do not sync) and --cache warm (the tasks run on warm
+# caches: the source is read once before, the copy is read right after it was written);
+# CACHE=cold drops the caches before the ladder's read-side phases and before the real
+# read instead (the copies' source stays warm, so copy is then not comparable).
 # Environment: TARGET, RUNS (default 3), TOTAL (ladder total, default 64MiB), TO (largest
-# rung, default 16384), OUT (where the JSON files go, default a new temporary directory).
-# Needs root for the RAM target (mkfs.ext4, mount), cargo, python3, bc, cp, find, rm.
+# rung, default 16384), STEP (rung factor, default 2: more rungs, more degrees of freedom
+# for the intervals), OUT (where the files go, default a new temporary directory).
+# Needs root for the RAM target (mkfs.ext4, mount) and drop_caches, cargo, python3, bc,
+# cp, cat, find, rm.
 set -euo pipefail
 
-TREE=${1:-$(ls -d "$HOME"/.cargo/registry/src/*/ | head -1)}
+if [ $# -gt 0 ]; then TREES=("$@"); else
+    TREES=("$(ls -d "$HOME"/.cargo/registry/src/*/ | head -1)" /usr/lib/python3.11)
+fi
 TARGET=${TARGET:-}
 RUNS=${RUNS:-3}
 TOTAL=${TOTAL:-64MiB}
 TO=${TO:-16384}
+STEP=${STEP:-2}
+CACHE=${CACHE:-warm}
 OUT=${OUT:-$(mktemp -d /tmp/mf-predict.XXXXXX)}
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -45,38 +61,48 @@ if [ -z "$TARGET" ]; then
     TARGET=$MNT
 fi
 WORK=$(mktemp -d "$TARGET/mf-predict-work.XXXXXX")
+echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "target: $TARGET ($(findmnt -no FSTYPE,SOURCE -T "$TARGET" | xargs))  out: $OUT"
+one_tree() {
+local TREE=$1 O=$2
+mkdir -p "$O"
 FILES=$(find "$TREE" -type f | wc -l)
 DIRS=$(find "$TREE" -type d | wc -l)
 FPD=$(( FILES / DIRS > 0 ? FILES / DIRS : 1 ))
 
-echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tree: $TREE ($FILES files, $DIRS dirs: ladder with --files-per-dir $FPD)"
-echo "target: $TARGET ($(findmnt -no FSTYPE,SOURCE -T "$TARGET" | xargs))  out: $OUT"
 
-"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,copy,delete --runs "$RUNS" \
+"$MF" ladder --total "$TOTAL" --to "$TO" --ops create,stat,list,read,copy,delete --runs "$RUNS" --step "$STEP" \
     --cmd 'cp=cp -r {src}/. {dst}' \
-    --threads 1 --files-per-dir "$FPD" --target "$TARGET" --json "$OUT/calib.json" --quiet > "$OUT/calib.txt"
-"$MF" predict --model "$OUT/calib.json" --tree "$TREE" --threads 1 --json "$OUT/predict.json" > "$OUT/predict.txt"
+    --threads 1 --files-per-dir "$FPD" --target "$TARGET" --cache "$CACHE" --until returned \
+    --json "$O/calib.json" --quiet > "$O/calib.txt"
+"$MF" predict --model "$O/calib.json" --tree "$TREE" --threads 1 --json "$O/predict.json" > "$O/predict.txt"
 
 # Warm the source tree, then time each tool RUNS times.
 # (through cat: GNU tar does not read file contents when writing to /dev/null itself)
 tar -cf - -C "$TREE" . | cat > /dev/null
 now() { date +%s.%N; }
-: > "$OUT/actual.tsv"
+: > "$O/actual.tsv"
 for r in $(seq 1 "$RUNS"); do
     sync
     t0=$(now); cp -r "$TREE/." "$WORK/copy"; t1=$(now)
-    find "$WORK/copy" -printf '%s\n' > /dev/null; t2=$(now)
+    if [ "$CACHE" = cold ]; then
+        sync; echo 3 > /proc/sys/vm/drop_caches
+    fi
+    r0=$(now); find "$WORK/copy" -type f -print0 | xargs -0 cat > /dev/null; r1=$(now)
+    [ "$CACHE" = cold ] && tar -cf - -C "$TREE" . | cat > /dev/null # the source warm again for the copies
+    t2a=$(now); find "$WORK/copy" -printf '%s\n' > /dev/null; t2=$(now)
     rm -rf "$WORK/copy"; t3=$(now)
     "$MF" copy --threads 1 --quiet "$TREE" "$WORK/copy2" > /dev/null; t4=$(now)
     rm -rf "$WORK/copy2"
-    printf 'cp\t%s\nscan\t%s\ndelete\t%s\ncopy\t%s\n' "$(echo "$t1 - $t0" | bc)" \
-        "$(echo "$t2 - $t1" | bc)" "$(echo "$t3 - $t2" | bc)" "$(echo "$t4 - $t3" | bc)" >> "$OUT/actual.tsv"
+    printf 'cp\t%s\nread\t%s\nscan\t%s\ndelete\t%s\ncopy\t%s\n' "$(echo "$t1 - $t0" | bc)" "$(echo "$r1 - $r0" | bc)" \
+        "$(echo "$t2 - $t2a" | bc)" "$(echo "$t3 - $t2" | bc)" "$(echo "$t4 - $t3" | bc)" >> "$O/actual.tsv"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$OUT" <<'PY'
+python3 - "$O" "$TREE" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 pred = json.load(open(f"{out}/predict.json"))
@@ -85,11 +111,12 @@ actual = {}
 for line in open(f"{out}/actual.tsv"):
     op, s = line.split()
     actual.setdefault(op, []).append(float(s))
-combos = {"copy": ["copy"], "cp": ["cmd:cp"], "scan": ["list", "stat"], "delete": ["delete"]}
+combos = {"copy": ["copy"], "read": ["read"], "cp": ["cmd:cp"], "scan": ["list", "stat"], "delete": ["delete"]}
 t = pred["tree"]
 print(f"\ntree: {t['files']} files, {t['bytes']/2**20:.1f} MiB, {t['dirs']} dirs")
-print("\n| task | predicted by | predicted (95% interval) | measured median (min … max) | error |")
-print("|---|---|---:|---:|---:|")
+print(f"tree: {sys.argv[2]}")
+print("\n| task | predicted by | predicted (95% interval) | interval | measured median (min … max) | error | inside |")
+print("|---|---|---:|---:|---:|---:|:---:|")
 for task, ops in combos.items():
     ps = [byop[o] for o in ops]
     s = sum(p["seconds"] for p in ps)
@@ -98,7 +125,14 @@ for task, ops in combos.items():
     a = actual[task]
     m = statistics.median(a)
     extra = "; ".join(sorted({w for p in ps for w in p["extrapolation"]}))
-    print(f"| {task} | {' + '.join(ops)} | {s:.3f} s ({lo:.3f} … {hi:.3f}) | {m:.3f} s ({min(a):.3f} … {max(a):.3f}) | {100*(s-m)/m:+.0f}% |")
+    inside = "yes" if lo <= m <= hi else "NO"
+    print(f"| {task} | {' + '.join(ops)} | {s:.3f} s ({lo:.3f} … {hi:.3f}) | {100*(lo/s-1):+.0f}% … {100*(hi/s-1):+.0f}% | {m:.3f} s ({min(a):.3f} … {max(a):.3f}) | {100*(s-m)/m:+.0f}% | {inside} |")
     if extra:
-        print(f"|  | extrapolation: {extra} | | | |")
+        print(f"|  | extrapolation: {extra} | | | | | |")
 PY
+}
+i=0
+for T in "${TREES[@]}"; do
+    i=$((i + 1))
+    one_tree "$T" "$OUT/tree$i"
+done

@@ -1012,6 +1012,9 @@ pub struct ReportArgs {
     /// Write the summary and fitted costs as Markdown
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write the result set again as JSON, summaries and models derived by this version
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -1027,17 +1030,31 @@ pub struct CompareArgs {
     pub fail_if_slower: Option<f64>,
 }
 
-/// Read a result file; a missing or foreign file is bad input naming `flag`.
+/// Read a result file; a missing or foreign file is bad input naming `flag`. A file
+/// whose models were fitted by an older version (every run a point, no directory-size
+/// term), or that has no model, has its summaries, models and detections derived again
+/// from its raw measurements (models in a current file are kept as written).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::report::ResultSet> {
-    manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))
+    let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
+    if rs.models.is_empty() || rs.models.iter().any(|m| m.model.interval_method != "cells") {
+        rs.derive();
+    }
+    Ok(rs)
 }
 
 pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
-    if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() {
-        return Err(Error::bad("--html", "say what to write: --html FILE, --png DIR, --csv FILE or --markdown FILE"));
+    if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() && a.json.is_none() {
+        return Err(Error::bad(
+            "--html",
+            "say what to write: --html FILE, --png DIR, --csv FILE, --markdown FILE or --json FILE",
+        ));
     }
     let mut exports = Vec::new();
-    for (p, f, flag) in [(&a.csv, Format::Csv, "--csv"), (&a.markdown, Format::Markdown, "--markdown")] {
+    for (p, f, flag) in [
+        (&a.csv, Format::Csv, "--csv"),
+        (&a.markdown, Format::Markdown, "--markdown"),
+        (&a.json, Format::Json, "--json"),
+    ] {
         if let Some(p) = p {
             check_output(p, flag)?;
             exports.push(Output { path: p.clone(), format: f });

@@ -79,6 +79,14 @@ pub struct Inventory {
     pub files_per_dir_hist: Vec<u64>,
     /// Directories per log2 bucket of the number of subdirectories directly in them.
     pub subdirs_per_dir_hist: Vec<u64>,
+    /// Σ over directories of (files directly in it)², exact (the cost model's
+    /// directory-size term); None in inventories written before it was recorded
+    /// (then estimated from `files_per_dir_hist`).
+    #[serde(default)]
+    pub files_per_dir_sq_sum: Option<f64>,
+    /// Most files directly in one directory; None in older inventories.
+    #[serde(default)]
+    pub max_files_per_dir: Option<u64>,
     /// Files per depth (index = depth; root's files are at depth 1).
     pub depth_hist: Vec<u64>,
     /// Directories per depth (index 0 = the root).
@@ -131,6 +139,8 @@ impl Inventory {
             size_hist_bytes: Vec::new(),
             files_per_dir_hist: Vec::new(),
             subdirs_per_dir_hist: Vec::new(),
+            files_per_dir_sq_sum: Some(0.0),
+            max_files_per_dir: Some(0),
             depth_hist: Vec::new(),
             dir_depth_hist: Vec::new(),
             name_len_hist: Vec::new(),
@@ -166,6 +176,12 @@ impl Inventory {
         self.max_depth = self.max_depth.max(depth);
         add(&mut self.dir_depth_hist, depth as usize, 1);
         add(&mut self.files_per_dir_hist, log2_bucket(files), 1);
+        if let Some(sq) = &mut self.files_per_dir_sq_sum {
+            *sq += (files as f64) * (files as f64);
+        }
+        if let Some(m) = &mut self.max_files_per_dir {
+            *m = (*m).max(files);
+        }
         add(&mut self.subdirs_per_dir_hist, log2_bucket(subdirs), 1);
         if let Some(n) = name_len {
             add(&mut self.name_len_hist, n, 1);
@@ -195,6 +211,8 @@ impl Inventory {
         add_all(&mut self.size_hist, &o.size_hist);
         add_all(&mut self.size_hist_bytes, &o.size_hist_bytes);
         add_all(&mut self.files_per_dir_hist, &o.files_per_dir_hist);
+        self.files_per_dir_sq_sum = self.files_per_dir_sq_sum.zip(o.files_per_dir_sq_sum).map(|(a, b)| a + b);
+        self.max_files_per_dir = self.max_files_per_dir.zip(o.max_files_per_dir).map(|(a, b)| a.max(b));
         add_all(&mut self.subdirs_per_dir_hist, &o.subdirs_per_dir_hist);
         add_all(&mut self.depth_hist, &o.depth_hist);
         add_all(&mut self.dir_depth_hist, &o.dir_depth_hist);
@@ -205,6 +223,20 @@ impl Inventory {
         }
         self.unreadable_dirs += o.unreadable_dirs;
         self.vanished += o.vanished;
+    }
+
+    /// Σ over directories of (files in it)²: exact when recorded, else estimated from
+    /// the files-per-directory histogram ([`crate::analysis::model::dir_sq_from_hist`]).
+    pub fn dir_sq(&self) -> f64 {
+        self.files_per_dir_sq_sum.unwrap_or_else(|| crate::analysis::model::dir_sq_from_hist(&self.files_per_dir_hist))
+    }
+
+    /// Most files in one directory: exact when recorded, else the top of the highest
+    /// non-empty histogram bucket.
+    pub fn most_files_in_a_dir(&self) -> u64 {
+        self.max_files_per_dir.unwrap_or_else(|| {
+            self.files_per_dir_hist.iter().rposition(|&n| n > 0).map_or(0, |k| log2_bucket_range(k).1)
+        })
     }
 
     /// Allocation of every file in clusters of `cluster` bytes, when the inventory holds it.

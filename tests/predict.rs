@@ -129,3 +129,49 @@ fn predict_bad_input() {
     let v = load_json(&out);
     assert_eq!((u(&v["tree"], "files"), u(&v["tree"], "bytes"), u(&v["tree"], "dirs")), (2, 5007, 3));
 }
+
+#[test]
+fn old_result_and_inventory_files_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = ladder(tmp.path());
+    // As an older version wrote them: no cells, no directory-size term, 3×3 covariance.
+    let mut rs = load_json(&model);
+    for m in rs["models"].as_array_mut().unwrap() {
+        let o = m.as_object_mut().unwrap();
+        for k in [
+            "per_dir_entry_s",
+            "per_dir_entry_se",
+            "aicc_plain",
+            "aicc_dir_entry",
+            "cells",
+            "interval_method",
+            "cv_log_errors",
+            "cv_log_sd",
+            "param_rel_var_mean",
+            "max_files_per_dir_range",
+        ] {
+            o.remove(k);
+        }
+        o.insert("covariance".into(), serde_json::json!([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]));
+        o.insert("constrained".into(), serde_json::json!(["per_dir"]));
+    }
+    let old = tmp.path().join("old.json");
+    std::fs::write(&old, serde_json::to_vec(&rs).unwrap()).unwrap();
+    let mut inv = Inventory::empty();
+    (inv.files, inv.total_bytes, inv.dirs) = (1000, 1_000_000, 2);
+    inv.files_per_dir_hist = vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]; // root empty, one dir of 512…1023
+    let mut v = serde_json::to_value(&inv).unwrap();
+    v.as_object_mut().unwrap().remove("files_per_dir_sq_sum");
+    v.as_object_mut().unwrap().remove("max_files_per_dir");
+    let inv_path = tmp.path().join("old-inv.json");
+    std::fs::write(&inv_path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (_, p) = predict_json(&old, &inv_path, &[]);
+    // The models were fitted again (cells), and the old inventory's histogram gives Σn².
+    assert!(arr(&p, "predictions").iter().all(|x| x["interval95"].is_array()), "{p:#}");
+    let sq = f(&p["tree"], "dir_sq");
+    assert!(sq > 512.0 * 512.0 && sq < 1023.0 * 1023.0, "{sq}");
+    assert_eq!(u(&p["tree"], "max_files_per_dir"), 1023);
+    let md = tmp.path().join("old.md");
+    run(["report", old.to_str().unwrap(), "--markdown", md.to_str().unwrap()]).ok();
+    assert!(std::fs::read_to_string(&md).unwrap().contains("per file"));
+}

@@ -31,6 +31,7 @@ fn every_detection_kind_validates() {
             tree_key: k.clone(),
             knee: Knee { at_files: 1000, before_us_per_file: 10.0, after_us_per_file: 15.0, rise: 0.5 },
         },
+        Detection::NoKnee { target: t.clone(), op: o.clone(), tree_key: k.clone(), up_to_files: 1000 },
         Detection::Crossover {
             op: o.clone(),
             faster_below: "a".into(),
@@ -56,11 +57,13 @@ fn every_detection_kind_validates() {
     let errs: Vec<String> = v.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errs.is_empty(), "{errs:#?}");
     assert!(doc["models"][0]["covariance"].is_array() && doc["models"][0]["residuals"].is_array());
+    assert_eq!(doc["models"][0]["interval_method"], "cells");
+    assert!(doc["models"][0]["cv_log_errors"].is_array() && doc["models"][0]["cells"].is_u64());
 
     let mut bad = doc.clone();
     bad["detections"][0].as_object_mut().unwrap().remove("at_files");
     assert!(!v.is_valid(&bad), "knee without at_files accepted");
     let mut bad = doc;
-    bad["detections"][1]["kind"] = Value::from("frobnicate");
+    bad["detections"][2]["kind"] = Value::from("frobnicate");
     assert!(!v.is_valid(&bad), "unknown detection kind accepted");
 }

@@ -26,6 +26,9 @@ pub enum Detection {
         #[serde(flatten)]
         knee: Knee,
     },
+    /// A dirsize experiment looked for a knee up to `up_to_files` files in one
+    /// directory and found none (the per-file cost never stayed 20% up).
+    NoKnee { target: String, op: String, tree_key: String, up_to_files: u64 },
     /// Between two adjacent file counts the faster of two targets changes.
     Crossover {
         op: String,
@@ -66,6 +69,10 @@ impl Detection {
                 sig3(k.rise * 100.0),
                 sig3(k.before_us_per_file),
                 sig3(k.after_us_per_file)
+            ),
+            Detection::NoKnee { target, op, tree_key, up_to_files } => format!(
+                "no knee: {op} on {tree_key} ({target}): the per-file cost never stays {}% above the first portions' up to {up_to_files} files",
+                (KNEE_RISE * 100.0) as u32
             ),
             Detection::Crossover { op, faster_below, faster_above, at_files, between_files, significant } => format!(
                 "crossover: {op}: {faster_below} is faster below ~{} files, {faster_above} above (between {} and {} files){}",
@@ -126,13 +133,15 @@ pub fn median_per_file(runs: &[(&[Portion], u64)], portion: u64) -> Vec<f64> {
 }
 
 /// The first portion from which the per-file cost stays ≥ KNEE_RISE above the first
-/// portions' (median of the first three), judged by the median of the rest.
+/// portions' (median of the first three), judged by the median of the rest. "Stays"
+/// needs at least two portions from the knee on: the last portion alone (which also
+/// carries the end of the phase, e.g. the final syncfs) is not a knee.
 pub fn knee(per_file_s: &[f64], portion: u64) -> Option<Knee> {
-    if per_file_s.len() < 4 {
+    if per_file_s.len() < 5 {
         return None;
     }
     let base = median(&per_file_s[..3]);
-    for k in 3..per_file_s.len() {
+    for k in 3..per_file_s.len() - 1 {
         let after = median(&per_file_s[k..]);
         if per_file_s[k] > base * (1.0 + KNEE_RISE) && after > base * (1.0 + KNEE_RISE) {
             return Some(Knee {
@@ -282,6 +291,11 @@ mod tests {
         spike[12] = 5e-6; // one slow portion is noise, not a knee
         assert!(knee(&spike, 1000).is_none());
         assert!(knee(&[1e-6, 2e-6], 1000).is_none());
+        // A slow last portion alone is not a knee either (dirsize on NTFS: 204 → 269 µs
+        // in the 30th and last portion only).
+        let mut last = vec![1e-6; 30];
+        last[29] = 1.3e-6;
+        assert!(knee(&last, 10_000).is_none());
     }
 
     #[test]

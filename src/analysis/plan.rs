@@ -48,7 +48,8 @@ impl Source {
 pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
     let root = walk::open_root(path)
         .map_err(|e| Error::bad("PATH", format!("{}: cannot open as a directory: {e}", path.display())))?;
-    let acc = Mutex::new((Vec::<u64>::new(), 0u64, 0u64)); // sizes, dirs, unreadable
+    // sizes, dirs, unreadable, Σ files-per-directory², most files in one directory
+    let acc = Mutex::new((Vec::<u64>::new(), 0u64, 0u64, 0f64, 0u64));
     walk::par_tasks(threads, vec![root], |fd: OwnedFd, spawn| {
         if signals::pending() != 0 {
             return;
@@ -76,6 +77,9 @@ pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
             }
         }
         let mut a = acc.lock().expect("walk lock");
+        let n = sizes.len() as u64;
+        a.3 += (n as f64) * (n as f64);
+        a.4 = a.4.max(n);
         a.0.extend(sizes);
         a.1 += 1;
     });
@@ -83,11 +87,11 @@ pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
     if signal != 0 {
         return Err(Error::Interrupted { signal });
     }
-    let (sizes, dirs, unreadable) = acc.into_inner().expect("walk finished");
+    let (sizes, dirs, unreadable, dir_sq, max_files_per_dir) = acc.into_inner().expect("walk finished");
     if unreadable > 0 {
         eprintln!("manyfiles: warning: {unreadable} directories could not be read; their files are not counted");
     }
-    let shape = Shape { files: sizes.len() as u64, bytes: sizes.iter().sum(), dirs };
+    let shape = Shape { files: sizes.len() as u64, bytes: sizes.iter().sum(), dirs, dir_sq, max_files_per_dir };
     Ok(Source::Sizes { shape, sizes })
 }
 
@@ -139,7 +143,7 @@ pub fn plan(src: &Source, clusters: &[u64], model: Option<&ResultSet>) -> Plan {
                 allocated_bytes: allocated,
                 slack_bytes: slack,
                 slack_share: if allocated > 0 { slack as f64 / allocated as f64 } else { 0.0 },
-                write_time: m.map(|m| m.model.predict(shape.files as f64, shape.bytes as f64, shape.dirs as f64)),
+                write_time: m.map(|m| shape.predict(&m.model)),
                 model_target: m.map(|m| m.target.clone()),
             })
         })

@@ -14,11 +14,29 @@ pub struct Shape {
     pub files: u64,
     pub bytes: u64,
     pub dirs: u64,
+    /// Σ over directories of (files directly in it)²: exact from a walk or a new
+    /// inventory, estimated from the files-per-directory histogram of an older one.
+    pub dir_sq: f64,
+    /// Most files directly in one directory.
+    pub max_files_per_dir: u64,
 }
 
 impl From<&Inventory> for Shape {
     fn from(i: &Inventory) -> Shape {
-        Shape { files: i.files, bytes: i.total_bytes, dirs: i.dirs }
+        Shape {
+            files: i.files,
+            bytes: i.total_bytes,
+            dirs: i.dirs,
+            dir_sq: i.dir_sq(),
+            max_files_per_dir: i.most_files_in_a_dir(),
+        }
+    }
+}
+
+impl Shape {
+    /// The model's prediction for this tree.
+    pub fn predict(&self, m: &super::model::CostModel) -> Prediction {
+        m.predict(self.files as f64, self.bytes as f64, self.dirs as f64, self.dir_sq)
     }
 }
 
@@ -64,6 +82,10 @@ pub fn extrapolation(m: &ModelRow, s: &Shape) -> Vec<String> {
     if m.model.per_dir_s > 0.0 {
         why.extend(outside("directory count", s.dirs, m.dirs_range, count));
     }
+    // Files per directory only when the model has a directory-size cost.
+    if m.model.per_dir_entry_s > 0.0 {
+        why.extend(outside("most files in one directory", s.max_files_per_dir, m.max_files_per_dir_range, count));
+    }
     why
 }
 
@@ -76,7 +98,7 @@ pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>) -> Vec<Predic
     rs.models
         .iter()
         .map(|m| {
-            let p = m.model.predict(s.files as f64, s.bytes as f64, s.dirs as f64);
+            let p = s.predict(&m.model);
             let recovery_point_s = match interval_s {
                 Some(i) if is_sync(&m.op) => Some([i + p.seconds, i + p.interval95.map_or(p.seconds, |[_, hi]| hi)]),
                 _ => None,

@@ -2,7 +2,7 @@
 //! the knee where the per-file cost jumps (published: a folder slows by ≥ 23.7% past
 //! 200–300 k files).
 
-use crate::analysis::detect::{KNEE_RISE, knee, per_portion};
+use crate::analysis::detect::per_portion;
 use crate::analysis::stats::median;
 use crate::report::ResultSet;
 use crate::tree::{Layout, SizeDist, TreeSpec};
@@ -44,14 +44,8 @@ pub fn report(rs: &ResultSet, portion: u64) -> String {
             ]);
         }
         out.push_str(&format!("target {} ({} runs)\n{t}\n", target.id, runs.len()));
-        // A knee is printed with the other detections under the tables.
-        if knee(&per_file, portion).is_none() {
-            out.push_str(&format!(
-                "no knee: the per-file cost never stays {}% above the first portions' up to {} files\n",
-                (KNEE_RISE * 100.0) as u32,
-                n as u64 * portion
-            ));
-        }
+        // A knee, or that there is none up to the portions measured (`no_knee` in the
+        // JSON), is printed with the other detections under the tables.
     }
     out
 }

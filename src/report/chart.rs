@@ -132,7 +132,9 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                             .iter()
                             .filter(|x| x.op == op && x.target == t && x.run == 1)
                             .map(|x| {
-                                let p = m.model.predict(x.tree_files as f64, x.tree_bytes as f64, x.tree_dirs as f64);
+                                let sq = crate::analysis::model::dir_sq_of(crate::tree::layout::files_per_dir(&x.tree));
+                                let p =
+                                    m.model.predict(x.tree_files as f64, x.tree_bytes as f64, x.tree_dirs as f64, sq);
                                 (x.tree_files as f64, p.seconds)
                             })
                             .collect();

@@ -123,7 +123,7 @@ fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let mut h = String::from(
-        "<h2>Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs, non-negative least squares on relative error; ± standard errors.</p>\n\
+        "<h2>Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² (n files per directory), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit.</p>\n\
          <table><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>break-even file size</th><th>R²</th><th>points</th><th>files range</th></tr>\n",
     );
     for m in &rs.models {
@@ -144,6 +144,9 @@ fn models(rs: &ResultSet) -> String {
         ));
     }
     h.push_str("</table>\n");
+    for l in super::dir_entry_notes(rs) {
+        h.push_str(&format!("<p class=\"muted\">{}</p>\n", esc(&l)));
+    }
     h
 }
 

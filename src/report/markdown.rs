@@ -48,7 +48,7 @@ impl Exporter for MarkdownExporter {
             ));
         }
         if !rs.models.is_empty() {
-            s.push_str("\n**Fitted cost** (time = a·files + b·bytes + c·dirs, non-negative least squares on relative error)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | break-even file size | R² |\n|---|---|---:|---:|---:|---:|---:|\n");
+            s.push_str("\n**Fitted cost** (time = a·files + b·bytes + c·dirs + d·Σn², n files per directory; non-negative least squares on the relative error of each tree's median)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | break-even file size | R² |\n|---|---|---:|---:|---:|---:|---:|\n");
             for m in &rs.models {
                 let c = &m.model;
                 s.push_str(&format!(
@@ -63,6 +63,9 @@ impl Exporter for MarkdownExporter {
                     c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into()),
                     sig3(c.r2)
                 ));
+            }
+            for l in super::dir_entry_notes(rs) {
+                s.push_str(&format!("\n{l}\n"));
             }
         }
         if !rs.detections.is_empty() {

@@ -178,6 +178,10 @@ pub struct ModelRow {
     pub bytes_range: [u64; 2],
     #[serde(default)]
     pub dirs_range: [u64; 2],
+    /// Smallest and largest "most files in one directory" of the trees (0, 0 in
+    /// older files: unknown).
+    #[serde(default)]
+    pub max_files_per_dir_range: [u64; 2],
     #[serde(flatten)]
     pub model: CostModel,
 }
@@ -214,6 +218,33 @@ fn stop_reason(
     } else {
         format!("budget spent: {reached}")
     }
+}
+
+/// One line per model with a directory-size term: d, and what it adds at the largest
+/// directory the model saw (for the tables, Markdown and HTML).
+pub fn dir_entry_notes(rs: &ResultSet) -> Vec<String> {
+    use crate::units::fmt_secs;
+    rs.models
+        .iter()
+        .filter(|m| m.model.per_dir_entry_s > 0.0)
+        .map(|m| {
+            let c = &m.model;
+            let n = m.max_files_per_dir_range[1] as f64;
+            let aicc = match (c.aicc_plain, c.aicc_dir_entry) {
+                (Some(p), Some(d)) => format!("; AICc {} against {} without it", sig3(d), sig3(p)),
+                _ => String::new(),
+            };
+            format!(
+                "directory-size cost: {} ({}): d = {} ± {} ns per pair of files in one directory (d·Σn²): {} of extra time at {} files in one directory{aicc}",
+                m.op,
+                m.target,
+                sig3(c.per_dir_entry_s * 1e9),
+                sig3(c.per_dir_entry_se * 1e9),
+                fmt_secs(c.per_dir_entry_s * n * n),
+                n
+            )
+        })
+        .collect()
 }
 
 /// Write phases (their results have a durable and a returned time).
@@ -344,12 +375,21 @@ impl ResultSet {
             let portion = self.experiment.portion_files;
             let runs: Vec<(&[crate::measure::Portion], u64)> =
                 ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
-            if let Some(knee) = detect::knee(&detect::median_per_file(&runs, portion), portion) {
+            let per_file = detect::median_per_file(&runs, portion);
+            if let Some(knee) = detect::knee(&per_file, portion) {
                 self.detections.push(Detection::Knee {
                     target: target.clone(),
                     op: op.clone(),
                     tree_key: tree_key.clone(),
                     knee,
+                });
+            } else if self.experiment.name == "dirsize" && !per_file.is_empty() {
+                // Say so explicitly: the knee was looked for and is not there up to here.
+                self.detections.push(Detection::NoKnee {
+                    target: target.clone(),
+                    op: op.clone(),
+                    tree_key: tree_key.clone(),
+                    up_to_files: per_file.len() as u64 * portion,
                 });
             }
             self.summaries.push(SummaryRow {
@@ -373,8 +413,14 @@ impl ResultSet {
             }
         }
         for (target, op) in pairs {
-            let ms: Vec<&Measurement> =
+            let all: Vec<&Measurement> =
                 self.measurements.iter().filter(|m| m.target == target && m.op == op && m.result.complete()).collect();
+            // The runs each cell's summary uses (disturbed ones left out as there).
+            let mut ms: Vec<&Measurement> = Vec::new();
+            for (_, _, k) in keys.iter().filter(|(t, o, _)| *t == target && *o == op) {
+                let cell: Vec<&Measurement> = all.iter().copied().filter(|m| &m.tree_key == k).collect();
+                ms.extend(split_disturbed(&cell, self.experiment.adaptive.is_some()).0);
+            }
             let distinct_trees = {
                 let mut k: Vec<&str> = ms.iter().map(|m| m.tree_key.as_str()).collect();
                 k.sort();
@@ -384,12 +430,21 @@ impl ResultSet {
             if distinct_trees < 3 {
                 continue; // a model from fewer than 3 tree shapes says nothing
             }
+            // Files per directory of every tree (once per tree: drawn trees need a plan).
+            let mut per_dir: Vec<(&str, Vec<(u64, u64)>)> = Vec::new();
+            for m in &ms {
+                if !per_dir.iter().any(|(k, _)| *k == m.tree_key) {
+                    per_dir.push((&m.tree_key, crate::tree::layout::files_per_dir(&m.tree)));
+                }
+            }
+            let counts = |m: &Measurement| &per_dir.iter().find(|(k, _)| *k == m.tree_key).expect("every tree").1;
             let points: Vec<Point> = ms
                 .iter()
                 .map(|m| Point {
                     files: m.tree_files as f64,
                     bytes: m.tree_bytes as f64,
                     dirs: m.tree_dirs as f64,
+                    dir_sq: model::dir_sq_of(counts(m).iter().copied()),
                     seconds: m.seconds(self.experiment.until),
                 })
                 .collect();
@@ -397,9 +452,12 @@ impl ResultSet {
                 let range = |f: fn(&Measurement) -> u64| {
                     [ms.iter().map(|m| f(m)).min().unwrap_or(0), ms.iter().map(|m| f(m)).max().unwrap_or(0)]
                 };
+                let most = |m: &Measurement| counts(m).iter().map(|c| c.0).max().unwrap_or(0);
+                let max_files_per_dir_range =
+                    [ms.iter().map(|m| most(m)).min().unwrap_or(0), ms.iter().map(|m| most(m)).max().unwrap_or(0)];
                 if model.r2 < 0.9 {
                     self.warnings.push(format!(
-                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs explains the data poorly (R² {}): read the fitted costs with care",
+                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² explains the data poorly (R² {}): read the fitted costs with care",
                         sig3(model.r2)
                     ));
                 }
@@ -409,6 +467,7 @@ impl ResultSet {
                     files_range: range(|m| m.tree_files),
                     bytes_range: range(|m| m.tree_bytes),
                     dirs_range: range(|m| m.tree_dirs),
+                    max_files_per_dir_range,
                     model,
                 });
             }

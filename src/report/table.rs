@@ -169,9 +169,13 @@ pub fn models(rs: &ResultSet) -> String {
         t.add_row(row);
     }
     right_align(&mut t, 1);
+    let mut notes = String::new();
+    for l in super::dir_entry_notes(rs) {
+        notes.push_str(&format!("\n{l}"));
+    }
     format!(
-        "fitted cost: time = a·files + b·bytes + c·dirs (non-negative least squares on relative error)\n{t}\n\
-         break-even: a file costs as much time as moving this many bytes; a directory cost is shown only when the data resolve it"
+        "fitted cost: time = a·files + b·bytes + c·dirs + d·Σn² (n: files per directory; non-negative least squares on relative error of each tree's median; s.e. with the trees as the unit)\n{t}\n\
+         break-even: a file costs as much time as moving this many bytes; a directory cost, and the directory-size cost d, are shown only when the data resolve them{notes}"
     )
 }
 

@@ -108,6 +108,47 @@ impl Shape {
     }
 }
 
+/// Files directly in each directory of a spec's tree, as (files, directories with
+/// that many) pairs, directories without files left out. Flat and nested layouts
+/// are counted from their [`Shape`] (no plan is built: cheap for any size); drawn
+/// layouts from their plan.
+pub fn files_per_dir(spec: &TreeSpec) -> Vec<(u64, u64)> {
+    let n = spec.files;
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut push = |files: u64, dirs: u64| {
+        if files > 0 && dirs > 0 {
+            out.push((files, dirs));
+        }
+    };
+    match &spec.layout {
+        Layout::Drawn { .. } => {
+            let plan = Plan::new(spec);
+            for d in &plan.dirs {
+                push(d.nfiles, 1);
+            }
+        }
+        _ => {
+            let Shape { leaves, per_leaf, .. } = Shape::of(spec);
+            match per_leaf {
+                // Fixed-size leaves, the last one holding the rest.
+                Some(f) => {
+                    let full = (n / f.max(1)).min(leaves);
+                    push(f, full);
+                    push(n - full * f, 1);
+                }
+                // Even spread: leaf j holds ⌊(j+1)n/L⌋ − ⌊jn/L⌋ files, i.e. n mod L leaves
+                // with ⌈n/L⌉ and the others ⌊n/L⌋.
+                None => {
+                    let (q, r) = (n / leaves.max(1), n % leaves.max(1));
+                    push(q + 1, r);
+                    push(q, leaves - r);
+                }
+            }
+        }
+    }
+    out
+}
+
 impl Plan {
     /// Lay out a validated spec.
     pub fn new(spec: &TreeSpec) -> Plan {
