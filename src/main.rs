@@ -171,7 +171,8 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
                 return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
             }
             if s.failed > 0 {
-                return Err(Error::failed(format!("{} entries could not be removed", s.failed)));
+                let what = if s.failed == 1 { "1 entry" } else { &format!("{} entries", s.failed) };
+                return Err(Error::failed(format!("{what} could not be removed")));
             }
         }
         Command::Scan(a) => {
