@@ -137,7 +137,7 @@ run_one() {
         ftzz)
             # ftzz ≥ 3 has no `generate` subcommand; older versions need it.
             local g=()
-            if ftzz --help 2>/dev/null | grep -q '^ *generate'; then g=(g); fi
+            if ftzz --help 2>/dev/null | grep -qE '^\s+generate\s'; then g=(g); fi
             local b
             b=$(find "$src" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
             if [ "$b" -gt 0 ]; then timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact
