@@ -302,7 +302,8 @@ mod tests {
         let sigma = (1.0f64 + 0.3 * 0.3).ln().sqrt();
         // (name, draw(u1, u2, u3) → time, true median)
         let normal = |u1: f64, u2: f64| (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-        let cases: [(&str, Box<dyn Fn(f64, f64, f64) -> f64>, f64); 3] = [
+        type Draw = Box<dyn Fn(f64, f64, f64) -> f64>;
+        let cases: [(&str, Draw, f64); 3] = [
             ("normal cv 5%", Box::new(move |u1, u2, _| 1.0 + 0.05 * normal(u1, u2)), 1.0),
             ("lognormal cv 30%", Box::new(move |u1, u2, _| (sigma * normal(u1, u2)).exp()), 1.0),
             (

@@ -433,20 +433,6 @@ pub fn detections(rs: &ResultSet, shown: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mean_ci_in_one_unit() {
-        assert_eq!(fmt_mean_ci(0.0123, Some(0.00041)), "12.3 ± 0.4 ms");
-        assert_eq!(fmt_mean_ci(0.0123, Some(0.0123)), "12.3 ± 12.3 ms");
-        assert_eq!(fmt_mean_ci(2.5, None), "2.50 s (1 run)");
-        assert_eq!(fmt_mean_ci(0.00199, Some(0.000000637)), "1.99 ± 0.00064 ms");
-        assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.0 µs");
-    }
-}
-
 /// Under MPI: per op and tree, the job's rate from the last finisher and from the first
 /// (stonewall), and how far apart the ranks finished. Empty with one rank.
 pub fn ranks(rs: &ResultSet) -> String {
@@ -511,4 +497,18 @@ pub fn ranks(rs: &ResultSet) -> String {
         "{} MPI ranks: the job's rate from the last rank to finish and from the first (stonewall: files all ranks had done by then)\n{t}\n",
         rs.provenance.ranks
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_ci_in_one_unit() {
+        assert_eq!(fmt_mean_ci(0.0123, Some(0.00041)), "12.3 ± 0.4 ms");
+        assert_eq!(fmt_mean_ci(0.0123, Some(0.0123)), "12.3 ± 12.3 ms");
+        assert_eq!(fmt_mean_ci(2.5, None), "2.50 s (1 run)");
+        assert_eq!(fmt_mean_ci(0.00199, Some(0.000000637)), "1.99 ± 0.00064 ms");
+        assert_eq!(fmt_mean_ci(0.000012, Some(0.000001)), "12.0 ± 1.0 µs");
+    }
 }
