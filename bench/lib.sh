@@ -6,6 +6,7 @@
 #   bench_build [cargo options...]             → release build, $MF the binary
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
+#   busy                                       → busy jiffies of all CPUs so far (steal included)
 # A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
 
 MNT=$WORK/mnt
@@ -63,3 +64,7 @@ bench_header() {
     echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted changes in src/'), $3"
     echo
 }
+
+# Busy jiffies of all CPUs so far (user, nice, system, irq, softirq, steal): differences
+# over a run give the CPU time everything on the machine used meanwhile.
+busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }

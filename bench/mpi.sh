@@ -29,7 +29,6 @@ bench_build --features mpi
 fresh_ext4 "$IMG_SIZE"
 
 HZ=$(getconf CLK_TCK)
-busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
 wait_quiet() {
     local t=0 b0 b1
     while :; do

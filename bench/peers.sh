@@ -69,7 +69,6 @@ bench_header "engines against their peers" \
     "$(version cpz); $(version rmz); $(version ftzz); $(cp --version | head -1); $(version rsync); $(find --version | head -1); $(du --version | head -1); $(version gdu)"
 
 HZ=$(getconf CLK_TCK)
-busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
 wait_quiet() {
     local t=0 b0 b1
     while :; do

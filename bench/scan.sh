@@ -73,7 +73,6 @@ pg_fresh() { # drop and create database $1, print its URL
 }
 
 HZ=$(getconf CLK_TCK)
-busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
 
 RAW=$WORK/raw.tsv
 : > "$RAW"
