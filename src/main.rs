@@ -117,10 +117,13 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
         // Under MPI only the experiments run (each rank in its own run directory); the
         // other commands would have every rank work on the same paths.
-        ref c if ranks::size() > 1 && !matches!(c, Command::Ladder(_) | Command::Ops(_) | Command::Dirsize(_)) => {
+        ref c
+            if ranks::size() > 1
+                && !matches!(c, Command::Ladder(_) | Command::Ops(_) | Command::Dirsize(_) | Command::Rm(_)) =>
+        {
             return Err(manyfiles::error::Error::bad(
                 "COMMAND",
-                "this command does not run under MPI (ladder, ops and dirsize do, with copy, sync and scan as ops); start it without mpirun",
+                "this command does not run under MPI (ladder, ops, dirsize and rm do, with copy, sync and scan as ops): refused, not distributed; start it without mpirun",
             ));
         }
         Command::Bigfile(a) => {
@@ -161,7 +164,9 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Rm(a) => {
             use manyfiles::error::Error;
             let (o, json) = cli::rm_config(&a)?;
-            let s = manyfiles::engine::rm::run(&o)?;
+            // Under a launcher every rank removes part of the same trees (dist::rm); one
+            // rank is the local engine, as always.
+            let s = if ranks::size() > 1 { manyfiles::dist::rm::run(&o)? } else { manyfiles::engine::rm::run(&o)? };
             out(&s.text());
             if let Some(p) = json {
                 let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
