@@ -1,0 +1,137 @@
+//! The engines under MPI (feature `mpi`): `cargo test --features mpi --test dist`.
+//! Every rank works on the same tree (one machine: a shared file system by definition);
+//! results must be those of one process. Skipped with a printed reason where mpirun is
+//! missing (never in CI).
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+fn mpirun_available() -> bool {
+    let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI: mpirun is missing (.ci/run installs openmpi-bin)");
+        eprintln!("skipped: mpirun not found (apt-get install openmpi-bin)");
+    }
+    found
+}
+
+/// `mpirun -np N manyfiles ARGS`, bounded in time.
+fn mpirun(np: usize, args: &[&str]) -> Run {
+    let out = assert_cmd::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()])
+        .arg(bin())
+        .args(args)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("mpirun starts");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// An uneven tree: 30 directories of 40 files, one directory of `big` files, a chain 60
+/// deep with a file per level, a symlink to `/` and an empty directory.
+fn uneven_tree(top: &Path, big: usize) {
+    for a in 0..6 {
+        for b in 0..5 {
+            let d = top.join(format!("d{a}/e{b}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for f in 0..40 {
+                std::fs::write(d.join(format!("f{f}")), [a as u8; 100]).unwrap();
+            }
+        }
+    }
+    let huge = top.join("huge");
+    std::fs::create_dir_all(&huge).unwrap();
+    for i in 0..big {
+        std::fs::write(huge.join(format!("h{i:06}")), b"").unwrap();
+    }
+    let mut p = top.join("chain");
+    for _ in 0..60 {
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("f"), b"c").unwrap();
+        p = p.join("c");
+    }
+    std::os::unix::fs::symlink("/", top.join("d0/root-link")).unwrap();
+    std::fs::create_dir_all(top.join("empty")).unwrap();
+}
+
+/// (files, dirs, per-rank work) from an rm JSON summary.
+fn rm_counts(json: &Path) -> (u64, u64, Vec<u64>) {
+    let v = load_json(json);
+    let work = v.get("ranks").map_or(Vec::new(), |r| arr(r, "work").iter().map(|w| w.as_u64().unwrap()).collect());
+    (u(&v, "files"), u(&v, "dirs"), work)
+}
+
+#[test]
+fn rm_under_mpirun_removes_what_one_process_removes() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for np in [1, 2, 4] {
+        let top = dir.path().join(format!("top{np}"));
+        uneven_tree(&top, 5000);
+        let json = dir.path().join(format!("rm{np}.json"));
+        let r = mpirun(np, &["rm", top.to_str().unwrap(), "--threads", "2", "--json", json.to_str().unwrap()]);
+        r.ok();
+        assert!(!top.exists(), "np {np}: the tree is gone");
+        assert!(dir.path().exists());
+        // Rank 0 alone prints, once.
+        assert_eq!(r.stdout.lines().filter(|l| l.starts_with("removed ")).count(), 1, "{}", r.stdout);
+        let (files, dirs, work) = rm_counts(&json);
+        if np > 1 {
+            assert!(r.stdout.contains(&format!("ranks: {np} on")), "{}", r.stdout);
+            assert_eq!(work.len(), np);
+            assert_eq!(work.iter().sum::<u64>(), files + dirs);
+        }
+        seen.push((files, dirs));
+    }
+    // 30 × 40 + 5000 + 60 files + the symlink; 1 + 6 + 30 + 1 + 60 + 1 directories.
+    assert_eq!(seen, vec![(6261, 99); 3]);
+}
+
+#[test]
+fn rm_spreads_one_huge_directory_over_the_ranks() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().join("flat");
+    std::fs::create_dir_all(&top).unwrap();
+    for i in 0..40_000 {
+        std::fs::write(top.join(format!("f{i:06}")), b"").unwrap();
+    }
+    let json = dir.path().join("rm.json");
+    let r = mpirun(2, &["rm", top.to_str().unwrap(), "--threads", "1", "--json", json.to_str().unwrap()]);
+    r.ok();
+    assert!(!top.exists());
+    let (files, _, work) = rm_counts(&json);
+    assert_eq!(files, 40_000);
+    let mean = work.iter().sum::<u64>() as f64 / work.len() as f64;
+    assert!(work.iter().all(|&w| (w as f64) < 2.0 * mean && (w as f64) > mean / 2.0), "per-rank work {work:?}");
+}
+
+#[test]
+fn rm_under_mpirun_refuses_bad_paths_on_every_rank() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("keep");
+    std::fs::create_dir(&keep).unwrap();
+    let missing = dir.path().join("missing");
+    let r = mpirun(2, &["rm", keep.to_str().unwrap(), missing.to_str().unwrap()]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("no such file or directory"), "{}", r.stderr);
+    assert_eq!(r.stderr.matches("manyfiles: rm:").count(), 1, "told once: {}", r.stderr);
+    assert!(keep.exists(), "nothing removed when one PATH is refused");
+}
