@@ -135,3 +135,63 @@ fn rm_under_mpirun_refuses_bad_paths_on_every_rank() {
     assert_eq!(r.stderr.matches("manyfiles: rm:").count(), 1, "told once: {}", r.stderr);
     assert!(keep.exists(), "nothing removed when one PATH is refused");
 }
+
+/// Every row of a SQLite index, ids replaced by paths: (path, parent path, name, type,
+/// size, mtime, mode, inode, allocated), sorted.
+type IndexRow = (Vec<u8>, Option<Vec<u8>>, Vec<u8>, String, i64, i64, i64, i64, i64);
+
+fn index_rows(db: &Path) -> Vec<IndexRow> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut st = c
+        .prepare(
+            "SELECT f.path, p.path, f.name, f.type, f.size, f.mtime_ns, f.mode, f.inode, f.allocated \
+             FROM files f LEFT JOIN files p ON p.id = f.parent ORDER BY f.path",
+        )
+        .unwrap();
+    st.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
+    })
+    .unwrap()
+    .map(|r| r.unwrap())
+    .collect()
+}
+
+#[test]
+fn scan_under_mpirun_writes_the_index_one_process_writes() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().join("tree");
+    uneven_tree(&top, 3000);
+    let t = top.to_str().unwrap();
+    let db = |n: usize| dir.path().join(format!("i{n}.db"));
+    run(&["scan", t, "--db", db(1).to_str().unwrap(), "--threads", "2"]).ok();
+    let one = index_rows(&db(1));
+    assert_eq!(one.len(), 99 + 4261, "the 99 directories (the root one of them) and 4,261 others");
+    for np in [2, 4] {
+        let json = dir.path().join(format!("s{np}.json"));
+        let r = mpirun(
+            np,
+            &["scan", t, "--db", db(np).to_str().unwrap(), "--threads", "2", "--json", json.to_str().unwrap()],
+        );
+        r.ok();
+        assert_eq!(r.stdout.matches("scanned ").count(), 1, "rank 0 alone prints: {}", r.stdout);
+        assert!(r.stdout.contains(&format!("ranks: {np} on")), "{}", r.stdout);
+        assert_eq!(index_rows(&db(np)), one, "np {np}: the same rows");
+        let v = load_json(&json);
+        let work: Vec<u64> = arr(get(&v, "ranks"), "work").iter().map(|w| w.as_u64().unwrap()).collect();
+        assert_eq!(work.iter().sum::<u64>(), one.len() as u64);
+        assert_eq!(u(get(&v, "provenance"), "ranks"), np as u64);
+    }
+    // A rescan after changes: new, changed and deleted rows as one process finds them.
+    std::fs::write(top.join("d1/e1/new"), b"n").unwrap();
+    std::fs::remove_file(top.join("d2/e2/f3")).unwrap();
+    std::fs::write(top.join("d3/e3/f4"), b"changed, longer").unwrap();
+    run(&["scan", t, "--db", db(1).to_str().unwrap()]).ok();
+    let r = mpirun(2, &["scan", t, "--db", db(2).to_str().unwrap()]);
+    r.ok();
+    assert!(r.stdout.contains("1 new, "), "{}", r.stdout);
+    assert!(r.stdout.contains("1 deleted"), "{}", r.stdout);
+    assert_eq!(index_rows(&db(2)), index_rows(&db(1)));
+}

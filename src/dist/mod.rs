@@ -5,6 +5,7 @@
 
 pub mod ranks;
 pub mod rm;
+pub mod scan;
 pub mod walk;
 
 use serde::{Deserialize, Serialize};
@@ -77,4 +78,28 @@ impl RankCounts {
             self.walk.received.iter().sum::<u64>()
         )
     }
+}
+
+/// Sends `bytes` to rank `to` (point to point on the world communicator; blocks until
+/// MPI has taken the buffer). Only from the main thread. Without MPI there is no other
+/// rank to send to.
+pub fn send_bytes(to: usize, tag: i32, bytes: &[u8]) {
+    #[cfg(feature = "mpi")]
+    {
+        use mpi::traits::*;
+        mpi::topology::SimpleCommunicator::world().process_at_rank(to as i32).send_with_tag(bytes, tag);
+    }
+    #[cfg(not(feature = "mpi"))]
+    unreachable!("no rank {to} to send {} bytes with tag {tag} to without MPI", bytes.len())
+}
+
+/// The next message with `tag` from rank `from` (see [`send_bytes`]).
+pub fn recv_bytes(from: usize, tag: i32) -> Vec<u8> {
+    #[cfg(feature = "mpi")]
+    {
+        use mpi::traits::*;
+        mpi::topology::SimpleCommunicator::world().process_at_rank(from as i32).receive_vec_with_tag::<u8>(tag).0
+    }
+    #[cfg(not(feature = "mpi"))]
+    unreachable!("no rank {from} to receive tag {tag} from without MPI")
 }
