@@ -166,7 +166,7 @@ fn scan_under_mpirun_writes_the_index_one_process_writes() {
     uneven_tree(&top, 3000);
     let t = top.to_str().unwrap();
     let db = |n: usize| dir.path().join(format!("i{n}.db"));
-    run(&["scan", t, "--db", db(1).to_str().unwrap(), "--threads", "2"]).ok();
+    run(["scan", t, "--db", db(1).to_str().unwrap(), "--threads", "2"]).ok();
     let one = index_rows(&db(1));
     assert_eq!(one.len(), 99 + 4261, "the 99 directories (the root one of them) and 4,261 others");
     for np in [2, 4] {
@@ -188,7 +188,7 @@ fn scan_under_mpirun_writes_the_index_one_process_writes() {
     std::fs::write(top.join("d1/e1/new"), b"n").unwrap();
     std::fs::remove_file(top.join("d2/e2/f3")).unwrap();
     std::fs::write(top.join("d3/e3/f4"), b"changed, longer").unwrap();
-    run(&["scan", t, "--db", db(1).to_str().unwrap()]).ok();
+    run(["scan", t, "--db", db(1).to_str().unwrap()]).ok();
     let r = mpirun(2, &["scan", t, "--db", db(2).to_str().unwrap()]);
     r.ok();
     assert!(r.stdout.contains("1 new, "), "{}", r.stdout);
