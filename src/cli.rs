@@ -891,11 +891,11 @@ pub struct RmArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::rm::Options, Option<PathBuf>)> {
+pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
     if let Some(j) = &a.json {
         check_output(j, "--json")?;
     }
-    let o = manyfiles::rm::Options {
+    let o = manyfiles::engine::rm::Options {
         paths: a.paths.clone(),
         threads: threads(a.threads)?,
         cross_mounts: a.cross_mounts,
@@ -940,15 +940,15 @@ pub struct CopyCommonArgs {
 
 /// Options for `copy` / `sync`, and where the JSON summary goes.
 pub fn copy_config(
-    mode: manyfiles::copy::Mode,
+    mode: manyfiles::engine::copy::Mode,
     src: &std::path::Path,
     dst: &std::path::Path,
     c: &CopyCommonArgs,
-) -> Result<(manyfiles::copy::Options, Option<PathBuf>)> {
+) -> Result<(manyfiles::engine::copy::Options, Option<PathBuf>)> {
     if let Some(j) = &c.json {
         check_output(j, "--json")?;
     }
-    let mut o = manyfiles::copy::Options::new(mode, src, dst, threads(c.threads)?);
+    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads(c.threads)?);
     o.quiet = c.quiet;
     Ok((o, c.json.clone()))
 }
@@ -978,14 +978,15 @@ impl PairArgs {
     }
 }
 
-pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::scan::ScanConfig> {
-    let db = a.db.as_deref().map(manyfiles::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
+    let db =
+        a.db.as_deref().map(manyfiles::engine::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
     for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
         if let Some(p) = p {
             check_output(p, flag)?;
         }
     }
-    Ok(manyfiles::scan::ScanConfig {
+    Ok(manyfiles::engine::scan::ScanConfig {
         root: a.path.clone(),
         db,
         inventory: a.inventory.clone(),

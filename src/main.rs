@@ -4,17 +4,17 @@ mod cli;
 
 use clap::Parser;
 use cli::{Cli, Command};
+use manyfiles::dist::ranks;
 use manyfiles::error::Result;
-use manyfiles::ranks;
 use manyfiles::report::{ResultSet, table};
 use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    manyfiles::ranks::init();
+    manyfiles::dist::ranks::init();
     let code = main_here();
-    manyfiles::ranks::finalize();
+    manyfiles::dist::ranks::finalize();
     code
 }
 
@@ -149,19 +149,19 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             print_results(&rs, false, cfg.json.as_deref());
         }
         Command::Copy(a) => {
-            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
+            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
             (o.reflink, o.verify) = (a.reflink, a.verify);
             return copy_report(&o, json.as_deref(), args);
         }
         Command::Sync(a) => {
-            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
+            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
             return copy_report(&o, json.as_deref(), args);
         }
         Command::Rm(a) => {
             use manyfiles::error::Error;
             let (o, json) = cli::rm_config(&a)?;
-            let s = manyfiles::rm::run(&o)?;
+            let s = manyfiles::engine::rm::run(&o)?;
             out(&s.text());
             if let Some(p) = json {
                 let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
@@ -177,7 +177,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
         Command::Scan(a) => {
             let cfg = cli::scan_config(&a, args)?;
-            let r = manyfiles::scan::scan(&cfg)?;
+            let r = manyfiles::engine::scan::scan(&cfg)?;
             out(&r.text());
             if let Some(signal) = r.interrupted_by {
                 return Err(manyfiles::error::Error::Interrupted { signal });
@@ -292,9 +292,9 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
 
 /// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
 /// when anything failed or differed.
-fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
+fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
     use manyfiles::error::Error;
-    let s = manyfiles::copy::run(o, args)?;
+    let s = manyfiles::engine::copy::run(o, args)?;
     out(&s.text());
     if let Some(p) = json {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;

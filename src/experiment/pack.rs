@@ -12,7 +12,8 @@
 //! mounted tree is compared with the source (names, kinds, sizes, contents), untimed.
 
 use super::{Driver, Order, Stop, TreeMeta, TrialOutcome, drive, outputs};
-use crate::copy::verify::{Checks, compare};
+use crate::engine::copy::verify::{Checks, compare};
+use crate::engine::walk;
 use crate::error::{Error, Result};
 use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
@@ -25,7 +26,6 @@ use crate::target::rundir::{RunDir, remove_contents};
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, SizeDist, TreeSpec};
 use crate::units::{fmt_secs, fmt_size, sig3};
-use crate::walk;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, mkdirat, unlinkat};
 use std::ffi::{CStr, CString};
@@ -285,7 +285,7 @@ fn trial(ctx: &Ctx, src_rd: &RunDir, dst_rd: &RunDir, ti: usize) -> TrialOutcome
         // Loose: the copy engine, file by file.
         let loose = dst_rd.path.join("loose");
         let before = used(&dst_rd.path);
-        let mut r = ops::copy::engine(crate::copy::Mode::Copy, &src, &loose, threads);
+        let mut r = ops::copy::engine(crate::engine::copy::Mode::Copy, &src, &loose, threads);
         r.space_used_bytes = before.zip(used(&dst_rd.path)).map(|(a, b)| b as i64 - a as i64);
         try_stop!(s.record("loose", r));
         try_stop!(untimed(same_tree(&src, &loose, "loose copy", threads)));

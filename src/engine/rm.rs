@@ -18,8 +18,8 @@
 //! Bytes freed: the free space each file system involved gained, from `statvfs` before
 //! and after (no per-file `statx`: see [`STATX_BYTES`]).
 
+use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, openat, statx, unlinkat};
 use rustix::io::Errno;
@@ -527,7 +527,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let quiet = o.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     std::thread::scope(|sc| {
         let c = &ctx;
-        let reporter = crate::copy::progress::Reporter::with_line(sc, quiet, move || {
+        let reporter = crate::engine::copy::progress::Reporter::with_line(sc, quiet, move || {
             let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
             format!(

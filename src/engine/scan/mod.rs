@@ -16,11 +16,11 @@ pub mod sqlite;
 
 pub use backend::IndexBackend;
 
+use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
 use crate::measure::provenance::Provenance;
 use crate::signals;
 use crate::units::{fmt_rate, fmt_secs, fmt_size};
-use crate::walk::{self, Kind};
 use backend::Changes;
 use diff::{DiffCounts, Index};
 use producer::{Batch, WalkStats, path_key};
@@ -245,7 +245,7 @@ impl Writer<'_> {
 /// what it had; rows are never deleted after an incomplete walk.
 pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
-    crate::walk::raise_fd_limit();
+    crate::engine::walk::raise_fd_limit();
     let (root_fd, root) = open_root(&cfg.root)?;
     let mut db = match &cfg.db {
         Some(u) => Some(u.open()?),
