@@ -121,12 +121,18 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             if ranks::size() > 1
                 && !matches!(
                     c,
-                    Command::Ladder(_) | Command::Ops(_) | Command::Dirsize(_) | Command::Rm(_) | Command::Scan(_)
+                    Command::Ladder(_)
+                        | Command::Ops(_)
+                        | Command::Dirsize(_)
+                        | Command::Rm(_)
+                        | Command::Scan(_)
+                        | Command::Copy(_)
+                        | Command::Sync(_)
                 ) =>
         {
             return Err(manyfiles::error::Error::bad(
                 "COMMAND",
-                "this command does not run under MPI (ladder, ops, dirsize, rm and scan do, with copy and sync as ops): refused, not distributed; start it without mpirun",
+                "this command does not run under MPI (ladder, ops, dirsize, copy, sync, rm and scan do): refused, not distributed; start it without mpirun",
             ));
         }
         Command::Bigfile(a) => {
@@ -157,12 +163,12 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Copy(a) => {
             let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
             (o.reflink, o.verify) = (a.reflink, a.verify);
-            return copy_report(&o, json.as_deref(), args);
+            return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
         Command::Sync(a) => {
             let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
-            return copy_report(&o, json.as_deref(), args);
+            return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
         // Under MPI every rank has the job's summary and ends the same way.
         Command::Rm(a) => return ranks::agree(rm(&a)),
@@ -271,9 +277,12 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
 /// when anything failed or differed.
 fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
     use manyfiles::error::Error;
-    let s = manyfiles::engine::copy::run(o, args)?;
+    // Under a launcher every rank copies part of the tree (dist::copy); one rank is the
+    // local engine, as always.
+    let s =
+        if ranks::size() > 1 { manyfiles::dist::copy::run(o, args)? } else { manyfiles::engine::copy::run(o, args)? };
     out(&s.text());
-    if let Some(p) = json {
+    if let Some(p) = json.filter(|_| ranks::is_root()) {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
         manyfiles::report::export::write_file(p, &text)?;
     }

@@ -3,6 +3,7 @@
 //! with work stealing; the engines on it: [`rm`]). Without the `mpi` feature or a
 //! launcher there is one rank and every call is a no-op.
 
+pub mod copy;
 pub mod ranks;
 pub mod rm;
 pub mod scan;
