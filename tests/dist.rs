@@ -195,3 +195,108 @@ fn scan_under_mpirun_writes_the_index_one_process_writes() {
     assert!(r.stdout.contains("1 deleted"), "{}", r.stdout);
     assert_eq!(index_rows(&db(2)), index_rows(&db(1)));
 }
+
+/// SRC and DST compare equal: `sync --dry-run` (one process) finds nothing to do.
+fn assert_same_tree(src: &Path, dst: &Path) {
+    let r = run(["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "--dry-run", "--delete"]);
+    r.ok();
+    assert!(r.stdout.contains("would copy 0 (0 B transferred), 0 dirs to create"), "{}", r.stdout);
+    assert!(r.stdout.contains("deleted 0, extraneous kept 0, failed 0"), "{}", r.stdout);
+}
+
+#[test]
+fn copy_and_sync_under_mpirun_give_the_tree_one_process_gives() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    uneven_tree(&src, 3000);
+    // A read-only directory must still be filled (its mode is set last).
+    std::fs::create_dir_all(src.join("ro/inner")).unwrap();
+    std::fs::write(src.join("ro/inner/x"), b"x").unwrap();
+    std::fs::set_permissions(src.join("ro"), std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let s = src.to_str().unwrap();
+    let one = dir.path().join("one");
+    run(["copy", s, one.to_str().unwrap()]).ok();
+    for np in [2, 4] {
+        let dst = dir.path().join(format!("dst{np}"));
+        let d = dst.to_str().unwrap();
+        let json = dir.path().join(format!("c{np}.json"));
+        let r = mpirun(np, &["copy", s, d, "--threads", "2", "--verify", "--json", json.to_str().unwrap()]);
+        r.ok();
+        assert_eq!(r.stdout.lines().filter(|l| l.starts_with("copy ")).count(), 1, "rank 0 alone prints: {}", r.stdout);
+        assert!(r.stdout.contains("0 differences"), "{}", r.stdout);
+        assert!(r.stdout.contains(&format!("ranks: {np} on")), "{}", r.stdout);
+        assert_same_tree(&src, &dst);
+        let v = load_json(&json);
+        assert_eq!(u(&v, "copied"), 4261 + 1, "every file and symlink once");
+        // A second sync copies nothing; a sync --delete after changes matches one process.
+        let r = mpirun(np, &["sync", s, d]);
+        r.ok();
+        assert!(r.stdout.contains("copied 0 (0 B transferred), 0 dirs created"), "{}", r.stdout);
+        std::fs::write(dst.join("d1/stray"), b"s").unwrap();
+        std::fs::write(dst.join("d2/e2/f3"), b"other content").unwrap();
+        let r = mpirun(np, &["sync", s, d, "--delete", "--checksum"]);
+        r.ok();
+        assert!(r.stdout.contains("copied 1 "), "{}", r.stdout);
+        assert!(r.stdout.contains("deleted 1,"), "{}", r.stdout);
+        assert_same_tree(&src, &dst);
+    }
+    assert_same_tree(&src, &one);
+    for t in ["src", "one", "dst2", "dst4"] {
+        let _ = std::fs::set_permissions(
+            dir.path().join(t).join("ro"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        );
+    }
+}
+
+#[test]
+fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    for a in 0..40 {
+        let d = src.join(format!("d{a}"));
+        std::fs::create_dir_all(&d).unwrap();
+        for f in 0..100 {
+            std::fs::write(d.join(format!("f{f}")), vec![a as u8; 20_000]).unwrap();
+        }
+    }
+    let dst = dir.path().join("dst");
+    let (s, d) = (src.to_str().unwrap(), dst.to_str().unwrap());
+    let mut child = std::process::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .arg(bin())
+        .args(["copy", s, d, "--threads", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill rank 1 once the copy is under way.
+    let started =
+        wait_until(Duration::from_secs(60), || std::fs::read_dir(&dst).map(|r| r.count() > 2).unwrap_or(false));
+    assert!(started, "the copy started");
+    let pids = String::from_utf8(
+        std::process::Command::new("pgrep")
+            .args(["-f", &format!("^{} copy {s}", bin().display())])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let pids: Vec<&str> = pids.split_whitespace().collect();
+    assert_eq!(pids.len(), 2, "two ranks: {pids:?}");
+    std::process::Command::new("kill").args(["-9", pids[1]]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "the job fails when a rank dies");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("signal 9") || err.contains("killed") || err.contains("Killed"), "a clear error: {err}");
+    // No partial file under a final name would survive a sync; a sync finishes the job.
+    let r = mpirun(2, &["sync", s, d]);
+    r.ok();
+    assert_same_tree(&src, &dst);
+}
