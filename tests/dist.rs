@@ -300,3 +300,42 @@ fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
     r.ok();
     assert_same_tree(&src, &dst);
 }
+
+#[test]
+fn a_large_file_is_copied_in_chunks_by_every_rank() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    // 24 MiB of varied bytes: 24 chunks of 1 MiB.
+    let big: Vec<u8> = (0..24u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(src.join("sub/big"), &big).unwrap();
+    std::fs::write(src.join("small"), b"s").unwrap();
+    let dst = dir.path().join("dst");
+    let json = dir.path().join("c.json");
+    let args = ["copy", src.to_str().unwrap(), dst.to_str().unwrap(), "--threads", "1", "--verify", "--json"];
+    let out = assert_cmd::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-x", "MANYFILES_DIST_CHUNK", "-np", "2"])
+        .env("MANYFILES_DIST_CHUNK", "1M")
+        .arg(bin())
+        .args(args)
+        .arg(&json)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("0 differences"), "{stdout}");
+    assert_eq!(std::fs::read(dst.join("sub/big")).unwrap(), big);
+    let v = load_json(&json);
+    let items: Vec<u64> = arr(get(get(&v, "ranks"), "walk"), "items").iter().map(|w| w.as_u64().unwrap()).collect();
+    assert_eq!(items.iter().sum::<u64>(), 2 + 24, "two directories and 24 chunks: {items:?}");
+    assert!(items.iter().all(|&n| n >= 4), "every rank copied chunks: {items:?}");
+    assert!(
+        std::fs::read_dir(dst.join("sub")).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("tmp")),
+        "no temporary left"
+    );
+    assert_same_tree(&src, &dst);
+}

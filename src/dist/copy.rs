@@ -16,23 +16,100 @@
 //! Files go to a temporary name and are renamed (sync), or into a directory this job
 //! made (copy): an interrupted job leaves no partial file under a final name.
 //!
-//! Not yet: large files split in chunks across ranks (a file is copied by one rank).
+//! Large files (at least [`CHUNK`] bytes; `MANYFILES_DIST_CHUNK` overrides it, e.g. for
+//! tests) are split as dcp does: the directory's rank creates a temporary file of the
+//! final size and hands out one item per chunk; any rank copies a chunk into it
+//! (`copy_file_range` at the chunk's offset, or pread/pwrite); after the walk — every
+//! chunk done — the creating rank sets the file's mode and mtime and renames it to its
+//! final name, or removes it if a chunk failed or the job was interrupted.
 
 use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
 use super::{RankCounts, WalkTotals, ranks};
 use crate::engine::copy::engine::{Ctx, Node, Task, do_dir, join, release};
-use crate::engine::copy::file::set_meta;
+use crate::engine::copy::file::{set_meta, tmp_name};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, PhaseTimes, Summary, verify};
 use crate::engine::walk::{self, Kind, Meta, meta_of};
 use crate::error::{Error, Result};
 use crate::signals;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode as FsMode, mkdirat};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+/// Files this large or larger are copied in chunks of this size by every rank.
+pub const CHUNK: u64 = 64 << 20;
+
+const DIR: u8 = b'D';
+const PIECE: u8 = b'C';
+
+thread_local! {
+    /// The relative path of the directory pair this thread works on (for the big-file hook).
+    static CURRENT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A file being copied in chunks, remembered by the rank that made its temporary.
+struct Big {
+    rel: Vec<u8>,
+    name: CString,
+    tmp: CString,
+    meta: Meta,
+}
+
+fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
+    v.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    v.extend_from_slice(b);
+}
+
+fn get_bytes<'a>(b: &mut &'a [u8]) -> &'a [u8] {
+    let n = u32::from_le_bytes(b[..4].try_into().expect("4")) as usize;
+    let out = &b[4..4 + n];
+    *b = &b[4 + n..];
+    out
+}
+
+/// One chunk: [C][dir][name][temporary name][offset][length].
+fn piece(rel: &[u8], name: &CStr, tmp: &CStr, off: u64, len: u64) -> Vec<u8> {
+    let mut v = vec![PIECE];
+    put_bytes(&mut v, rel);
+    put_bytes(&mut v, name.to_bytes());
+    put_bytes(&mut v, tmp.to_bytes());
+    v.extend_from_slice(&off.to_le_bytes());
+    v.extend_from_slice(&len.to_le_bytes());
+    v
+}
+
+/// Copy bytes [off, off + len) of `src` into `dst` at the same offset.
+fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> std::result::Result<(), Errno> {
+    let end = off + len;
+    let (mut i, mut o) = (off, off);
+    while i < end {
+        let want = (end - i).min(1 << 30) as usize;
+        match rustix::fs::copy_file_range(src, Some(&mut i), dst, Some(&mut o), want) {
+            Ok(0) => return Ok(()), // the source shrank: a sync later sees the difference
+            Ok(_) => {}
+            Err(Errno::XDEV | Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    while i < end {
+        let want = ((end - i) as usize).min(buf.len());
+        let n = rustix::io::pread(src, &mut buf[..want], i)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut w = 0;
+        while w < n {
+            w += rustix::io::pwrite(dst, &buf[w..n], i + w as u64)?;
+        }
+        i += n as u64;
+    }
+    Ok(())
+}
 
 fn kind_byte(k: Kind) -> u8 {
     match k {
@@ -74,7 +151,8 @@ fn get_meta(b: &[u8]) -> Meta {
 
 /// A directory pair to work on: [fresh][has DST meta][SRC meta][DST meta][relative path].
 fn item(fresh: bool, meta: &Meta, dst_meta: Option<&Meta>, rel: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(2 + 2 * META + rel.len());
+    let mut v = Vec::with_capacity(3 + 2 * META + rel.len());
+    v.push(DIR);
     v.push(fresh as u8);
     v.push(dst_meta.is_some() as u8);
     put_meta(&mut v, meta);
@@ -84,6 +162,7 @@ fn item(fresh: bool, meta: &Meta, dst_meta: Option<&Meta>, rel: &[u8]) -> Vec<u8
 }
 
 fn un_item(it: &[u8]) -> (bool, Meta, Option<Meta>, &[u8]) {
+    let it = &it[1..];
     let fresh = it[0] == 1;
     let has_dst = it[1] == 1;
     let meta = get_meta(&it[2..2 + META]);
@@ -166,16 +245,78 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())));
     let src_meta = ranks::agree(src_meta)?;
     let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default() };
+    let chunk = std::env::var("MANYFILES_DIST_CHUNK")
+        .ok()
+        .and_then(|v| crate::units::parse_size(&v).ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(CHUNK);
+    let bigs: Mutex<Vec<Big>> = Mutex::new(Vec::new());
+    let stash: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let failed_bigs: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let big = |node: &Node, name: &CStr, m: &Meta| -> bool {
+        use rustix::fs::{OFlags, openat};
+        let Some(dd) = &node.dst else { return false };
+        if m.size < chunk {
+            return false;
+        }
+        let tmp = tmp_name();
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Anything wrong here: the engine copies the file itself (and reports its errors).
+        let Ok(fd) = openat(dd, tmp.as_c_str(), flags, FsMode::from_raw_mode(m.perm & 0o777)) else { return false };
+        if rustix::fs::ftruncate(&fd, m.size).is_err() {
+            let _ = rustix::fs::unlinkat(dd, tmp.as_c_str(), rustix::fs::AtFlags::empty());
+            return false;
+        }
+        node.changed.store(true, Ordering::Relaxed);
+        let rel = CURRENT.with(|r| r.borrow().clone());
+        let mut items = Vec::new();
+        let mut off = 0;
+        while off < m.size {
+            let len = chunk.min(m.size - off);
+            items.push(piece(&rel, name, &tmp, off, len));
+            off += len;
+        }
+        stash.lock().unwrap_or_else(|p| p.into_inner()).extend(items);
+        bigs.lock().unwrap_or_else(|p| p.into_inner()).push(Big { rel, name: name.to_owned(), tmp, meta: *m });
+        true
+    };
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: Some(&big) };
     let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
     let umask = rustix::process::umask(FsMode::empty());
     let roots =
         if ranks::is_root() { vec![item(o.mode == Mode::Copy, &src_meta, dst_meta.as_ref(), b"")] } else { Vec::new() };
+    let copy_piece = |it: &[u8]| {
+        use rustix::fs::{OFlags, openat};
+        let mut b = &it[1..];
+        let rel = get_bytes(&mut b);
+        let name = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
+        let tmp = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
+        let off = u64::from_le_bytes(b[..8].try_into().expect("8"));
+        let len = u64::from_le_bytes(b[8..16].try_into().expect("8"));
+        let Some(d) = &dst else { return };
+        let r = (|| {
+            let sdir = open_below(src.as_fd(), rel)?;
+            let sf =
+                openat(&sdir, name.as_c_str(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
+            let ddir = open_below(d.as_fd(), rel)?;
+            let df =
+                openat(&ddir, tmp.as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
+            copy_range(sf.as_fd(), df.as_fd(), off, len)
+        })();
+        if let Err(e) = r {
+            ctx.fail(&String::from_utf8_lossy(rel), Some(&name), &format!("copy bytes {off}..{}", off + len), e);
+            failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).push(join_rel(rel, name.to_bytes()));
+        }
+    };
     let work = |it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| {
         if ctx.stopping() {
             return;
         }
+        if it[0] == PIECE {
+            return copy_piece(it);
+        }
         let (fresh, meta, dmeta, rel) = un_item(it);
+        CURRENT.with(|r| *r.borrow_mut() = rel.to_vec());
         let path = String::from_utf8_lossy(rel).into_owned();
         let sfd = match open_below(src.as_fd(), rel) {
             Ok(fd) => fd,
@@ -227,6 +368,10 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             spawn(item(fresh, &t.meta, t.dst_meta.as_ref(), &sub_rel));
             release(&ctx, t.parent);
         });
+        let pieces = std::mem::take(&mut *stash.lock().unwrap_or_else(|p| p.into_inner()));
+        for p in pieces {
+            spawn(p);
+        }
         if has_dst {
             let same = !mine.changed.load(Ordering::Relaxed)
                 && mine.dst_meta.is_some_and(|m| {
@@ -242,8 +387,42 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         }
     };
     let stats = MpiWalk { threads: o.threads }.run(roots, &work);
-    // Directory metadata, deepest first, once every rank is done below.
+    // Every chunk is done: chunked files get their metadata and final names (or go).
     let stopped = ranks::all_gather(&[(signals::pending() != 0) as u8]).iter().any(|b| b.first() == Some(&1));
+    let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&super::walk::encode_items(
+        failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|k| &k[..]),
+    ))
+    .iter()
+    .flat_map(|b| super::walk::decode_items(b))
+    .collect();
+    if let Some(d) = &dst {
+        let bigs = std::mem::take(&mut *bigs.lock().unwrap_or_else(|p| p.into_inner()));
+        for b in bigs {
+            let path = String::from_utf8_lossy(&b.rel).into_owned();
+            let Ok(ddir) = open_below(d.as_fd(), &b.rel) else { continue };
+            let drop_tmp = || {
+                let _ = rustix::fs::unlinkat(&ddir, b.tmp.as_c_str(), rustix::fs::AtFlags::empty());
+            };
+            if stopped || failed_keys.contains(&join_rel(&b.rel, b.name.to_bytes())) {
+                drop_tmp();
+                continue;
+            }
+            let r = rustix::fs::openat(
+                &ddir,
+                b.tmp.as_c_str(),
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
+                FsMode::empty(),
+            )
+            .and_then(|fd| set_meta(fd.as_fd(), &b.meta))
+            .and_then(|()| rustix::fs::renameat(&ddir, b.tmp.as_c_str(), &ddir, b.name.as_c_str()));
+            if let Err(e) = r {
+                ctx.fail(&path, Some(&b.name), "finish chunked file", e);
+                drop_tmp();
+            }
+        }
+    }
+    ranks::barrier();
+    // Directory metadata, deepest first, once every rank is done below.
     if let (false, Some(d)) = (stopped, &dst) {
         let later = later.into_inner().unwrap_or_else(|p| p.into_inner());
         let local_max = later.iter().map(|l| l.depth).max().unwrap_or(0);

@@ -70,7 +70,7 @@ impl RankCounts {
         hosts.dedup();
         let per: Vec<String> = self.work.iter().map(|w| w.to_string()).collect();
         format!(
-            "ranks: {} on {}; {} per rank: {} (busiest {:.2}× the mean); {} directories moved between ranks\n",
+            "ranks: {} on {}; {} per rank: {} (busiest {:.2}× the mean); {} work items moved between ranks\n",
             self.ranks,
             hosts.join(", "),
             self.unit,

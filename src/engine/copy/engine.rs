@@ -36,7 +36,13 @@ pub(crate) struct Ctx<'a> {
     pub(crate) o: &'a Options,
     pub(crate) c: Counters,
     pub(crate) f: Failures,
+    /// Under MPI: takes a file to copy in chunks on every rank (true: taken; its bytes
+    /// are counted here, copied later). None: every file is copied where it is found.
+    pub(crate) big: Option<&'a BigFiles<'a>>,
 }
+
+/// See [`Ctx::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
+pub(crate) type BigFiles<'a> = dyn Fn(&Node, &CStr, &Meta) -> bool + Sync + 'a;
 
 impl Ctx<'_> {
     pub(crate) fn stopping(&self) -> bool {
@@ -210,7 +216,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         Some(fd) => Some(meta_of(fd.as_fd()).map_err(|e| Error::failed(format!("{}: {e}", o.dst.display())))?),
         None => None,
     };
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default() };
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: None };
     // Files are created with their final permission bits (one fchmod less per file).
     let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
@@ -529,6 +535,15 @@ fn entry(
         }
     }
     let clock = Instant::now();
+    if s.m.kind == Kind::File
+        && let Some(big) = ctx.big
+        && big(node, s.name, &s.m)
+    {
+        t.copied += 1;
+        t.bytes += s.m.size;
+        t.phase[TRANSFER] += clock.elapsed();
+        return;
+    }
     // Sync writes beside the final name and renames (an interrupted sync leaves no
     // partial file under a final name); copy into a fresh directory writes in place.
     let direct = o.mode == Mode::Copy;
