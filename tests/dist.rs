@@ -268,7 +268,7 @@ fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
     }
     let dst = dir.path().join("dst");
     let (s, d) = (src.to_str().unwrap(), dst.to_str().unwrap());
-    let mut child = std::process::Command::new("mpirun")
+    let child = std::process::Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
         .arg(bin())
         .args(["copy", s, d, "--threads", "1"])

@@ -1,7 +1,7 @@
 //! MPI: everything that knows there may be more than one rank ([`ranks`]: init, barrier,
 //! all-gather, `agree`, hosts, phase aggregation; [`walk`]: one tree walked by every rank
-//! with work stealing; the engines on it: [`rm`]). Without the `mpi` feature or a
-//! launcher there is one rank and every call is a no-op.
+//! with work stealing; the engines on it: [`copy`] (and sync), [`rm`], [`scan`]). Without
+//! the `mpi` feature or a launcher there is one rank and every call is a no-op.
 
 pub mod copy;
 pub mod ranks;
