@@ -1284,6 +1284,15 @@ pub struct PackArgs {
     /// Worker threads (default: available cores)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Caches before each step: cold (default: the files the step reads evicted, and as
+    /// root every cache dropped), warm (left as they are), drop (root: every cache
+    /// dropped before every step)
+    #[arg(long, value_name = "cold|warm|drop", default_value = "cold")]
+    pub cache: String,
+    /// Which time the tables use: durable (each step that writes ends with a syncfs of
+    /// the file system it wrote to) or returned; both are in the JSON
+    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    pub until: String,
     /// Write the results (versioned JSON) here, rewritten after every measurement
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -1362,6 +1371,8 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         runs,
         warmup: a.warmup,
         threads: threads(a.threads)?,
+        cache: CacheMode::parse(&a.cache)?,
+        until: Until::parse(&a.until)?,
         create: a.write.options()?,
         json: a.json.clone(),
         quiet: a.quiet,

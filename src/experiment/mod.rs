@@ -113,7 +113,12 @@ pub fn reads_tree(op: &str) -> bool {
 
 /// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
 /// what was done, as measurements record it.
-fn prepare_caches(mode: CacheMode, op: &str, roots: &[&std::path::Path], threads: usize) -> Result<CacheState> {
+pub(crate) fn prepare_caches(
+    mode: CacheMode,
+    op: &str,
+    roots: &[&std::path::Path],
+    threads: usize,
+) -> Result<CacheState> {
     let cold = |roots: &[&std::path::Path]| {
         crate::target::cache::make_cold(roots, threads).map(|(s, _)| s).map_err(Error::failed)
     };
