@@ -11,6 +11,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+/// One test at a time: the tests check how work spreads over ranks, which needs the
+/// ranks to get fair shares of the CPUs (several jobs at once on a small machine do not).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn mpirun_available() -> bool {
     let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
     if !found {
@@ -72,6 +80,7 @@ fn rm_counts(json: &Path) -> (u64, u64, Vec<u64>) {
 
 #[test]
 fn rm_under_mpirun_removes_what_one_process_removes() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
@@ -101,6 +110,7 @@ fn rm_under_mpirun_removes_what_one_process_removes() {
 
 #[test]
 fn rm_spreads_one_huge_directory_over_the_ranks() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
@@ -122,6 +132,7 @@ fn rm_spreads_one_huge_directory_over_the_ranks() {
 
 #[test]
 fn rm_under_mpirun_refuses_bad_paths_on_every_rank() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
@@ -158,6 +169,7 @@ fn index_rows(db: &Path) -> Vec<IndexRow> {
 
 #[test]
 fn scan_under_mpirun_writes_the_index_one_process_writes() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
@@ -206,6 +218,7 @@ fn assert_same_tree(src: &Path, dst: &Path) {
 
 #[test]
 fn copy_and_sync_under_mpirun_give_the_tree_one_process_gives() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
@@ -254,6 +267,7 @@ fn copy_and_sync_under_mpirun_give_the_tree_one_process_gives() {
 
 #[test]
 fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
@@ -303,6 +317,7 @@ fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
 
 #[test]
 fn a_large_file_is_copied_in_chunks_by_every_rank() {
+    let _one_at_a_time = serial();
     if !mpirun_available() {
         return;
     }
