@@ -287,7 +287,7 @@ fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Pa
         manyfiles::report::export::write_file(p, &text)?;
     }
     if s.interrupted {
-        return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
+        return Err(interrupted());
     }
     if !s.ok() {
         let v = s.verify.as_ref().map_or(0, |v| v.differences);
@@ -308,7 +308,7 @@ fn rm(a: &cli::RmArgs) -> Result<()> {
         manyfiles::report::export::write_file(&p, &text)?;
     }
     if s.interrupted {
-        return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
+        return Err(interrupted());
     }
     if s.failed > 0 {
         let what = if s.failed == 1 { "1 entry" } else { &format!("{} entries", s.failed) };
@@ -333,4 +333,13 @@ fn scan(a: &cli::ScanArgs, args: Vec<String>) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The error of a job that was interrupted: by a signal here, or (under MPI) on another
+/// rank, which every rank learns from the summary.
+fn interrupted() -> manyfiles::error::Error {
+    match manyfiles::signals::pending() {
+        0 => manyfiles::error::Error::failed("interrupted on another rank: the rest was left as it was"),
+        signal => manyfiles::error::Error::Interrupted { signal },
+    }
 }
