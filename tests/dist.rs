@@ -354,3 +354,44 @@ fn a_large_file_is_copied_in_chunks_by_every_rank() {
     );
     assert_same_tree(&src, &dst);
 }
+
+#[test]
+fn one_huge_directory_is_copied_by_every_rank() {
+    let _one_at_a_time = serial();
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..12_000 {
+        std::fs::write(src.join(format!("f{i:05}")), i.to_string()).unwrap();
+    }
+    let dst = dir.path().join("dst");
+    let (s, d) = (src.to_str().unwrap(), dst.to_str().unwrap());
+    let json = dir.path().join("c.json");
+    let r = mpirun(2, &["copy", s, d, "--threads", "1", "--json", json.to_str().unwrap()]);
+    r.ok();
+    assert_same_tree(&src, &dst);
+    let v = load_json(&json);
+    assert_eq!(s_of(get(&v, "ranks"), "unit"), "files written");
+    let work: Vec<u64> = arr(get(&v, "ranks"), "work").iter().map(|w| w.as_u64().unwrap()).collect();
+    assert_eq!(work.iter().sum::<u64>(), 12_000);
+    let mean = 6_000.0;
+    assert!(work.iter().all(|&w| (w as f64) < 2.0 * mean && (w as f64) > mean / 2.0), "per-rank work {work:?}");
+    // A sync that rewrites more files than one task keeps: no temporary left, same tree.
+    for i in 0..5_000 {
+        std::fs::write(src.join(format!("f{i:05}")), format!("new {i}")).unwrap();
+    }
+    let r = mpirun(2, &["sync", s, d, "--threads", "1"]);
+    r.ok();
+    assert!(r.stdout.contains("copied 5000 "), "{}", r.stdout);
+    assert!(
+        std::fs::read_dir(&dst).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("manyfiles-tmp"))
+    );
+    assert_same_tree(&src, &dst);
+}
+
+fn s_of<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
+    v.get(key).and_then(|x| x.as_str()).unwrap_or_default()
+}

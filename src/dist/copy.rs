@@ -26,7 +26,7 @@
 use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
 use super::{RankCounts, WalkTotals, ranks};
 use crate::engine::copy::engine::{Ctx, Node, Task, do_dir, join, release};
-use crate::engine::copy::file::{set_meta, tmp_name};
+use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, PhaseTimes, Summary, verify};
 use crate::engine::walk::{self, Kind, Meta, meta_of};
 use crate::error::{Error, Result};
@@ -45,10 +45,31 @@ pub const CHUNK: u64 = 64 << 20;
 
 const DIR: u8 = b'D';
 const PIECE: u8 = b'C';
+const FILES: u8 = b'B';
+
+/// Files a directory's own task copies; past that many, the rest go out in items of this
+/// many files that any rank copies (a directory of 100,000 files is not one rank's work).
+const BATCH: usize = 2048;
 
 thread_local! {
     /// The relative path of the directory pair this thread works on (for the big-file hook).
     static CURRENT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Files of the current directory seen by the hook so far.
+    static SEEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Files of the current directory waiting to go out as one item.
+    static PENDING: std::cell::RefCell<Vec<(CString, Meta)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One item of files to copy: [B][dir][count][per file: name, SRC metadata].
+fn files_item(rel: &[u8], files: &[(CString, Meta)]) -> Vec<u8> {
+    let mut v = vec![FILES];
+    put_bytes(&mut v, rel);
+    v.extend_from_slice(&(files.len() as u32).to_le_bytes());
+    for (name, m) in files {
+        put_bytes(&mut v, name.to_bytes());
+        put_meta(&mut v, m);
+    }
+    v
 }
 
 /// A file being copied in chunks, remembered by the rank that made its temporary.
@@ -180,6 +201,8 @@ struct Later {
 /// One rank's counts, gathered by every rank.
 #[derive(Default, Serialize, Deserialize)]
 struct RankPart {
+    /// Files and symlinks this rank wrote (chunked files count where they were made).
+    written: u64,
     counts: [u64; 12],
     phase_ns: [u64; 5],
     failures: Vec<String>,
@@ -251,13 +274,34 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         .filter(|&c| c > 0)
         .unwrap_or(CHUNK);
     let bigs: Mutex<Vec<Big>> = Mutex::new(Vec::new());
+    let deferred = std::sync::atomic::AtomicU64::new(0);
+    let batch_written = std::sync::atomic::AtomicU64::new(0);
     let stash: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let failed_bigs: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let big = |node: &Node, name: &CStr, m: &Meta| -> bool {
         use rustix::fs::{OFlags, openat};
         let Some(dd) = &node.dst else { return false };
         if m.size < chunk {
-            return false;
+            // A large directory: past the first BATCH files, any rank copies the rest.
+            let seen = SEEN.with(|c| {
+                c.set(c.get() + 1);
+                c.get()
+            });
+            if seen <= BATCH {
+                return false;
+            }
+            node.changed.store(true, Ordering::Relaxed);
+            deferred.fetch_add(1, Ordering::Relaxed);
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                p.push((name.to_owned(), *m));
+                if p.len() >= BATCH {
+                    let it = CURRENT.with(|r| files_item(&r.borrow(), &p));
+                    p.clear();
+                    stash.lock().unwrap_or_else(|e| e.into_inner()).push(it);
+                }
+            });
+            return true;
         }
         let tmp = tmp_name();
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -308,6 +352,50 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).push(join_rel(rel, name.to_bytes()));
         }
     };
+    let copy_files = |it: &[u8]| {
+        let mut b = &it[1..];
+        let rel = get_bytes(&mut b);
+        let n = u32::from_le_bytes(b[..4].try_into().expect("4")) as usize;
+        b = &b[4..];
+        let path = String::from_utf8_lossy(rel).into_owned();
+        let Some(d) = &dst else { return };
+        let dirs = open_below(src.as_fd(), rel).and_then(|s| Ok((s, open_below(d.as_fd(), rel)?)));
+        let (sdir, ddir) = match dirs {
+            Ok(x) => x,
+            Err(e) => return ctx.fail(&path, None, "open directories", e),
+        };
+        let mut buf = vec![0u8; 256 * 1024];
+        for _ in 0..n {
+            let name = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
+            let m = get_meta(&b[..META]);
+            b = &b[META..];
+            if ctx.stopping() {
+                return;
+            }
+            // As the local engine: sync writes beside the final name and renames, copy
+            // writes into the directory it made.
+            let tmp = (o.mode == Mode::Sync).then(tmp_name);
+            let target = tmp.as_deref().unwrap_or(&name);
+            let r =
+                copy_file(sdir.as_fd(), &name, &m, ddir.as_fd(), target, o.reflink, &mut buf).and_then(
+                    |n| match &tmp {
+                        Some(t) => {
+                            rustix::fs::renameat(&ddir, t.as_c_str(), &ddir, name.as_c_str()).map(|_| n).map_err(|e| {
+                                let _ = rustix::fs::unlinkat(&ddir, t.as_c_str(), rustix::fs::AtFlags::empty());
+                                (Step::Rename, e)
+                            })
+                        }
+                        None => Ok(n),
+                    },
+                );
+            match r {
+                Ok(_) => {
+                    batch_written.fetch_add(1, Ordering::Relaxed);
+                }
+                Err((step, e)) => ctx.fail(&path, Some(&name), step.name(), e),
+            }
+        }
+    };
     let work = |it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| {
         if ctx.stopping() {
             return;
@@ -315,8 +403,12 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         if it[0] == PIECE {
             return copy_piece(it);
         }
+        if it[0] == FILES {
+            return copy_files(it);
+        }
         let (fresh, meta, dmeta, rel) = un_item(it);
         CURRENT.with(|r| *r.borrow_mut() = rel.to_vec());
+        SEEN.with(|c| c.set(0));
         let path = String::from_utf8_lossy(rel).into_owned();
         let sfd = match open_below(src.as_fd(), rel) {
             Ok(fd) => fd,
@@ -367,6 +459,14 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             }
             spawn(item(fresh, &t.meta, t.dst_meta.as_ref(), &sub_rel));
             release(&ctx, t.parent);
+        });
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if !p.is_empty() {
+                let it = files_item(rel, &p);
+                p.clear();
+                stash.lock().unwrap_or_else(|e| e.into_inner()).push(it);
+            }
         });
         let pieces = std::mem::take(&mut *stash.lock().unwrap_or_else(|p| p.into_inner()));
         for p in pieces {
@@ -445,6 +545,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();
     let part = RankPart {
+        written: (ctx.c.copied.load(Ordering::Relaxed) + batch_written.load(Ordering::Relaxed))
+            .saturating_sub(deferred.load(Ordering::Relaxed)),
         counts: counts(&ctx.c),
         phase_ns: std::array::from_fn(|i| ctx.c.phase_ns[i].load(Ordering::Relaxed)),
         failures: ctx.f.take(),
@@ -495,7 +597,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         failures,
         verify: None,
         provenance: Some(crate::measure::provenance::Provenance::collect(command_line)),
-        ranks: Some(RankCounts::new("entries compared", parts.iter().map(|p| p.counts[0]).collect(), walks)),
+        ranks: Some(if o.dry_run {
+            RankCounts::new("entries compared", parts.iter().map(|p| p.counts[0]).collect(), walks)
+        } else {
+            RankCounts::new("files written", parts.iter().map(|p| p.written).collect(), walks)
+        }),
     };
     if o.verify && !s.interrupted && ranks::is_root() {
         s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
