@@ -16,6 +16,10 @@
 //! Files go to a temporary name and are renamed (sync), or into a directory this job
 //! made (copy): an interrupted job leaves no partial file under a final name.
 //!
+//! A huge directory is listed and compared by one rank, but past its first [`BATCH`]
+//! files to write, the rest go out as items of [`BATCH`] files that any rank copies (with
+//! the local engine's `copy_file`; temporary + rename for sync).
+//!
 //! Large files (at least [`CHUNK`] bytes; `MANYFILES_DIST_CHUNK` overrides it, e.g. for
 //! tests) are split as dcp does: the directory's rank creates a temporary file of the
 //! final size and hands out one item per chunk; any rank copies a chunk into it
