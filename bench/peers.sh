@@ -7,7 +7,7 @@
 #
 # Jobs (each on a fresh copy of the workload where it changes the tree):
 #   copy   manyfiles copy SRC DST          cpz SRC DST      cp -a SRC/. DST
-#   gen    manyfiles gen DIR (FILES, SIZE)  ftzz DIR -n FILES --files-exact -b BYTES --bytes-exact -d 1 -r FILES/DIRS
+#   gen    manyfiles gen DIR (FILES, SIZE, names as long as ftzz's)  ftzz DIR -n FILES --files-exact -b BYTES --bytes-exact -d 1 -r FILES/DIRS
 #   sync   manyfiles sync SRC SAME --dry-run                 rsync -an SRC/ SAME/
 #   scan   manyfiles scan SRC (no index)   find SRC -printf '%s %T@ %p\n'   du -s SRC   gdu -n SRC
 #   rm     manyfiles rm DIR                rmz DIR          rm -rf DIR
@@ -19,7 +19,7 @@
 # than QUIET_CORES (0.3) cores: the machine is shared. Each run records the cores
 # other processes used meanwhile.
 #
-# Environment: ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
+# Environment: ONLY (regular expression: the contenders to run), ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
 # default nproc), JOBS (default "copy gen sync scan rm"), IMG_SIZE (8G, sparse), RAW
 # (copy the raw TSV here), PROFILE + PROFILE_DIR (strace/perf each run: see timed;
 # bench/peers_profile.py turns the files into per-file tables), MF_BASE (another manyfiles
@@ -158,8 +158,12 @@ run_one() {
         cpz) timed cpz "$src" "$dst" ;;
         cp-a) timed cp -a "$src/." "$dst" ;;
         mf-gen)
-            if [ "$w" = flat ]; then timed "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --threads "$THREADS" -q
-            else timed "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --threads "$THREADS" -q; fi ;;
+            # Names as long as ftzz's (decimal file numbers: as many digits as FILES - 1),
+            # not the default 16 characters: longer names make larger directories.
+            local nl=$((files - 1))
+            nl=${#nl}
+            if [ "$w" = flat ]; then timed "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --name-len "$nl" --threads "$THREADS" -q
+            else timed "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --name-len "$nl" --threads "$THREADS" -q; fi ;;
         ftzz)
             # ftzz ≥ 3 has no `generate` subcommand; older versions need it.
             local g=()
@@ -190,6 +194,12 @@ run_one() {
     esac
     cat "$WORK/last"
 }
+
+# ONLY: a regular expression of the contenders to run (default all).
+if [ -n "${ONLY:-}" ]; then
+    eval "$(declare -f contenders | sed '1s/contenders/contenders_all/')"
+    contenders() { contenders_all "$1" | grep -E "^(${ONLY})\$" || true; }
+fi
 
 WORKLOADS=(nested)
 if [ "$FLAT_FILES" -gt 0 ]; then WORKLOADS+=(flat); fi
