@@ -31,7 +31,7 @@ def strace(path, n):
 
 def perf(path, top=6):
     out = subprocess.run(
-        ["perf", "report", "-i", path, "--no-children", "--sort", "dso,sym", "--stdio", "-q", "--percent-limit", "0.3"],
+        ["perf", "report", "-i", path, "--no-children", "-g", "none", "--sort", "dso,sym", "--stdio", "-q", "--percent-limit", "0.3"],
         capture_output=True, text=True).stdout
     kern, user, ksum = [], [], 0.0
     dso_total = collections.Counter()
@@ -46,7 +46,7 @@ def perf(path, top=6):
         else:
             user.append((pct, f"{sym} ({dso})"))
     # Kernel share over all samples (not limited by --percent-limit).
-    out = subprocess.run(["perf", "report", "-i", path, "--no-children", "--sort", "dso", "--stdio", "-q"],
+    out = subprocess.run(["perf", "report", "-i", path, "--no-children", "-g", "none", "--sort", "dso", "--stdio", "-q"],
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+(.*)$", line)

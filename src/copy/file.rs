@@ -87,7 +87,7 @@ pub fn copy_file(
     reflink: bool,
     buf: &mut [u8],
 ) -> StepResult<u64> {
-    if m.size == 0 && m.perm & 0o7000 == 0 && crate::knobs::empty_mknod() {
+    if m.size == 0 && m.perm & 0o7000 == 0 {
         return copy_empty(m, dst_dir, dst_name);
     }
     let src = open_source(src_dir, name).map_err(|e| (Step::OpenSource, e))?;
@@ -145,7 +145,7 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
     if m.size == 0 {
         return Ok(0);
     }
-    if m.size > SMALL || crate::knobs::cfr_small() {
+    if m.size > SMALL {
         loop {
             match rustix::fs::copy_file_range(src, None, dst, None, 1 << 30) {
                 Ok(0) => return Ok(done),

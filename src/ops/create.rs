@@ -113,7 +113,7 @@ impl Create {
         flags: OFlags,
     ) -> Result<(), Errno> {
         let name = w.file_name(index);
-        if size == 0 && self.opts.fsync != FsyncMode::File && crate::knobs::empty_mknod() {
+        if size == 0 && self.opts.fsync != FsyncMode::File {
             // An empty file needs no descriptor: one mknodat instead of openat + close
             // (fails with EEXIST on an existing name and never follows a symlink, as
             // O_CREAT | O_EXCL does).
