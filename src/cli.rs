@@ -891,11 +891,11 @@ pub struct RmArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::rm::Options, Option<PathBuf>)> {
+pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
     if let Some(j) = &a.json {
         check_output(j, "--json")?;
     }
-    let o = manyfiles::rm::Options {
+    let o = manyfiles::engine::rm::Options {
         paths: a.paths.clone(),
         threads: threads(a.threads)?,
         cross_mounts: a.cross_mounts,
@@ -940,15 +940,15 @@ pub struct CopyCommonArgs {
 
 /// Options for `copy` / `sync`, and where the JSON summary goes.
 pub fn copy_config(
-    mode: manyfiles::copy::Mode,
+    mode: manyfiles::engine::copy::Mode,
     src: &std::path::Path,
     dst: &std::path::Path,
     c: &CopyCommonArgs,
-) -> Result<(manyfiles::copy::Options, Option<PathBuf>)> {
+) -> Result<(manyfiles::engine::copy::Options, Option<PathBuf>)> {
     if let Some(j) = &c.json {
         check_output(j, "--json")?;
     }
-    let mut o = manyfiles::copy::Options::new(mode, src, dst, threads(c.threads)?);
+    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads(c.threads)?);
     o.quiet = c.quiet;
     Ok((o, c.json.clone()))
 }
@@ -978,14 +978,15 @@ impl PairArgs {
     }
 }
 
-pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::scan::ScanConfig> {
-    let db = a.db.as_deref().map(manyfiles::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
+    let db =
+        a.db.as_deref().map(manyfiles::engine::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
     for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
         if let Some(p) = p {
             check_output(p, flag)?;
         }
     }
-    Ok(manyfiles::scan::ScanConfig {
+    Ok(manyfiles::engine::scan::ScanConfig {
         root: a.path.clone(),
         db,
         inventory: a.inventory.clone(),
@@ -1283,6 +1284,15 @@ pub struct PackArgs {
     /// Worker threads (default: available cores)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Caches before each step: cold (default: the files the step reads evicted, and as
+    /// root every cache dropped), warm (left as they are), drop (root: every cache
+    /// dropped before every step)
+    #[arg(long, value_name = "cold|warm|drop", default_value = "cold")]
+    pub cache: String,
+    /// Which time the tables use: durable (each step that writes ends with a syncfs of
+    /// the file system it wrote to) or returned; both are in the JSON
+    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    pub until: String,
     /// Write the results (versioned JSON) here, rewritten after every measurement
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -1361,6 +1371,8 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         runs,
         warmup: a.warmup,
         threads: threads(a.threads)?,
+        cache: CacheMode::parse(&a.cache)?,
+        until: Until::parse(&a.until)?,
         create: a.write.options()?,
         json: a.json.clone(),
         quiet: a.quiet,

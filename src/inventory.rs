@@ -6,9 +6,9 @@
 //! bucket k ≥ 1 holds values in [2^(k-1), 2^k). Depth and name length are linear
 //! (index = value). Hard-linked files are counted once per link (as `du -l` does).
 
+use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
 use crate::signals;
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use rustix::io::Errno;

@@ -4,7 +4,8 @@
 //! the plain config structs of [`experiment`] and [`tree`].
 
 pub mod analysis;
-pub mod copy;
+pub mod dist;
+pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod generate;
@@ -13,12 +14,8 @@ pub mod inventory;
 pub mod measure;
 pub mod ops;
 pub mod pack;
-pub mod ranks;
 pub mod report;
-pub mod rm;
-pub mod scan;
 pub mod signals;
 pub mod target;
 pub mod tree;
 pub mod units;
-pub mod walk;

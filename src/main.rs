@@ -4,17 +4,17 @@ mod cli;
 
 use clap::Parser;
 use cli::{Cli, Command};
+use manyfiles::dist::ranks;
 use manyfiles::error::Result;
-use manyfiles::ranks;
 use manyfiles::report::{ResultSet, table};
 use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    manyfiles::ranks::init();
+    manyfiles::dist::ranks::init();
     let code = main_here();
-    manyfiles::ranks::finalize();
+    manyfiles::dist::ranks::finalize();
     code
 }
 
@@ -117,10 +117,22 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
         // Under MPI only the experiments run (each rank in its own run directory); the
         // other commands would have every rank work on the same paths.
-        ref c if ranks::size() > 1 && !matches!(c, Command::Ladder(_) | Command::Ops(_) | Command::Dirsize(_)) => {
+        ref c
+            if ranks::size() > 1
+                && !matches!(
+                    c,
+                    Command::Ladder(_)
+                        | Command::Ops(_)
+                        | Command::Dirsize(_)
+                        | Command::Rm(_)
+                        | Command::Scan(_)
+                        | Command::Copy(_)
+                        | Command::Sync(_)
+                ) =>
+        {
             return Err(manyfiles::error::Error::bad(
                 "COMMAND",
-                "this command does not run under MPI (ladder, ops and dirsize do, with copy, sync and scan as ops); start it without mpirun",
+                "this command does not run under MPI (ladder, ops, dirsize, copy, sync, rm and scan do): refused, not distributed; start it without mpirun",
             ));
         }
         Command::Bigfile(a) => {
@@ -149,47 +161,18 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             print_results(&rs, false, cfg.json.as_deref());
         }
         Command::Copy(a) => {
-            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
+            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
             (o.reflink, o.verify) = (a.reflink, a.verify);
-            return copy_report(&o, json.as_deref(), args);
+            return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
         Command::Sync(a) => {
-            let (mut o, json) = cli::copy_config(manyfiles::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
+            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
-            return copy_report(&o, json.as_deref(), args);
+            return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
-        Command::Rm(a) => {
-            use manyfiles::error::Error;
-            let (o, json) = cli::rm_config(&a)?;
-            let s = manyfiles::rm::run(&o)?;
-            out(&s.text());
-            if let Some(p) = json {
-                let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-                manyfiles::report::export::write_file(&p, &text)?;
-            }
-            if s.interrupted {
-                return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
-            }
-            if s.failed > 0 {
-                let what = if s.failed == 1 { "1 entry" } else { &format!("{} entries", s.failed) };
-                return Err(Error::failed(format!("{what} could not be removed")));
-            }
-        }
-        Command::Scan(a) => {
-            let cfg = cli::scan_config(&a, args)?;
-            let r = manyfiles::scan::scan(&cfg)?;
-            out(&r.text());
-            if let Some(signal) = r.interrupted_by {
-                return Err(manyfiles::error::Error::Interrupted { signal });
-            }
-            if r.denied + r.errors > 0 {
-                // Partial: the rest was indexed, but the exit code must say so (as copy/sync do).
-                return Err(manyfiles::error::Error::failed(format!(
-                    "scan incomplete: {} directories denied, {} other errors (the rest was scanned)",
-                    r.denied, r.errors
-                )));
-            }
-        }
+        // Under MPI every rank has the job's summary and ends the same way.
+        Command::Rm(a) => return ranks::agree(rm(&a)),
+        Command::Scan(a) => return ranks::agree(scan(&a, args)),
         Command::Report(a) => {
             let cfg = cli::report_config(&a)?;
             out(&manyfiles::report::run_report(cfg)?);
@@ -292,11 +275,14 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
 
 /// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
 /// when anything failed or differed.
-fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
+fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
     use manyfiles::error::Error;
-    let s = manyfiles::copy::run(o, args)?;
+    // Under a launcher every rank copies part of the tree (dist::copy); one rank is the
+    // local engine, as always.
+    let s =
+        if ranks::size() > 1 { manyfiles::dist::copy::run(o, args)? } else { manyfiles::engine::copy::run(o, args)? };
     out(&s.text());
-    if let Some(p) = json {
+    if let Some(p) = json.filter(|_| ranks::is_root()) {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
         manyfiles::report::export::write_file(p, &text)?;
     }
@@ -306,6 +292,45 @@ fn copy_report(o: &manyfiles::copy::Options, json: Option<&std::path::Path>, arg
     if !s.ok() {
         let v = s.verify.as_ref().map_or(0, |v| v.differences);
         return Err(Error::failed(format!("{} failed, {v} differences after verify", s.failed)));
+    }
+    Ok(())
+}
+
+fn rm(a: &cli::RmArgs) -> Result<()> {
+    use manyfiles::error::Error;
+    let (o, json) = cli::rm_config(a)?;
+    // Under a launcher every rank removes part of the same trees (dist::rm); one
+    // rank is the local engine, as always.
+    let s = if ranks::size() > 1 { manyfiles::dist::rm::run(&o)? } else { manyfiles::engine::rm::run(&o)? };
+    out(&s.text());
+    if let Some(p) = json.filter(|_| ranks::is_root()) {
+        let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
+        manyfiles::report::export::write_file(&p, &text)?;
+    }
+    if s.interrupted {
+        return Err(Error::Interrupted { signal: manyfiles::signals::pending() });
+    }
+    if s.failed > 0 {
+        let what = if s.failed == 1 { "1 entry" } else { &format!("{} entries", s.failed) };
+        return Err(Error::failed(format!("{what} could not be removed")));
+    }
+    Ok(())
+}
+
+fn scan(a: &cli::ScanArgs, args: Vec<String>) -> Result<()> {
+    let cfg = cli::scan_config(a, args)?;
+    // Under a launcher every rank scans part of the tree, rank 0 writes the index.
+    let r = if ranks::size() > 1 { manyfiles::dist::scan::run(&cfg)? } else { manyfiles::engine::scan::scan(&cfg)? };
+    out(&r.text());
+    if let Some(signal) = r.interrupted_by {
+        return Err(manyfiles::error::Error::Interrupted { signal });
+    }
+    if r.denied + r.errors > 0 {
+        // Partial: the rest was indexed, but the exit code must say so (as copy/sync do).
+        return Err(manyfiles::error::Error::failed(format!(
+            "scan incomplete: {} directories denied, {} other errors (the rest was scanned)",
+            r.denied, r.errors
+        )));
     }
     Ok(())
 }

@@ -6,9 +6,9 @@
 mod common;
 
 use common::{Run, assert_bad_input, run};
-use manyfiles::scan::DbUrl;
-use manyfiles::scan::backend::Meta;
-use manyfiles::walk::Kind;
+use manyfiles::engine::scan::DbUrl;
+use manyfiles::engine::scan::backend::Meta;
+use manyfiles::engine::walk::Kind;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -183,7 +183,7 @@ fn commands_that_do_not_run_under_mpi_say_so() {
     r.expect_code(2);
     assert!(r.stderr.contains("does not run under MPI"), "{}", r.stderr);
     let d = dir.path().to_str().unwrap();
-    let (r, _) = mpirun(2, &["copy", d, &format!("{d}/x")]);
+    let (r, _) = mpirun(2, &["gen", &format!("{d}/x")]);
     r.expect_code(2);
     assert!(r.stderr.contains("does not run under MPI"), "{}", r.stderr);
     let (r, _) = mpirun(2, &["ops", "--fs", "ext4@ram", "--files", "10"]);

@@ -186,6 +186,31 @@ fn ladder_with_every_container() {
             }
         }
     }
+    // Storage, not cache: every step that writes ends with a timed syncfs (durable, the
+    // returned time kept beside), every step that reads starts cold.
+    let v = load_json(&json);
+    assert_eq!(s(&v["experiment"], "caches"), "cold");
+    assert_eq!(s(&v["experiment"], "until"), "durable");
+    for m in arr(&v, "measurements") {
+        let op = s(m, "op");
+        let writes = op == "loose" || [":pack", ":copy", ":unpack"].iter().any(|w| op.ends_with(w));
+        let (returned, flush) = (m["returned_s"].as_f64(), m["flush_s"].as_f64());
+        if writes {
+            let (r, f) = (returned.expect(op), flush.expect(op));
+            let e = m["elapsed_s"].as_f64().unwrap();
+            assert!((r + f - e).abs() < 1e-6, "{op}: durable = returned + flush: {r} + {f} != {e}");
+        } else {
+            assert!(returned.is_none() && flush.is_none(), "{op} writes nothing: no flush");
+        }
+        let cache = m["cache"].as_str();
+        if op.ends_with(":umount") {
+            assert_eq!(cache, None, "{op} reads nothing");
+        } else {
+            // not-applicable: a memory file system (a /tmp on tmpfs) has no cache to empty.
+            let want = if is_root() { "all-dropped" } else { "data-evicted" };
+            assert!(cache == Some(want) || cache == Some("not-applicable"), "{op} starts cold: {cache:?}");
+        }
+    }
     for want in ["loose", "5 copies", "where packing starts to pay", "recommendation for 256 files"] {
         assert!(r.stdout.contains(want), "output lacks '{want}':\n{}", r.stdout);
     }
@@ -250,6 +275,8 @@ fn bad_input_is_refused_before_anything_is_made() {
         (format!("pack --files 10 --access copy --src-target {tp}"), "--access"),
         (format!("pack --files 10 --mount-with magic --src-target {tp}"), "--mount-with"),
         (format!("pack --files 10 --runs 0 --src-target {tp}"), "--runs"),
+        (format!("pack --files 10 --cache lukewarm --src-target {tp}"), "--cache"),
+        (format!("pack --files 10 --until later --src-target {tp}"), "--until"),
         (format!("pack {} --src-target {tp}", file.display()), "PATH"),
         (format!("pack {tp}/missing --src-target {tp}"), "PATH"),
         // The run directory would be inside the tree it packs.

@@ -5,7 +5,7 @@
 
 mod reliability_common;
 
-use manyfiles::walk::Kind;
+use manyfiles::engine::walk::Kind;
 use reliability_common::*;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -4,11 +4,11 @@
 
 use super::model::Prediction;
 use super::predict::Shape;
+use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, cluster_allocation};
 use crate::report::ResultSet;
 use crate::signals;
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::Serialize;

@@ -5,7 +5,7 @@
 //! (names, kinds, sizes, symlink targets; contents with --verify): a tool that failed or
 //! produced a wrong tree gets an error, so its run stays out of the statistics.
 
-use crate::copy::verify::{self, Checks};
+use crate::engine::copy::verify::{self, Checks};
 use crate::measure::{Latency, PhaseResult, Portion};
 use crate::ops::copy::{PairOp, failed_result};
 use std::path::Path;

@@ -11,6 +11,8 @@ pub mod pack;
 pub mod rounds;
 pub mod targets;
 
+use crate::dist::ranks;
+use crate::engine::walk;
 use crate::error::{Error, Result};
 use crate::measure::PhaseResult;
 use crate::measure::diskstats::DeviceWatch;
@@ -18,7 +20,6 @@ use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
-use crate::ranks;
 use crate::report::export::{self, Format, Output};
 use crate::report::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
@@ -29,7 +30,6 @@ use crate::target::rundir::remove_contents;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
-use crate::walk;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
@@ -113,7 +113,12 @@ pub fn reads_tree(op: &str) -> bool {
 
 /// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
 /// what was done, as measurements record it.
-fn prepare_caches(mode: CacheMode, op: &str, roots: &[&std::path::Path], threads: usize) -> Result<CacheState> {
+pub(crate) fn prepare_caches(
+    mode: CacheMode,
+    op: &str,
+    roots: &[&std::path::Path],
+    threads: usize,
+) -> Result<CacheState> {
     let cold = |roots: &[&std::path::Path]| {
         crate::target::cache::make_cold(roots, threads).map(|(s, _)| s).map_err(Error::failed)
     };
@@ -355,7 +360,7 @@ pub(crate) struct Driver<'a> {
 /// The JSON (if any) and the other exports, in the order they are written.
 /// Only rank 0 writes results (under MPI).
 pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
-    if !crate::ranks::is_root() {
+    if !crate::dist::ranks::is_root() {
         return Vec::new();
     }
     json.map(|p| Output { path: p.to_path_buf(), format: Format::Json })
@@ -381,7 +386,7 @@ pub(crate) fn drive(
         export::write_all(&d.outputs, rs, stage).map_err(Error::failed)
     };
     let mut order = 0u64;
-    let ranks = crate::ranks::size() as u64;
+    let ranks = crate::dist::ranks::size() as u64;
     let started = std::time::Instant::now();
     let target_ids: Vec<String> = targets.iter().map(|t| t.id.clone()).collect();
     let tree_keys: Vec<String> = trees.iter().map(|t| t.spec.key()).collect();
@@ -400,7 +405,7 @@ pub(crate) fn drive(
             cells = rounds::states(&rs, &target_ids, &tree_keys, &cells);
             let next = rounds::next_round(&a, &cells, started.elapsed(), d.order == Order::Sequential);
             // Every rank runs what rank 0 decided (clocks and machine activity differ).
-            let next = crate::ranks::from_root(match next {
+            let next = crate::dist::ranks::from_root(match next {
                 rounds::Next::Round(r) => r.iter().flat_map(|&(t, g)| [t as u32, g as u32]).collect(),
                 rounds::Next::Finished { budget_spent } => vec![u32::MAX, budget_spent as u32],
             });
@@ -779,7 +784,7 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
             return Some(Stop::Failed(format!("{name}: cannot create the destination: {e}")));
         }
         // Under MPI every rank prepares and runs at once; all learn of one rank's failure.
-        let prepared = crate::ranks::agree(op.prepare(&src, &dst, threads).map_err(Error::failed));
+        let prepared = crate::dist::ranks::agree(op.prepare(&src, &dst, threads).map_err(Error::failed));
         let r = match prepared {
             Err(e) => return Some(Stop::Failed(format!("{name}: {e}"))),
             Ok(()) => {
@@ -789,14 +794,14 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
                 };
                 env.progress.phase(&name, tree.plan.files);
                 watched(env.watch, cache, || {
-                    crate::ranks::run_phase_everywhere(|| {
+                    crate::dist::ranks::run_phase_everywhere(|| {
                         let mut r = op.run(&src, &dst, threads);
                         if r.flush_s.is_none() {
                             make_durable(&mut r, &dst); // external tools flush before their check
                         }
                         // Built-in ops are checked like external ones: a wrong tree is an error.
                         if r.complete() && !name.starts_with("cmd:") {
-                            let v = crate::copy::verify::compare(&src, &dst, &Default::default(), threads);
+                            let v = crate::engine::copy::verify::compare(&src, &dst, &Default::default(), threads);
                             if !v.ok() {
                                 r.errors += v.differences;
                                 r.first_error = Some(format!(

@@ -10,22 +10,30 @@
 //! `C:copy` (the container file, one copy), `C:unpack`, and for mountable containers
 //! `C:mount`, `C:read` (every file read to the end) and `C:umount`. Every unpacked or
 //! mounted tree is compared with the source (names, kinds, sizes, contents), untimed.
+//!
+//! Storage, not cache, as in every experiment: before each step the files it reads are
+//! made cold (`--cache`, untimed: the source tree, the container, the mounted tree), and
+//! each step that writes ends with a timed `syncfs` of the file system it wrote to
+//! (durable; the time until it returned is kept beside, `--until returned` uses it).
 
-use super::{Driver, Order, Stop, TreeMeta, TrialOutcome, drive, outputs};
-use crate::copy::verify::{Checks, compare};
+use super::{
+    CacheMode, Driver, Order, Stop, TreeMeta, TrialOutcome, drive, make_durable, outputs, prepare_caches, watched,
+};
+use crate::engine::copy::verify::{Checks, compare};
+use crate::engine::walk;
 use crate::error::{Error, Result};
 use crate::measure::PhaseResult;
+use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::{self, CreateOptions, PhaseSettings, run_phase};
 use crate::pack::{self, Container, MountWith};
-use crate::report::{ExperimentInfo, ResultSet};
+use crate::report::{ExperimentInfo, ResultSet, Until};
 use crate::signals;
 use crate::target::rundir::{RunDir, remove_contents};
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, SizeDist, TreeSpec};
 use crate::units::{fmt_secs, fmt_size, sig3};
-use crate::walk;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, mkdirat, unlinkat};
 use std::ffi::{CStr, CString};
@@ -61,6 +69,11 @@ pub struct PackExperiment {
     pub runs: u32,
     pub warmup: u32,
     pub threads: usize,
+    /// Caches before each step (cold: the files it reads evicted first).
+    pub cache: CacheMode,
+    /// Which time the summaries use: durable (each writing step ends with a syncfs) or
+    /// returned.
+    pub until: Until,
     pub create: CreateOptions,
     pub json: Option<PathBuf>,
     pub quiet: bool,
@@ -216,12 +229,51 @@ struct Steps<'a> {
     done: Vec<(String, PhaseResult)>,
     tree: &'a TreeMeta,
     threads: usize,
+    cache: CacheMode,
+}
+
+/// What a step reads (made cold before it, untimed), where it writes (flushed at its
+/// end, timed) and the device watched meanwhile.
+#[derive(Clone, Copy)]
+struct Io<'p> {
+    reads: Option<&'p Path>,
+    writes: Option<&'p Path>,
+    watch: Option<&'p DeviceWatch>,
 }
 
 impl Steps<'_> {
-    fn step(&mut self, op: String, f: impl FnOnce() -> std::result::Result<(), String>) -> Option<Stop> {
+    /// `phase` with its caches prepared, watched, and made durable.
+    fn measure(
+        &self,
+        op: &str,
+        io: Io,
+        phase: impl FnOnce() -> PhaseResult,
+    ) -> std::result::Result<PhaseResult, String> {
+        let cache = match io.reads {
+            Some(p) => prepare_caches(self.cache, op, &[p], self.threads).map_err(|e| format!("{op}: {e}"))?,
+            None => crate::target::cache::CacheState::Warm,
+        };
+        // The flush inside the watch: the device's writes happen there.
+        let mut r = watched(io.watch, cache, || {
+            let mut r = phase();
+            if let Some(w) = io.writes {
+                make_durable(&mut r, w);
+            }
+            r
+        });
+        if io.reads.is_none() {
+            r.cache = None; // reads nothing
+        }
+        Ok(r)
+    }
+
+    fn step(&mut self, op: String, io: Io, f: impl FnOnce() -> std::result::Result<(), String>) -> Option<Stop> {
         let t = self.tree;
-        let r = crate::ops::pack::timed(t.spec.files, t.bytes, t.dirs, self.threads, f);
+        let threads = self.threads;
+        let r = match self.measure(&op, io, || crate::ops::pack::timed(t.spec.files, t.bytes, t.dirs, threads, f)) {
+            Ok(r) => r,
+            Err(e) => return Some(Stop::Failed(e)),
+        };
         let err = r.first_error.clone().map(|e| format!("{op}: {e}"));
         self.done.push((op, r));
         err.map(Stop::Failed).or_else(interrupted)
@@ -253,10 +305,17 @@ fn untimed(r: std::result::Result<(), String>) -> Option<Stop> {
     r.err().map(Stop::Failed).or_else(interrupted)
 }
 
+/// The devices watched during a trial's steps: the source's and the destination's.
+#[derive(Clone, Copy)]
+struct Watches<'a> {
+    src: Option<&'a DeviceWatch>,
+    dst: Option<&'a DeviceWatch>,
+}
+
 /// One trial: make (or take) the source tree, copy it loose, then every container.
-fn trial(ctx: &Ctx, src_rd: &RunDir, dst_rd: &RunDir, ti: usize) -> TrialOutcome {
+fn trial(ctx: &Ctx, src_rd: &RunDir, dst_rd: &RunDir, ti: usize, watches: Watches) -> TrialOutcome {
     let tree = &ctx.metas[ti];
-    let mut s = Steps { done: Vec::new(), tree, threads: ctx.cfg.threads };
+    let mut s = Steps { done: Vec::new(), tree, threads: ctx.cfg.threads, cache: ctx.cfg.cache };
     let stop = (|| -> Option<Stop> {
         let src = match &ctx.cfg.source {
             PackSource::Path(p) => p.clone(),
@@ -285,13 +344,19 @@ fn trial(ctx: &Ctx, src_rd: &RunDir, dst_rd: &RunDir, ti: usize) -> TrialOutcome
         // Loose: the copy engine, file by file.
         let loose = dst_rd.path.join("loose");
         let before = used(&dst_rd.path);
-        let mut r = ops::copy::engine(crate::copy::Mode::Copy, &src, &loose, threads);
+        let io = Io { reads: Some(&src), writes: Some(&dst_rd.path), watch: watches.dst };
+        let mut r = match s
+            .measure("loose", io, || ops::copy::engine(crate::engine::copy::Mode::Copy, &src, &loose, threads))
+        {
+            Ok(r) => r,
+            Err(e) => return Some(Stop::Failed(e)),
+        };
         r.space_used_bytes = before.zip(used(&dst_rd.path)).map(|(a, b)| b as i64 - a as i64);
         try_stop!(s.record("loose", r));
         try_stop!(untimed(same_tree(&src, &loose, "loose copy", threads)));
         try_stop!(untimed(remove_at(dst_rd, c"loose")));
         for c in ctx.containers {
-            try_stop!(one_container(ctx, &mut s, c.as_ref(), &src, src_rd, dst_rd));
+            try_stop!(one_container(ctx, &mut s, c.as_ref(), &src, (src_rd, dst_rd), watches));
         }
         if matches!(ctx.cfg.source, PackSource::Trees(_)) {
             try_stop!(untimed(remove_at(src_rd, c"tree")));
@@ -306,8 +371,8 @@ fn one_container(
     s: &mut Steps,
     c: &dyn Container,
     src: &Path,
-    src_rd: &RunDir,
-    dst_rd: &RunDir,
+    (src_rd, dst_rd): (&RunDir, &RunDir),
+    w: Watches,
 ) -> Option<Stop> {
     let n = c.name();
     let threads = ctx.cfg.threads;
@@ -316,12 +381,18 @@ fn one_container(
     let copy_name = CString::new(format!("copied.{n}")).expect("no NUL");
     let packed = src_rd.path.join(packed_name.to_string_lossy().as_ref());
     let copied = dst_rd.path.join(copy_name.to_string_lossy().as_ref());
-    try_stop!(s.step(format!("{n}:pack"), || c.pack(src, &packed, threads)));
+    // Source side: reads the tree, writes the container. Destination side: reads the
+    // copied container (the whole run directory is evicted: it holds nothing else warm
+    // that a later step relies on).
+    let src_side = Io { reads: Some(src), writes: Some(&src_rd.path), watch: w.src };
+    let dst_side = Io { reads: Some(&dst_rd.path), writes: None, watch: w.dst };
+    try_stop!(s.step(format!("{n}:pack"), src_side, || c.pack(src, &packed, threads)));
     if let Some((_, r)) = s.done.last_mut() {
         r.space_used_bytes =
             std::fs::symlink_metadata(&packed).ok().map(|m| std::os::unix::fs::MetadataExt::blocks(&m) as i64 * 512);
     }
-    try_stop!(s.step(format!("{n}:copy"), || {
+    let copy_io = Io { reads: Some(&src_rd.path), writes: Some(&dst_rd.path), watch: w.dst };
+    try_stop!(s.step(format!("{n}:copy"), copy_io, || {
         std::fs::copy(&packed, &copied).map(drop).map_err(|e| format!("{}: {e}", copied.display()))
     }));
     if let Some((_, r)) = s.done.last_mut() {
@@ -332,24 +403,26 @@ fn one_container(
             Ok(p) => p,
             Err(e) => return Some(Stop::Failed(e)),
         };
-        try_stop!(s.step(format!("{n}:unpack"), || c.unpack(&copied, &out, threads).unwrap_or(Ok(()))));
+        let io = Io { writes: Some(&out), ..dst_side };
+        try_stop!(s.step(format!("{n}:unpack"), io, || c.unpack(&copied, &out, threads).unwrap_or(Ok(()))));
         try_stop!(untimed(same_tree(src, &out, &format!("{n} unpacked"), threads)));
         try_stop!(untimed(remove_at(dst_rd, c"unpacked")));
     }
     if ctx.cfg.mount && c.kernel_fs().is_some() {
         let mut mounted = None;
-        try_stop!(s.step(format!("{n}:mount"), || {
+        try_stop!(s.step(format!("{n}:mount"), dst_side, || {
             mounted = Some(pack::mount(c, &copied, ctx.cfg.mount_with, &dst_rd.path.join("mnt"))?);
             Ok(())
         }));
         let Some(mut m) = mounted else { return Some(Stop::Failed(format!("{n}: not mounted"))) };
         let mp = m.mount_point.clone();
-        try_stop!(s.step(format!("{n}:read"), || match pack::walk_tree(&mp, threads, true) {
+        let io = Io { reads: Some(&mp), ..dst_side };
+        try_stop!(s.step(format!("{n}:read"), io, || match pack::walk_tree(&mp, threads, true) {
             (_, 0, _) => Ok(()),
             (_, k, first) => Err(format!("{k} errors reading the mounted tree: {}", first.unwrap_or_default())),
         }));
         try_stop!(untimed(same_tree(src, &mp, &format!("{n} mounted"), threads)));
-        try_stop!(s.step(format!("{n}:umount"), || m.unmount()));
+        try_stop!(s.step(format!("{n}:umount"), Io { reads: None, ..dst_side }, || m.unmount()));
     }
     try_stop!(untimed(remove_at(dst_rd, &copy_name)));
     untimed(remove_at(src_rd, &packed_name))
@@ -462,9 +535,8 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         portion_files: 10_000,
         order: Order::Interleaved.name().into(),
         create: cfg.create.clone(),
-        // The pack steps do not evict caches or flush (yet): recorded as what they did.
-        caches: crate::experiment::CacheMode::Warm,
-        until: crate::report::Until::Returned,
+        caches: cfg.cache,
+        until: cfg.until,
         adaptive: None,
     };
     let mut infos = vec![dst.info.clone()];
@@ -493,10 +565,11 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         reformat: false,
     };
     let progress = Progress::new(cfg.quiet);
-    let results = drive(&driver, vec![dst], rs, &metas, &progress, |dst_rd, ti, _watch| match src.as_mut() {
-        None => trial(&ctx, dst_rd, dst_rd, ti),
+    let src_watch = src.as_ref().and_then(|s| s.watch.clone());
+    let results = drive(&driver, vec![dst], rs, &metas, &progress, |dst_rd, ti, watch| match src.as_mut() {
+        None => trial(&ctx, dst_rd, dst_rd, ti, Watches { src: watch, dst: watch }),
         Some(s) => match s.begin_trial() {
-            Ok(src_rd) => trial(&ctx, src_rd, dst_rd, ti),
+            Ok(src_rd) => trial(&ctx, src_rd, dst_rd, ti, Watches { src: src_watch.as_ref(), dst: watch }),
             Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         },
     });

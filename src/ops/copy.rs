@@ -1,9 +1,9 @@
 //! Ops over a pair of trees: the generated tree (SRC) and a destination beside it in the
-//! run directory (DST). `copy` and the sync family run the engine of `crate::copy`;
+//! run directory (DST). `copy` and the sync family run the engine of `crate::engine::copy`;
 //! external tools (`--cmd`, in `experiment::external`) implement the same trait, so all
 //! of them are prepared, timed and checked alike by the experiment runner.
 
-use crate::copy::{self, Mode, Summary};
+use crate::engine::copy::{self, Mode, Summary};
 use crate::measure::{Latency, PhaseResult, Portion};
 use std::path::Path;
 

@@ -262,7 +262,7 @@ pub fn run_phase(
     progress: &Progress,
 ) -> PhaseResult {
     // Under MPI every rank runs the phase at once and all get the job's aggregate.
-    crate::ranks::run_phase_everywhere(|| run_phase_here(op, tree, root, settings, progress))
+    crate::dist::ranks::run_phase_everywhere(|| run_phase_here(op, tree, root, settings, progress))
 }
 
 /// [`run_phase`] in this process only; also hands back the latency histogram.
@@ -290,7 +290,7 @@ fn run_phase_here(
         abort: AtomicBool::new(false),
         failure: Mutex::new(None),
         progress,
-        rank_tag: crate::ranks::shared_dir().then(|| format!(".r{}", crate::ranks::rank()).into_bytes()),
+        rank_tag: crate::dist::ranks::shared_dir().then(|| format!(".r{}", crate::dist::ranks::rank()).into_bytes()),
     };
     let cursor = AtomicUsize::new(0);
     let work = |w: &mut Worker| {
@@ -307,10 +307,10 @@ fn run_phase_here(
 
     let mut main = Worker::new(&shared, settings.buf_len);
     // With --shared-dir rank 0 alone makes (and removes) the directories, the others wait.
-    if crate::ranks::makes_dirs() {
+    if crate::dist::ranks::makes_dirs() {
         op.before(&mut main);
     }
-    crate::ranks::shared_barrier();
+    crate::dist::ranks::shared_barrier();
     let mut workers = Vec::with_capacity(threads);
     if threads == 1 {
         work(&mut main);
@@ -337,8 +337,8 @@ fn run_phase_here(
         });
     }
     let first_finish_main = main.finish_s;
-    crate::ranks::shared_barrier();
-    if !main.stopping() && crate::ranks::makes_dirs() {
+    crate::dist::ranks::shared_barrier();
+    if !main.stopping() && crate::dist::ranks::makes_dirs() {
         op.after(&mut main);
     }
     let returned = shared.start.elapsed().as_secs_f64();

@@ -5,7 +5,7 @@
 //! trial and, on an unchanged tree, measures the diff against a full index.
 
 use super::{Op, Worker};
-use crate::scan::{DbUrl, ScanConfig, scan};
+use crate::engine::scan::{DbUrl, ScanConfig, scan};
 use crate::tree::Unit;
 use rustix::fd::AsRawFd;
 use std::path::PathBuf;

@@ -3,9 +3,9 @@
 //! files made stale first, so the sync compares everything and copies P%).
 
 use super::copy::{PairOp, engine};
-use crate::copy::Mode;
+use crate::engine::copy::Mode;
+use crate::engine::walk::{self, Kind};
 use crate::measure::PhaseResult;
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Timespec, Timestamps, utimensat};
 use std::path::Path;

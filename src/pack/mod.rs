@@ -12,8 +12,8 @@ pub mod ext4img;
 pub mod squashfs;
 pub mod tar;
 
+use crate::engine::walk::{self, Kind};
 use crate::target::registry::{self, Registration};
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, openat};
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! a loop device's backing image out of memory. Memory file systems have no cache apart
 //! from their storage: nothing to do there, and the results say so.
 
-use crate::walk::{self, Kind};
+use crate::engine::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Advice, Mode, OFlags, fadvise, openat};
 use serde::{Deserialize, Serialize};

@@ -2,9 +2,9 @@
 //! the process that made it; removal works through directory fds, never follows a
 //! symlink, and removes a run directory only while its marker is there.
 
+use crate::engine::walk::{self, DIR_FLAGS, Kind};
 use crate::error::{Error, Result};
 use crate::target::registry;
-use crate::walk::{self, DIR_FLAGS, Kind};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, unlinkat};
 use rustix::io::Errno;

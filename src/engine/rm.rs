@@ -18,8 +18,8 @@
 //! Bytes freed: the free space each file system involved gained, from `statvfs` before
 //! and after (no per-file `statx`: see [`STATX_BYTES`]).
 
+use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, openat, statx, unlinkat};
 use rustix::io::Errno;
@@ -43,11 +43,11 @@ pub struct Options {
 }
 
 /// Failures listed in the summary; the rest are counted.
-const LIST_FAILURES: usize = 1000;
+pub(crate) const LIST_FAILURES: usize = 1000;
 
 /// Non-directories per unlink task: a directory with more is emptied by several tasks.
 /// Large enough that a task costs nothing beside its unlinks (~2,000 × a few µs).
-const CHUNK: usize = 2048;
+pub(crate) const CHUNK: usize = 2048;
 
 /// Count bytes freed by a `statx` of every file before unlinking it (allocated blocks of
 /// last links) instead of by `statvfs` before/after. Off: it cost more than the 3% the
@@ -84,6 +84,9 @@ pub struct Summary {
     /// The first failures (at most 1,000).
     pub failures: Vec<Failure>,
     pub interrupted: bool,
+    /// Under MPI: how the work spread over the ranks (absent with one rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::dist::RankCounts>,
 }
 
 impl Summary {
@@ -102,6 +105,9 @@ impl Summary {
             sig3((self.files + self.dirs) as f64 / self.elapsed_s.max(1e-9)),
             self.threads
         );
+        if let Some(r) = &self.ranks {
+            s.push_str(&r.text());
+        }
         if self.failed > 0 {
             s.push_str(&format!("{} failed:\n", self.failed));
             for f in &self.failures {
@@ -119,17 +125,17 @@ impl Summary {
 }
 
 /// A PATH checked and resolved, ready to remove.
-struct Target {
-    shown: PathBuf,
-    parent: OwnedFd,
-    name: CString,
-    kind: Kind,
-    dev: u64,
-    ino: u64,
+pub(crate) struct Target {
+    pub(crate) shown: PathBuf,
+    pub(crate) parent: OwnedFd,
+    pub(crate) name: CString,
+    pub(crate) kind: Kind,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
 }
 
 /// Resolve every PATH before removing anything: bad ones are bad input (exit 2).
-fn resolve(path: &Path) -> Result<Target> {
+pub(crate) fn resolve(path: &Path) -> Result<Target> {
     // One line: "rm: PATH: reason".
     let bad = |why: String| Error::bad("rm", format!("{}: {why}", path.display()));
     let bytes = path.as_os_str().as_bytes();
@@ -439,7 +445,7 @@ impl Ctx {
 /// A directory of our own without write or search permission (a read-only tree, as Go's
 /// module cache is): add u+rwx so it can be emptied, as the owner could. Never for a
 /// directory of someone else (that fails as `rm -rf` fails).
-fn grant(dir: rustix::fd::BorrowedFd<'_>) -> bool {
+pub(crate) fn grant(dir: rustix::fd::BorrowedFd<'_>) -> bool {
     match rustix::fs::fstat(dir) {
         Ok(st) if st.st_uid == rustix::process::geteuid().as_raw() && st.st_mode & 0o700 != 0o700 => {
             rustix::fs::fchmod(dir, Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777)).is_ok()
@@ -451,7 +457,7 @@ fn grant(dir: rustix::fd::BorrowedFd<'_>) -> bool {
 /// [`grant`] for a directory we cannot open for reading: reach it with `O_PATH` (no
 /// symlink followed) and change it through its /proc/self/fd link, which names exactly
 /// that inode.
-fn grant_below(parent: rustix::fd::BorrowedFd<'_>, name: &CStr) -> bool {
+pub(crate) fn grant_below(parent: rustix::fd::BorrowedFd<'_>, name: &CStr) -> bool {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let Ok(fd) = openat(parent, name, flags, Mode::empty()) else { return false };
     let Ok(st) = rustix::fs::fstat(&fd) else { return false };
@@ -527,7 +533,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let quiet = o.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
     std::thread::scope(|sc| {
         let c = &ctx;
-        let reporter = crate::copy::progress::Reporter::with_line(sc, quiet, move || {
+        let reporter = crate::engine::copy::progress::Reporter::with_line(sc, quiet, move || {
             let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
             format!(
@@ -554,6 +560,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         failed: ctx.failed.into_inner(),
         failures: ctx.failures.into_inner().unwrap_or_else(|p| p.into_inner()),
         interrupted: crate::signals::pending() != 0,
+        ranks: None,
     })
 }
 

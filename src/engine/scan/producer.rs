@@ -1,13 +1,13 @@
 //! The walk + statx producer: one task per directory on the shared walker
-//! ([`crate::walk::par_tasks`]); each task reads its directory (getdents), statx'es every
+//! ([`crate::engine::walk::par_tasks`]); each task reads its directory (getdents), statx'es every
 //! entry asking only for the fields the index keeps, and sends rows in batches to the
 //! one database writer over a bounded channel (a slow database holds the walk back
 //! instead of filling memory).
 
 use super::backend::Meta;
+use crate::engine::walk::{self, Kind};
 use crate::inventory::Inventory;
 use crate::signals;
-use crate::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use rustix::io::Errno;
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Only what the index keeps: some file systems skip work for fields not asked for.
-const FIELDS: StatxFlags = StatxFlags::TYPE
+pub(crate) const FIELDS: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::MODE)
     .union(StatxFlags::SIZE)
     .union(StatxFlags::MTIME)
@@ -32,7 +32,7 @@ const FIELDS: StatxFlags = StatxFlags::TYPE
 /// 5 interleaved rounds each way on a loaded machine, CPU equal, wall within the noise).
 const INODE_ORDER: bool = false;
 
-/// Entries per statx task: a directory with more is stat'ed on several threads.
+/// Entries per statx chunk: a directory with more is stat'ed on several threads.
 const CHUNK: usize = 2048;
 
 /// Paths listed in the report (the counts are always complete).
@@ -86,7 +86,7 @@ impl Batch {
     pub fn name(&self, r: &Row) -> &[u8] {
         &self.bytes[r.name_start as usize..r.path.1 as usize]
     }
-    fn push(&mut self, dir: &[u8], name: &[u8], parent: Option<u64>, depth: u32, meta: Meta) -> &Row {
+    pub(crate) fn push(&mut self, dir: &[u8], name: &[u8], parent: Option<u64>, depth: u32, meta: Meta) -> &Row {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(dir);
         if !dir.is_empty() {
@@ -157,7 +157,7 @@ impl WalkStats {
         })
     }
 
-    fn denied(&self, path: &[u8], depth: u32, name_len: Option<usize>) {
+    pub(crate) fn denied(&self, path: &[u8], depth: u32, name_len: Option<usize>) {
         self.denied.fetch_add(1, Ordering::Relaxed);
         self.inventory(|inv| {
             inv.unreadable_dirs += 1;
@@ -166,7 +166,7 @@ impl WalkStats {
         let mut l = self.denied_paths.lock().unwrap_or_else(|p| p.into_inner());
         l.push(path.to_vec()); // all kept: the writer must not delete what it could not see
     }
-    fn error(&self, what: &[u8], e: Errno) {
+    pub(crate) fn error(&self, what: &[u8], e: Errno) {
         self.errors.fetch_add(1, Ordering::Relaxed);
         let mut f = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
         if f.is_none() {
@@ -194,7 +194,7 @@ struct Task {
     depth: u32,
 }
 
-fn meta_of(st: &rustix::fs::Statx) -> Meta {
+pub(crate) fn meta_of(st: &rustix::fs::Statx) -> Meta {
     Meta {
         kind: Kind::from_mode(st.stx_mode as u32),
         size: st.stx_size,
@@ -240,103 +240,117 @@ pub fn produce(
         if stats.stop.load(Ordering::Relaxed) || signals::pending() != 0 {
             return;
         }
-        let name_len = (t.depth > 0).then(|| t.name.as_bytes().len());
         let t0 = Instant::now();
         let opened = walk::open_dir_at(t.parent.as_fd(), &t.name);
-        let entries = opened.and_then(|fd| walk::read_dir_fd(fd.as_fd(), fd.as_fd()).map(|e| (fd, e)));
-        stats.walk_ns.fetch_add(elapsed_ns(t0), Ordering::Relaxed);
-        let (fd, entries) = match entries {
-            Ok(x) => x,
-            Err(Errno::ACCESS | Errno::PERM) => return stats.denied(&t.path, t.depth, name_len),
-            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
-                stats.vanished.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            Err(e) => return stats.error(&t.path, e),
+        let name_len = (t.depth > 0).then(|| t.name.as_bytes().len());
+        let mut sub = |fd: &Arc<OwnedFd>, name: CString, path: Vec<u8>, key: u64, depth: u32| {
+            spawn(Task { parent: Arc::clone(fd), name, path, key, depth })
         };
-        stats.dirs_read.fetch_add(1, Ordering::Relaxed);
-        let fd = Arc::new(fd);
-        let depth = t.depth + 1;
-        let skip_here = skip.filter(|s| s.dir == t.path);
-        let mut entries = entries;
-        if let Some(s) = skip_here {
-            entries.retain(|e| !s.names.iter().any(|n| n == e.name.as_bytes()));
-        }
-        if INODE_ORDER {
-            entries.sort_unstable_by_key(|e| e.ino);
-        }
-        // statx the entries (in chunks on several threads for a large directory: lookups
-        // take the directory's lock shared, so they run in parallel), rows sent per chunk.
-        let chunk = |part: &[walk::Entry]| -> (u64, u64, Vec<Task>) {
-            let mut batch = Batch::default();
-            let mut stat_ns = 0;
-            let (mut files, mut subdirs, mut tasks) = (0, 0, Vec::new());
-            for e in part {
-                let t1 = Instant::now();
-                let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
-                stat_ns += elapsed_ns(t1);
-                let st = match r {
-                    Ok(st) => st,
-                    Err(Errno::NOENT) => {
-                        stats.vanished.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    Err(err) => {
-                        let mut p = t.path.clone();
-                        p.extend_from_slice(b"/");
-                        p.extend_from_slice(e.name.as_bytes());
-                        stats.error(&p, err);
-                        continue;
-                    }
-                };
-                let row = *batch.push(&t.path, e.name.as_bytes(), Some(t.key), depth, meta_of(&st));
-                let name_len = e.name.as_bytes().len();
-                match row.meta.kind {
-                    Kind::File => {
-                        files += 1;
-                        let nlink = st.stx_nlink as u64;
-                        stats.inventory(|inv| {
-                            inv.add_file(depth as u64, name_len, st.stx_size, row.meta.allocated, nlink)
-                        });
-                    }
-                    Kind::Dir => subdirs += 1,
-                    k => stats.inventory(|inv| inv.add_special(k, depth as u64, name_len)),
-                }
-                if row.meta.kind == Kind::Dir {
-                    let path = batch.path(&row).to_vec();
-                    let name = e.name.clone();
-                    tasks.push(Task { parent: Arc::clone(&fd), name, path, key: row.key, depth });
-                }
-                if batch.rows.len() >= flush {
-                    send(std::mem::take(&mut batch));
-                }
-            }
-            stats.stat_ns.fetch_add(stat_ns, Ordering::Relaxed);
-            if !batch.rows.is_empty() {
-                send(batch);
-            }
-            (files, subdirs, tasks)
-        };
-        let (files, subdirs, tasks) = if entries.len() > CHUNK {
-            use rayon::prelude::*;
-            entries.par_chunks(CHUNK).map(chunk).reduce(
-                || (0, 0, Vec::new()),
-                |mut a, b| {
-                    a.2.extend(b.2);
-                    (a.0 + b.0, a.1 + b.1, a.2)
-                },
-            )
-        } else {
-            chunk(&entries)
-        };
-        stats.inventory(|inv| inv.add_dir(t.depth as u64, name_len, files, subdirs));
-        // Subdirectories start after every row of this directory was sent (the writer
-        // needs a directory's row before its children's): par_tasks spawns them when
-        // this task returns.
-        for task in tasks {
-            spawn(task);
-        }
+        dir_rows(opened, t0, &t.path, t.key, t.depth, name_len, flush, skip, &send, stats, &mut sub);
     });
+}
+
+/// A subdirectory found by [`dir_rows`]: (its directory's fd, name, path, key, depth).
+pub(crate) type SubDir<'a> = dyn FnMut(&Arc<OwnedFd>, CString, Vec<u8>, u64, u32) + 'a;
+
+/// One directory's part of the walk, shared by the local producer and the distributed
+/// scan: read the directory `opened` (opened at `t0`; `path`, `key`, `depth` as
+/// indexed), statx every entry, send its rows in batches of at most `flush`, and call
+/// `sub` for each subdirectory (after its row is in a batch).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dir_rows(
+    opened: Result<OwnedFd, Errno>,
+    t0: Instant,
+    path: &[u8],
+    key: u64,
+    depth: u32,
+    name_len: Option<usize>,
+    flush: usize,
+    skip: Option<&Skip>,
+    send: &dyn Fn(Batch),
+    stats: &WalkStats,
+    sub: &mut SubDir<'_>,
+) {
+    let t_depth = depth;
+    let entries = opened.and_then(|fd| walk::read_dir_fd(fd.as_fd(), fd.as_fd()).map(|e| (fd, e)));
+    stats.walk_ns.fetch_add(elapsed_ns(t0), Ordering::Relaxed);
+    let (fd, entries) = match entries {
+        Ok(x) => x,
+        Err(Errno::ACCESS | Errno::PERM) => return stats.denied(path, t_depth, name_len),
+        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
+            stats.vanished.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        Err(e) => return stats.error(path, e),
+    };
+    stats.dirs_read.fetch_add(1, Ordering::Relaxed);
+    let fd = Arc::new(fd);
+    let depth = t_depth + 1;
+    let mut batch = Batch::default();
+    let mut stat_ns = 0;
+    let (mut files, mut subdirs) = (0, 0);
+    let skip_here = skip.filter(|s| s.dir == path);
+    let mut entries = entries;
+    if let Some(s) = skip_here {
+        entries.retain(|e| !s.names.iter().any(|n| n == e.name.as_bytes()));
+    }
+    if INODE_ORDER {
+        entries.sort_unstable_by_key(|e| e.ino);
+    }
+    // statx every entry: in chunks on every thread for a large directory (lookups take
+    // the directory's lock shared, so they run in parallel), else here; what is kept of
+    // each (Meta and nlink) is small, the rows are then made in order as before.
+    let stat_one = |e: &walk::Entry| {
+        let t1 = Instant::now();
+        let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
+        (r.map(|st| (meta_of(&st), st.stx_nlink)), elapsed_ns(t1))
+    };
+    let stated: Vec<_> = if entries.len() > CHUNK {
+        use rayon::prelude::*;
+        entries.par_chunks(CHUNK).flat_map_iter(|c| c.iter().map(stat_one)).collect()
+    } else {
+        entries.iter().map(stat_one).collect()
+    };
+    for (e, (r, ns)) in entries.into_iter().zip(stated) {
+        stat_ns += ns;
+        let (meta, nlink) = match r {
+            Ok(x) => x,
+            Err(Errno::NOENT) => {
+                stats.vanished.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Err(err) => {
+                let mut p = path.to_vec();
+                p.extend_from_slice(b"/");
+                p.extend_from_slice(e.name.as_bytes());
+                stats.error(&p, err);
+                continue;
+            }
+        };
+        let row = *batch.push(path, e.name.as_bytes(), Some(key), depth, meta);
+        let name_len = e.name.as_bytes().len();
+        match row.meta.kind {
+            Kind::File => {
+                files += 1;
+                let nlink = nlink as u64;
+                stats.inventory(|inv| inv.add_file(depth as u64, name_len, row.meta.size, row.meta.allocated, nlink));
+            }
+            Kind::Dir => subdirs += 1,
+            k => stats.inventory(|inv| inv.add_special(k, depth as u64, name_len)),
+        }
+        if row.meta.kind == Kind::Dir {
+            let path = batch.path(&row).to_vec();
+            sub(&fd, e.name, path, row.key, depth);
+        }
+        if batch.rows.len() >= flush {
+            send(std::mem::take(&mut batch));
+        }
+    }
+    stats.stat_ns.fetch_add(stat_ns, Ordering::Relaxed);
+    stats.inventory(|inv| inv.add_dir(t_depth as u64, name_len, files, subdirs));
+    if !batch.rows.is_empty() {
+        send(batch);
+    }
 }
 
 #[cfg(test)]

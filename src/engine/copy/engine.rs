@@ -10,10 +10,10 @@
 
 use super::file::{self, Step, copy_file, copy_symlink, is_tmp_name, read_link, same_content, set_meta, tmp_name};
 use super::{Counters, Failures, Mode, Options, PhaseTimes, Summary};
+use crate::engine::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use crate::error::{Error, Result};
 use crate::signals;
 use crate::target::rundir::remove_contents;
-use crate::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
 use rustix::io::Errno;
@@ -32,23 +32,29 @@ thread_local! {
 }
 
 /// What every task shares.
-struct Ctx<'a> {
-    o: &'a Options,
-    c: Counters,
-    f: Failures,
+pub(crate) struct Ctx<'a> {
+    pub(crate) o: &'a Options,
+    pub(crate) c: Counters,
+    pub(crate) f: Failures,
+    /// Under MPI: takes a file to copy in chunks on every rank (true: taken; its bytes
+    /// are counted here, copied later). None: every file is copied where it is found.
+    pub(crate) big: Option<&'a BigFiles<'a>>,
 }
 
+/// See [`Ctx::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
+pub(crate) type BigFiles<'a> = dyn Fn(&Node, &CStr, &Meta) -> bool + Sync + 'a;
+
 impl Ctx<'_> {
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         signals::pending() != 0
     }
-    fn fail(&self, path: &str, name: Option<&CStr>, what: &str, e: Errno) {
+    pub(crate) fn fail(&self, path: &str, name: Option<&CStr>, what: &str, e: Errno) {
         self.f.push(&self.c, format!("{}: {what}: {e}", join(path, name)));
     }
 }
 
 /// `path/name` for messages ("." is the root).
-fn join(path: &str, name: Option<&CStr>) -> String {
+pub(crate) fn join(path: &str, name: Option<&CStr>) -> String {
     match name {
         None => {
             if path.is_empty() {
@@ -65,28 +71,28 @@ fn join(path: &str, name: Option<&CStr>) -> String {
 }
 
 /// One directory in flight.
-struct Node {
-    src: OwnedFd,
+pub(crate) struct Node {
+    pub(crate) src: OwnedFd,
     /// None in a dry run where DST has no such directory.
-    dst: Option<OwnedFd>,
+    pub(crate) dst: Option<OwnedFd>,
     /// Relative path, for messages.
-    path: String,
+    pub(crate) path: String,
     /// SRC's metadata, applied to DST when the countdown ends (unless already equal).
-    meta: Meta,
-    dst_meta: Option<Meta>,
-    pending: AtomicUsize,
+    pub(crate) meta: Meta,
+    pub(crate) dst_meta: Option<Meta>,
+    pub(crate) pending: AtomicUsize,
     /// Something was created, renamed or deleted in it (its mtime moved): set it again.
-    changed: AtomicBool,
-    parent: Option<Arc<Node>>,
+    pub(crate) changed: AtomicBool,
+    pub(crate) parent: Option<Arc<Node>>,
 }
 
 /// A subdirectory waiting for a thread.
-struct Task {
-    parent: Arc<Node>,
-    name: CString,
-    meta: Meta,
+pub(crate) struct Task {
+    pub(crate) parent: Arc<Node>,
+    pub(crate) name: CString,
+    pub(crate) meta: Meta,
     /// DST's entry of that name, if it is a directory (None: make it).
-    dst_meta: Option<Meta>,
+    pub(crate) dst_meta: Option<Meta>,
 }
 
 /// One entry of a listing with its metadata.
@@ -136,9 +142,9 @@ const INODE_ORDER: bool = false;
 /// Entries per statx task: a directory with more is listed on several threads.
 const CHUNK: usize = 2048;
 
-/// List a directory with one statx per entry, in inode order. Entries
+/// List a directory with one statx per entry, unsorted (getdents' order). Entries
 /// that vanish between getdents and statx are skipped; other statx errors fail the entry.
-/// The statx calls go in inode order, in chunks on several threads for a large directory.
+/// The statx calls go in chunks on several threads for a large directory.
 fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Listing, Errno> {
     let own = rustix::fs::openat(dir, c".", walk::DIR_FLAGS, FsMode::empty())?;
     let mut names = Vec::new();
@@ -246,7 +252,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         Some(fd) => Some(meta_of(fd.as_fd()).map_err(|e| Error::failed(format!("{}: {e}", o.dst.display())))?),
         None => None,
     };
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default() };
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: None };
     // Files are created with their final permission bits (one fchmod less per file).
     let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
@@ -312,6 +318,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         failures: ctx.f.take(),
         verify: None,
         provenance: None,
+        ranks: None,
     })
 }
 
@@ -375,7 +382,7 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
 
 /// Count one child (or the directory's own work) done; finish directories whose count
 /// reaches zero, walking up.
-fn release(ctx: &Ctx, node: Arc<Node>) {
+pub(crate) fn release(ctx: &Ctx, node: Arc<Node>) {
     let mut cur = Some(node);
     while let Some(n) = cur {
         if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
@@ -397,7 +404,7 @@ fn release(ctx: &Ctx, node: Arc<Node>) {
 }
 
 /// The work of one directory: list, merge, transfer, delete, spawn subdirectories.
-fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) {
+pub(crate) fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) {
     if ctx.stopping() {
         release(ctx, node);
         return;
@@ -430,8 +437,8 @@ fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) 
     };
     t.phase[SCAN_DST] += clock.elapsed();
     t.dst_entries = dst_items.len() as u64;
-    // Listings come in inode order; the merge needs name order only when DST has entries
-    // (a fresh directory's files are then also read and created in SRC's inode order).
+    // Listings come unsorted; the merge needs name order only when DST has entries (a
+    // fresh directory's files are copied in the order SRC lists them).
     let (mut src_items, mut dst_items) = (src_items, dst_items);
     if !dst_items.items.is_empty() {
         let clock = Instant::now();
@@ -573,6 +580,15 @@ fn entry(
         }
     }
     let clock = Instant::now();
+    if s.m.kind == Kind::File
+        && let Some(big) = ctx.big
+        && big(node, s.name, &s.m)
+    {
+        t.copied += 1;
+        t.bytes += s.m.size;
+        t.phase[TRANSFER] += clock.elapsed();
+        return;
+    }
     // Sync writes beside the final name and renames (an interrupted sync leaves no
     // partial file under a final name); copy into a fresh directory writes in place.
     let direct = o.mode == Mode::Copy;

@@ -16,11 +16,11 @@ pub mod sqlite;
 
 pub use backend::IndexBackend;
 
+use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
 use crate::measure::provenance::Provenance;
 use crate::signals;
 use crate::units::{fmt_rate, fmt_secs, fmt_size};
-use crate::walk::{self, Kind};
 use backend::Changes;
 use diff::{DiffCounts, Index};
 use producer::{Batch, WalkStats, path_key};
@@ -136,6 +136,9 @@ pub struct ScanReport {
     /// Where the inventory was written.
     pub inventory: Option<PathBuf>,
     pub provenance: Provenance,
+    /// Under MPI: how the entries spread over the ranks (absent with one rank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::dist::RankCounts>,
 }
 
 /// Give the walk room for many open directories (soft limit up to the hard one).
@@ -161,7 +164,7 @@ pub fn open_root(root: &Path) -> Result<(OwnedFd, String)> {
 }
 
 /// The SQLite index's files, when they lie inside the tree being scanned.
-fn index_files_inside(db: &DbUrl, root: &str) -> Option<producer::Skip> {
+pub(crate) fn index_files_inside(db: &DbUrl, root: &str) -> Option<producer::Skip> {
     use std::os::unix::ffi::OsStrExt;
     let DbUrl::Sqlite(p) = db else { return None };
     let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -174,18 +177,18 @@ fn index_files_inside(db: &DbUrl, root: &str) -> Option<producer::Skip> {
 
 /// The writer's running totals.
 #[derive(Default)]
-struct Totals {
-    entries: u64,
-    files: u64,
-    dirs: u64,
-    symlinks: u64,
-    other: u64,
-    bytes: u64,
-    allocated: u64,
+pub(crate) struct Totals {
+    pub(crate) entries: u64,
+    pub(crate) files: u64,
+    pub(crate) dirs: u64,
+    pub(crate) symlinks: u64,
+    pub(crate) other: u64,
+    pub(crate) bytes: u64,
+    pub(crate) allocated: u64,
 }
 
 impl Totals {
-    fn add(&mut self, b: &Batch) {
+    pub(crate) fn add(&mut self, b: &Batch) {
         for r in &b.rows {
             self.entries += 1;
             match r.meta.kind {
@@ -203,19 +206,19 @@ impl Totals {
 }
 
 /// The database side of the scan: pending batches, diff and timed writes.
-struct Writer<'a> {
-    db: &'a mut dyn IndexBackend,
-    index: Index,
-    pending: Vec<Batch>,
-    pending_rows: usize,
-    phases: Phases,
+pub(crate) struct Writer<'a> {
+    pub(crate) db: &'a mut dyn IndexBackend,
+    pub(crate) index: Index,
+    pub(crate) pending: Vec<Batch>,
+    pub(crate) pending_rows: usize,
+    pub(crate) phases: Phases,
 }
 
 impl Writer<'_> {
     /// Diff the pending batches and write what changed in one transaction. `last`:
     /// the walk is complete, so also delete what it did not see (except below the
     /// directories in the set, which it could not read).
-    fn flush(&mut self, last: Option<&HashSet<u64>>) -> std::result::Result<(), String> {
+    pub(crate) fn flush(&mut self, last: Option<&HashSet<u64>>) -> std::result::Result<(), String> {
         let t = Instant::now();
         let mut ch = Changes::default();
         for b in &self.pending {
@@ -245,7 +248,7 @@ impl Writer<'_> {
 /// what it had; rows are never deleted after an incomplete walk.
 pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
-    crate::walk::raise_fd_limit();
+    crate::engine::walk::raise_fd_limit();
     let (root_fd, root) = open_root(&cfg.root)?;
     let mut db = match &cfg.db {
         Some(u) => Some(u.open()?),
@@ -359,6 +362,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
         interrupted_by: (interrupted != 0).then_some(interrupted),
         inventory: None,
         provenance,
+        ranks: None,
     };
     if let (Some(path), Some(inv), true) = (&cfg.inventory, stats.take_inventory(), interrupted == 0) {
         inv.save(path)?;
@@ -371,7 +375,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     Ok(report)
 }
 
-fn display_path(p: &[u8]) -> String {
+pub(crate) fn display_path(p: &[u8]) -> String {
     if p.is_empty() { ".".into() } else { String::from_utf8_lossy(p).into_owned() }
 }
 
@@ -443,6 +447,9 @@ impl ScanReport {
         }
         if let Some(p) = &self.inventory {
             s.push_str(&format!("inventory: {}\n", p.display()));
+        }
+        if let Some(r) = &self.ranks {
+            s.push_str(&r.text());
         }
         s.push_str(&self.provenance.machine_line());
         s.push('\n');

@@ -119,6 +119,9 @@ pub struct Summary {
     pub verify: Option<verify::Report>,
     /// Where and how it ran (standalone commands).
     pub provenance: Option<crate::measure::provenance::Provenance>,
+    /// Under MPI: how the work spread over the ranks (absent with one rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::dist::RankCounts>,
 }
 
 impl Summary {
@@ -171,6 +174,9 @@ impl Summary {
             fmt_secs(self.cpu_user_s),
             fmt_secs(self.cpu_sys_s)
         ));
+        if let Some(r) = &self.ranks {
+            s.push_str(&r.text());
+        }
         if let Some(v) = &self.verify {
             s.push_str(&format!("verify: {}\n", v.text()));
         }

@@ -216,8 +216,9 @@ pub fn agree<T>(r: Result<T>) -> Result<T> {
             let text = String::from_utf8_lossy(b);
             let (code, msg) = text.split_once('\t').unwrap_or(("1", &text));
             let msg = format!("rank {i}: {msg}");
-            Err(match code {
-                "2" => Error::bad("MPI", msg),
+            Err(match code.parse::<i32>() {
+                Ok(2) => Error::bad("MPI", msg),
+                Ok(c) if c > 128 => Error::Interrupted { signal: c - 128 },
                 _ => Error::failed(msg),
             })
         }

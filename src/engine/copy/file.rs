@@ -2,7 +2,7 @@
 //! a reused buffer for small files, copy_file_range for large ones), symlinks as symlinks,
 //! permission bits and mtime set on the open descriptor.
 
-use crate::walk::Meta;
+use crate::engine::walk::Meta;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{
     AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT, openat, readlinkat, symlinkat, unlinkat, utimensat,
@@ -234,7 +234,7 @@ fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::walk::{meta_at, open_root};
+    use crate::engine::walk::{meta_at, open_root};
 
     #[test]
     fn copies_small_and_large_files_with_mode_and_mtime() {

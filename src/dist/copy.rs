@@ -1,0 +1,504 @@
+//! `manyfiles copy` and `sync` under MPI: every rank copies part of one tree (SRC and DST
+//! on file systems every rank sees).
+//!
+//! A work item is one directory pair (its relative path, SRC's metadata, DST's if it
+//! exists, whether DST's is known empty): the rank that takes it lists both sides,
+//! merges them and transfers, deletes (`--delete`) or counts (`--dry-run`) with the local
+//! engine's own code (`engine::copy::engine::do_dir`, `--checksum` included), so each
+//! pair is compared on one rank. The subdirectories it finds are made in DST by that
+//! same rank (every change to a directory's entries happens in its own task) and become
+//! items any rank can take.
+//!
+//! Directory metadata (mode, mtime) cannot follow the local engine's countdown across
+//! ranks: each rank records the directories it handled and, after the walk, the ranks
+//! set them deepest first with a barrier per depth — a directory gets its mode and mtime
+//! after every rank finished below it, and a read-only directory after it was filled.
+//! Files go to a temporary name and are renamed (sync), or into a directory this job
+//! made (copy): an interrupted job leaves no partial file under a final name.
+//!
+//! Large files (at least [`CHUNK`] bytes; `MANYFILES_DIST_CHUNK` overrides it, e.g. for
+//! tests) are split as dcp does: the directory's rank creates a temporary file of the
+//! final size and hands out one item per chunk; any rank copies a chunk into it
+//! (`copy_file_range` at the chunk's offset, or pread/pwrite); after the walk — every
+//! chunk done — the creating rank sets the file's mode and mtime and renames it to its
+//! final name, or removes it if a chunk failed or the job was interrupted.
+
+use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
+use super::{RankCounts, WalkTotals, ranks};
+use crate::engine::copy::engine::{Ctx, Node, Task, do_dir, join, release};
+use crate::engine::copy::file::{set_meta, tmp_name};
+use crate::engine::copy::{self, Counters, Failures, Mode, Options, PhaseTimes, Summary, verify};
+use crate::engine::walk::{self, Kind, Meta, meta_of};
+use crate::error::{Error, Result};
+use crate::signals;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{Mode as FsMode, mkdirat};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Files this large or larger are copied in chunks of this size by every rank.
+pub const CHUNK: u64 = 64 << 20;
+
+const DIR: u8 = b'D';
+const PIECE: u8 = b'C';
+
+thread_local! {
+    /// The relative path of the directory pair this thread works on (for the big-file hook).
+    static CURRENT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A file being copied in chunks, remembered by the rank that made its temporary.
+struct Big {
+    rel: Vec<u8>,
+    name: CString,
+    tmp: CString,
+    meta: Meta,
+}
+
+fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
+    v.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    v.extend_from_slice(b);
+}
+
+fn get_bytes<'a>(b: &mut &'a [u8]) -> &'a [u8] {
+    let n = u32::from_le_bytes(b[..4].try_into().expect("4")) as usize;
+    let out = &b[4..4 + n];
+    *b = &b[4 + n..];
+    out
+}
+
+/// One chunk: [C][dir][name][temporary name][offset][length].
+fn piece(rel: &[u8], name: &CStr, tmp: &CStr, off: u64, len: u64) -> Vec<u8> {
+    let mut v = vec![PIECE];
+    put_bytes(&mut v, rel);
+    put_bytes(&mut v, name.to_bytes());
+    put_bytes(&mut v, tmp.to_bytes());
+    v.extend_from_slice(&off.to_le_bytes());
+    v.extend_from_slice(&len.to_le_bytes());
+    v
+}
+
+/// Copy bytes [off, off + len) of `src` into `dst` at the same offset.
+fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> std::result::Result<(), Errno> {
+    let end = off + len;
+    let (mut i, mut o) = (off, off);
+    while i < end {
+        let want = (end - i).min(1 << 30) as usize;
+        match rustix::fs::copy_file_range(src, Some(&mut i), dst, Some(&mut o), want) {
+            Ok(0) => return Ok(()), // the source shrank: a sync later sees the difference
+            Ok(_) => {}
+            Err(Errno::XDEV | Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    while i < end {
+        let want = ((end - i) as usize).min(buf.len());
+        let n = rustix::io::pread(src, &mut buf[..want], i)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut w = 0;
+        while w < n {
+            w += rustix::io::pwrite(dst, &buf[w..n], i + w as u64)?;
+        }
+        i += n as u64;
+    }
+    Ok(())
+}
+
+fn kind_byte(k: Kind) -> u8 {
+    match k {
+        Kind::File => 0,
+        Kind::Dir => 1,
+        Kind::Symlink => 2,
+        Kind::Other => 3,
+    }
+}
+
+fn kind_of(b: u8) -> Kind {
+    match b {
+        0 => Kind::File,
+        1 => Kind::Dir,
+        2 => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+const META: usize = 1 + 4 + 8 + 8 + 4;
+
+fn put_meta(v: &mut Vec<u8>, m: &Meta) {
+    v.push(kind_byte(m.kind));
+    v.extend_from_slice(&m.perm.to_le_bytes());
+    v.extend_from_slice(&m.size.to_le_bytes());
+    v.extend_from_slice(&m.mtime_s.to_le_bytes());
+    v.extend_from_slice(&m.mtime_ns.to_le_bytes());
+}
+
+fn get_meta(b: &[u8]) -> Meta {
+    Meta {
+        kind: kind_of(b[0]),
+        perm: u32::from_le_bytes(b[1..5].try_into().expect("4")),
+        size: u64::from_le_bytes(b[5..13].try_into().expect("8")),
+        mtime_s: i64::from_le_bytes(b[13..21].try_into().expect("8")),
+        mtime_ns: u32::from_le_bytes(b[21..25].try_into().expect("4")),
+    }
+}
+
+/// A directory pair to work on: [fresh][has DST meta][SRC meta][DST meta][relative path].
+fn item(fresh: bool, meta: &Meta, dst_meta: Option<&Meta>, rel: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(3 + 2 * META + rel.len());
+    v.push(DIR);
+    v.push(fresh as u8);
+    v.push(dst_meta.is_some() as u8);
+    put_meta(&mut v, meta);
+    put_meta(&mut v, dst_meta.unwrap_or(meta));
+    v.extend_from_slice(rel);
+    v
+}
+
+fn un_item(it: &[u8]) -> (bool, Meta, Option<Meta>, &[u8]) {
+    let it = &it[1..];
+    let fresh = it[0] == 1;
+    let has_dst = it[1] == 1;
+    let meta = get_meta(&it[2..2 + META]);
+    let dst = get_meta(&it[2 + META..2 + 2 * META]);
+    (fresh, meta, has_dst.then_some(dst), &it[2 + 2 * META..])
+}
+
+/// A directory whose metadata waits for the final phase.
+struct Later {
+    depth: u32,
+    rel: Vec<u8>,
+    meta: Meta,
+}
+
+/// One rank's counts, gathered by every rank.
+#[derive(Default, Serialize, Deserialize)]
+struct RankPart {
+    counts: [u64; 12],
+    phase_ns: [u64; 5],
+    failures: Vec<String>,
+    interrupted: bool,
+    cpu: (f64, f64),
+}
+
+fn counts(c: &Counters) -> [u64; 12] {
+    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    [
+        l(&c.src_entries),
+        l(&c.src_files),
+        l(&c.src_dirs),
+        l(&c.src_bytes),
+        l(&c.dst_entries),
+        l(&c.copied),
+        l(&c.dirs_created),
+        l(&c.deleted),
+        l(&c.skipped),
+        l(&c.extraneous),
+        l(&c.failed),
+        l(&c.bytes),
+    ]
+}
+
+fn depth(rel: &[u8]) -> u32 {
+    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
+}
+
+/// Every rank copies part of SRC → DST; every rank returns the job's summary.
+pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
+    signals::install();
+    walk::raise_fd_limit();
+    ranks::agree(copy::check(o))?;
+    // DST made by rank 0 when missing (not in a dry run), then opened everywhere.
+    ranks::agree(if ranks::is_root() && !o.dry_run && !o.dst.exists() {
+        rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
+            .map_err(|e| Error::failed(format!("cannot create {}: {e}", o.dst.display())))
+    } else {
+        Ok(())
+    })?;
+    ranks::barrier();
+    let t0 = Instant::now();
+    let (u0, s0) = crate::measure::cpu_times();
+    let src =
+        ranks::agree(walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display()))))?;
+    let dst: Option<OwnedFd> = ranks::agree(match walk::open_root(&o.dst) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT) if o.dry_run => Ok(None),
+        Err(e) => Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
+    })?;
+    let ino = |fd: &OwnedFd| rustix::fs::fstat(fd).map_or(0, |st| st.st_ino);
+    let mine: Vec<u8> = [ino(&src), dst.as_ref().map_or(0, ino)].iter().flat_map(|i| i.to_le_bytes()).collect();
+    let same = ranks::all_gather(&mine).iter().all(|b| *b == mine);
+    ranks::agree(if same {
+        Ok(())
+    } else {
+        Err(Error::bad(
+            "SRC",
+            "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
+        ))
+    })?;
+    let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())));
+    let src_meta = ranks::agree(src_meta)?;
+    let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
+    let chunk = std::env::var("MANYFILES_DIST_CHUNK")
+        .ok()
+        .and_then(|v| crate::units::parse_size(&v).ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(CHUNK);
+    let bigs: Mutex<Vec<Big>> = Mutex::new(Vec::new());
+    let stash: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let failed_bigs: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let big = |node: &Node, name: &CStr, m: &Meta| -> bool {
+        use rustix::fs::{OFlags, openat};
+        let Some(dd) = &node.dst else { return false };
+        if m.size < chunk {
+            return false;
+        }
+        let tmp = tmp_name();
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Anything wrong here: the engine copies the file itself (and reports its errors).
+        let Ok(fd) = openat(dd, tmp.as_c_str(), flags, FsMode::from_raw_mode(m.perm & 0o777)) else { return false };
+        if rustix::fs::ftruncate(&fd, m.size).is_err() {
+            let _ = rustix::fs::unlinkat(dd, tmp.as_c_str(), rustix::fs::AtFlags::empty());
+            return false;
+        }
+        node.changed.store(true, Ordering::Relaxed);
+        let rel = CURRENT.with(|r| r.borrow().clone());
+        let mut items = Vec::new();
+        let mut off = 0;
+        while off < m.size {
+            let len = chunk.min(m.size - off);
+            items.push(piece(&rel, name, &tmp, off, len));
+            off += len;
+        }
+        stash.lock().unwrap_or_else(|p| p.into_inner()).extend(items);
+        bigs.lock().unwrap_or_else(|p| p.into_inner()).push(Big { rel, name: name.to_owned(), tmp, meta: *m });
+        true
+    };
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: Some(&big) };
+    let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
+    let umask = rustix::process::umask(FsMode::empty());
+    let roots =
+        if ranks::is_root() { vec![item(o.mode == Mode::Copy, &src_meta, dst_meta.as_ref(), b"")] } else { Vec::new() };
+    let copy_piece = |it: &[u8]| {
+        use rustix::fs::{OFlags, openat};
+        let mut b = &it[1..];
+        let rel = get_bytes(&mut b);
+        let name = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
+        let tmp = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
+        let off = u64::from_le_bytes(b[..8].try_into().expect("8"));
+        let len = u64::from_le_bytes(b[8..16].try_into().expect("8"));
+        let Some(d) = &dst else { return };
+        let r = (|| {
+            let sdir = open_below(src.as_fd(), rel)?;
+            let sf =
+                openat(&sdir, name.as_c_str(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
+            let ddir = open_below(d.as_fd(), rel)?;
+            let df =
+                openat(&ddir, tmp.as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
+            copy_range(sf.as_fd(), df.as_fd(), off, len)
+        })();
+        if let Err(e) = r {
+            ctx.fail(&String::from_utf8_lossy(rel), Some(&name), &format!("copy bytes {off}..{}", off + len), e);
+            failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).push(join_rel(rel, name.to_bytes()));
+        }
+    };
+    let work = |it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| {
+        if ctx.stopping() {
+            return;
+        }
+        if it[0] == PIECE {
+            return copy_piece(it);
+        }
+        let (fresh, meta, dmeta, rel) = un_item(it);
+        CURRENT.with(|r| *r.borrow_mut() = rel.to_vec());
+        let path = String::from_utf8_lossy(rel).into_owned();
+        let sfd = match open_below(src.as_fd(), rel) {
+            Ok(fd) => fd,
+            Err(e) => return ctx.fail(&path, None, "open source directory", e),
+        };
+        let dfd = match (&dst, o.dry_run && fresh) {
+            (None, _) | (_, true) => None,
+            (Some(d), false) => match open_below(d.as_fd(), rel) {
+                Ok(fd) => Some(fd),
+                Err(e) => return ctx.fail(&path, None, "open destination directory", e),
+            },
+        };
+        let has_dst = dfd.is_some();
+        // One count more than the engine's own: the countdown never reaches zero here,
+        // the metadata waits for the final phase instead.
+        let node = Arc::new(Node {
+            src: sfd,
+            dst: dfd,
+            path,
+            meta,
+            dst_meta: dmeta,
+            pending: AtomicUsize::new(2),
+            changed: AtomicBool::new(false),
+            parent: None,
+        });
+        let mine = Arc::clone(&node);
+        do_dir(&ctx, node, fresh, &mut |t: Task| {
+            // What the local engine does when it opens a subdirectory's task: make it in
+            // DST (here, in the parent's task), then hand it to any rank.
+            let sub_rel = join_rel(rel, t.name.to_bytes());
+            let mut fresh = t.dst_meta.is_none();
+            if fresh && o.dry_run {
+                ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
+            }
+            if let (Some(pd), false, true) = (&t.parent.dst, o.dry_run, fresh) {
+                match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
+                    Ok(()) => {
+                        ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
+                        t.parent.changed.store(true, Ordering::Relaxed);
+                    }
+                    Err(Errno::EXIST) if o.mode == Mode::Sync => fresh = false,
+                    Err(e) => {
+                        ctx.fail(&join(&t.parent.path, Some(&t.name)), None, "create directory", e);
+                        release(&ctx, t.parent);
+                        return;
+                    }
+                }
+            }
+            spawn(item(fresh, &t.meta, t.dst_meta.as_ref(), &sub_rel));
+            release(&ctx, t.parent);
+        });
+        let pieces = std::mem::take(&mut *stash.lock().unwrap_or_else(|p| p.into_inner()));
+        for p in pieces {
+            spawn(p);
+        }
+        if has_dst {
+            let same = !mine.changed.load(Ordering::Relaxed)
+                && mine.dst_meta.is_some_and(|m| {
+                    m.perm == mine.meta.perm && m.mtime_s == mine.meta.mtime_s && m.mtime_ns == mine.meta.mtime_ns
+                });
+            if !same && !o.dry_run {
+                later.lock().unwrap_or_else(|p| p.into_inner()).push(Later {
+                    depth: depth(rel),
+                    rel: rel.to_vec(),
+                    meta,
+                });
+            }
+        }
+    };
+    let stats = MpiWalk { threads: o.threads }.run(roots, &work);
+    // Every chunk is done: chunked files get their metadata and final names (or go).
+    let stopped = ranks::all_gather(&[(signals::pending() != 0) as u8]).iter().any(|b| b.first() == Some(&1));
+    let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&super::walk::encode_items(
+        failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|k| &k[..]),
+    ))
+    .iter()
+    .flat_map(|b| super::walk::decode_items(b))
+    .collect();
+    if let Some(d) = &dst {
+        let bigs = std::mem::take(&mut *bigs.lock().unwrap_or_else(|p| p.into_inner()));
+        for b in bigs {
+            let path = String::from_utf8_lossy(&b.rel).into_owned();
+            let Ok(ddir) = open_below(d.as_fd(), &b.rel) else { continue };
+            let drop_tmp = || {
+                let _ = rustix::fs::unlinkat(&ddir, b.tmp.as_c_str(), rustix::fs::AtFlags::empty());
+            };
+            if stopped || failed_keys.contains(&join_rel(&b.rel, b.name.to_bytes())) {
+                drop_tmp();
+                continue;
+            }
+            let r = rustix::fs::openat(
+                &ddir,
+                b.tmp.as_c_str(),
+                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
+                FsMode::empty(),
+            )
+            .and_then(|fd| set_meta(fd.as_fd(), &b.meta))
+            .and_then(|()| rustix::fs::renameat(&ddir, b.tmp.as_c_str(), &ddir, b.name.as_c_str()));
+            if let Err(e) = r {
+                ctx.fail(&path, Some(&b.name), "finish chunked file", e);
+                drop_tmp();
+            }
+        }
+    }
+    ranks::barrier();
+    // Directory metadata, deepest first, once every rank is done below.
+    if let (false, Some(d)) = (stopped, &dst) {
+        let later = later.into_inner().unwrap_or_else(|p| p.into_inner());
+        let local_max = later.iter().map(|l| l.depth).max().unwrap_or(0);
+        let max = ranks::all_gather(&local_max.to_le_bytes())
+            .iter()
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .max()
+            .unwrap_or(0);
+        for at in (0..=max).rev() {
+            for l in later.iter().filter(|l| l.depth == at) {
+                let path = String::from_utf8_lossy(&l.rel).into_owned();
+                match open_below(d.as_fd(), &l.rel).and_then(|fd| set_meta(fd.as_fd(), &l.meta)) {
+                    Ok(()) => {}
+                    Err(e) => ctx.fail(&path, None, "set directory mode/mtime", e),
+                }
+            }
+            ranks::barrier();
+        }
+    }
+    rustix::process::umask(umask);
+    let (u1, s1) = crate::measure::cpu_times();
+    let part = RankPart {
+        counts: counts(&ctx.c),
+        phase_ns: std::array::from_fn(|i| ctx.c.phase_ns[i].load(Ordering::Relaxed)),
+        failures: ctx.f.take(),
+        interrupted: signals::pending() != 0,
+        cpu: (u1 - u0, s1 - s0),
+    };
+    let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
+        .iter()
+        .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
+        .collect();
+    let total = |i: usize| parts.iter().map(|p| p.counts[i]).sum::<u64>();
+    let phase = |i: usize| parts.iter().map(|p| p.phase_ns[i]).sum::<u64>() as f64 / 1e9;
+    let mut failures: Vec<String> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
+    failures.truncate(copy::MAX_FAILURES);
+    let walks = WalkTotals::gather(stats);
+    let mut s = Summary {
+        mode: match o.mode {
+            Mode::Copy => "copy".into(),
+            Mode::Sync => "sync".into(),
+        },
+        src: o.src.display().to_string(),
+        dst: o.dst.display().to_string(),
+        dry_run: o.dry_run,
+        threads: o.threads * ranks::size(),
+        src_entries: total(0),
+        src_files: total(1),
+        src_dirs: total(2),
+        src_bytes: total(3),
+        dst_entries: total(4),
+        copied: total(5),
+        dirs_created: total(6),
+        deleted: total(7),
+        skipped: total(8),
+        extraneous: total(9),
+        failed: total(10),
+        bytes_transferred: total(11),
+        elapsed_s: t0.elapsed().as_secs_f64(),
+        cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),
+        cpu_sys_s: parts.iter().map(|p| p.cpu.1).sum(),
+        phases: PhaseTimes {
+            scan_src_s: phase(0),
+            scan_dst_s: phase(1),
+            compare_s: phase(2),
+            transfer_s: phase(3),
+            delete_s: phase(4),
+        },
+        interrupted: parts.iter().any(|p| p.interrupted),
+        failures,
+        verify: None,
+        provenance: Some(crate::measure::provenance::Provenance::collect(command_line)),
+        ranks: Some(RankCounts::new("entries compared", parts.iter().map(|p| p.counts[0]).collect(), walks)),
+    };
+    if o.verify && !s.interrupted && ranks::is_root() {
+        s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
+    }
+    Ok(s)
+}

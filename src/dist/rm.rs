@@ -1,0 +1,439 @@
+//! `manyfiles rm` under MPI: every rank removes part of the same trees (on a file system
+//! every rank sees).
+//!
+//! Phase 1, on the distributed walk ([`super::walk::Walker`]): a rank that takes a
+//! directory lists it, spawns its subdirectories, and unlinks its non-directories in
+//! inode order — itself, or as chunks of [`CHUNK`] names that other ranks can take — so
+//! one huge directory is emptied by every rank. Each rank remembers the directories it
+//! listed (relative paths, by depth): the only state that grows with the tree, one path
+//! per directory, never per file.
+//!
+//! Phase 2: directories removed deepest first — every rank removes its own directories
+//! of one depth, then a barrier, then the next depth up — so a directory is removed only
+//! after every rank finished everything below it. A failure anywhere (known to every rank
+//! after phase 1) keeps the directories above it quietly, as the local engine does.
+//!
+//! Checks are the local engine's (`engine::rm`): every PATH resolved before anything is
+//! removed, on every rank, and the ranks agree; nothing below a PATH is reached through a
+//! symlink ([`super::walk::open_below`]); other file systems are not entered unless
+//! `--cross-mounts`.
+
+use super::ranks;
+use super::walk::{MpiWalk, Walker, join, open_below, split_last};
+use super::{RankCounts, WalkTotals};
+use crate::engine::rm::{CHUNK, Failure, LIST_FAILURES, Options, Summary, grant, grant_below, resolve};
+use crate::engine::walk::{self, Kind};
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, statx, unlinkat};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+const DIR: u8 = b'D';
+const FILES: u8 = b'F';
+
+/// A PATH that is a directory, open on this rank.
+struct Root {
+    shown: String,
+    parent: OwnedFd,
+    name: CString,
+    fd: OwnedFd,
+    dev: u64,
+}
+
+/// What one rank did (gathered by every rank after the removal).
+#[derive(Default, Serialize, Deserialize)]
+struct RankPart {
+    files: u64,
+    dirs: u64,
+    failed: u64,
+    failures: Vec<Failure>,
+    interrupted: bool,
+}
+
+struct Ctx<'a> {
+    o: &'a Options,
+    roots: Vec<Root>,
+    files: AtomicU64,
+    dirs: AtomicU64,
+    failed: AtomicU64,
+    failures: Mutex<Vec<Failure>>,
+    /// Directories this rank listed: (depth, root, relative path).
+    listed: Mutex<Vec<(u32, u32, Vec<u8>)>>,
+}
+
+fn item(kind: u8, root: u32, rest: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(5 + rest.len());
+    v.push(kind);
+    v.extend_from_slice(&root.to_le_bytes());
+    v.extend_from_slice(rest);
+    v
+}
+
+fn depth(rel: &[u8]) -> u32 {
+    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
+}
+
+impl Ctx<'_> {
+    fn shown(&self, root: u32, rel: &[u8], name: &[u8]) -> String {
+        let mut p = self.roots[root as usize].shown.clone();
+        for part in [rel, name] {
+            if !part.is_empty() {
+                p.push('/');
+                p.push_str(&String::from_utf8_lossy(part));
+            }
+        }
+        p
+    }
+
+    fn fail(&self, root: u32, rel: &[u8], name: &[u8], err: impl ToString) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if f.len() < LIST_FAILURES {
+            f.push(Failure { path: self.shown(root, rel, name), error: err.to_string() });
+        }
+    }
+
+    fn unlink(&self, dir: BorrowedFd<'_>, name: &CStr) -> std::result::Result<(), Errno> {
+        match unlinkat(dir, name, AtFlags::empty()) {
+            Err(Errno::ACCESS) if grant(dir) => unlinkat(dir, name, AtFlags::empty())?,
+            r => r?,
+        }
+        self.files.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn work(&self, it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        let (kind, root) = (it[0], u32::from_le_bytes([it[1], it[2], it[3], it[4]]));
+        let rest = &it[5..];
+        if crate::signals::pending() != 0 {
+            return;
+        }
+        match kind {
+            DIR => self.dir(root, rest, spawn),
+            FILES => {
+                let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let (rel, names) = (&rest[4..4 + n], &rest[4 + n..]);
+                match open_below(self.roots[root as usize].fd.as_fd(), rel) {
+                    Ok(fd) => self.unlink_all(root, rel, fd.as_fd(), names, spawn),
+                    Err(Errno::NOENT) => {}
+                    Err(e) => self.fail(root, rel, b"", e),
+                }
+            }
+            _ => unreachable!("an rm item starts with its kind"),
+        }
+    }
+
+    fn unlink_all(&self, root: u32, rel: &[u8], fd: BorrowedFd<'_>, names: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        for raw in names.split_inclusive(|&b| b == 0) {
+            let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
+            match self.unlink(fd, name) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(Errno::ISDIR) | Err(Errno::PERM) if walk::kind_of(fd, name) == Ok(Kind::Dir) => {
+                    spawn(item(DIR, root, &join(rel, name.to_bytes())));
+                }
+                Err(e) => self.fail(root, rel, name.to_bytes(), e),
+            }
+        }
+    }
+
+    fn dir(&self, root: u32, rel: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        let r = &self.roots[root as usize];
+        let fd = if rel.is_empty() {
+            walk::open_dir_at(r.parent.as_fd(), &r.name)
+        } else {
+            let (up, name) = split_last(rel);
+            let Ok(cname) = CString::new(name) else { return self.fail(root, rel, b"", "NUL in a name") };
+            match open_below(r.fd.as_fd(), up) {
+                Ok(pfd) => {
+                    let mut opened = walk::open_dir_at(pfd.as_fd(), &cname);
+                    if matches!(opened, Err(Errno::ACCESS)) && grant_below(pfd.as_fd(), &cname) {
+                        opened = walk::open_dir_at(pfd.as_fd(), &cname);
+                    }
+                    if matches!(opened, Err(Errno::NOTDIR) | Err(Errno::LOOP)) {
+                        // Replaced by a non-directory (or a symlink) since it was listed.
+                        match self.unlink(pfd.as_fd(), &cname) {
+                            Ok(()) | Err(Errno::NOENT) => {}
+                            Err(e) => self.fail(root, rel, b"", e),
+                        }
+                        return;
+                    }
+                    opened
+                }
+                Err(e) => Err(e),
+            }
+        };
+        let fd = match fd {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return,
+            Err(e) => return self.fail(root, rel, b"", e),
+        };
+        match statx(&fd, c"", AtFlags::EMPTY_PATH, StatxFlags::TYPE) {
+            Ok(st) => {
+                let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+                let mount_root = st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT);
+                if !rel.is_empty() && (dev != r.dev || mount_root) && !self.o.cross_mounts {
+                    return self.fail(root, rel, b"", "a mount point: not crossed (use --cross-mounts)");
+                }
+            }
+            Err(e) => return self.fail(root, rel, b"", e),
+        }
+        self.listed.lock().unwrap_or_else(|p| p.into_inner()).push((depth(rel), root, rel.to_vec()));
+        let mut names: Vec<u8> = Vec::new();
+        let mut files: Vec<(u64, u32)> = Vec::new();
+        let listed = walk::for_each_entry(fd.as_fd(), fd.as_fd(), |n, k, ino| {
+            if k == Kind::Dir {
+                spawn(item(DIR, root, &join(rel, n.to_bytes())));
+            } else {
+                files.push((ino, names.len() as u32));
+                names.extend_from_slice(n.to_bytes_with_nul());
+            }
+        });
+        match listed {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => self.fail(root, rel, b"", format!("cannot list: {e}")),
+        }
+        files.sort_unstable(); // inode order, as the local engine
+        let name_at = |off: u32| CStr::from_bytes_until_nul(&names[off as usize..]).expect("NUL-terminated");
+        if files.len() <= CHUNK {
+            let mut one = Vec::with_capacity(names.len());
+            for &(_, off) in &files {
+                one.extend_from_slice(name_at(off).to_bytes_with_nul());
+            }
+            return self.unlink_all(root, rel, fd.as_fd(), &one, spawn);
+        }
+        for part in files.chunks(CHUNK) {
+            let mut c = (rel.len() as u32).to_le_bytes().to_vec();
+            c.extend_from_slice(rel);
+            for &(_, off) in part {
+                c.extend_from_slice(name_at(off).to_bytes_with_nul());
+            }
+            spawn(item(FILES, root, &c));
+        }
+    }
+
+    /// Phase 2: this rank's directories of `depth`, once everything below is gone.
+    fn remove_dirs(&self, at: u32, quiet_not_empty: bool) {
+        let listed = self.listed.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, root, rel) in listed.iter().filter(|(d, _, _)| *d == at) {
+            let r = &self.roots[*root as usize];
+            let (pfd, name) = if rel.is_empty() {
+                (r.parent.try_clone(), r.name.clone())
+            } else {
+                let (up, name) = split_last(rel);
+                (open_below(r.fd.as_fd(), up).map_err(std::io::Error::from), CString::new(name).expect("no NUL"))
+            };
+            let pfd = match pfd {
+                Ok(p) => p,
+                Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => continue,
+                Err(e) => {
+                    self.fail(*root, rel, b"", e);
+                    continue;
+                }
+            };
+            let mut res = unlinkat(&pfd, name.as_c_str(), AtFlags::REMOVEDIR);
+            if res == Err(Errno::ACCESS) && grant(pfd.as_fd()) {
+                res = unlinkat(&pfd, name.as_c_str(), AtFlags::REMOVEDIR);
+            }
+            match res {
+                Ok(()) => {
+                    self.dirs.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(Errno::NOENT) => {}
+                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) if quiet_not_empty => {}
+                Err(e) => self.fail(*root, rel, b"", e),
+            }
+        }
+    }
+}
+
+/// Free bytes (statvfs `f_bfree`) of every file system of `fds`, each counted once.
+fn free_space(fds: &[BorrowedFd<'_>]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for fd in fds {
+        let (Ok(st), Ok(v)) = (rustix::fs::fstat(fd), rustix::fs::fstatvfs(fd)) else { continue };
+        if !out.iter().any(|(d, _)| *d == st.st_dev) {
+            out.push((st.st_dev, v.f_bfree.saturating_mul(v.f_frsize)));
+        }
+    }
+    out
+}
+
+/// Every rank removes its part of every PATH; every rank returns the job's summary.
+pub fn run(o: &Options) -> Result<Summary> {
+    if o.paths.is_empty() {
+        return Err(Error::bad("PATH", "name at least one path to remove"));
+    }
+    let targets = ranks::agree(o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>())?;
+    let mut seen = std::collections::HashSet::new();
+    let targets: Vec<_> = targets.into_iter().filter(|t| seen.insert((t.dev, t.ino))).collect();
+    crate::signals::install();
+    walk::raise_fd_limit();
+    let shown: Vec<String> = targets.iter().map(|t| t.shown.display().to_string()).collect();
+    let ctx = Ctx {
+        o,
+        roots: Vec::new(),
+        files: AtomicU64::new(0),
+        dirs: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        failures: Mutex::new(Vec::new()),
+        listed: Mutex::new(Vec::new()),
+    };
+    let mut ctx = ctx;
+    let mut others = Vec::new();
+    let mut opened: Vec<Result<()>> = Vec::new();
+    for t in targets {
+        if t.kind == Kind::Dir {
+            match walk::open_dir_at(t.parent.as_fd(), &t.name) {
+                Ok(fd) => ctx.roots.push(Root {
+                    shown: t.shown.display().to_string(),
+                    parent: t.parent,
+                    name: t.name,
+                    fd,
+                    dev: t.dev,
+                }),
+                Err(e) => opened.push(Err(Error::bad("rm", format!("{}: cannot open: {e}", t.shown.display())))),
+            }
+        } else {
+            others.push(t);
+        }
+    }
+    ranks::agree(opened.into_iter().collect::<Result<Vec<()>>>())?;
+    // Every rank must see the same directories (a shared file system): compare inodes
+    // (device numbers of one network file system differ between hosts).
+    let inos: Vec<u8> =
+        ctx.roots.iter().flat_map(|r| rustix::fs::fstat(&r.fd).map_or(0, |st| st.st_ino).to_le_bytes()).collect();
+    let same = ranks::all_gather(&inos).iter().all(|b| *b == inos);
+    ranks::agree(if same {
+        Ok(())
+    } else {
+        Err(Error::bad(
+            "rm",
+            "the PATHs are not the same directories on every rank: rm under MPI needs a file system every rank sees",
+        ))
+    })?;
+    let fds: Vec<BorrowedFd<'_>> =
+        ctx.roots.iter().map(|r| r.fd.as_fd()).chain(others.iter().map(|t| t.parent.as_fd())).collect();
+    let before = free_space(&fds);
+    ranks::barrier();
+    let t0 = Instant::now();
+    // PATHs that are not directories: rank 0 unlinks them.
+    if ranks::is_root() {
+        for t in &others {
+            let shown = t.shown.display().to_string();
+            if let Err(e) = ctx.unlink(t.parent.as_fd(), &t.name) {
+                ctx.failed.fetch_add(1, Ordering::Relaxed);
+                ctx.failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Failure { path: shown, error: e.to_string() });
+            }
+        }
+    }
+    let roots: Vec<Vec<u8>> =
+        if ranks::is_root() { (0..ctx.roots.len() as u32).map(|i| item(DIR, i, b"")).collect() } else { Vec::new() };
+    let c = &ctx;
+    let stats =
+        MpiWalk { threads: o.threads }.run(roots, &|it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| c.work(it, spawn));
+    // Did anything fail or stop anywhere? Then directories that stay non-empty are no news.
+    let mine = [(ctx.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0) as u8];
+    let troubled = ranks::all_gather(&mine).iter().any(|b| b.first() == Some(&1));
+    let interrupted_anywhere = {
+        let m = [(crate::signals::pending() != 0) as u8];
+        ranks::all_gather(&m).iter().any(|b| b.first() == Some(&1))
+    };
+    if !interrupted_anywhere {
+        let local_max = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
+        let max = ranks::all_gather(&local_max.to_le_bytes())
+            .iter()
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .max()
+            .unwrap_or(0);
+        for d in (0..=max).rev() {
+            ctx.remove_dirs(d, troubled);
+            ranks::barrier();
+        }
+    }
+    let elapsed_s = t0.elapsed().as_secs_f64();
+    let after = free_space(&fds);
+    let bytes_freed: u64 = before
+        .iter()
+        .map(|(dev, b)| after.iter().find(|(d, _)| d == dev).map_or(0, |(_, a)| a.saturating_sub(*b)))
+        .sum();
+    let part = RankPart {
+        files: ctx.files.load(Ordering::Relaxed),
+        dirs: ctx.dirs.load(Ordering::Relaxed),
+        failed: ctx.failed.load(Ordering::Relaxed),
+        failures: std::mem::take(&mut *ctx.failures.lock().unwrap_or_else(|p| p.into_inner())),
+        interrupted: crate::signals::pending() != 0,
+    };
+    let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
+        .iter()
+        .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
+        .collect();
+    let walks = WalkTotals::gather(stats);
+    let mut failures: Vec<Failure> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
+    failures.truncate(LIST_FAILURES);
+    Ok(Summary {
+        paths: shown,
+        files: parts.iter().map(|p| p.files).sum(),
+        dirs: parts.iter().map(|p| p.dirs).sum(),
+        bytes_freed,
+        elapsed_s,
+        threads: o.threads * ranks::size(),
+        failed: parts.iter().map(|p| p.failed).sum(),
+        failures,
+        interrupted: parts.iter().any(|p| p.interrupted),
+        ranks: Some(RankCounts::new("entries removed", parts.iter().map(|p| p.files + p.dirs).collect(), walks)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn opts(p: &Path) -> Options {
+        Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
+    }
+
+    #[test]
+    fn one_rank_removes_like_the_local_engine() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("top");
+        for a in 0..4 {
+            for b in 0..3 {
+                let d = top.join(format!("{a}/{b}"));
+                std::fs::create_dir_all(&d).unwrap();
+                for f in 0..5 {
+                    std::fs::write(d.join(format!("f{f}")), b"x").unwrap();
+                }
+            }
+        }
+        let big = top.join("big");
+        std::fs::create_dir_all(&big).unwrap();
+        for i in 0..2 * CHUNK + 5 {
+            std::fs::write(big.join(format!("g{i}")), b"").unwrap();
+        }
+        std::os::unix::fs::symlink("/", top.join("0/root-link")).unwrap();
+        let s = run(&opts(&top)).unwrap();
+        assert!(s.ok(), "{s:?}");
+        assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1 + 2 * CHUNK as u64 + 5, 1 + 1 + 4 + 4 * 3));
+        assert!(!top.exists());
+        assert!(t.path().exists());
+        let r = s.ranks.unwrap();
+        assert_eq!(r.ranks, 1);
+        assert_eq!(r.work, vec![s.files + s.dirs]);
+    }
+
+    #[test]
+    fn one_rank_refuses_bad_paths() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(run(&opts(&t.path().join("missing"))).unwrap_err().exit_code(), 2);
+        assert_eq!(run(&opts(Path::new("/"))).unwrap_err().exit_code(), 2);
+    }
+}
