@@ -7,7 +7,7 @@
 #
 # Jobs (each on a fresh copy of the workload where it changes the tree):
 #   copy   manyfiles copy SRC DST          cpz SRC DST      cp -a SRC/. DST
-#   gen    manyfiles gen DIR (FILES, SIZE)  ftzz DIR -n FILES --files-exact -b BYTES --bytes-exact
+#   gen    manyfiles gen DIR (FILES, SIZE, names as long as ftzz's)  ftzz DIR -n FILES --files-exact -b BYTES --bytes-exact -d 1 -r FILES/DIRS
 #   sync   manyfiles sync SRC SAME --dry-run                 rsync -an SRC/ SAME/
 #   scan   manyfiles scan SRC (no index)   find SRC -printf '%s %T@ %p\n'   du -s SRC   gdu -n SRC
 #   rm     manyfiles rm DIR                rmz DIR          rm -rf DIR
@@ -19,9 +19,14 @@
 # than QUIET_CORES (0.3) cores: the machine is shared. Each run records the cores
 # other processes used meanwhile.
 #
-# Environment: ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
+# Environment: ONLY (regular expression: the contenders to run), ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
 # default nproc), JOBS (default "copy gen sync scan rm"), IMG_SIZE (8G, sparse), RAW
-# (copy the raw TSV here). Needs root (mount, losetup), cargo, python3, /usr/bin/time.
+# (copy the raw TSV here), PROFILE + PROFILE_DIR (strace/perf each run: see timed;
+# bench/peers_profile.py turns the files into per-file tables), MF_BASE (another manyfiles
+# binary, run as contender base-JOB with the same arguments but --threads BASE_THREADS
+# (default THREADS) and the environment BASE_ENV (VAR=VALUE ...): interleaved A/B of two
+# builds, two thread counts or two settings).
+# Needs root (mount, losetup), cargo, python3, /usr/bin/time.
 # Peers missing are installed: cpz, rmz, ftzz with `cargo install --locked`; rsync,
 # gdu with apt-get. A peer that cannot be installed is left out and named.
 set -euo pipefail
@@ -38,6 +43,12 @@ IMG_SIZE=${IMG_SIZE:-8G}
 QUIET_CORES=${QUIET_CORES:-0.3}
 QUIET_MAX=${QUIET_MAX:-60}
 RAW=${RAW:-}
+MF_BASE=${MF_BASE:-}
+BASE_THREADS=${BASE_THREADS:-$THREADS}
+BASE_ENV=${BASE_ENV:-}
+PROFILE=${PROFILE:-}
+PROFILE_DIR=${PROFILE_DIR:-}
+if [ -n "$PROFILE" ]; then mkdir -p "${PROFILE_DIR:?PROFILE needs PROFILE_DIR}"; PROFILE_DIR=$(cd "$PROFILE_DIR" && pwd); fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/dev/shm/manyfiles-peers-$$
@@ -65,7 +76,7 @@ have() { command -v "$1" >/dev/null; }
 bench_build
 version() { if have "$1"; then "$1" --version 2>/dev/null | head -1 | tr -s ' '; else echo "$1: missing"; fi; }
 bench_header "engines against their peers" \
-    "ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
+    "${MF_BASE:+MF_BASE=$MF_BASE BASE_THREADS=$BASE_THREADS BASE_ENV='$BASE_ENV' }${PROFILE:+PROFILE=$PROFILE }ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
     "$(version cpz); $(version rmz); $(version ftzz); $(cp --version | head -1); $(version rsync); $(find --version | head -1); $(du --version | head -1); $(version gdu)"
 
 HZ=$(getconf CLK_TCK)
@@ -81,10 +92,19 @@ wait_quiet() {
 quiesce() { sync; if [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi; wait_quiet; }
 
 # timed CMD...: "wall user sys others" to $WORK/last (others: cores other processes used)
+# With PROFILE=strace or PROFILE=perf (and PROFILE_DIR), CMD runs under `strace -f -c` or
+# `perf record -e cpu-clock -g`, output in PROFILE_DIR/WORKLOAD-JOB-CONTENDER.{strace,perf}
+# (ROUNDS=1 makes one of each; times are then distorted by the tracer, not results).
 timed() {
-    local t0 t1 b0 b1 u s
+    local t0 t1 b0 b1 u s pre=()
+    case "${PROFILE:-}" in
+        strace) pre=(strace -f -c -o "$PROFILE_DIR/$CUR.strace") ;;
+        perf) pre=(perf record -q -e cpu-clock -g -o "$PROFILE_DIR/$CUR.perf") ;;
+        '') ;;
+        *) echo "PROFILE=$PROFILE: strace or perf" >&2; exit 2 ;;
+    esac
     b0=$(busy); t0=$EPOCHREALTIME
-    /usr/bin/time -f '%U %S' -o "$WORK/time" "$@" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
+    /usr/bin/time -f '%U %S' -o "$WORK/time" "${pre[@]}" "$@" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
     t1=$EPOCHREALTIME; b1=$(busy)
     read -r u s < "$WORK/time"
     python3 -c "w=max($t1-$t0,1e-6); print(f'{w:.4f} $u $s {max(0.0, (($b1-$b0)/$HZ - $u - $s)/w):.2f}')" > "$WORK/last"
@@ -104,8 +124,11 @@ make_tree() {
     esac
 }
 
-# contenders JOB: the peers that are installed
+# contenders JOB: the peers that are installed (and base-JOB: MF_BASE, another build)
 contenders() {
+    if [ -n "$MF_BASE" ]; then
+        case "$1" in sync) echo base-sync-n ;; *) echo "base-$1" ;; esac
+    fi
     case "$1" in
         copy) echo mf-copy; have cpz && echo cpz; echo cp-a ;;
         gen) echo mf-gen; have ftzz && echo ftzz ;;
@@ -126,28 +149,39 @@ run_one() {
     quiesce
     local files
     files=$( [ "$w" = flat ] && echo "$FLAT_FILES" || echo "$FILES" )
+    CUR=$w-$job-$c
+    local bin=("$MF") THREADS=$THREADS
+    # shellcheck disable=SC2206 # BASE_ENV: words VAR=VALUE
+    case "$c" in base-*) bin=(env $BASE_ENV "$MF_BASE"); THREADS=$BASE_THREADS; c=mf-${c#base-} ;; esac
     case "$c" in
-        mf-copy) timed "$MF" copy "$src" "$dst" --threads "$THREADS" -q ;;
+        mf-copy) timed "${bin[@]}" copy "$src" "$dst" --threads "$THREADS" -q ;;
         cpz) timed cpz "$src" "$dst" ;;
         cp-a) timed cp -a "$src/." "$dst" ;;
         mf-gen)
-            if [ "$w" = flat ]; then timed "$MF" gen "$dst" --files "$files" --size 0 --flat -q
-            else timed "$MF" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) -q; fi ;;
+            # Names as long as ftzz's (decimal file numbers: as many digits as FILES - 1),
+            # not the default 16 characters: longer names make larger directories.
+            local nl=$((files - 1))
+            nl=${#nl}
+            if [ "$w" = flat ]; then timed "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --name-len "$nl" --threads "$THREADS" -q
+            else timed "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --name-len "$nl" --threads "$THREADS" -q; fi ;;
         ftzz)
             # ftzz ≥ 3 has no `generate` subcommand; older versions need it.
             local g=()
             if ftzz --help 2>/dev/null | grep -qE '^\s+generate\s'; then g=(g); fi
             local b
             b=$(find "$src" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
-            if [ "$b" -gt 0 ]; then timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact
-            else timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact; fi ;;
-        mf-sync-n) timed "$MF" sync "$src" "$MNT/same-$w" --dry-run --threads "$THREADS" -q ;;
+            # The same shape as gen's: depth 1, FILES/DIRS files per directory (ftzz's
+            # default is files/1000 per directory up to 5 levels deep: 10× the directories).
+            local shape=(-d 1 -r "$( [ "$w" = flat ] && echo "$files" || echo $((FILES / DIRS)) )")
+            if [ "$b" -gt 0 ]; then timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact "${shape[@]}"
+            else timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact "${shape[@]}"; fi ;;
+        mf-sync-n) timed "${bin[@]}" sync "$src" "$MNT/same-$w" --dry-run --threads "$THREADS" -q ;;
         rsync-an) timed rsync -an "$src/" "$MNT/same-$w/" ;;
-        mf-scan) timed "$MF" scan "$src" --threads "$THREADS" ;;
+        mf-scan) timed "${bin[@]}" scan "$src" --threads "$THREADS" ;;
         find-printf) timed find "$src" -printf '%s %T@ %p\n' ;;
         du-s) timed du -s "$src" ;;
         gdu) timed gdu -n "$src" ;;
-        mf-rm) timed "$MF" rm "$dst" --threads "$THREADS" ;;
+        mf-rm) timed "${bin[@]}" rm "$dst" --threads "$THREADS" ;;
         rmz) timed rmz "$dst" ;;
         rm-rf) timed rm -rf "$dst" ;;
     esac
@@ -160,6 +194,12 @@ run_one() {
     esac
     cat "$WORK/last"
 }
+
+# ONLY: a regular expression of the contenders to run (default all).
+if [ -n "${ONLY:-}" ]; then
+    eval "$(declare -f contenders | sed '1s/contenders/contenders_all/')"
+    contenders() { contenders_all "$1" | grep -E "^(${ONLY})\$" || true; }
+fi
 
 WORKLOADS=(nested)
 if [ "$FLAT_FILES" -gt 0 ]; then WORKLOADS+=(flat); fi

@@ -174,7 +174,11 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
     let tree = Prepared::new(&cfg.spec, cfg.create.direct);
     let progress = Progress::new(cfg.quiet);
     let op = Create { opts: cfg.create.clone() };
-    let settings = PhaseSettings { threads: cfg.threads, portion_files: 10_000, buf_len: cfg.create.block_size };
+    // No syncfs at the end unless asked for (`--fsync end`): like every other tool that
+    // writes files, gen leaves writeback to the kernel. (Session 3 gave every write phase
+    // a timed syncfs; through run_phase gen took it too, and its time doubled against ftzz.)
+    let settings =
+        PhaseSettings { threads: cfg.threads, portion_files: 10_000, buf_len: cfg.create.block_size, flush: false };
     let result = run_phase(&op, &tree, root.as_fd(), &settings, &progress);
     progress.finish();
     if let Some(f) = &result.failed {

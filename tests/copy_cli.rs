@@ -229,3 +229,32 @@ fn an_experiment_file_takes_several_commands() {
     assert_eq!(ops, ["copy", "cmd:cp", "cmd:tar"]);
     assert!(v["measurements"].as_array().unwrap().iter().all(|m| m["errors"] == 0 && m["files"] == 40), "{v}");
 }
+
+/// A directory of more than 2,048 entries is listed in chunks on several threads, and
+/// its empty files are made by mknodat + utimensat: modes, mtimes and contents kept,
+/// a dry-run sync afterwards finds nothing to do.
+#[test]
+fn a_large_directory_is_copied_exactly() {
+    let t = tempfile::tempdir().unwrap();
+    let (src, dst) = (t.path().join("src"), t.path().join("dst"));
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    for i in 0..5000u32 {
+        let p = src.join(format!("f{i}"));
+        if i % 3 == 0 {
+            std::fs::write(&p, format!("content {i}")).unwrap();
+        } else {
+            std::fs::write(&p, b"").unwrap();
+        }
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode([0o644, 0o600, 0o755, 0o444][i as usize % 4]))
+            .unwrap();
+        set_mtime(&p, 1_000_000_000 + i as i64, i * 7);
+    }
+    std::fs::write(src.join("sub/x"), b"x").unwrap();
+    let (code, s, out) = run_json("copy", &src, &dst, &["--threads", "3"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(n(&s, "failed"), 0, "{s}");
+    assert_same(&src, &dst);
+    let (code, s, out) = run_json("sync", &src, &dst, &["--dry-run", "--threads", "3"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!((n(&s, "copied"), n(&s, "skipped")), (0, 5001), "{s}");
+}

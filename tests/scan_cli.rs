@@ -199,3 +199,28 @@ fn entries_vanishing_mid_scan_are_tolerated() {
     assert_eq!(n, 1 + 100 + 100 * 100, "root + 100 dirs + their files: {v}");
     assert_eq!(v["entries"].as_i64(), Some(n));
 }
+
+/// A directory of more than 2,048 entries is stat'ed in chunks on several threads: the
+/// index and the inventory are the same as a plain walk's, and a rescan finds nothing new.
+#[test]
+fn a_large_directory_is_scanned_exactly() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = base.path().join("t");
+    run(["gen", tree.to_str().unwrap(), "--files", "5000", "--size", "uniform:0-2k", "--flat", "-q"]).ok();
+    std::fs::create_dir(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("sub/x"), b"x").unwrap();
+    let (inv, db, json) = (base.path().join("inv.json"), base.path().join("i.db"), base.path().join("r.json"));
+    let url = format!("sqlite:{}", db.display());
+    let t = tree.to_str().unwrap();
+    run(["scan", t, "--db", &url, "--threads", "3", "--inventory", inv.to_str().unwrap()]).ok();
+    let mut got = Inventory::load(&inv).unwrap();
+    let mut want = Inventory::scan(&tree, 2).unwrap();
+    got.created_utc.clear();
+    want.created_utc.clear();
+    assert_eq!(serde_json::to_value(&got).unwrap(), serde_json::to_value(&want).unwrap());
+    assert_eq!(got.files, 5001);
+    run(["scan", t, "--db", &url, "--threads", "3", "--json", json.to_str().unwrap()]).ok();
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["entries"], 5003, "{v}");
+    assert_eq!(v["diff"]["unchanged"], 5003, "{v}");
+}

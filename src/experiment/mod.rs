@@ -601,6 +601,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         threads: cfg.threads,
         portion_files: cfg.portion_files,
         buf_len: cfg.create.block_size.max(64 * 1024),
+        flush: true,
     };
     let driver = Driver {
         name: &cfg.name,

@@ -552,6 +552,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             threads: cfg.threads,
             portion_files: 10_000,
             buf_len: cfg.create.block_size.max(64 << 10),
+            flush: true,
         },
     };
     let driver = Driver {

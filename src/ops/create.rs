@@ -3,7 +3,7 @@
 use super::{Op, Worker, for_each_dir_in_parent, for_each_file};
 use crate::tree::Unit;
 use rustix::fd::AsFd;
-use rustix::fs::{Mode, OFlags, fcntl_setfl, fsync, mkdirat, openat, syncfs};
+use rustix::fs::{FileType, Mode, OFlags, fcntl_setfl, fsync, mkdirat, mknodat, openat, syncfs};
 use rustix::io::{Errno, write};
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +113,12 @@ impl Create {
         flags: OFlags,
     ) -> Result<(), Errno> {
         let name = w.file_name(index);
+        if size == 0 && self.opts.fsync != FsyncMode::File {
+            // An empty file needs no descriptor: one mknodat instead of openat + close
+            // (fails with EEXIST on an existing name and never follows a symlink, as
+            // O_CREAT | O_EXCL does).
+            return mknodat(dir, name, FileType::RegularFile, Mode::from_raw_mode(FILE_MODE), 0);
+        }
         let fd = openat(dir, name, flags, Mode::from_raw_mode(FILE_MODE))?;
         let block = self.opts.block_size as u64;
         let mut off = 0u64;

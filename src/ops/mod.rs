@@ -247,6 +247,10 @@ pub struct PhaseSettings {
     pub portion_files: u64,
     /// Size of each thread's I/O buffer.
     pub buf_len: usize,
+    /// A writing op ends with a timed syncfs (its durable time). Experiments measure
+    /// storage and keep it; `gen` makes a tree and leaves writeback to the kernel (with
+    /// `--fsync end` it still syncs, in the op's own `after`).
+    pub flush: bool,
 }
 
 /// Run `op` over the tree below `root` and measure it.
@@ -339,7 +343,7 @@ fn run_phase_here(
     }
     let returned = shared.start.elapsed().as_secs_f64();
     // Durable: until the file system has the phase's changes on its device.
-    let flush = (op.writes() && !main.stopping()).then(|| {
+    let flush = (settings.flush && op.writes() && !main.stopping()).then(|| {
         let t = Instant::now();
         if let Err(e) = rustix::fs::syncfs(root) {
             main.error("syncfs", 0, None, e, 1);

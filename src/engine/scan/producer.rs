@@ -27,6 +27,14 @@ pub(crate) const FIELDS: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::BLOCKS)
     .union(StatxFlags::NLINK);
 
+/// statx a directory's entries in inode order rather than getdents' (hash) order. Off:
+/// not measured faster (issue 15: sync -n and scan of 100,000 files in 100 directories,
+/// 5 interleaved rounds each way on a loaded machine, CPU equal, wall within the noise).
+const INODE_ORDER: bool = false;
+
+/// Entries per statx chunk: a directory with more is stat'ed on several threads.
+const CHUNK: usize = 2048;
+
 /// Paths listed in the report (the counts are always complete).
 pub const LISTED: usize = 100;
 
@@ -282,15 +290,31 @@ pub(crate) fn dir_rows(
     let mut stat_ns = 0;
     let (mut files, mut subdirs) = (0, 0);
     let skip_here = skip.filter(|s| s.dir == path);
-    for e in entries {
-        if skip_here.is_some_and(|s| s.names.iter().any(|n| n == e.name.as_bytes())) {
-            continue;
-        }
+    let mut entries = entries;
+    if let Some(s) = skip_here {
+        entries.retain(|e| !s.names.iter().any(|n| n == e.name.as_bytes()));
+    }
+    if INODE_ORDER {
+        entries.sort_unstable_by_key(|e| e.ino);
+    }
+    // statx every entry: in chunks on every thread for a large directory (lookups take
+    // the directory's lock shared, so they run in parallel), else here; what is kept of
+    // each (Meta and nlink) is small, the rows are then made in order as before.
+    let stat_one = |e: &walk::Entry| {
         let t1 = Instant::now();
         let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
-        stat_ns += elapsed_ns(t1);
-        let st = match r {
-            Ok(st) => st,
+        (r.map(|st| (meta_of(&st), st.stx_nlink)), elapsed_ns(t1))
+    };
+    let stated: Vec<_> = if entries.len() > CHUNK {
+        use rayon::prelude::*;
+        entries.par_chunks(CHUNK).flat_map_iter(|c| c.iter().map(stat_one)).collect()
+    } else {
+        entries.iter().map(stat_one).collect()
+    };
+    for (e, (r, ns)) in entries.into_iter().zip(stated) {
+        stat_ns += ns;
+        let (meta, nlink) = match r {
+            Ok(x) => x,
             Err(Errno::NOENT) => {
                 stats.vanished.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -303,13 +327,13 @@ pub(crate) fn dir_rows(
                 continue;
             }
         };
-        let row = *batch.push(path, e.name.as_bytes(), Some(key), depth, meta_of(&st));
+        let row = *batch.push(path, e.name.as_bytes(), Some(key), depth, meta);
         let name_len = e.name.as_bytes().len();
         match row.meta.kind {
             Kind::File => {
                 files += 1;
-                let nlink = st.stx_nlink as u64;
-                stats.inventory(|inv| inv.add_file(depth as u64, name_len, st.stx_size, row.meta.allocated, nlink));
+                let nlink = nlink as u64;
+                stats.inventory(|inv| inv.add_file(depth as u64, name_len, row.meta.size, row.meta.allocated, nlink));
             }
             Kind::Dir => subdirs += 1,
             k => stats.inventory(|inv| inv.add_special(k, depth as u64, name_len)),
