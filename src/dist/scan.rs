@@ -22,10 +22,9 @@
 use super::walk::{MpiWalk, Walker, open_below};
 use super::{RankCounts, WalkTotals, ranks};
 use crate::engine::scan::backend::Meta;
-use crate::engine::scan::diff::Index;
 use crate::engine::scan::producer::{self, Batch, WalkStats, path_key};
 use crate::engine::scan::{
-    Phases, ScanConfig, ScanReport, Totals, Writer, display_path, index_files_inside, open_root,
+    Phases, ScanConfig, ScanReport, Totals, Writer, display_path, index_files_inside, load_index, open_root,
 };
 use crate::engine::walk::Kind;
 use crate::error::{Error, Result};
@@ -296,23 +295,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     let provenance = Provenance::collect(cfg.command_line.clone());
     let start = Instant::now();
     let mut phases = Phases::default();
-    let index = ranks::agree((|| -> Result<Index> {
-        let Some(db) = db.as_deref_mut() else { return Ok(Index::default()) };
-        match db.root().map_err(|e| Error::bad("--db", format!("{}: {e}", db.describe())))? {
-            Some(old) if old != root => {
-                return Err(Error::bad(
-                    "--db",
-                    format!("{} indexes {old}, not {root}: give another database", db.describe()),
-                ));
-            }
-            Some(_) => {}
-            None => db.set_root(&root).map_err(|e| Error::failed(format!("writing the index: {e}")))?,
-        }
-        let t = Instant::now();
-        let ix = Index::load(db).map_err(|e| Error::failed(format!("reading the index: {e}")))?;
-        phases.load_index_s = t.elapsed().as_secs_f64();
-        Ok(ix)
-    })())?;
+    let index = ranks::agree(load_index(db.as_deref_mut(), &root, &mut phases))?;
     let indexed_before = index.indexed() as u64;
     let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());

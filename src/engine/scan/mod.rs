@@ -243,6 +243,27 @@ impl Writer<'_> {
     }
 }
 
+/// The index `db` holds of `root` (empty without a database): a database that indexes
+/// another root is refused, a new one gets this root; the load is timed in `phases`.
+pub(crate) fn load_index(db: Option<&mut (dyn IndexBackend + '_)>, root: &str, phases: &mut Phases) -> Result<Index> {
+    let Some(db) = db else { return Ok(Index::default()) };
+    match db.root().map_err(|e| Error::bad("--db", format!("{}: {e}", db.describe())))? {
+        Some(old) if old != root => {
+            return Err(Error::bad(
+                "--db",
+                format!("{} indexes {old}, not {root}: give another database", db.describe()),
+            ));
+        }
+        Some(_) => {}
+        // Written with the first batch (an unchanged rescan writes nothing).
+        None => db.set_root(root).map_err(|e| Error::failed(format!("writing the index: {e}")))?,
+    }
+    let t = Instant::now();
+    let ix = Index::load(db).map_err(|e| Error::failed(format!("reading the index: {e}")))?;
+    phases.load_index_s = t.elapsed().as_secs_f64();
+    Ok(ix)
+}
+
 /// Run a scan. Bad input (root, database) is reported before anything is walked. An
 /// interrupted scan returns its report with `interrupted_by` set, after committing
 /// what it had; rows are never deleted after an incomplete walk.
@@ -257,26 +278,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     let provenance = Provenance::collect(cfg.command_line.clone());
     let start = Instant::now();
     let mut phases = Phases::default();
-    let index = match db.as_deref_mut() {
-        Some(db) => {
-            match db.root().map_err(|e| Error::bad("--db", format!("{}: {e}", db.describe())))? {
-                Some(old) if old != root => {
-                    return Err(Error::bad(
-                        "--db",
-                        format!("{} indexes {old}, not {root}: give another database", db.describe()),
-                    ));
-                }
-                Some(_) => {}
-                // Written with the first batch (an unchanged rescan writes nothing).
-                None => db.set_root(&root).map_err(|e| Error::failed(format!("writing the index: {e}")))?,
-            }
-            let t = Instant::now();
-            let ix = Index::load(db).map_err(|e| Error::failed(format!("reading the index: {e}")))?;
-            phases.load_index_s = t.elapsed().as_secs_f64();
-            ix
-        }
-        None => Index::default(),
-    };
+    let index = load_index(db.as_deref_mut(), &root, &mut phases)?;
     let indexed_before = index.indexed() as u64;
     let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
     raise_fd_limit();
