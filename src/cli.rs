@@ -425,11 +425,20 @@ pub struct WriteArgs {
 }
 
 fn threads(t: Option<usize>) -> Result<usize> {
+    threads_or(t, cores())
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// `--threads`, or `default` when not given.
+fn threads_or(t: Option<usize>, default: usize) -> Result<usize> {
     match t {
         Some(0) => Err(Error::bad("--threads", "must be at least 1")),
         Some(n) if n > 1024 => Err(Error::bad("--threads", "must be at most 1024")),
         Some(n) => Ok(n),
-        None => Ok(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)),
+        None => Ok(default),
     }
 }
 
@@ -927,7 +936,8 @@ pub struct SyncArgs {
 
 #[derive(Args, Debug)]
 pub struct CopyCommonArgs {
-    /// Worker threads, parallel across directories (default: available cores)
+    /// Worker threads, parallel across directories (default: twice the available cores;
+    /// for sync --dry-run, the available cores)
     #[arg(long)]
     pub threads: Option<usize>,
     /// Write the summary as JSON here
@@ -938,17 +948,24 @@ pub struct CopyCommonArgs {
     pub quiet: bool,
 }
 
-/// Options for `copy` / `sync`, and where the JSON summary goes.
+/// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
+/// `sync --dry-run`, which only walks.
 pub fn copy_config(
     mode: manyfiles::engine::copy::Mode,
     src: &std::path::Path,
     dst: &std::path::Path,
     c: &CopyCommonArgs,
+    writes: bool,
 ) -> Result<(manyfiles::engine::copy::Options, Option<PathBuf>)> {
     if let Some(j) = &c.json {
         check_output(j, "--json")?;
     }
-    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads(c.threads)?);
+    // A job that copies defaults to two threads a core: a cold source file's read blocks
+    // its thread on the device while the other thread of that core goes on (100,000 × 1 KiB
+    // cold on a RAM-backed ext4, 2 cores: 4 threads 1.20× faster than 2, 8 no faster than
+    // 4; BENCHMARKS.md). A walk (dry run) gains nothing from more threads than cores.
+    let default = if writes { 2 * cores() } else { cores() };
+    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads_or(c.threads, default)?);
     o.quiet = c.quiet;
     Ok((o, c.json.clone()))
 }

@@ -161,12 +161,13 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             print_results(&rs, false, cfg.json.as_deref());
         }
         Command::Copy(a) => {
-            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common)?;
+            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common, true)?;
             (o.reflink, o.verify) = (a.reflink, a.verify);
             return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
         Command::Sync(a) => {
-            let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common)?;
+            let (mut o, json) =
+                cli::copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
             (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
             return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
