@@ -20,7 +20,7 @@
 # other processes used meanwhile.
 #
 # Environment: ONLY (regular expression: the contenders to run), ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
-# default nproc), JOBS (default "copy gen sync scan rm"), IMG_SIZE (8G, sparse), RAW
+# default: none given, each command's own), JOBS (default "copy gen sync scan rm"), IMG_SIZE (8G, sparse), RAW
 # (copy the raw TSV here), PROFILE + PROFILE_DIR (strace/perf each run: see timed;
 # bench/peers_profile.py turns the files into per-file tables), MF_BASE (another manyfiles
 # binary, run as contender base-JOB with the same arguments but --threads BASE_THREADS
@@ -37,7 +37,7 @@ FILES=${FILES:-100000}
 SIZE=${SIZE:-1k}
 DIRS=${DIRS:-100}
 FLAT_FILES=${FLAT_FILES:-1000000}
-THREADS=${THREADS:-$(nproc)}
+THREADS=${THREADS:-}   # empty: each command's own default
 JOBS=${JOBS:-copy gen sync scan rm}
 IMG_SIZE=${IMG_SIZE:-8G}
 QUIET_CORES=${QUIET_CORES:-0.3}
@@ -145,16 +145,18 @@ run_one() {
     case "$c" in
         cp-a) mkdir "$dst" ;;           # the others make DST themselves
     esac
-    if [ "$job" = rm ]; then cp -a "$src" "$dst"; fi
+    # Untimed set-up copies by manyfiles copy: cp -a takes a minute on the flat workload.
+    if [ "$job" = rm ]; then "$MF" copy "$src" "$dst" -q >/dev/null; fi
     quiesce
     local files
     files=$( [ "$w" = flat ] && echo "$FLAT_FILES" || echo "$FILES" )
     CUR=$w-$job-$c
-    local bin=("$MF") THREADS=$THREADS
+    local bin=("$MF") THREADS=$THREADS thr=()
     # shellcheck disable=SC2206 # BASE_ENV: words VAR=VALUE
     case "$c" in base-*) bin=(env $BASE_ENV "$MF_BASE"); THREADS=$BASE_THREADS; c=mf-${c#base-} ;; esac
+    if [ -n "$THREADS" ]; then thr=(--threads "$THREADS"); fi
     case "$c" in
-        mf-copy) timed "${bin[@]}" copy "$src" "$dst" --threads "$THREADS" -q ;;
+        mf-copy) timed "${bin[@]}" copy "$src" "$dst" "${thr[@]}" -q ;;
         cpz) timed cpz "$src" "$dst" ;;
         cp-a) timed cp -a "$src/." "$dst" ;;
         mf-gen)
@@ -162,8 +164,8 @@ run_one() {
             # not the default 16 characters: longer names make larger directories.
             local nl=$((files - 1))
             nl=${#nl}
-            if [ "$w" = flat ]; then timed "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --name-len "$nl" --threads "$THREADS" -q
-            else timed "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --name-len "$nl" --threads "$THREADS" -q; fi ;;
+            if [ "$w" = flat ]; then timed "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --name-len "$nl" "${thr[@]}" -q
+            else timed "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --name-len "$nl" "${thr[@]}" -q; fi ;;
         ftzz)
             # ftzz ≥ 3 has no `generate` subcommand; older versions need it.
             local g=()
@@ -178,13 +180,13 @@ run_one() {
             if [ "$w" = flat ]; then shape=(-d 0); fi
             if [ "$b" -gt 0 ]; then timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact "${shape[@]}"
             else timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact "${shape[@]}"; fi ;;
-        mf-sync-n) timed "${bin[@]}" sync "$src" "$MNT/same-$w" --dry-run --threads "$THREADS" -q ;;
+        mf-sync-n) timed "${bin[@]}" sync "$src" "$MNT/same-$w" --dry-run "${thr[@]}" -q ;;
         rsync-an) timed rsync -an "$src/" "$MNT/same-$w/" ;;
-        mf-scan) timed "${bin[@]}" scan "$src" --threads "$THREADS" ;;
+        mf-scan) timed "${bin[@]}" scan "$src" "${thr[@]}" ;;
         find-printf) timed find "$src" -printf '%s %T@ %p\n' ;;
         du-s) timed du -s "$src" ;;
         gdu) timed gdu -n "$src" ;;
-        mf-rm) timed "${bin[@]}" rm "$dst" --threads "$THREADS" ;;
+        mf-rm) timed "${bin[@]}" rm "$dst" "${thr[@]}" ;;
         rmz) timed rmz "$dst" ;;
         rm-rf) timed rm -rf "$dst" ;;
     esac
@@ -213,7 +215,7 @@ if [ "$FLAT_FILES" -gt 0 ]; then WORKLOADS+=(flat); fi
 for w in "${WORKLOADS[@]}"; do
     echo "workload $w: making the source tree..." >&2
     make_tree "src-$w" "$w"
-    cp -a "$MNT/src-$w" "$MNT/same-$w"
+    "$MF" copy "$MNT/src-$w" "$MNT/same-$w" -q >/dev/null
     for job in $JOBS; do
         mapfile -t cs < <(contenders "$job")
         k=${#cs[@]}
@@ -226,7 +228,9 @@ for w in "${WORKLOADS[@]}"; do
             done
         done
     done
-    rm -rf "$MNT/src-$w" "$MNT/same-$w" "$MNT/dst"
+    # Room for the next workload (after the last one, unmounting and removing the image
+    # is enough: no minute of rm -rf on the flat tree).
+    if [ "$w" != "${WORKLOADS[-1]}" ]; then rm -rf "$MNT/src-$w" "$MNT/same-$w" "$MNT/dst"; fi
 done
 if [ -n "$RAW" ]; then cp "$TSV" "$RAW"; fi
 
