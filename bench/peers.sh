@@ -15,7 +15,8 @@
 # "flat" FLAT_FILES (1000000) empty files in one directory (FLAT_FILES=0 skips it).
 # Untimed before every timed run: the tree to work on (a copy of SRC for rm, an empty
 # destination for copy, an empty directory for gen), then `sync` and, as root, drop
-# caches; and a wait (up to QUIET_MAX s, default 60) until other processes use less
+# caches (CACHE=cold, the default; CACHE=warm keeps them: the trees stay in memory, as
+# in a second run over the same tree); and a wait (up to QUIET_MAX s, default 60) until other processes use less
 # than QUIET_CORES (0.3) cores: the machine is shared. Each run records the cores
 # other processes used meanwhile.
 #
@@ -41,6 +42,8 @@ THREADS=${THREADS:-}   # empty: each command's own default
 JOBS=${JOBS:-copy gen sync scan rm}
 IMG_SIZE=${IMG_SIZE:-8G}
 QUIET_CORES=${QUIET_CORES:-0.3}
+CACHE=${CACHE:-cold}
+case "$CACHE" in cold|warm) ;; *) echo "CACHE=$CACHE: cold or warm" >&2; exit 2 ;; esac
 QUIET_MAX=${QUIET_MAX:-60}
 RAW=${RAW:-}
 MF_BASE=${MF_BASE:-}
@@ -76,7 +79,7 @@ have() { command -v "$1" >/dev/null; }
 bench_build
 version() { if have "$1"; then "$1" --version 2>/dev/null | head -1 | tr -s ' '; else echo "$1: missing"; fi; }
 bench_header "engines against their peers" \
-    "${MF_BASE:+MF_BASE=$MF_BASE BASE_THREADS=$BASE_THREADS BASE_ENV='$BASE_ENV' }${PROFILE:+PROFILE=$PROFILE }ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
+    "${ONLY:+ONLY='$ONLY' }${MF_BASE:+MF_BASE=$MF_BASE BASE_THREADS=$BASE_THREADS BASE_ENV='$BASE_ENV' }${PROFILE:+PROFILE=$PROFILE }CACHE=$CACHE ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
     "$(version cpz); $(version rmz); $(version ftzz); $(cp --version | head -1); $(version rsync); $(find --version | head -1); $(du --version | head -1); $(version gdu)"
 
 HZ=$(getconf CLK_TCK)
@@ -89,7 +92,11 @@ wait_quiet() {
         if [ "$t" -ge "$QUIET_MAX" ]; then echo "  (not quiet after ${QUIET_MAX}s, running anyway)" >&2; return; fi
     done
 }
-quiesce() { sync; if [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi; wait_quiet; }
+quiesce() {
+    sync
+    if [ "$CACHE" = cold ] && [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi
+    wait_quiet
+}
 
 # timed CMD...: "wall user sys others" to $WORK/last (others: cores other processes used)
 # With PROFILE=strace or PROFILE=perf (and PROFILE_DIR), CMD runs under `strace -f -c` or
