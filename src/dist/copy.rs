@@ -29,9 +29,9 @@
 
 use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
 use super::{RankCounts, WalkTotals, ranks};
-use crate::engine::copy::engine::{Ctx, Node, Task, do_dir, join, release};
+use crate::engine::copy::engine::{Ctx, Node, Part, Task, do_dir, join, release, summary};
 use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
-use crate::engine::copy::{self, Counters, Failures, Mode, Options, PhaseTimes, Summary, verify};
+use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
 use crate::engine::walk::{self, Kind, Meta, meta_of};
 use crate::error::{Error, Result};
 use crate::signals;
@@ -207,29 +207,7 @@ struct Later {
 struct RankPart {
     /// Files and symlinks this rank wrote (chunked files count where they were made).
     written: u64,
-    counts: [u64; 12],
-    phase_ns: [u64; 5],
-    failures: Vec<String>,
-    interrupted: bool,
-    cpu: (f64, f64),
-}
-
-fn counts(c: &Counters) -> [u64; 12] {
-    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    [
-        l(&c.src_entries),
-        l(&c.src_files),
-        l(&c.src_dirs),
-        l(&c.src_bytes),
-        l(&c.dst_entries),
-        l(&c.copied),
-        l(&c.dirs_created),
-        l(&c.deleted),
-        l(&c.skipped),
-        l(&c.extraneous),
-        l(&c.failed),
-        l(&c.bytes),
-    ]
+    part: Part,
 }
 
 fn depth(rel: &[u8]) -> u32 {
@@ -551,62 +529,22 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let part = RankPart {
         written: (ctx.c.copied.load(Ordering::Relaxed) + batch_written.load(Ordering::Relaxed))
             .saturating_sub(deferred.load(Ordering::Relaxed)),
-        counts: counts(&ctx.c),
-        phase_ns: std::array::from_fn(|i| ctx.c.phase_ns[i].load(Ordering::Relaxed)),
-        failures: ctx.f.take(),
-        interrupted: signals::pending() != 0,
-        cpu: (u1 - u0, s1 - s0),
+        part: Part::of(&ctx.c, &ctx.f, (u1 - u0, s1 - s0)),
     };
     let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
         .iter()
         .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
         .collect();
-    let total = |i: usize| parts.iter().map(|p| p.counts[i]).sum::<u64>();
-    let phase = |i: usize| parts.iter().map(|p| p.phase_ns[i]).sum::<u64>() as f64 / 1e9;
-    let mut failures: Vec<String> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
-    failures.truncate(copy::MAX_FAILURES);
     let walks = WalkTotals::gather(stats);
-    let mut s = Summary {
-        mode: match o.mode {
-            Mode::Copy => "copy".into(),
-            Mode::Sync => "sync".into(),
-        },
-        src: o.src.display().to_string(),
-        dst: o.dst.display().to_string(),
-        dry_run: o.dry_run,
-        threads: o.threads * ranks::size(),
-        src_entries: total(0),
-        src_files: total(1),
-        src_dirs: total(2),
-        src_bytes: total(3),
-        dst_entries: total(4),
-        copied: total(5),
-        dirs_created: total(6),
-        deleted: total(7),
-        skipped: total(8),
-        extraneous: total(9),
-        failed: total(10),
-        bytes_transferred: total(11),
-        elapsed_s: t0.elapsed().as_secs_f64(),
-        cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),
-        cpu_sys_s: parts.iter().map(|p| p.cpu.1).sum(),
-        phases: PhaseTimes {
-            scan_src_s: phase(0),
-            scan_dst_s: phase(1),
-            compare_s: phase(2),
-            transfer_s: phase(3),
-            delete_s: phase(4),
-        },
-        interrupted: parts.iter().any(|p| p.interrupted),
-        failures,
-        verify: None,
-        provenance: Some(crate::measure::provenance::Provenance::collect(command_line)),
-        ranks: Some(if o.dry_run {
-            RankCounts::new("entries compared", parts.iter().map(|p| p.counts[0]).collect(), walks)
-        } else {
-            RankCounts::new("files written", parts.iter().map(|p| p.written).collect(), walks)
-        }),
+    let (unit, work): (&str, Vec<u64>) = if o.dry_run {
+        ("entries compared", parts.iter().map(|p| p.part.counts[0]).collect())
+    } else {
+        ("files written", parts.iter().map(|p| p.written).collect())
     };
+    let parts: Vec<Part> = parts.into_iter().map(|p| p.part).collect();
+    let mut s = summary(o, o.threads * ranks::size(), &parts, t0);
+    s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
+    s.ranks = Some(RankCounts::new(unit, work, walks));
     if o.verify && !s.interrupted && ranks::is_root() {
         s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
     }
