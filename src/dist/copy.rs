@@ -28,11 +28,11 @@
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
 use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
-use super::{RankCounts, WalkTotals, ranks};
+use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
 use crate::engine::copy::engine::{Ctx, Node, Part, Task, do_dir, join, release, summary};
 use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
-use crate::engine::walk::{self, Kind, Meta, meta_of};
+use crate::engine::walk::{self, Meta, meta_of};
 use crate::error::{Error, Result};
 use crate::signals;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -136,24 +136,6 @@ fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> s
     Ok(())
 }
 
-fn kind_byte(k: Kind) -> u8 {
-    match k {
-        Kind::File => 0,
-        Kind::Dir => 1,
-        Kind::Symlink => 2,
-        Kind::Other => 3,
-    }
-}
-
-fn kind_of(b: u8) -> Kind {
-    match b {
-        0 => Kind::File,
-        1 => Kind::Dir,
-        2 => Kind::Symlink,
-        _ => Kind::Other,
-    }
-}
-
 const META: usize = 1 + 4 + 8 + 8 + 4;
 
 fn put_meta(v: &mut Vec<u8>, m: &Meta) {
@@ -237,16 +219,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         Err(e) => Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
     })?;
     let ino = |fd: &OwnedFd| rustix::fs::fstat(fd).map_or(0, |st| st.st_ino);
-    let mine: Vec<u8> = [ino(&src), dst.as_ref().map_or(0, ino)].iter().flat_map(|i| i.to_le_bytes()).collect();
-    let same = ranks::all_gather(&mine).iter().all(|b| *b == mine);
-    ranks::agree(if same {
-        Ok(())
-    } else {
-        Err(Error::bad(
-            "SRC",
-            "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
-        ))
-    })?;
+    ranks::same_dirs(
+        &[ino(&src), dst.as_ref().map_or(0, ino)],
+        "SRC",
+        "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
+    )?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())));
     let src_meta = ranks::agree(src_meta)?;
     let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
@@ -470,7 +447,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     };
     let stats = MpiWalk { threads: o.threads }.run(roots, &work);
     // Every chunk is done: chunked files get their metadata and final names (or go).
-    let stopped = ranks::all_gather(&[(signals::pending() != 0) as u8]).iter().any(|b| b.first() == Some(&1));
+    let stopped = ranks::any(signals::pending() != 0);
     let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&super::walk::encode_items(
         failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|k| &k[..]),
     ))

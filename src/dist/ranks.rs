@@ -189,6 +189,20 @@ pub fn shared_barrier() {
     }
 }
 
+/// Collective: whether `mine` is true on any rank (the same answer on every rank).
+pub fn any(mine: bool) -> bool {
+    all_gather(&[mine as u8]).iter().any(|b| b.first() == Some(&1))
+}
+
+/// Collective: every rank must have opened the same directories (a file system every rank
+/// sees), compared by their inode numbers `inos` (device numbers of one network file system
+/// differ between hosts); otherwise bad input for `flag` on every rank, saying `why`.
+pub fn same_dirs(inos: &[u64], flag: &str, why: &str) -> Result<()> {
+    let mine: Vec<u8> = inos.iter().flat_map(|i| i.to_le_bytes()).collect();
+    let same = all_gather(&mine).iter().all(|b| *b == mine);
+    agree(if same { Ok(()) } else { Err(Error::bad(flag, why)) })
+}
+
 static AGREED_FAILURE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Every rank learns whether every rank succeeded; if one failed, all return an error

@@ -272,19 +272,12 @@ pub fn run(o: &Options) -> Result<Summary> {
         }
     }
     ranks::agree(opened.into_iter().collect::<Result<Vec<()>>>())?;
-    // Every rank must see the same directories (a shared file system): compare inodes
-    // (device numbers of one network file system differ between hosts).
-    let inos: Vec<u8> =
-        ctx.roots.iter().flat_map(|r| rustix::fs::fstat(&r.fd).map_or(0, |st| st.st_ino).to_le_bytes()).collect();
-    let same = ranks::all_gather(&inos).iter().all(|b| *b == inos);
-    ranks::agree(if same {
-        Ok(())
-    } else {
-        Err(Error::bad(
-            "rm",
-            "the PATHs are not the same directories on every rank: rm under MPI needs a file system every rank sees",
-        ))
-    })?;
+    let inos: Vec<u64> = ctx.roots.iter().map(|r| rustix::fs::fstat(&r.fd).map_or(0, |st| st.st_ino)).collect();
+    ranks::same_dirs(
+        &inos,
+        "rm",
+        "the PATHs are not the same directories on every rank: rm under MPI needs a file system every rank sees",
+    )?;
     let fds: Vec<BorrowedFd<'_>> =
         ctx.roots.iter().map(|r| r.fd.as_fd()).chain(others.iter().map(|t| t.parent.as_fd())).collect();
     let before = free_space(&fds);
@@ -305,12 +298,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     let stats =
         MpiWalk { threads: o.threads }.run(roots, &|it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| c.work(it, spawn));
     // Did anything fail or stop anywhere? Then directories that stay non-empty are no news.
-    let mine = [(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0) as u8];
-    let troubled = ranks::all_gather(&mine).iter().any(|b| b.first() == Some(&1));
-    let interrupted_anywhere = {
-        let m = [(crate::signals::pending() != 0) as u8];
-        ranks::all_gather(&m).iter().any(|b| b.first() == Some(&1))
-    };
+    let troubled = ranks::any(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0);
+    let interrupted_anywhere = ranks::any(crate::signals::pending() != 0);
     if !interrupted_anywhere {
         let local_max = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
         let max = ranks::all_gather(&local_max.to_le_bytes())

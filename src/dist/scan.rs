@@ -20,7 +20,7 @@
 //!   every rank; a writer failure on rank 0 stops every rank with its reason.
 
 use super::walk::{MpiWalk, Walker, open_below};
-use super::{RankCounts, WalkTotals, ranks};
+use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
 use crate::engine::scan::backend::Meta;
 use crate::engine::scan::producer::{self, Batch, WalkStats};
 use crate::engine::scan::{
@@ -43,24 +43,6 @@ use std::time::Instant;
 const ROWS_TAG: i32 = 7101;
 /// Bytes of rows per message to rank 0.
 const MESSAGE: usize = 4 << 20;
-
-fn kind_byte(k: Kind) -> u8 {
-    match k {
-        Kind::File => 0,
-        Kind::Dir => 1,
-        Kind::Symlink => 2,
-        Kind::Other => 3,
-    }
-}
-
-fn kind_of(b: u8) -> Kind {
-    match b {
-        0 => Kind::File,
-        1 => Kind::Dir,
-        2 => Kind::Symlink,
-        _ => Kind::Other,
-    }
-}
 
 /// A batch as bytes: per row path, name length, parent, depth and metadata.
 fn encode_batch(b: &Batch, out: &mut Vec<u8>) {
@@ -278,16 +260,11 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
     crate::engine::walk::raise_fd_limit();
     let (root_fd, root) = ranks::agree(open_root(&cfg.root))?;
-    let ino = rustix::fs::fstat(&root_fd).map_or(0, |st| st.st_ino);
-    let same = ranks::all_gather(&ino.to_le_bytes()).iter().all(|b| *b == ino.to_le_bytes());
-    ranks::agree(if same {
-        Ok(())
-    } else {
-        Err(Error::bad(
-            "PATH",
-            "not the same directory on every rank: scan under MPI needs a file system every rank sees",
-        ))
-    })?;
+    ranks::same_dirs(
+        &[rustix::fs::fstat(&root_fd).map_or(0, |st| st.st_ino)],
+        "PATH",
+        "not the same directory on every rank: scan under MPI needs a file system every rank sees",
+    )?;
     let me_root = ranks::is_root();
     let mut db = ranks::agree(match (&cfg.db, me_root) {
         (Some(u), true) => u.open().map(Some),
