@@ -27,7 +27,7 @@
 //! chunk done — the creating rank sets the file's mode and mtime and renames it to its
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
-use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
+use super::walk::{MpiWalk, Walker, depth, join as join_rel, open_below};
 use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
 use crate::engine::copy::engine::{Ctx, Node, Part, Task, do_dir, join, release, summary};
 use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
@@ -190,10 +190,6 @@ struct RankPart {
     /// Files and symlinks this rank wrote (chunked files count where they were made).
     written: u64,
     part: Part,
-}
-
-fn depth(rel: &[u8]) -> u32 {
-    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
 }
 
 /// Every rank copies part of SRC → DST; every rank returns the job's summary.
@@ -484,13 +480,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     // Directory metadata, deepest first, once every rank is done below.
     if let (false, Some(d)) = (stopped, &dst) {
         let later = later.into_inner().unwrap_or_else(|p| p.into_inner());
-        let local_max = later.iter().map(|l| l.depth).max().unwrap_or(0);
-        let max = ranks::all_gather(&local_max.to_le_bytes())
-            .iter()
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .max()
-            .unwrap_or(0);
-        for at in (0..=max).rev() {
+        ranks::deepest_first(later.iter().map(|l| l.depth).max().unwrap_or(0), |at| {
             for l in later.iter().filter(|l| l.depth == at) {
                 let path = String::from_utf8_lossy(&l.rel).into_owned();
                 match open_below(d.as_fd(), &l.rel).and_then(|fd| set_meta(fd.as_fd(), &l.meta)) {
@@ -498,8 +488,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                     Err(e) => ctx.fail(&path, None, "set directory mode/mtime", e),
                 }
             }
-            ranks::barrier();
-        }
+        });
     }
     rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();

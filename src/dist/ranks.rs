@@ -140,6 +140,19 @@ pub fn barrier() {
     world::barrier()
 }
 
+/// Collective: `at_depth(d)` for every depth `d` from the deepest of any rank (`mine`:
+/// this rank's deepest) up to 0, a barrier after each, so that no rank starts a depth
+/// before every rank has finished the one below (directories removed or their metadata
+/// set after everything below them).
+pub fn deepest_first(mine: u32, mut at_depth: impl FnMut(u32)) {
+    let max =
+        all_gather(&mine.to_le_bytes()).iter().map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).max().unwrap_or(0);
+    for d in (0..=max).rev() {
+        at_depth(d);
+        barrier();
+    }
+}
+
 /// Every rank's bytes, in rank order, on every rank.
 pub fn all_gather(mine: &[u8]) -> Vec<Vec<u8>> {
     world::all_gather(mine)

@@ -19,7 +19,7 @@
 //! `--cross-mounts`.
 
 use super::ranks;
-use super::walk::{MpiWalk, Walker, join, open_below, split_last};
+use super::walk::{MpiWalk, Walker, depth, join, open_below, split_last};
 use super::{RankCounts, WalkTotals};
 use crate::engine::rm::{CHUNK, Options, Part, Summary, Tally, grant, grant_below, targets};
 use crate::engine::walk::{self, Kind};
@@ -58,10 +58,6 @@ fn item(kind: u8, root: u32, rest: &[u8]) -> Vec<u8> {
     v.extend_from_slice(&root.to_le_bytes());
     v.extend_from_slice(rest);
     v
-}
-
-fn depth(rel: &[u8]) -> u32 {
-    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
 }
 
 impl Ctx<'_> {
@@ -301,16 +297,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     let troubled = ranks::any(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0);
     let interrupted_anywhere = ranks::any(crate::signals::pending() != 0);
     if !interrupted_anywhere {
-        let local_max = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
-        let max = ranks::all_gather(&local_max.to_le_bytes())
-            .iter()
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .max()
-            .unwrap_or(0);
-        for d in (0..=max).rev() {
-            ctx.remove_dirs(d, troubled);
-            ranks::barrier();
-        }
+        let deepest = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
+        ranks::deepest_first(deepest, |d| ctx.remove_dirs(d, troubled));
     }
     let elapsed_s = t0.elapsed().as_secs_f64();
     let after = free_space(&fds);
@@ -341,21 +329,12 @@ mod tests {
     fn one_rank_removes_like_the_local_engine() {
         let t = tempfile::tempdir().unwrap();
         let top = t.path().join("top");
-        for a in 0..4 {
-            for b in 0..3 {
-                let d = top.join(format!("{a}/{b}"));
-                std::fs::create_dir_all(&d).unwrap();
-                for f in 0..5 {
-                    std::fs::write(d.join(format!("f{f}")), b"x").unwrap();
-                }
-            }
-        }
+        crate::engine::rm::tests::tree_with_root_link(&top, b"x");
         let big = top.join("big");
         std::fs::create_dir_all(&big).unwrap();
         for i in 0..2 * CHUNK + 5 {
             std::fs::write(big.join(format!("g{i}")), b"").unwrap();
         }
-        std::os::unix::fs::symlink("/", top.join("0/root-link")).unwrap();
         let s = run(&opts(&top)).unwrap();
         assert!(s.ok(), "{s:?}");
         assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1 + 2 * CHUNK as u64 + 5, 1 + 1 + 4 + 4 * 3));

@@ -619,27 +619,33 @@ pub fn run(o: &Options) -> Result<Summary> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn opts(p: &Path) -> Options {
         Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
     }
 
-    #[test]
-    fn removes_a_tree_and_counts_it() {
-        let t = tempfile::tempdir().unwrap();
-        let top = t.path().join("top");
+    /// `top` with 4 × 3 directories of 5 files holding `content` (61 non-directories
+    /// and 17 directories with `top`), and a symlink to `/` that must not be followed.
+    pub(crate) fn tree_with_root_link(top: &Path, content: &[u8]) {
         for a in 0..4 {
             for b in 0..3 {
                 let d = top.join(format!("{a}/{b}"));
                 std::fs::create_dir_all(&d).unwrap();
                 for f in 0..5 {
-                    std::fs::write(d.join(format!("f{f}")), vec![7u8; 5000]).unwrap();
+                    std::fs::write(d.join(format!("f{f}")), content).unwrap();
                 }
             }
         }
         std::os::unix::fs::symlink("/", top.join("0/root-link")).unwrap();
+    }
+
+    #[test]
+    fn removes_a_tree_and_counts_it() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("top");
+        tree_with_root_link(&top, &[7u8; 5000]);
         let s = run(&opts(&top)).unwrap();
         assert!(s.ok(), "{s:?}");
         assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1, 1 + 4 + 4 * 3));
