@@ -76,16 +76,6 @@ if [ "$ROUNDS" -gt 0 ]; then
     if [ -n "$(rsync -ani "$SRC/" "$MNT/same/")" ]; then echo "rsync sees differences in the identical copy" >&2; exit 1; fi
 fi
 
-# timed NAME CMD...: wall, user, sys, max RSS (KiB) to $WORK/last
-timed() {
-    local t0 t1
-    t0=$EPOCHREALTIME
-    /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" >/dev/null
-    t1=$EPOCHREALTIME
-    read -r u s m < "$WORK/time"
-    echo "$(python3 -c "print(f'{$t1 - $t0:.4f}')") $u $s $m" > "$WORK/last"
-}
-
 run_one() {
     local c=$1 dst=$MNT/dst
     case "$c" in

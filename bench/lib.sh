@@ -7,6 +7,7 @@
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
 #   busy                                       → busy jiffies of all CPUs so far (steal included)
+#   timed CMD...                               → wall, user, sys, max RSS of CMD to $WORK/last
 # A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
 
 MNT=$WORK/mnt
@@ -68,3 +69,14 @@ bench_header() {
 # Busy jiffies of all CPUs so far (user, nice, system, irq, softirq, steal): differences
 # over a run give the CPU time everything on the machine used meanwhile.
 busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
+
+# timed CMD...: wall seconds (bash's EPOCHREALTIME), user and sys CPU seconds and peak RSS
+# (KiB, from /usr/bin/time) to $WORK/last; fails when CMD fails.
+timed() {
+    local t0 t1
+    t0=$EPOCHREALTIME
+    /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" >/dev/null
+    t1=$EPOCHREALTIME
+    read -r u s m < "$WORK/time"
+    echo "$(python3 -c "print(f'{$t1 - $t0:.4f}')") $u $s $m" > "$WORK/last"
+}

@@ -85,16 +85,6 @@ gen_tree() {
     esac
 }
 
-# timed CMD...: wall, user, sys, max RSS (KiB) to $WORK/last; fails when CMD fails.
-timed() {
-    local t0 t1
-    t0=$EPOCHREALTIME
-    /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" >/dev/null
-    t1=$EPOCHREALTIME
-    read -r u s m < "$WORK/time"
-    echo "$(python3 -c "print(f'{$t1 - $t0:.4f}')") $u $s $m" > "$WORK/last"
-}
-
 run_one() {
     local w=$1 c=$2 dir=$MNT/victim
     if [ -e "$dir" ]; then rm -rf "$dir"; fi

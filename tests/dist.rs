@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// One test at a time: the tests check how work spreads over ranks, which needs the
@@ -19,29 +18,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn mpirun_available() -> bool {
-    let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI: mpirun is missing (.ci/run installs openmpi-bin)");
-        eprintln!("skipped: mpirun not found (apt-get install openmpi-bin)");
-    }
-    found
-}
-
 /// `mpirun -np N manyfiles ARGS`, bounded in time.
 fn mpirun(np: usize, args: &[&str]) -> Run {
-    let out = assert_cmd::Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()])
-        .arg(bin())
-        .args(args)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .expect("mpirun starts");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    mpirun_with(np, args, Duration::from_secs(120))
 }
 
 /// An uneven tree: 30 directories of 40 files, one directory of `big` files, a chain 60

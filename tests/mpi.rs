@@ -10,30 +10,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn mpirun_available() -> bool {
-    let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI: mpirun is missing (.ci/run installs openmpi-bin)");
-        eprintln!("skipped: mpirun not found (apt-get install openmpi-bin)");
-    }
-    found
-}
-
-/// `mpirun -np N manyfiles ARGS`, bounded in time.
+/// `mpirun -np N manyfiles ARGS`, bounded in time, and how long it took.
 fn mpirun(np: usize, args: &[&str]) -> (Run, Duration) {
     let t0 = Instant::now();
-    let out = assert_cmd::Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()])
-        .arg(bin())
-        .args(args)
-        .timeout(Duration::from_secs(180))
-        .output()
-        .expect("mpirun starts");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let run = mpirun_with(np, args, Duration::from_secs(180));
     (run, t0.elapsed())
 }
 

@@ -27,12 +27,12 @@
 //! chunk done — the creating rank sets the file's mode and mtime and renames it to its
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
-use super::walk::{MpiWalk, Walker, join as join_rel, open_below};
-use super::{RankCounts, WalkTotals, ranks};
-use crate::engine::copy::engine::{Ctx, Node, Task, do_dir, join, release};
+use super::walk::{MpiWalk, Walker, depth, join as join_rel, open_below};
+use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
+use crate::engine::copy::engine::{Ctx, Node, Part, Task, do_dir, join, release, summary};
 use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
-use crate::engine::copy::{self, Counters, Failures, Mode, Options, PhaseTimes, Summary, verify};
-use crate::engine::walk::{self, Kind, Meta, meta_of};
+use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
+use crate::engine::walk::{self, Meta, meta_of};
 use crate::error::{Error, Result};
 use crate::signals;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -136,24 +136,6 @@ fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> s
     Ok(())
 }
 
-fn kind_byte(k: Kind) -> u8 {
-    match k {
-        Kind::File => 0,
-        Kind::Dir => 1,
-        Kind::Symlink => 2,
-        Kind::Other => 3,
-    }
-}
-
-fn kind_of(b: u8) -> Kind {
-    match b {
-        0 => Kind::File,
-        1 => Kind::Dir,
-        2 => Kind::Symlink,
-        _ => Kind::Other,
-    }
-}
-
 const META: usize = 1 + 4 + 8 + 8 + 4;
 
 fn put_meta(v: &mut Vec<u8>, m: &Meta) {
@@ -207,33 +189,7 @@ struct Later {
 struct RankPart {
     /// Files and symlinks this rank wrote (chunked files count where they were made).
     written: u64,
-    counts: [u64; 12],
-    phase_ns: [u64; 5],
-    failures: Vec<String>,
-    interrupted: bool,
-    cpu: (f64, f64),
-}
-
-fn counts(c: &Counters) -> [u64; 12] {
-    let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    [
-        l(&c.src_entries),
-        l(&c.src_files),
-        l(&c.src_dirs),
-        l(&c.src_bytes),
-        l(&c.dst_entries),
-        l(&c.copied),
-        l(&c.dirs_created),
-        l(&c.deleted),
-        l(&c.skipped),
-        l(&c.extraneous),
-        l(&c.failed),
-        l(&c.bytes),
-    ]
-}
-
-fn depth(rel: &[u8]) -> u32 {
-    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
+    part: Part,
 }
 
 /// Every rank copies part of SRC → DST; every rank returns the job's summary.
@@ -259,16 +215,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         Err(e) => Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
     })?;
     let ino = |fd: &OwnedFd| rustix::fs::fstat(fd).map_or(0, |st| st.st_ino);
-    let mine: Vec<u8> = [ino(&src), dst.as_ref().map_or(0, ino)].iter().flat_map(|i| i.to_le_bytes()).collect();
-    let same = ranks::all_gather(&mine).iter().all(|b| *b == mine);
-    ranks::agree(if same {
-        Ok(())
-    } else {
-        Err(Error::bad(
-            "SRC",
-            "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
-        ))
-    })?;
+    ranks::same_dirs(
+        &[ino(&src), dst.as_ref().map_or(0, ino)],
+        "SRC",
+        "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
+    )?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())));
     let src_meta = ranks::agree(src_meta)?;
     let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
@@ -492,7 +443,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     };
     let stats = MpiWalk { threads: o.threads }.run(roots, &work);
     // Every chunk is done: chunked files get their metadata and final names (or go).
-    let stopped = ranks::all_gather(&[(signals::pending() != 0) as u8]).iter().any(|b| b.first() == Some(&1));
+    let stopped = ranks::any(signals::pending() != 0);
     let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&super::walk::encode_items(
         failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|k| &k[..]),
     ))
@@ -529,13 +480,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     // Directory metadata, deepest first, once every rank is done below.
     if let (false, Some(d)) = (stopped, &dst) {
         let later = later.into_inner().unwrap_or_else(|p| p.into_inner());
-        let local_max = later.iter().map(|l| l.depth).max().unwrap_or(0);
-        let max = ranks::all_gather(&local_max.to_le_bytes())
-            .iter()
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .max()
-            .unwrap_or(0);
-        for at in (0..=max).rev() {
+        ranks::deepest_first(later.iter().map(|l| l.depth).max().unwrap_or(0), |at| {
             for l in later.iter().filter(|l| l.depth == at) {
                 let path = String::from_utf8_lossy(&l.rel).into_owned();
                 match open_below(d.as_fd(), &l.rel).and_then(|fd| set_meta(fd.as_fd(), &l.meta)) {
@@ -543,70 +488,29 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                     Err(e) => ctx.fail(&path, None, "set directory mode/mtime", e),
                 }
             }
-            ranks::barrier();
-        }
+        });
     }
     rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();
     let part = RankPart {
         written: (ctx.c.copied.load(Ordering::Relaxed) + batch_written.load(Ordering::Relaxed))
             .saturating_sub(deferred.load(Ordering::Relaxed)),
-        counts: counts(&ctx.c),
-        phase_ns: std::array::from_fn(|i| ctx.c.phase_ns[i].load(Ordering::Relaxed)),
-        failures: ctx.f.take(),
-        interrupted: signals::pending() != 0,
-        cpu: (u1 - u0, s1 - s0),
+        part: Part::of(&ctx.c, &ctx.f, (u1 - u0, s1 - s0)),
     };
     let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
         .iter()
         .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
         .collect();
-    let total = |i: usize| parts.iter().map(|p| p.counts[i]).sum::<u64>();
-    let phase = |i: usize| parts.iter().map(|p| p.phase_ns[i]).sum::<u64>() as f64 / 1e9;
-    let mut failures: Vec<String> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
-    failures.truncate(copy::MAX_FAILURES);
     let walks = WalkTotals::gather(stats);
-    let mut s = Summary {
-        mode: match o.mode {
-            Mode::Copy => "copy".into(),
-            Mode::Sync => "sync".into(),
-        },
-        src: o.src.display().to_string(),
-        dst: o.dst.display().to_string(),
-        dry_run: o.dry_run,
-        threads: o.threads * ranks::size(),
-        src_entries: total(0),
-        src_files: total(1),
-        src_dirs: total(2),
-        src_bytes: total(3),
-        dst_entries: total(4),
-        copied: total(5),
-        dirs_created: total(6),
-        deleted: total(7),
-        skipped: total(8),
-        extraneous: total(9),
-        failed: total(10),
-        bytes_transferred: total(11),
-        elapsed_s: t0.elapsed().as_secs_f64(),
-        cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),
-        cpu_sys_s: parts.iter().map(|p| p.cpu.1).sum(),
-        phases: PhaseTimes {
-            scan_src_s: phase(0),
-            scan_dst_s: phase(1),
-            compare_s: phase(2),
-            transfer_s: phase(3),
-            delete_s: phase(4),
-        },
-        interrupted: parts.iter().any(|p| p.interrupted),
-        failures,
-        verify: None,
-        provenance: Some(crate::measure::provenance::Provenance::collect(command_line)),
-        ranks: Some(if o.dry_run {
-            RankCounts::new("entries compared", parts.iter().map(|p| p.counts[0]).collect(), walks)
-        } else {
-            RankCounts::new("files written", parts.iter().map(|p| p.written).collect(), walks)
-        }),
+    let (unit, work): (&str, Vec<u64>) = if o.dry_run {
+        ("entries compared", parts.iter().map(|p| p.part.counts[0]).collect())
+    } else {
+        ("files written", parts.iter().map(|p| p.written).collect())
     };
+    let parts: Vec<Part> = parts.into_iter().map(|p| p.part).collect();
+    let mut s = summary(o, o.threads * ranks::size(), &parts, t0);
+    s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
+    s.ranks = Some(RankCounts::new(unit, work, walks));
     if o.verify && !s.interrupted && ranks::is_root() {
         s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
     }

@@ -9,7 +9,29 @@ pub mod rm;
 pub mod scan;
 pub mod walk;
 
+use crate::engine::walk::Kind;
 use serde::{Deserialize, Serialize};
+
+/// An entry's kind as one byte in the items and rows ranks send each other ([`kind_of`]
+/// reads it back).
+pub(crate) fn kind_byte(k: Kind) -> u8 {
+    match k {
+        Kind::File => 0,
+        Kind::Dir => 1,
+        Kind::Symlink => 2,
+        Kind::Other => 3,
+    }
+}
+
+/// The kind a [`kind_byte`] stands for.
+pub(crate) fn kind_of(b: u8) -> Kind {
+    match b {
+        0 => Kind::File,
+        1 => Kind::Dir,
+        2 => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
 
 /// Every rank's [`walk::WalkStats`] of one walk, in rank order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

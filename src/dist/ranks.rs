@@ -140,6 +140,19 @@ pub fn barrier() {
     world::barrier()
 }
 
+/// Collective: `at_depth(d)` for every depth `d` from the deepest of any rank (`mine`:
+/// this rank's deepest) up to 0, a barrier after each, so that no rank starts a depth
+/// before every rank has finished the one below (directories removed or their metadata
+/// set after everything below them).
+pub fn deepest_first(mine: u32, mut at_depth: impl FnMut(u32)) {
+    let max =
+        all_gather(&mine.to_le_bytes()).iter().map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).max().unwrap_or(0);
+    for d in (0..=max).rev() {
+        at_depth(d);
+        barrier();
+    }
+}
+
 /// Every rank's bytes, in rank order, on every rank.
 pub fn all_gather(mine: &[u8]) -> Vec<Vec<u8>> {
     world::all_gather(mine)
@@ -187,6 +200,20 @@ pub fn shared_barrier() {
     if shared_dir() {
         barrier();
     }
+}
+
+/// Collective: whether `mine` is true on any rank (the same answer on every rank).
+pub fn any(mine: bool) -> bool {
+    all_gather(&[mine as u8]).iter().any(|b| b.first() == Some(&1))
+}
+
+/// Collective: every rank must have opened the same directories (a file system every rank
+/// sees), compared by their inode numbers `inos` (device numbers of one network file system
+/// differ between hosts); otherwise bad input for `flag` on every rank, saying `why`.
+pub fn same_dirs(inos: &[u64], flag: &str, why: &str) -> Result<()> {
+    let mine: Vec<u8> = inos.iter().flat_map(|i| i.to_le_bytes()).collect();
+    let same = all_gather(&mine).iter().all(|b| *b == mine);
+    agree(if same { Ok(()) } else { Err(Error::bad(flag, why)) })
 }
 
 static AGREED_FAILURE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

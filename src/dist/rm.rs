@@ -19,18 +19,17 @@
 //! `--cross-mounts`.
 
 use super::ranks;
-use super::walk::{MpiWalk, Walker, join, open_below, split_last};
+use super::walk::{MpiWalk, Walker, depth, join, open_below, split_last};
 use super::{RankCounts, WalkTotals};
-use crate::engine::rm::{CHUNK, Failure, LIST_FAILURES, Options, Summary, grant, grant_below, resolve};
+use crate::engine::rm::{CHUNK, Options, Part, Summary, Tally, grant, grant_below, targets};
 use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, statx, unlinkat};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 const DIR: u8 = b'D';
@@ -45,23 +44,10 @@ struct Root {
     dev: u64,
 }
 
-/// What one rank did (gathered by every rank after the removal).
-#[derive(Default, Serialize, Deserialize)]
-struct RankPart {
-    files: u64,
-    dirs: u64,
-    failed: u64,
-    failures: Vec<Failure>,
-    interrupted: bool,
-}
-
 struct Ctx<'a> {
     o: &'a Options,
     roots: Vec<Root>,
-    files: AtomicU64,
-    dirs: AtomicU64,
-    failed: AtomicU64,
-    failures: Mutex<Vec<Failure>>,
+    t: Tally,
     /// Directories this rank listed: (depth, root, relative path).
     listed: Mutex<Vec<(u32, u32, Vec<u8>)>>,
 }
@@ -72,10 +58,6 @@ fn item(kind: u8, root: u32, rest: &[u8]) -> Vec<u8> {
     v.extend_from_slice(&root.to_le_bytes());
     v.extend_from_slice(rest);
     v
-}
-
-fn depth(rel: &[u8]) -> u32 {
-    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
 }
 
 impl Ctx<'_> {
@@ -91,11 +73,7 @@ impl Ctx<'_> {
     }
 
     fn fail(&self, root: u32, rel: &[u8], name: &[u8], err: impl ToString) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if f.len() < LIST_FAILURES {
-            f.push(Failure { path: self.shown(root, rel, name), error: err.to_string() });
-        }
+        self.t.fail(|| self.shown(root, rel, name), err);
     }
 
     fn unlink(&self, dir: BorrowedFd<'_>, name: &CStr) -> std::result::Result<(), Errno> {
@@ -103,7 +81,7 @@ impl Ctx<'_> {
             Err(Errno::ACCESS) if grant(dir) => unlinkat(dir, name, AtFlags::empty())?,
             r => r?,
         }
-        self.files.fetch_add(1, Ordering::Relaxed);
+        self.t.files.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -241,7 +219,7 @@ impl Ctx<'_> {
             }
             match res {
                 Ok(()) => {
-                    self.dirs.fetch_add(1, Ordering::Relaxed);
+                    self.t.dirs.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(Errno::NOENT) => {}
                 Err(Errno::NOTEMPTY) | Err(Errno::EXIST) if quiet_not_empty => {}
@@ -265,24 +243,11 @@ fn free_space(fds: &[BorrowedFd<'_>]) -> Vec<(u64, u64)> {
 
 /// Every rank removes its part of every PATH; every rank returns the job's summary.
 pub fn run(o: &Options) -> Result<Summary> {
-    if o.paths.is_empty() {
-        return Err(Error::bad("PATH", "name at least one path to remove"));
-    }
-    let targets = ranks::agree(o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>())?;
-    let mut seen = std::collections::HashSet::new();
-    let targets: Vec<_> = targets.into_iter().filter(|t| seen.insert((t.dev, t.ino))).collect();
+    let targets = targets(o, ranks::agree)?;
     crate::signals::install();
     walk::raise_fd_limit();
     let shown: Vec<String> = targets.iter().map(|t| t.shown.display().to_string()).collect();
-    let ctx = Ctx {
-        o,
-        roots: Vec::new(),
-        files: AtomicU64::new(0),
-        dirs: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        failures: Mutex::new(Vec::new()),
-        listed: Mutex::new(Vec::new()),
-    };
+    let ctx = Ctx { o, roots: Vec::new(), t: Tally::default(), listed: Mutex::new(Vec::new()) };
     let mut ctx = ctx;
     let mut others = Vec::new();
     let mut opened: Vec<Result<()>> = Vec::new();
@@ -303,19 +268,12 @@ pub fn run(o: &Options) -> Result<Summary> {
         }
     }
     ranks::agree(opened.into_iter().collect::<Result<Vec<()>>>())?;
-    // Every rank must see the same directories (a shared file system): compare inodes
-    // (device numbers of one network file system differ between hosts).
-    let inos: Vec<u8> =
-        ctx.roots.iter().flat_map(|r| rustix::fs::fstat(&r.fd).map_or(0, |st| st.st_ino).to_le_bytes()).collect();
-    let same = ranks::all_gather(&inos).iter().all(|b| *b == inos);
-    ranks::agree(if same {
-        Ok(())
-    } else {
-        Err(Error::bad(
-            "rm",
-            "the PATHs are not the same directories on every rank: rm under MPI needs a file system every rank sees",
-        ))
-    })?;
+    let inos: Vec<u64> = ctx.roots.iter().map(|r| rustix::fs::fstat(&r.fd).map_or(0, |st| st.st_ino)).collect();
+    ranks::same_dirs(
+        &inos,
+        "rm",
+        "the PATHs are not the same directories on every rank: rm under MPI needs a file system every rank sees",
+    )?;
     let fds: Vec<BorrowedFd<'_>> =
         ctx.roots.iter().map(|r| r.fd.as_fd()).chain(others.iter().map(|t| t.parent.as_fd())).collect();
     let before = free_space(&fds);
@@ -326,11 +284,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         for t in &others {
             let shown = t.shown.display().to_string();
             if let Err(e) = ctx.unlink(t.parent.as_fd(), &t.name) {
-                ctx.failed.fetch_add(1, Ordering::Relaxed);
-                ctx.failures
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Failure { path: shown, error: e.to_string() });
+                ctx.t.fail(|| shown, e);
             }
         }
     }
@@ -340,23 +294,11 @@ pub fn run(o: &Options) -> Result<Summary> {
     let stats =
         MpiWalk { threads: o.threads }.run(roots, &|it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| c.work(it, spawn));
     // Did anything fail or stop anywhere? Then directories that stay non-empty are no news.
-    let mine = [(ctx.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0) as u8];
-    let troubled = ranks::all_gather(&mine).iter().any(|b| b.first() == Some(&1));
-    let interrupted_anywhere = {
-        let m = [(crate::signals::pending() != 0) as u8];
-        ranks::all_gather(&m).iter().any(|b| b.first() == Some(&1))
-    };
+    let troubled = ranks::any(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0);
+    let interrupted_anywhere = ranks::any(crate::signals::pending() != 0);
     if !interrupted_anywhere {
-        let local_max = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
-        let max = ranks::all_gather(&local_max.to_le_bytes())
-            .iter()
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .max()
-            .unwrap_or(0);
-        for d in (0..=max).rev() {
-            ctx.remove_dirs(d, troubled);
-            ranks::barrier();
-        }
+        let deepest = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
+        ranks::deepest_first(deepest, |d| ctx.remove_dirs(d, troubled));
     }
     let elapsed_s = t0.elapsed().as_secs_f64();
     let after = free_space(&fds);
@@ -364,32 +306,14 @@ pub fn run(o: &Options) -> Result<Summary> {
         .iter()
         .map(|(dev, b)| after.iter().find(|(d, _)| d == dev).map_or(0, |(_, a)| a.saturating_sub(*b)))
         .sum();
-    let part = RankPart {
-        files: ctx.files.load(Ordering::Relaxed),
-        dirs: ctx.dirs.load(Ordering::Relaxed),
-        failed: ctx.failed.load(Ordering::Relaxed),
-        failures: std::mem::take(&mut *ctx.failures.lock().unwrap_or_else(|p| p.into_inner())),
-        interrupted: crate::signals::pending() != 0,
-    };
-    let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
+    let part = ctx.t.part();
+    let parts: Vec<Part> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
         .iter()
         .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
         .collect();
     let walks = WalkTotals::gather(stats);
-    let mut failures: Vec<Failure> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
-    failures.truncate(LIST_FAILURES);
-    Ok(Summary {
-        paths: shown,
-        files: parts.iter().map(|p| p.files).sum(),
-        dirs: parts.iter().map(|p| p.dirs).sum(),
-        bytes_freed,
-        elapsed_s,
-        threads: o.threads * ranks::size(),
-        failed: parts.iter().map(|p| p.failed).sum(),
-        failures,
-        interrupted: parts.iter().any(|p| p.interrupted),
-        ranks: Some(RankCounts::new("entries removed", parts.iter().map(|p| p.files + p.dirs).collect(), walks)),
-    })
+    let counts = RankCounts::new("entries removed", parts.iter().map(|p| p.files + p.dirs).collect(), walks);
+    Ok(Summary::of(shown, &parts, bytes_freed, elapsed_s, o.threads * ranks::size(), Some(counts)))
 }
 
 #[cfg(test)]
@@ -405,21 +329,12 @@ mod tests {
     fn one_rank_removes_like_the_local_engine() {
         let t = tempfile::tempdir().unwrap();
         let top = t.path().join("top");
-        for a in 0..4 {
-            for b in 0..3 {
-                let d = top.join(format!("{a}/{b}"));
-                std::fs::create_dir_all(&d).unwrap();
-                for f in 0..5 {
-                    std::fs::write(d.join(format!("f{f}")), b"x").unwrap();
-                }
-            }
-        }
+        crate::engine::rm::tests::tree_with_root_link(&top, b"x");
         let big = top.join("big");
         std::fs::create_dir_all(&big).unwrap();
         for i in 0..2 * CHUNK + 5 {
             std::fs::write(big.join(format!("g{i}")), b"").unwrap();
         }
-        std::os::unix::fs::symlink("/", top.join("0/root-link")).unwrap();
         let s = run(&opts(&top)).unwrap();
         assert!(s.ok(), "{s:?}");
         assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1 + 2 * CHUNK as u64 + 5, 1 + 1 + 4 + 4 * 3));

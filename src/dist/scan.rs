@@ -20,11 +20,12 @@
 //!   every rank; a writer failure on rank 0 stops every rank with its reason.
 
 use super::walk::{MpiWalk, Walker, open_below};
-use super::{RankCounts, WalkTotals, ranks};
+use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
 use crate::engine::scan::backend::Meta;
-use crate::engine::scan::producer::{self, Batch, WalkStats, path_key};
+use crate::engine::scan::producer::{self, Batch, WalkStats};
 use crate::engine::scan::{
-    Phases, ScanConfig, ScanReport, Totals, Writer, display_path, index_files_inside, load_index, open_root,
+    Phases, ScanConfig, ScanReport, Totals, Walked, Writer, finish_writer, index_files_inside, load_index, open_root,
+    report, save,
 };
 use crate::engine::walk::Kind;
 use crate::error::{Error, Result};
@@ -42,24 +43,6 @@ use std::time::Instant;
 const ROWS_TAG: i32 = 7101;
 /// Bytes of rows per message to rank 0.
 const MESSAGE: usize = 4 << 20;
-
-fn kind_byte(k: Kind) -> u8 {
-    match k {
-        Kind::File => 0,
-        Kind::Dir => 1,
-        Kind::Symlink => 2,
-        Kind::Other => 3,
-    }
-}
-
-fn kind_of(b: u8) -> Kind {
-    match b {
-        0 => Kind::File,
-        1 => Kind::Dir,
-        2 => Kind::Symlink,
-        _ => Kind::Other,
-    }
-}
 
 /// A batch as bytes: per row path, name length, parent, depth and metadata.
 fn encode_batch(b: &Batch, out: &mut Vec<u8>) {
@@ -277,16 +260,11 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
     crate::engine::walk::raise_fd_limit();
     let (root_fd, root) = ranks::agree(open_root(&cfg.root))?;
-    let ino = rustix::fs::fstat(&root_fd).map_or(0, |st| st.st_ino);
-    let same = ranks::all_gather(&ino.to_le_bytes()).iter().all(|b| *b == ino.to_le_bytes());
-    ranks::agree(if same {
-        Ok(())
-    } else {
-        Err(Error::bad(
-            "PATH",
-            "not the same directory on every rank: scan under MPI needs a file system every rank sees",
-        ))
-    })?;
+    ranks::same_dirs(
+        &[rustix::fs::fstat(&root_fd).map_or(0, |st| st.st_ino)],
+        "PATH",
+        "not the same directory on every rank: scan under MPI needs a file system every rank sees",
+    )?;
     let me_root = ranks::is_root();
     let mut db = ranks::agree(match (&cfg.db, me_root) {
         (Some(u), true) => u.open().map(Some),
@@ -454,25 +432,21 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         .iter()
         .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
         .collect();
-    let interrupted = all.iter().map(|r| r.interrupted).find(|&s| s != 0).unwrap_or(0);
-    let unread: Vec<Vec<u8>> = all.iter().flat_map(|r| r.denied_paths.iter().cloned()).collect();
+    let sum = |f: fn(&RankScan) -> u64| all.iter().map(f).sum::<u64>();
+    let walked = Walked {
+        walk_ns: sum(|r| r.walk_ns),
+        stat_ns: sum(|r| r.stat_ns),
+        blocked_ns: sum(|r| r.blocked_ns),
+        denied: sum(|r| r.denied),
+        vanished: sum(|r| r.vanished),
+        errors: sum(|r| r.errors),
+        first_error: all.iter().enumerate().find_map(|(i, r)| r.first_error.as_ref().map(|e| format!("rank {i}: {e}"))),
+        unread: all.iter().flat_map(|r| r.denied_paths.iter().cloned()).collect(),
+        interrupted: all.iter().map(|r| r.interrupted).find(|&s| s != 0).unwrap_or(0),
+    };
     let complete =
-        failure.is_none() && spool_failure.is_none() && interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
-    let mut diff = Default::default();
-    if let Some((mut w, _)) = writer {
-        if failure.is_none() {
-            let keys: HashSet<u64> = unread.iter().map(|p| path_key(p)).collect();
-            if let Err(e) = w.flush(complete.then_some(&keys)) {
-                failure = Some(e);
-            }
-        }
-        diff = w.index.counts;
-        let p = &w.phases;
-        phases.diff_s = p.diff_s;
-        phases.db_write_s = p.db_write_s;
-        phases.commit_s = p.commit_s;
-        phases.writer_wait_s = p.writer_wait_s;
-    }
+        failure.is_none() && spool_failure.is_none() && walked.interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
+    let diff = finish_writer(writer.map(|(w, _)| w), complete, &walked.unread, &mut failure, &mut phases);
     let failed = failure
         .map(|e| Error::failed(format!("writing the index failed after {} entries: {e}", totals.entries)))
         .or(spool_failure.map(Error::failed));
@@ -480,10 +454,6 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         Some(e) => Err(e),
         None => Ok(()),
     })?;
-    let sum = |f: fn(&RankScan) -> u64| all.iter().map(f).sum::<u64>();
-    phases.walk_thread_s = sum(|r| r.walk_ns) as f64 / 1e9;
-    phases.stat_thread_s = sum(|r| r.stat_ns) as f64 / 1e9;
-    phases.walk_blocked_thread_s = sum(|r| r.blocked_ns) as f64 / 1e9;
     let walks = WalkTotals {
         items: all.iter().map(|r| r.walk.items).collect(),
         given: all.iter().map(|r| r.walk.given).collect(),
@@ -491,31 +461,10 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         requests: all.iter().map(|r| r.walk.requests).collect(),
     };
     let counts = RankCounts::new("entries", all.iter().map(|r| r.rows).collect(), walks);
-    let mut report = ScanReport {
-        root,
-        db: db.as_ref().map(|d| d.describe()).or(cfg.db.as_ref().map(|_| "rank 0's index".into())),
-        threads: cfg.threads * ranks::size(),
-        elapsed_s: start.elapsed().as_secs_f64(),
-        phases,
-        entries: totals.entries,
-        files: totals.files,
-        dirs: totals.dirs,
-        symlinks: totals.symlinks,
-        other: totals.other,
-        bytes: totals.bytes,
-        allocated_bytes: totals.allocated,
-        indexed_before,
-        diff,
-        denied: sum(|r| r.denied),
-        unread_dirs: unread.iter().map(|p| display_path(p)).collect(),
-        vanished: sum(|r| r.vanished),
-        errors: sum(|r| r.errors),
-        first_error: all.iter().enumerate().find_map(|(i, r)| r.first_error.as_ref().map(|e| format!("rank {i}: {e}"))),
-        interrupted_by: (interrupted != 0).then_some(interrupted),
-        inventory: None,
-        provenance,
-        ranks: Some(counts),
-    };
+    let db = db.as_ref().map(|d| d.describe()).or(cfg.db.as_ref().map(|_| "rank 0's index".into()));
+    let threads = cfg.threads * ranks::size();
+    let mut report = report(root, db, threads, start, phases, &totals, indexed_before, diff, walked, provenance);
+    report.ranks = Some(counts);
     if me_root {
         let mut inv: Option<Inventory> = None;
         for r in &all {
@@ -523,15 +472,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
                 inv.get_or_insert_with(Inventory::empty).merge(i);
             }
         }
-        if let (Some(path), Some(mut inv), 0) = (&cfg.inventory, inv, interrupted) {
-            inv.vanished = report.vanished;
-            inv.save(path)?;
-            report.inventory = Some(path.clone());
-        }
-        if let Some(j) = &cfg.json {
-            let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::failed(e.to_string()))?;
-            crate::report::export::write_file(j, &bytes)?;
-        }
+        save(cfg, &mut report, inv)?;
     }
     Ok(report)
 }
@@ -543,6 +484,7 @@ fn send_quiet(tx: &std::sync::mpsc::SyncSender<Batch>, b: Batch) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::scan::producer::path_key;
 
     fn meta(kind: Kind) -> Meta {
         Meta { kind, size: 3, mtime_ns: -5, mode: 0o644, inode: 9, allocated: 4096 }

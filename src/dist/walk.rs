@@ -140,6 +140,11 @@ pub fn split_last(rel: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// How deep `rel` lies below the root: 0 for the root itself (``), 1 for `a`, 2 for `a/b`.
+pub fn depth(rel: &[u8]) -> u32 {
+    if rel.is_empty() { 0 } else { 1 + rel.iter().filter(|&&b| b == b'/').count() as u32 }
+}
+
 /// Items back to back, each with a little-endian u32 length.
 pub fn encode_items<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();

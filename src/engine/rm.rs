@@ -90,6 +90,32 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of a removal from its parts (one per rank; the local engine's one):
+    /// counts summed, the failures listed in rank order up to [`LIST_FAILURES`].
+    pub(crate) fn of(
+        paths: Vec<String>,
+        parts: &[Part],
+        bytes_freed: u64,
+        elapsed_s: f64,
+        threads: usize,
+        ranks: Option<crate::dist::RankCounts>,
+    ) -> Summary {
+        let mut failures: Vec<Failure> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
+        failures.truncate(LIST_FAILURES);
+        Summary {
+            paths,
+            files: parts.iter().map(|p| p.files).sum(),
+            dirs: parts.iter().map(|p| p.dirs).sum(),
+            bytes_freed,
+            elapsed_s,
+            threads,
+            failed: parts.iter().map(|p| p.failed).sum(),
+            failures,
+            interrupted: parts.iter().any(|p| p.interrupted),
+            ranks,
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.failed == 0 && !self.interrupted
     }
@@ -124,6 +150,49 @@ impl Summary {
     }
 }
 
+/// What a removal (or one rank's part of it) counts while it runs.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) files: AtomicU64,
+    pub(crate) dirs: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) failures: Mutex<Vec<Failure>>,
+}
+
+/// A [`Tally`] at the end (under MPI, what one rank sends the others).
+#[derive(Default, Serialize, Deserialize)]
+pub(crate) struct Part {
+    pub(crate) files: u64,
+    pub(crate) dirs: u64,
+    pub(crate) failed: u64,
+    pub(crate) failures: Vec<Failure>,
+    pub(crate) interrupted: bool,
+}
+
+impl Tally {
+    /// One entry that could not be removed: counted, and listed (`path` made only then)
+    /// while fewer than [`LIST_FAILURES`] are.
+    pub(crate) fn fail(&self, path: impl FnOnce() -> String, err: impl ToString) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if f.len() < LIST_FAILURES {
+            f.push(Failure { path: path(), error: err.to_string() });
+        }
+    }
+
+    /// The counts now, the failures taken; interrupted if a signal came.
+    pub(crate) fn part(&self) -> Part {
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Part {
+            files: ld(&self.files),
+            dirs: ld(&self.dirs),
+            failed: ld(&self.failed),
+            failures: std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner())),
+            interrupted: crate::signals::pending() != 0,
+        }
+    }
+}
+
 /// A PATH checked and resolved, ready to remove.
 pub(crate) struct Target {
     pub(crate) shown: PathBuf,
@@ -134,8 +203,25 @@ pub(crate) struct Target {
     pub(crate) ino: u64,
 }
 
-/// Resolve every PATH before removing anything: bad ones are bad input (exit 2).
-pub(crate) fn resolve(path: &Path) -> Result<Target> {
+/// Every PATH checked and resolved before anything is removed (bad ones are bad input,
+/// exit 2), each entry once however often it is named. `agree` sees the resolutions
+/// first (under MPI, [`crate::dist::ranks::agree`]: every rank's; locally none: `|r| r`).
+pub(crate) fn targets(
+    o: &Options,
+    agree: impl FnOnce(Result<Vec<Target>>) -> Result<Vec<Target>>,
+) -> Result<Vec<Target>> {
+    if o.paths.is_empty() {
+        return Err(Error::bad("PATH", "name at least one path to remove"));
+    }
+    let mut targets = agree(o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>())?;
+    // The same entry named twice is removed once.
+    let mut seen = std::collections::HashSet::new();
+    targets.retain(|t| seen.insert((t.dev, t.ino)));
+    Ok(targets)
+}
+
+/// Resolve one PATH: a bad one is bad input (exit 2).
+fn resolve(path: &Path) -> Result<Target> {
     // One line: "rm: PATH: reason".
     let bad = |why: String| Error::bad("rm", format!("{}: {why}", path.display()));
     let bytes = path.as_os_str().as_bytes();
@@ -220,11 +306,8 @@ struct FsFree {
 
 struct Ctx {
     o: Options,
-    files: AtomicU64,
-    dirs: AtomicU64,
+    t: Tally,
     bytes: AtomicU64,
-    failed: AtomicU64,
-    failures: Mutex<Vec<Failure>>,
     fs: Mutex<Vec<FsFree>>,
 }
 
@@ -254,11 +337,7 @@ impl Ctx {
     }
 
     fn fail(&self, node: &Node, name: &CStr, err: impl ToString) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
-        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if f.len() < LIST_FAILURES {
-            f.push(Failure { path: path_of(node, name), error: err.to_string() });
-        }
+        self.t.fail(|| path_of(node, name), err);
         node.blocked.store(true, Ordering::Relaxed);
     }
 
@@ -275,7 +354,7 @@ impl Ctx {
                 }
                 match r {
                     Ok(()) => {
-                        self.dirs.fetch_add(1, Ordering::Relaxed);
+                        self.t.dirs.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(Errno::NOENT) => {} // removed by someone else meanwhile
                     Err(e) => self.fail(&parent, &node.name, e),
@@ -296,7 +375,7 @@ impl Ctx {
             Err(Errno::ACCESS) if grant(dir.fd.as_fd()) => unlinkat(&dir.fd, name, AtFlags::empty())?,
             r => r?,
         }
-        self.files.fetch_add(1, Ordering::Relaxed);
+        self.t.files.fetch_add(1, Ordering::Relaxed);
         if let Some(st) = st
             && st.stx_nlink <= 1
         {
@@ -484,24 +563,10 @@ fn path_of(node: &Node, name: &CStr) -> String {
 /// Check every PATH, then remove them all. Err only for bad input (nothing removed);
 /// failures during removal are in the summary.
 pub fn run(o: &Options) -> Result<Summary> {
-    if o.paths.is_empty() {
-        return Err(Error::bad("PATH", "name at least one path to remove"));
-    }
-    let mut targets = o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>()?;
-    // The same entry named twice is removed once.
-    let mut seen = std::collections::HashSet::new();
-    targets.retain(|t| seen.insert((t.dev, t.ino)));
+    let targets = targets(o, |r| r)?;
     crate::signals::install();
     walk::raise_fd_limit();
-    let ctx = Ctx {
-        o: o.clone(),
-        files: AtomicU64::new(0),
-        dirs: AtomicU64::new(0),
-        bytes: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        failures: Mutex::new(Vec::new()),
-        fs: Mutex::new(Vec::new()),
-    };
+    let ctx = Ctx { o: o.clone(), t: Tally::default(), bytes: AtomicU64::new(0), fs: Mutex::new(Vec::new()) };
     for t in &targets {
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
             Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd()),
@@ -539,10 +604,10 @@ pub fn run(o: &Options) -> Result<Summary> {
             format!(
                 "{:.0}s: removed {} files, {} directories ({} entries/s), failed {}",
                 secs,
-                ld(&c.files),
-                ld(&c.dirs),
-                crate::units::sig3((ld(&c.files) + ld(&c.dirs)) as f64 / secs),
-                ld(&c.failed)
+                ld(&c.t.files),
+                ld(&c.t.dirs),
+                crate::units::sig3((ld(&c.t.files) + ld(&c.t.dirs)) as f64 / secs),
+                ld(&c.t.failed)
             )
         });
         walk::par_tasks(o.threads, roots, |t, spawn| c.task(t, spawn));
@@ -550,42 +615,37 @@ pub fn run(o: &Options) -> Result<Summary> {
     });
     let elapsed_s = t0.elapsed().as_secs_f64();
     let bytes_freed = if STATX_BYTES { ctx.bytes.load(Ordering::Relaxed) } else { ctx.freed() };
-    Ok(Summary {
-        paths: shown,
-        files: ctx.files.into_inner(),
-        dirs: ctx.dirs.into_inner(),
-        bytes_freed,
-        elapsed_s,
-        threads: o.threads,
-        failed: ctx.failed.into_inner(),
-        failures: ctx.failures.into_inner().unwrap_or_else(|p| p.into_inner()),
-        interrupted: crate::signals::pending() != 0,
-        ranks: None,
-    })
+    Ok(Summary::of(shown, &[ctx.t.part()], bytes_freed, elapsed_s, o.threads, None))
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn opts(p: &Path) -> Options {
         Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
     }
 
-    #[test]
-    fn removes_a_tree_and_counts_it() {
-        let t = tempfile::tempdir().unwrap();
-        let top = t.path().join("top");
+    /// `top` with 4 × 3 directories of 5 files holding `content` (61 non-directories
+    /// and 17 directories with `top`), and a symlink to `/` that must not be followed.
+    pub(crate) fn tree_with_root_link(top: &Path, content: &[u8]) {
         for a in 0..4 {
             for b in 0..3 {
                 let d = top.join(format!("{a}/{b}"));
                 std::fs::create_dir_all(&d).unwrap();
                 for f in 0..5 {
-                    std::fs::write(d.join(format!("f{f}")), vec![7u8; 5000]).unwrap();
+                    std::fs::write(d.join(format!("f{f}")), content).unwrap();
                 }
             }
         }
         std::os::unix::fs::symlink("/", top.join("0/root-link")).unwrap();
+    }
+
+    #[test]
+    fn removes_a_tree_and_counts_it() {
+        let t = tempfile::tempdir().unwrap();
+        let top = t.path().join("top");
+        tree_with_root_link(&top, &[7u8; 5000]);
         let s = run(&opts(&top)).unwrap();
         assert!(s.ok(), "{s:?}");
         assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1, 1 + 4 + 4 * 3));

@@ -8,6 +8,30 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+/// Whether OpenMPI's `mpirun` is here (feature `mpi` tests); where it is not, the test
+/// skips with a printed reason — never in CI (CI=true), where it must be.
+pub fn mpirun_available() -> bool {
+    let found =
+        std::process::Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI: mpirun is missing (.ci/run installs openmpi-bin)");
+        eprintln!("skipped: mpirun not found (apt-get install openmpi-bin)");
+    }
+    found
+}
+
+/// `mpirun -np N manyfiles ARGS`, killed after `timeout`.
+pub fn mpirun_with(np: usize, args: &[&str], timeout: std::time::Duration) -> Run {
+    let out = assert_cmd::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()])
+        .arg(bin())
+        .args(args)
+        .timeout(timeout)
+        .output()
+        .expect("mpirun starts");
+    Run::from_output(out)
+}
+
 /// Name of the marker file the tool writes into every directory it owns.
 pub const MARKER: &str = ".manyfiles-run";
 

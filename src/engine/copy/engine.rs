@@ -17,6 +17,7 @@ use crate::target::rundir::remove_contents;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
 use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -280,10 +281,59 @@ pub fn run(o: &Options) -> Result<Summary> {
     });
     rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();
-    let c = &ctx.c;
-    let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    let secs = |i: usize| ld(&c.phase_ns[i]) as f64 / 1e9;
-    Ok(Summary {
+    Ok(summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, (u1 - u0, s1 - s0))], t0))
+}
+
+/// What a copy or sync (or one rank's part of it) counted: [`Counters`] as numbers
+/// (under MPI, what one rank sends the others).
+#[derive(Default, Serialize, Deserialize)]
+pub(crate) struct Part {
+    /// In [`Summary`] order: src_entries, src_files, src_dirs, src_bytes, dst_entries,
+    /// copied, dirs_created, deleted, skipped, extraneous, failed, bytes_transferred.
+    pub(crate) counts: [u64; 12],
+    pub(crate) phase_ns: [u64; 5],
+    pub(crate) failures: Vec<String>,
+    pub(crate) interrupted: bool,
+    /// CPU user and system seconds.
+    pub(crate) cpu: (f64, f64),
+}
+
+impl Part {
+    /// The counters now, the failures taken; interrupted if a signal came.
+    pub(crate) fn of(c: &Counters, f: &Failures, cpu: (f64, f64)) -> Part {
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        Part {
+            counts: [
+                l(&c.src_entries),
+                l(&c.src_files),
+                l(&c.src_dirs),
+                l(&c.src_bytes),
+                l(&c.dst_entries),
+                l(&c.copied),
+                l(&c.dirs_created),
+                l(&c.deleted),
+                l(&c.skipped),
+                l(&c.extraneous),
+                l(&c.failed),
+                l(&c.bytes),
+            ],
+            phase_ns: std::array::from_fn(|i| l(&c.phase_ns[i])),
+            failures: f.take(),
+            interrupted: signals::pending() != 0,
+            cpu,
+        }
+    }
+}
+
+/// The summary of a copy or sync that started at `t0` from its parts (one per rank; the
+/// local engine's one): counts and times summed, failures in rank order up to
+/// [`super::MAX_FAILURES`]; no verification, provenance or ranks (the caller's to add).
+pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) -> Summary {
+    let total = |i: usize| parts.iter().map(|p| p.counts[i]).sum::<u64>();
+    let secs = |i: usize| parts.iter().map(|p| p.phase_ns[i]).sum::<u64>() as f64 / 1e9;
+    let mut failures: Vec<String> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
+    failures.truncate(super::MAX_FAILURES);
+    Summary {
         mode: match o.mode {
             Mode::Copy => "copy".into(),
             Mode::Sync => "sync".into(),
@@ -291,22 +341,22 @@ pub fn run(o: &Options) -> Result<Summary> {
         src: o.src.display().to_string(),
         dst: o.dst.display().to_string(),
         dry_run: o.dry_run,
-        threads: o.threads,
-        src_entries: ld(&c.src_entries),
-        src_files: ld(&c.src_files),
-        src_dirs: ld(&c.src_dirs),
-        src_bytes: ld(&c.src_bytes),
-        dst_entries: ld(&c.dst_entries),
-        copied: ld(&c.copied),
-        dirs_created: ld(&c.dirs_created),
-        deleted: ld(&c.deleted),
-        skipped: ld(&c.skipped),
-        extraneous: ld(&c.extraneous),
-        failed: ld(&c.failed),
-        bytes_transferred: ld(&c.bytes),
+        threads,
+        src_entries: total(0),
+        src_files: total(1),
+        src_dirs: total(2),
+        src_bytes: total(3),
+        dst_entries: total(4),
+        copied: total(5),
+        dirs_created: total(6),
+        deleted: total(7),
+        skipped: total(8),
+        extraneous: total(9),
+        failed: total(10),
+        bytes_transferred: total(11),
         elapsed_s: t0.elapsed().as_secs_f64(),
-        cpu_user_s: u1 - u0,
-        cpu_sys_s: s1 - s0,
+        cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),
+        cpu_sys_s: parts.iter().map(|p| p.cpu.1).sum(),
         phases: PhaseTimes {
             scan_src_s: secs(SCAN_SRC),
             scan_dst_s: secs(SCAN_DST),
@@ -314,12 +364,12 @@ pub fn run(o: &Options) -> Result<Summary> {
             transfer_s: secs(TRANSFER),
             delete_s: secs(DELETE),
         },
-        interrupted: signals::pending() != 0,
-        failures: ctx.f.take(),
+        interrupted: parts.iter().any(|p| p.interrupted),
+        failures,
         verify: None,
         provenance: None,
         ranks: None,
-    })
+    }
 }
 
 /// Open a subdirectory task's SRC and DST directories (making DST's when missing) and

@@ -18,6 +18,7 @@ pub use backend::IndexBackend;
 
 use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
+use crate::inventory::Inventory;
 use crate::measure::provenance::Provenance;
 use crate::signals;
 use crate::units::{fmt_rate, fmt_secs, fmt_size};
@@ -315,36 +316,102 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
         drop(rx); // a walk still sending after a failure sees the channel closed
         phases.writer_wait_s = wait;
     });
-    let interrupted = signals::pending();
-    let stats = &mut stats;
-    let complete = failure.is_none() && interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
-    let unread: Vec<Vec<u8>> = std::mem::take(&mut *stats.denied_paths.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut diff = DiffCounts::default();
-    if let Some((mut w, _)) = writer {
-        if failure.is_none() {
-            // Finish what was walked; delete what is gone only after a complete walk.
-            let keys: HashSet<u64> = unread.iter().map(|p| path_key(p)).collect();
-            if let Err(e) = w.flush(complete.then_some(&keys)) {
-                failure = Some(e);
-            }
-        }
-        diff = w.index.counts;
-        let p = &w.phases;
-        phases.diff_s = p.diff_s;
-        phases.db_write_s = p.db_write_s;
-        phases.commit_s = p.commit_s;
+    if let Some((w, _)) = writer.as_mut() {
+        w.phases.writer_wait_s = phases.writer_wait_s; // the writer's times, as under MPI
     }
+    let walked = Walked::of(&stats);
+    let complete = failure.is_none() && walked.interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
+    let diff = finish_writer(writer.map(|(w, _)| w), complete, &walked.unread, &mut failure, &mut phases);
     if let Some(e) = failure {
         return Err(Error::failed(format!("writing the index failed after {} entries: {e}", totals.entries)));
     }
-    let ns = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
-    phases.walk_thread_s = ns(&stats.walk_ns);
-    phases.stat_thread_s = ns(&stats.stat_ns);
-    phases.walk_blocked_thread_s = ns(&stats.blocked_ns);
-    let mut report = ScanReport {
+    let db = db.as_ref().map(|d| d.describe());
+    let mut report = report(root, db, cfg.threads, start, phases, &totals, indexed_before, diff, walked, provenance);
+    save(cfg, &mut report, stats.take_inventory())?;
+    Ok(report)
+}
+
+/// What a walk found, for the report: one process's walk, or (under MPI) every rank's.
+pub(crate) struct Walked {
+    /// Thread-nanoseconds walking, in statx, and blocked on the writer.
+    pub(crate) walk_ns: u64,
+    pub(crate) stat_ns: u64,
+    pub(crate) blocked_ns: u64,
+    pub(crate) denied: u64,
+    pub(crate) vanished: u64,
+    pub(crate) errors: u64,
+    pub(crate) first_error: Option<String>,
+    /// Directories that could not be read (paths relative to the root).
+    pub(crate) unread: Vec<Vec<u8>>,
+    /// The signal that stopped the walk, or 0.
+    pub(crate) interrupted: i32,
+}
+
+impl Walked {
+    /// This process's walk (its paths and first error taken from `stats`).
+    pub(crate) fn of(stats: &WalkStats) -> Walked {
+        let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        Walked {
+            walk_ns: ld(&stats.walk_ns),
+            stat_ns: ld(&stats.stat_ns),
+            blocked_ns: ld(&stats.blocked_ns),
+            denied: ld(&stats.denied),
+            vanished: ld(&stats.vanished),
+            errors: ld(&stats.errors),
+            first_error: stats.first_error.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            unread: std::mem::take(&mut *stats.denied_paths.lock().unwrap_or_else(|p| p.into_inner())),
+            interrupted: signals::pending(),
+        }
+    }
+}
+
+/// After the walk: the writer's last flush — rows of what is gone deleted only after a
+/// `complete` walk, and never below an `unread` directory — unless a flush already
+/// failed; a failure goes to `failure`. Returns the diff counts and puts the writer's
+/// times in `phases` (no writer: nothing to count).
+pub(crate) fn finish_writer(
+    writer: Option<Writer<'_>>,
+    complete: bool,
+    unread: &[Vec<u8>],
+    failure: &mut Option<String>,
+    phases: &mut Phases,
+) -> DiffCounts {
+    let Some(mut w) = writer else { return DiffCounts::default() };
+    if failure.is_none() {
+        let keys: HashSet<u64> = unread.iter().map(|p| path_key(p)).collect();
+        if let Err(e) = w.flush(complete.then_some(&keys)) {
+            *failure = Some(e);
+        }
+    }
+    let p = &w.phases;
+    phases.diff_s = p.diff_s;
+    phases.db_write_s = p.db_write_s;
+    phases.commit_s = p.commit_s;
+    phases.writer_wait_s = p.writer_wait_s;
+    w.index.counts
+}
+
+/// A finished scan's report (without `ranks`, and `inventory` until [`save`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn report(
+    root: String,
+    db: Option<String>,
+    threads: usize,
+    start: Instant,
+    mut phases: Phases,
+    totals: &Totals,
+    indexed_before: u64,
+    diff: DiffCounts,
+    walked: Walked,
+    provenance: Provenance,
+) -> ScanReport {
+    phases.walk_thread_s = walked.walk_ns as f64 / 1e9;
+    phases.stat_thread_s = walked.stat_ns as f64 / 1e9;
+    phases.walk_blocked_thread_s = walked.blocked_ns as f64 / 1e9;
+    ScanReport {
         root,
-        db: db.as_ref().map(|d| d.describe()),
-        threads: cfg.threads,
+        db,
+        threads,
         elapsed_s: start.elapsed().as_secs_f64(),
         phases,
         entries: totals.entries,
@@ -356,25 +423,31 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
         allocated_bytes: totals.allocated,
         indexed_before,
         diff,
-        denied: stats.denied.load(Ordering::Relaxed),
-        unread_dirs: unread.iter().map(|p| display_path(p)).collect(),
-        vanished: stats.vanished.load(Ordering::Relaxed),
-        errors: stats.errors.load(Ordering::Relaxed),
-        first_error: stats.first_error.lock().unwrap_or_else(|p| p.into_inner()).take(),
-        interrupted_by: (interrupted != 0).then_some(interrupted),
+        denied: walked.denied,
+        unread_dirs: walked.unread.iter().map(|p| display_path(p)).collect(),
+        vanished: walked.vanished,
+        errors: walked.errors,
+        first_error: walked.first_error,
+        interrupted_by: (walked.interrupted != 0).then_some(walked.interrupted),
         inventory: None,
         provenance,
         ranks: None,
-    };
-    if let (Some(path), Some(inv), true) = (&cfg.inventory, stats.take_inventory(), interrupted == 0) {
+    }
+}
+
+/// Write what `cfg` asks for: the inventory (not after an interrupted walk) and the
+/// JSON report.
+pub(crate) fn save(cfg: &ScanConfig, report: &mut ScanReport, inventory: Option<Inventory>) -> Result<()> {
+    if let (Some(path), Some(mut inv), None) = (&cfg.inventory, inventory, report.interrupted_by) {
+        inv.vanished = report.vanished;
         inv.save(path)?;
         report.inventory = Some(path.clone());
     }
     if let Some(j) = &cfg.json {
-        let bytes = serde_json::to_vec_pretty(&report).map_err(|e| Error::failed(e.to_string()))?;
+        let bytes = serde_json::to_vec_pretty(report).map_err(|e| Error::failed(e.to_string()))?;
         crate::report::export::write_file(j, &bytes)?;
     }
-    Ok(report)
+    Ok(())
 }
 
 pub(crate) fn display_path(p: &[u8]) -> String {
