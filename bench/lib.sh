@@ -73,7 +73,7 @@ busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; 
 # timed CMD...: wall seconds (bash's EPOCHREALTIME), user and sys CPU seconds and peak RSS
 # (KiB, from /usr/bin/time) to $WORK/last; fails when CMD fails.
 timed() {
-    local t0 t1
+    local t0 t1 u s m
     t0=$EPOCHREALTIME
     /usr/bin/time -f '%U %S %M' -o "$WORK/time" "$@" >/dev/null
     t1=$EPOCHREALTIME
