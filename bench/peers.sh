@@ -74,6 +74,12 @@ for c in rsync gdu; do
             echo "  $c could not be installed: left out" >&2
     fi
 done
+# /usr/bin/time (the `time` package) gives each run's user and sys CPU; `command -v time`
+# would find bash's keyword, so its path is checked.
+if [ ! -x /usr/bin/time ]; then
+    echo "installing time (apt-get)..." >&2
+    (apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time; }) >&2
+fi
 have() { command -v "$1" >/dev/null; }
 
 bench_build
