@@ -115,6 +115,18 @@ struct Listing {
     items: Vec<(u32, u32, Meta)>,
 }
 
+/// The name at `off` (`len` bytes and a NUL) in a listing's name buffer. Unchecked: a
+/// checked CStr reads the whole name, and for DST's entries, looked up in hash order,
+/// that read was a cache miss per entry (8% of a 1,000,000-file sync -n across two file
+/// systems, issue 15), while most of them are only compared by metadata.
+fn name_in(names: &[u8], off: u32, len: u32) -> &CStr {
+    let bytes = &names[off as usize..=(off + len) as usize];
+    debug_assert!(CStr::from_bytes_with_nul(bytes).is_ok());
+    // SAFETY: `list` stores each name as getdents returned it (a C string: no NUL
+    // inside) followed by its NUL, and `off`/`len` are where it stored it.
+    unsafe { CStr::from_bytes_with_nul_unchecked(bytes) }
+}
+
 /// In [`Listing::matches`]: no entry of that name.
 const NO_MATCH: u32 = u32::MAX;
 
@@ -129,11 +141,7 @@ impl Listing {
 
     fn item(&self, i: usize) -> Item<'_> {
         let (off, len, m) = self.items[i];
-        Item {
-            name: CStr::from_bytes_with_nul(&self.names[off as usize..=(off + len) as usize])
-                .expect("one NUL per name"),
-            m,
-        }
+        Item { name: name_in(&self.names, off, len), m }
     }
 
     /// For each of `other`'s entries, the index of this listing's entry of the same name
@@ -196,13 +204,10 @@ fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Listi
     if INODE_ORDER {
         found.sort_unstable_by_key(|f| f.0);
     }
-    let name_at = |off: u32, len: u32| {
-        CStr::from_bytes_with_nul(&names[off as usize..=(off + len) as usize]).expect("one NUL per name")
-    };
     let stat = |part: &[(u64, u32, u32)]| -> Vec<(u32, u32, Meta)> {
         let mut out = Vec::with_capacity(part.len());
         for &(_, off, len) in part {
-            let name = name_at(off, len);
+            let name = name_in(&names, off, len);
             match meta_at(dir, name) {
                 Ok(m) => out.push((off, len, m)),
                 Err(Errno::NOENT) => {}
