@@ -132,12 +132,12 @@ with open(sys.argv[1], "w") as out:
             print(p, int(f[11]) + int(f[12]), file=out)' "$1"
 }
 
-# timed CMD...: run CMD (its stdout passes through) and write to $WORK/other, over CMD's
+# timed_watched CMD...: run CMD (its stdout passes through) and write to $WORK/other, over CMD's
 # wall time, the average CPU cores used meanwhile by (1) other processes: system busy
 # time (steal included) minus CMD's own user+sys time minus kernel threads, a
 # disturbance indicator, ~0 when alone; (2) kernel threads (mostly work CMD causes;
 # threads that exit meanwhile are missed).
-timed() {
+timed_watched() {
     local b0 i0 b1 i1 t0 t1 u s
     kthread_snapshot "$WORK/k0"
     read -r b0 i0 < <(cpu_sample)
@@ -165,9 +165,9 @@ run_one() {
             mkdir "$out"
             quiesce
             if [ "$c" = c-1t ]; then
-                secs=$(timed "$CLOOP" "$out" "$FILES" "$SIZE")
+                secs=$(timed_watched "$CLOOP" "$out" "$FILES" "$SIZE")
             else
-                secs=$(timed "$CLOOP" "$out" "$FILES" "$SIZE" 2 100)
+                secs=$(timed_watched "$CLOOP" "$out" "$FILES" "$SIZE" 2 100)
             fi
             rm -rf "$out"
             secs=$(printf '%s\t\t' "$secs")
@@ -181,7 +181,7 @@ run_one() {
                 args=(--threads 2 --fanout 100 --files-per-dir $((FILES / 100)))
             fi
             quiesce
-            timed "$MF" ops --target "$dir" --files "$FILES" --size "$SIZE" "${args[@]}" \
+            timed_watched "$MF" ops --target "$dir" --files "$FILES" --size "$SIZE" "${args[@]}" \
                 --ops create,delete --runs 1 --quiet --json "$json" >/dev/null
             secs=$(python3 - "$json" "$FILES" "$c" <<'EOF'
 import json, sys

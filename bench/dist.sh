@@ -41,8 +41,9 @@ fresh_ext4 "$IMG_SIZE" -N $((FILES * 3 + 100000))
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# timed TREE OP NP CMD...: one run; appends "TREE OP NP seconds" to raw.tsv.
-timed() {
+# mpi_timed TREE OP NP ARGS...: one mpirun of manyfiles ARGS, timed by its own JSON
+# elapsed_s; appends "TREE OP NP seconds" to raw.tsv.
+mpi_timed() {
     local tree=$1 op=$2 np=$3; shift 3
     local json=$WORK/out.json
     rm -f "$json"
@@ -56,7 +57,7 @@ EOF
 }
 
 # timed_wall TREE OP NP CMD...: one mpirun of an mpiFileUtils tool, timed by the wall clock
-# around mpirun (they write no machine-readable time); appends to raw.tsv like `timed`.
+# around mpirun (they write no machine-readable time); appends to raw.tsv like `mpi_timed`.
 timed_wall() {
     local tree=$1 op=$2 np=$3 t0 t1; shift 3
     sync
@@ -75,10 +76,10 @@ for tree in dirs flat; do
         for np in $(if [ $((r % 2)) = 1 ]; then echo 1 2; else echo 2 1; fi); do
             echo "$tree round $r/$ROUNDS: $np rank(s)" >&2
             rm -rf "$MNT/dst"
-            timed "$tree" copy "$np" copy "$MNT/src" "$MNT/dst" --threads 1 --quiet
-            timed "$tree" "sync --dry-run" "$np" sync "$MNT/src" "$MNT/dst" --dry-run --threads 1 --quiet
-            timed "$tree" scan "$np" scan "$MNT/src" --threads 1
-            timed "$tree" rm "$np" rm "$MNT/dst" --threads 1 --quiet
+            mpi_timed "$tree" copy "$np" copy "$MNT/src" "$MNT/dst" --threads 1 --quiet
+            mpi_timed "$tree" "sync --dry-run" "$np" sync "$MNT/src" "$MNT/dst" --dry-run --threads 1 --quiet
+            mpi_timed "$tree" scan "$np" scan "$MNT/src" --threads 1
+            mpi_timed "$tree" rm "$np" rm "$MNT/dst" --threads 1 --quiet
             if [ -n "$MFU_BIN" ]; then
                 rm -rf "$MNT/dst"
                 mkdir -p "$MNT/empty"

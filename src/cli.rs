@@ -428,8 +428,24 @@ fn threads(t: Option<usize>) -> Result<usize> {
     threads_or(t, cores())
 }
 
+/// The cores this process may use. Under an MPI launcher that did not bind the ranks to
+/// cores (affinity still spans every online CPU), the host's cores are shared among the
+/// ranks on it: each rank's default threads would otherwise oversubscribe them.
 fn cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    let usable = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // SAFETY: sysconf only reads a system constant.
+    let online = usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).unwrap_or(0);
+    // Ranks on this host, as Open MPI and MPICH's Hydra tell each rank.
+    let ranks_here = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
+        .unwrap_or(1);
+    cores_per_rank(usable, online, ranks_here)
+}
+
+/// See [`cores`]: a rank bound to fewer cores than the host has keeps them.
+fn cores_per_rank(usable: usize, online: usize, ranks_here: usize) -> usize {
+    if usable >= online && ranks_here > 1 { (usable / ranks_here).max(1) } else { usable }
 }
 
 /// `--threads`, or `default` when not given.
@@ -1395,4 +1411,18 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         quiet: a.quiet,
         command_line,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cores_per_rank;
+
+    #[test]
+    fn ranks_on_one_host_share_its_cores_unless_bound() {
+        assert_eq!(cores_per_rank(2, 2, 1), 2, "no launcher: every core");
+        assert_eq!(cores_per_rank(16, 16, 4), 4, "4 unbound ranks share 16 cores");
+        assert_eq!(cores_per_rank(2, 2, 3), 1, "more ranks than cores: one thread each");
+        assert_eq!(cores_per_rank(1, 16, 4), 1, "bound to one core by the launcher: that core");
+        assert_eq!(cores_per_rank(8, 16, 2), 8, "bound to a socket: its cores");
+    }
 }

@@ -37,6 +37,8 @@ pub struct GenConfig {
 pub struct GenOutcome {
     pub result: PhaseResult,
     pub dirs: u64,
+    /// Threads that created files: `--threads`, at most one per directory with files.
+    pub threads: usize,
     pub info: TargetInfo,
 }
 
@@ -210,5 +212,5 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
             result.first_error.unwrap_or_default()
         )));
     }
-    Ok(GenOutcome { dirs: result.dirs, result, info })
+    Ok(GenOutcome { dirs: result.dirs, result, info, threads: settings.threads })
 }

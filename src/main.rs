@@ -229,12 +229,14 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let g = manyfiles::generate::generate(&cfg)?;
             let r = &g.result;
             out(&format!(
-                "created {} files ({}) in {} directories under {} in {} (one run: {}, {} MiB/s)\n",
+                "created {} files ({}) in {} directories under {} in {} on {} thread{} (one run: {}, {} MiB/s)\n",
                 r.files,
                 fmt_size(r.bytes as f64),
                 g.dirs,
                 cfg.dir.display(),
                 fmt_secs(r.elapsed_s),
+                g.threads,
+                if g.threads == 1 { "" } else { "s" },
                 fmt_rate(r.files as f64 / r.elapsed_s.max(1e-9), "files"),
                 manyfiles::units::sig3(r.bytes as f64 / r.elapsed_s.max(1e-9) / 1048576.0)
             ));

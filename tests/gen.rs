@@ -54,6 +54,9 @@ fn fixed_size_flat_tree() {
     let files = tree_files(&dir);
     assert_eq!(files.len(), 100);
     assert!(tree_dirs(&dir).is_empty(), "--flat makes no subdirectories");
+    // One directory: one thread creates its files, whatever --threads says (a second one
+    // would only wait for the directory's lock).
+    assert!(r.stdout.contains(" on 1 thread ("), "{}", r.stdout);
     for e in &files {
         assert_eq!(e.size, 3000, "{}", e.rel);
         assert_eq!(parent_of(e), "", "{} not in the root", e.rel);
@@ -186,7 +189,8 @@ fn same_spec_same_tree_whatever_the_threads_and_block_size() {
     let c = tmp.path().join("c");
     let d = tmp.path().join("d");
     gen_ok(&a, &format!("{spec} --threads 1"));
-    gen_ok(&b, &format!("{spec} --threads 4"));
+    let rb = gen_ok(&b, &format!("{spec} --threads 4"));
+    assert!(rb.stdout.contains(" on 4 threads ("), "12 directories with files: all 4 threads\n{}", rb.stdout);
     gen_ok(&c, &format!("{spec} --threads 2 --block-size 1000"));
     gen_ok(&d, "--files 600 --size uniform:1-8k --files-per-dir 50 --fanout 4 --seed 8 --threads 1");
     let (ha, hb, hc, hd) = (tree_hash(&a), tree_hash(&b), tree_hash(&c), tree_hash(&d));
