@@ -562,7 +562,7 @@ mod tests {
         let xs = [5.0, 1.0, 4.0, 2.0, 3.0, 6.0];
         let [lo, hi] = median_ci95(&xs).unwrap();
         // n = 6: k = 1 (coverage 96.9%) interpolated towards x_(2), x_(5).
-        assert!(lo >= 1.0 && lo < 2.0 && hi > 5.0 && hi <= 6.0, "{lo} {hi}");
+        assert!((1.0..2.0).contains(&lo) && hi > 5.0 && hi <= 6.0, "{lo} {hi}");
         assert!(lo <= median(&xs) && median(&xs) <= hi);
     }
 

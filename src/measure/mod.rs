@@ -194,13 +194,18 @@ mod tests {
 
     #[test]
     fn cpu_times_move_forward() {
+        // Spin until the user time moves (its granularity can be a scheduler tick; a fixed
+        // loop finished within one tick in a release build), for at most 5 s of wall time.
         let (u0, _) = cpu_times();
+        let start = std::time::Instant::now();
         let mut x = 0u64;
-        for i in 0..20_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        let mut u1 = u0;
+        while u1 <= u0 && start.elapsed().as_secs() < 5 {
+            for i in 0..1_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            u1 = cpu_times().0;
         }
-        std::hint::black_box(x);
-        let (u1, _) = cpu_times();
-        assert!(u1 > u0);
+        assert!(u1 > u0, "5 s of spinning and no user time counted: {u0} -> {u1}");
     }
 }

@@ -143,7 +143,7 @@ mod tests {
         // On tmpfs (where /tmp may be) pages cannot leave memory: use a disk directory.
         let base = ["/var/tmp", "/tmp", "."].into_iter().map(Path::new).find(|d| {
             let Ok(fd) = walk::open_root(d) else { return false };
-            let m = rustix::fs::fstatfs(&fd).map(|s| s.f_type as i64).unwrap_or(TMPFS_MAGIC);
+            let m = rustix::fs::fstatfs(&fd).map(|s| s.f_type).unwrap_or(TMPFS_MAGIC);
             m != TMPFS_MAGIC && m != RAMFS_MAGIC && m != FUSE_MAGIC
         });
         let Some(base) = base else {
@@ -167,7 +167,7 @@ mod tests {
     #[test]
     fn memory_file_systems_are_not_applicable() {
         let Ok(fd) = walk::open_root(Path::new("/dev/shm")) else { return };
-        if rustix::fs::fstatfs(&fd).map(|s| s.f_type as i64).ok() != Some(TMPFS_MAGIC) {
+        if rustix::fs::fstatfs(&fd).map(|s| s.f_type).ok() != Some(TMPFS_MAGIC) {
             return;
         }
         let t = tempfile::tempdir_in("/dev/shm").unwrap();

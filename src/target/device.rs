@@ -493,7 +493,7 @@ mod tests {
         // Whatever holds / is in the set (by st_dev or by its mount's source device).
         let p = protected();
         let root = std::fs::metadata("/").unwrap().dev();
-        let src = registry::mounts().into_iter().filter(|m| m.mount_point == Path::new("/")).last();
+        let src = registry::mounts().into_iter().rfind(|m| m.mount_point == Path::new("/"));
         let src_dev = src.and_then(|m| resolve(Path::new(&m.source)).ok()).map(|r| r.rdev);
         assert!(p.iter().any(|(d, _)| *d == root || Some(*d) == src_dev), "{p:?}");
         // And its whole disk, when / is on a partition.

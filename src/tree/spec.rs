@@ -127,7 +127,7 @@ impl SizeDist {
                 .split_once(',')
                 .ok_or_else(|| format!("'{s}': expected lognormal:MEDIAN,SIGMA, e.g. lognormal:16k,1.5"))?;
             let sigma: f64 = sg.trim().parse().map_err(|_| format!("'{s}': SIGMA '{sg}' is not a number"))?;
-            if !(sigma.is_finite() && sigma >= 0.0 && sigma <= 10.0) {
+            if !(sigma.is_finite() && (0.0..=10.0).contains(&sigma)) {
                 return Err(format!("'{s}': SIGMA must be between 0 and 10"));
             }
             SizeDist::Lognormal { median: parse_size(m)?, sigma }

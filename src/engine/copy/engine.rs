@@ -608,7 +608,7 @@ fn entry(
                     quick
                         && match &node.dst {
                             Some(dd) => {
-                                same_content(node.src.as_fd(), &s.name, dd.as_fd(), &d.name, buf).unwrap_or(false)
+                                same_content(node.src.as_fd(), s.name, dd.as_fd(), d.name, buf).unwrap_or(false)
                             }
                             None => false,
                         }
@@ -620,8 +620,8 @@ fn entry(
                 d.m.mtime_s == s.m.mtime_s
                     && d.m.mtime_ns == s.m.mtime_ns
                     && node.dst.as_ref().is_some_and(|dd| {
-                        let a = read_link(node.src.as_fd(), &s.name);
-                        let b = read_link(dd.as_fd(), &d.name);
+                        let a = read_link(node.src.as_fd(), s.name);
+                        let b = read_link(dd.as_fd(), d.name);
                         matches!((a, b), (Ok(a), Ok(b)) if a == b)
                     })
             }
@@ -639,7 +639,7 @@ fn entry(
         return;
     }
     if s.m.kind == Kind::Other {
-        ctx.fail(path, Some(&s.name), "not copied", Errno::OPNOTSUPP);
+        ctx.fail(path, Some(s.name), "not copied", Errno::OPNOTSUPP);
         return;
     }
     if o.dry_run || node.dst.is_none() {
@@ -660,10 +660,10 @@ fn entry(
     if replace {
         let clock = Instant::now();
         let d = d.expect("replace implies a DST entry");
-        match remove(dst, &d.name, d.m.kind) {
+        match remove(dst, d.name, d.m.kind) {
             Ok(()) => t.deleted += 1,
             Err(e) => {
-                ctx.fail(path, Some(&d.name), "remove (type changed)", e);
+                ctx.fail(path, Some(d.name), "remove (type changed)", e);
                 t.phase[DELETE] += clock.elapsed();
                 return;
             }
@@ -689,10 +689,10 @@ fn entry(
     // partial file under a final name); copy into a fresh directory writes in place.
     let direct = o.mode == Mode::Copy;
     let tmp = if direct { None } else { Some(tmp_name()) };
-    let target = tmp.as_deref().unwrap_or(&s.name);
+    let target = tmp.as_deref().unwrap_or(s.name);
     let r: file::StepResult<u64> = match s.m.kind {
-        Kind::File => copy_file(node.src.as_fd(), &s.name, &s.m, dst, target, o.reflink, buf),
-        Kind::Symlink => match read_link(node.src.as_fd(), &s.name) {
+        Kind::File => copy_file(node.src.as_fd(), s.name, &s.m, dst, target, o.reflink, buf),
+        Kind::Symlink => match read_link(node.src.as_fd(), s.name) {
             Ok(link) => copy_symlink(&link, &s.m, dst, target).map(|_| 0),
             Err(e) => Err((Step::Read, e)),
         },
@@ -715,7 +715,7 @@ fn entry(
             if step == Step::Metadata && s.m.kind == Kind::Symlink {
                 let _ = unlinkat(dst, target, AtFlags::empty());
             }
-            ctx.fail(path, Some(&s.name), step.name(), e)
+            ctx.fail(path, Some(s.name), step.name(), e)
         }
     }
     t.phase[TRANSFER] += clock.elapsed();
@@ -724,7 +724,7 @@ fn entry(
 /// A DST entry with no SRC counterpart: deleted with --delete (and always when it is a
 /// temporary file a killed sync left), else counted and kept.
 fn extraneous(ctx: &Ctx, node: &Node, d: &Item, t: &mut Tally) {
-    let own_tmp = is_tmp_name(&d.name) && d.m.kind == Kind::File;
+    let own_tmp = is_tmp_name(d.name) && d.m.kind == Kind::File;
     if !(ctx.o.delete || own_tmp) {
         t.extraneous += 1;
         return;
@@ -735,9 +735,9 @@ fn extraneous(ctx: &Ctx, node: &Node, d: &Item, t: &mut Tally) {
     }
     let Some(dst) = &node.dst else { return };
     let clock = Instant::now();
-    match remove(dst.as_fd(), &d.name, d.m.kind) {
+    match remove(dst.as_fd(), d.name, d.m.kind) {
         Ok(()) => t.deleted += 1,
-        Err(e) => ctx.fail(&node.path, Some(&d.name), "delete", e),
+        Err(e) => ctx.fail(&node.path, Some(d.name), "delete", e),
     }
     t.phase[DELETE] += clock.elapsed();
 }

@@ -242,7 +242,7 @@ pub fn produce(
         }
         let t0 = Instant::now();
         let opened = walk::open_dir_at(t.parent.as_fd(), &t.name);
-        let name_len = (t.depth > 0).then(|| t.name.as_bytes().len());
+        let name_len = (t.depth > 0).then_some(t.name.as_bytes().len());
         let mut sub = |fd: &Arc<OwnedFd>, name: CString, path: Vec<u8>, key: u64, depth: u32| {
             spawn(Task { parent: Arc::clone(fd), name, path, key, depth })
         };
