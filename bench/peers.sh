@@ -22,7 +22,7 @@
 #
 # Environment: ONLY (regular expression: the contenders to run), ROUNDS (5), FILES, SIZE, DIRS, FLAT_FILES, THREADS (manyfiles --threads,
 # default: none given, each command's own), JOBS (default "copy gen sync scan rm"), IMG_SIZE (8G, sparse), RAW
-# (copy the raw TSV here), PROFILE + PROFILE_DIR (strace/perf each run: see timed;
+# (copy the raw TSV here), PROFILE + PROFILE_DIR (strace/perf each run: see timed_profiled;
 # bench/peers_profile.py turns the files into per-file tables), MF_BASE (another manyfiles
 # binary, run as contender base-JOB with the same arguments but --threads BASE_THREADS
 # (default THREADS) and the environment BASE_ENV (VAR=VALUE ...): interleaved A/B of two
@@ -104,11 +104,11 @@ quiesce() {
     wait_quiet
 }
 
-# timed CMD...: "wall user sys others" to $WORK/last (others: cores other processes used)
+# timed_profiled CMD...: "wall user sys others" to $WORK/last (others: cores other processes used)
 # With PROFILE=strace or PROFILE=perf (and PROFILE_DIR), CMD runs under `strace -f -c` or
 # `perf record -e cpu-clock -g`, output in PROFILE_DIR/WORKLOAD-JOB-CONTENDER.{strace,perf}
 # (ROUNDS=1 makes one of each; times are then distorted by the tracer, not results).
-timed() {
+timed_profiled() {
     local t0 t1 b0 b1 u s pre=()
     case "${PROFILE:-}" in
         strace) pre=(strace -f -c -o "$PROFILE_DIR/$CUR.strace") ;;
@@ -169,16 +169,16 @@ run_one() {
     case "$c" in base-*) bin=(env $BASE_ENV "$MF_BASE"); THREADS=$BASE_THREADS; c=mf-${c#base-} ;; esac
     if [ -n "$THREADS" ]; then thr=(--threads "$THREADS"); fi
     case "$c" in
-        mf-copy) timed "${bin[@]}" copy "$src" "$dst" "${thr[@]}" -q ;;
-        cpz) timed cpz "$src" "$dst" ;;
-        cp-a) timed cp -a "$src/." "$dst" ;;
+        mf-copy) timed_profiled "${bin[@]}" copy "$src" "$dst" "${thr[@]}" -q ;;
+        cpz) timed_profiled cpz "$src" "$dst" ;;
+        cp-a) timed_profiled cp -a "$src/." "$dst" ;;
         mf-gen)
             # Names as long as ftzz's (decimal file numbers: as many digits as FILES - 1),
             # not the default 16 characters: longer names make larger directories.
             local nl=$((files - 1))
             nl=${#nl}
-            if [ "$w" = flat ]; then timed "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --name-len "$nl" "${thr[@]}" -q
-            else timed "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --name-len "$nl" "${thr[@]}" -q; fi ;;
+            if [ "$w" = flat ]; then timed_profiled "${bin[@]}" gen "$dst" --files "$files" --size 0 --flat --name-len "$nl" "${thr[@]}" -q
+            else timed_profiled "${bin[@]}" gen "$dst" --files "$files" --size "$SIZE" --fanout "$DIRS" --files-per-dir $((FILES / DIRS)) --name-len "$nl" "${thr[@]}" -q; fi ;;
         ftzz)
             # ftzz ≥ 3 has no `generate` subcommand; older versions need it.
             local g=()
@@ -191,17 +191,17 @@ run_one() {
             # made two, 128,138 + 71,863 files for N = 200,000: two directory locks).
             local shape=(-d 1 -r $((FILES / DIRS)))
             if [ "$w" = flat ]; then shape=(-d 0); fi
-            if [ "$b" -gt 0 ]; then timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact "${shape[@]}"
-            else timed ftzz "${g[@]}" "$dst" -n "$files" --files-exact "${shape[@]}"; fi ;;
-        mf-sync-n) timed "${bin[@]}" sync "$src" "$MNT/same-$w" --dry-run "${thr[@]}" -q ;;
-        rsync-an) timed rsync -an "$src/" "$MNT/same-$w/" ;;
-        mf-scan) timed "${bin[@]}" scan "$src" "${thr[@]}" ;;
-        find-printf) timed find "$src" -printf '%s %T@ %p\n' ;;
-        du-s) timed du -s "$src" ;;
-        gdu) timed gdu -n "$src" ;;
-        mf-rm) timed "${bin[@]}" rm "$dst" "${thr[@]}" ;;
-        rmz) timed rmz "$dst" ;;
-        rm-rf) timed rm -rf "$dst" ;;
+            if [ "$b" -gt 0 ]; then timed_profiled ftzz "${g[@]}" "$dst" -n "$files" --files-exact -b "$b" --bytes-exact "${shape[@]}"
+            else timed_profiled ftzz "${g[@]}" "$dst" -n "$files" --files-exact "${shape[@]}"; fi ;;
+        mf-sync-n) timed_profiled "${bin[@]}" sync "$src" "$MNT/same-$w" --dry-run "${thr[@]}" -q ;;
+        rsync-an) timed_profiled rsync -an "$src/" "$MNT/same-$w/" ;;
+        mf-scan) timed_profiled "${bin[@]}" scan "$src" "${thr[@]}" ;;
+        find-printf) timed_profiled find "$src" -printf '%s %T@ %p\n' ;;
+        du-s) timed_profiled du -s "$src" ;;
+        gdu) timed_profiled gdu -n "$src" ;;
+        mf-rm) timed_profiled "${bin[@]}" rm "$dst" "${thr[@]}" ;;
+        rmz) timed_profiled rmz "$dst" ;;
+        rm-rf) timed_profiled rm -rf "$dst" ;;
     esac
     case "$job" in
         copy|gen)
