@@ -98,6 +98,53 @@ pub fn read_dir_fd(fd: BorrowedFd<'_>, parent_for_stat: BorrowedFd<'_>) -> Resul
     Ok(out)
 }
 
+/// Like [`read_dir_fd`], with `map` run on every entry; entries and results in directory
+/// order, and the nanoseconds spent reading (getdents). Once `chunk` entries have been read, they go to the pool's other threads while
+/// getdents goes on here: a large directory's getdents is one thread's work, and with
+/// the per-entry work (statx) waiting for it to end, a 1,000,000-entry directory spent
+/// ~0.4 s of a warm 1.7 s scan on one core (issue 15).
+pub fn read_dir_mapped<R: Send>(
+    fd: BorrowedFd<'_>,
+    parent_for_stat: BorrowedFd<'_>,
+    chunk: usize,
+    map: impl Fn(&Entry) -> R + Sync,
+) -> Result<(Vec<(Entry, R)>, u64), Errno> {
+    let map_all = |part: Vec<Entry>| -> Vec<(Entry, R)> {
+        part.into_iter()
+            .map(|e| {
+                let r = map(&e);
+                (e, r)
+            })
+            .collect()
+    };
+    let done = std::sync::Mutex::new(Vec::new());
+    let read = rayon::scope(|s| {
+        let (map_all, done) = (&map_all, &done);
+        let mut cur = Vec::new();
+        let mut parts = 0;
+        let t0 = std::time::Instant::now();
+        let read = for_each_entry(fd, parent_for_stat, |name, kind, ino| {
+            cur.push(Entry { name: name.to_owned(), kind, ino });
+            if cur.len() == chunk.max(1) {
+                let (part, i) = (std::mem::take(&mut cur), parts);
+                parts += 1;
+                s.spawn(move |_| {
+                    let out = map_all(part);
+                    done.lock().expect("no panic while holding it").push((i, out));
+                });
+            }
+        });
+        let read_ns = t0.elapsed().as_nanos() as u64;
+        let last = map_all(cur);
+        done.lock().expect("no panic while holding it").push((parts, last));
+        read.map(|()| read_ns)
+    });
+    let read_ns = read?;
+    let mut parts = done.into_inner().expect("no panic while holding it");
+    parts.sort_unstable_by_key(|p| p.0);
+    Ok((parts.into_iter().flat_map(|p| p.1).collect(), read_ns))
+}
+
 /// Calls `f(name, kind, ino)` for every entry of the directory `fd` (at position 0; used
 /// up) except `.` and `..`, without collecting them: for callers that keep their own
 /// compact form of a listing (a directory can hold millions of entries).
@@ -215,6 +262,30 @@ mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
     use std::sync::Mutex;
+
+    #[test]
+    fn read_dir_mapped_keeps_directory_order_across_chunks() {
+        // 5,000 entries in chunks of 512: most are mapped on other threads while
+        // getdents goes on, and the result must still be read_dir's order, each entry
+        // with its own result.
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..5000 {
+            std::fs::write(t.path().join(format!("f{i}")), b"").unwrap();
+        }
+        let root = open_root(t.path()).unwrap();
+        let plain: Vec<CString> = read_dir(root.as_fd()).unwrap().into_iter().map(|e| e.name).collect();
+        let own = open_dir_at(root.as_fd(), c".").unwrap();
+        let (mapped, _) = read_dir_mapped(own.as_fd(), root.as_fd(), 512, |e| e.name.to_bytes().len()).unwrap();
+        assert_eq!(mapped.iter().map(|(e, _)| e.name.clone()).collect::<Vec<_>>(), plain);
+        assert!(mapped.iter().all(|(e, n)| e.name.to_bytes().len() == *n));
+        // Fewer entries than a chunk: mapped here, same result.
+        let small = tempfile::tempdir().unwrap();
+        std::fs::write(small.path().join("only"), b"").unwrap();
+        let fd = open_root(small.path()).unwrap();
+        let (one, _) = read_dir_mapped(fd.as_fd(), fd.as_fd(), 512, |_| 7u8).unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!((one[0].0.name.as_c_str(), one[0].1), (c"only", 7));
+    }
 
     #[test]
     fn read_dir_reports_kinds_and_skips_dots() {

@@ -27,11 +27,6 @@ pub(crate) const FIELDS: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::BLOCKS)
     .union(StatxFlags::NLINK);
 
-/// statx a directory's entries in inode order rather than getdents' (hash) order. Off:
-/// not measured faster (issue 15: sync -n and scan of 100,000 files in 100 directories,
-/// 5 interleaved rounds each way on a loaded machine, CPU equal, wall within the noise).
-const INODE_ORDER: bool = false;
-
 /// Entries per statx chunk: a directory with more is stat'ed on several threads.
 const CHUNK: usize = 2048;
 
@@ -250,6 +245,18 @@ pub fn produce(
     });
 }
 
+/// A directory that could not be opened or read: denied, vanished or an error.
+fn unreadable(stats: &WalkStats, path: &[u8], depth: u32, name_len: Option<usize>, e: Errno, t0: Instant) {
+    stats.walk_ns.fetch_add(elapsed_ns(t0), Ordering::Relaxed);
+    match e {
+        Errno::ACCESS | Errno::PERM => stats.denied(path, depth, name_len),
+        Errno::NOENT | Errno::NOTDIR | Errno::LOOP => {
+            stats.vanished.fetch_add(1, Ordering::Relaxed);
+        }
+        e => stats.error(path, e),
+    }
+}
+
 /// A subdirectory found by [`dir_rows`]: (its directory's fd, name, path, key, depth).
 pub(crate) type SubDir<'a> = dyn FnMut(&Arc<OwnedFd>, CString, Vec<u8>, u64, u32) + 'a;
 
@@ -272,46 +279,36 @@ pub(crate) fn dir_rows(
     sub: &mut SubDir<'_>,
 ) {
     let t_depth = depth;
-    let entries = opened.and_then(|fd| walk::read_dir_fd(fd.as_fd(), fd.as_fd()).map(|e| (fd, e)));
-    stats.walk_ns.fetch_add(elapsed_ns(t0), Ordering::Relaxed);
-    let (fd, entries) = match entries {
-        Ok(x) => x,
-        Err(Errno::ACCESS | Errno::PERM) => return stats.denied(path, t_depth, name_len),
-        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {
-            stats.vanished.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        Err(e) => return stats.error(path, e),
+    let fd = match opened {
+        Ok(fd) => Arc::new(fd),
+        Err(e) => return unreadable(stats, path, t_depth, name_len, e, t0),
     };
+    let skip_here = skip.filter(|s| s.dir == path);
+    // statx every entry (not those --skip names here): chunks already read go to other
+    // threads while getdents goes on (lookups take the directory's lock shared, so they
+    // run in parallel); what is kept of each (Meta and nlink) is small, and the rows are
+    // made in order afterwards.
+    let stat_one = |e: &walk::Entry| {
+        if skip_here.is_some_and(|s| s.names.iter().any(|n| n == e.name.as_bytes())) {
+            return None;
+        }
+        let t1 = Instant::now();
+        let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
+        Some((r.map(|st| (meta_of(&st), st.stx_nlink)), elapsed_ns(t1)))
+    };
+    let opened_ns = elapsed_ns(t0);
+    let (entries, read_ns) = match walk::read_dir_mapped(fd.as_fd(), fd.as_fd(), CHUNK, stat_one) {
+        Ok(x) => x,
+        Err(e) => return unreadable(stats, path, t_depth, name_len, e, t0),
+    };
+    // Walk time: opening and getdents (the statx calls are stat time).
+    stats.walk_ns.fetch_add(opened_ns + read_ns, Ordering::Relaxed);
     stats.dirs_read.fetch_add(1, Ordering::Relaxed);
-    let fd = Arc::new(fd);
     let depth = t_depth + 1;
     let mut batch = Batch::default();
     let mut stat_ns = 0;
     let (mut files, mut subdirs) = (0, 0);
-    let skip_here = skip.filter(|s| s.dir == path);
-    let mut entries = entries;
-    if let Some(s) = skip_here {
-        entries.retain(|e| !s.names.iter().any(|n| n == e.name.as_bytes()));
-    }
-    if INODE_ORDER {
-        entries.sort_unstable_by_key(|e| e.ino);
-    }
-    // statx every entry: in chunks on every thread for a large directory (lookups take
-    // the directory's lock shared, so they run in parallel), else here; what is kept of
-    // each (Meta and nlink) is small, the rows are then made in order as before.
-    let stat_one = |e: &walk::Entry| {
-        let t1 = Instant::now();
-        let r = statx(fd.as_fd(), &e.name, AtFlags::SYMLINK_NOFOLLOW, FIELDS);
-        (r.map(|st| (meta_of(&st), st.stx_nlink)), elapsed_ns(t1))
-    };
-    let stated: Vec<_> = if entries.len() > CHUNK {
-        use rayon::prelude::*;
-        entries.par_chunks(CHUNK).flat_map_iter(|c| c.iter().map(stat_one)).collect()
-    } else {
-        entries.iter().map(stat_one).collect()
-    };
-    for (e, (r, ns)) in entries.into_iter().zip(stated) {
+    for (e, (r, ns)) in entries.into_iter().filter_map(|(e, r)| Some((e, r?))) {
         stat_ns += ns;
         let (meta, nlink) = match r {
             Ok(x) => x,
