@@ -3,7 +3,7 @@
 # the machine lines every result starts with.
 #
 #   WORK=/dev/shm/NAME-$$; source "$ROOT/bench/lib.sh"; bench_setup
-#   bench_build [cargo options...]             → release build, $MF the binary
+#   bench_build [cargo options...]             → release build, $MF a copy of the binary in $WORK
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
 #   busy                                       → busy jiffies of all CPUs so far (steal included)
@@ -35,7 +35,10 @@ bench_setup() {
 bench_build() {
     echo "building manyfiles (release${*:+ $*})..." >&2
     (cd "$ROOT" && cargo build --release --quiet "$@")
-    MF=$ROOT/target/release/manyfiles
+    # A copy: a cargo build during the runs would otherwise swap the binary under them.
+    mkdir -p "$WORK"
+    cp "$ROOT/target/release/manyfiles" "$WORK/manyfiles"
+    MF=$WORK/manyfiles
 }
 
 # A fresh ext4 over a new image of SIZE, mounted at $MNT (an earlier one is unmounted).
