@@ -518,10 +518,16 @@ pub(crate) fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn Fn
         _ => (timed_list(node.src.as_fd()), None),
     };
     t.phase[SCAN_SRC] += src_time;
-    let src_items = src_items.unwrap_or_else(|e| {
-        ctx.fail(path, None, "list source directory", e);
-        Listing::default()
-    });
+    // An unlistable SRC directory is skipped whole: taken as empty, its DST counterpart's
+    // entries would all count as extraneous, and --delete would remove them.
+    let src_items = match src_items {
+        Ok(v) => v,
+        Err(e) => {
+            ctx.fail(path, None, "list source directory", e);
+            release(ctx, node);
+            return;
+        }
+    };
     t.src_entries = src_items.len() as u64;
     let dst_items = match dst_listed {
         None => Listing::default(),
