@@ -293,8 +293,11 @@ fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Pa
         return Err(interrupted());
     }
     if !s.ok() {
-        let v = s.verify.as_ref().map_or(0, |v| v.differences);
-        return Err(Error::failed(format!("{} failed, {v} differences after verify", s.failed)));
+        let what = match s.verify.as_ref() {
+            Some(v) => format!("{} failed, {} differences after verify", s.failed, v.differences),
+            None => format!("{} failed", s.failed),
+        };
+        return Err(Error::failed(what));
     }
     Ok(())
 }

@@ -136,7 +136,7 @@ fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> s
     Ok(())
 }
 
-const META: usize = 1 + 4 + 8 + 8 + 4;
+const META: usize = 1 + 4 + 8 + 8 + 4 + 8;
 
 fn put_meta(v: &mut Vec<u8>, m: &Meta) {
     v.push(kind_byte(m.kind));
@@ -144,6 +144,7 @@ fn put_meta(v: &mut Vec<u8>, m: &Meta) {
     v.extend_from_slice(&m.size.to_le_bytes());
     v.extend_from_slice(&m.mtime_s.to_le_bytes());
     v.extend_from_slice(&m.mtime_ns.to_le_bytes());
+    v.extend_from_slice(&m.ino.to_le_bytes());
 }
 
 fn get_meta(b: &[u8]) -> Meta {
@@ -153,6 +154,7 @@ fn get_meta(b: &[u8]) -> Meta {
         size: u64::from_le_bytes(b[5..13].try_into().expect("8")),
         mtime_s: i64::from_le_bytes(b[13..21].try_into().expect("8")),
         mtime_ns: u32::from_le_bytes(b[21..25].try_into().expect("4")),
+        ino: u64::from_le_bytes(b[25..33].try_into().expect("8")),
     }
 }
 
@@ -197,10 +199,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     signals::install();
     walk::raise_fd_limit();
     ranks::agree(copy::check(o))?;
+    let mut walls = ranks::agree(copy::walls(o))?;
     // DST made by rank 0 when missing (not in a dry run), then opened everywhere.
     ranks::agree(if ranks::is_root() && !o.dry_run && !o.dst.exists() {
         rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
-            .map_err(|e| Error::failed(format!("cannot create {}: {e}", o.dst.display())))
+            .map_err(|e| Error::bad("DST", format!("cannot create {}: {e}", o.dst.display())))
     } else {
         Ok(())
     })?;
@@ -279,7 +282,12 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         bigs.lock().unwrap_or_else(|p| p.into_inner()).push(Big { rel, name: name.to_owned(), tmp, meta: *m });
         true
     };
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: Some(&big) };
+    if let Some(fd) = &dst
+        && let Ok(st) = rustix::fs::fstat(fd)
+    {
+        walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
+    }
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: Some(&big), walls };
     let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
     let umask = rustix::process::umask(FsMode::empty());
     let roots =

@@ -1,9 +1,11 @@
 //! The engines that work on trees they did not generate — `copy`/`sync` ([`copy`]),
 //! `scan` ([`scan`]) and `rm` ([`rm`]) — and the walk they share ([`walk`]):
 //! fd-relative directory reading (getdents, `O_NOFOLLOW` opens) and a work-stealing
-//! task tree with one task per directory.
+//! task tree with one task per directory; [`overlap`] tells whether two directories
+//! are one inside the other by identity (bind mounts included).
 
 pub mod copy;
+pub mod overlap;
 pub mod rm;
 pub mod scan;
 pub mod walk;

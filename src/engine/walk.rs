@@ -179,7 +179,7 @@ pub fn kind_of(dir: BorrowedFd<'_>, name: &CStr) -> Result<Kind, Errno> {
 }
 
 /// What the copy, sync and verify engines need of an entry: one `statx` (no symlink
-/// followed) gives type, permission bits, size and modification time.
+/// followed) gives type, permission bits, size, modification time and inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
     pub kind: Kind,
@@ -188,6 +188,9 @@ pub struct Meta {
     pub size: u64,
     pub mtime_s: i64,
     pub mtime_ns: u32,
+    /// The inode listed: what is opened later is checked to be this one (an entry
+    /// swapped for another, a FIFO say, between the listing and the open is not read).
+    pub ino: u64,
 }
 
 impl Meta {
@@ -198,13 +201,14 @@ impl Meta {
             size: st.stx_size,
             mtime_s: st.stx_mtime.tv_sec,
             mtime_ns: st.stx_mtime.tv_nsec,
+            ino: st.stx_ino,
         }
     }
 }
 
 /// [`Meta`] of `name` below `dir`, not following a symlink.
 pub fn meta_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Meta, Errno> {
-    let want = StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::SIZE | StatxFlags::MTIME;
+    let want = StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::INO;
     Ok(Meta::of(&statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, want)?))
 }
 

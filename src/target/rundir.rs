@@ -195,7 +195,14 @@ pub fn has_marker(dir: BorrowedFd<'_>) -> bool {
 /// Remove everything inside `dir`, marker included. Never follows symlinks: subdirectories are opened with O_NOFOLLOW relative
 /// to their parent's fd, and symlinks are unlinked, not followed.
 pub fn remove_contents(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
-    remove_below(dir)
+    remove_below(dir, &mut 0)
+}
+
+/// [`remove_contents`], adding the entries removed to `removed` (also when it fails
+/// part-way). A directory on another device or that is a mount root (a bind mount of
+/// the same file system included) is not entered: its mount point is left, EXDEV.
+pub fn remove_contents_counted(dir: BorrowedFd<'_>, removed: &mut u64) -> std::result::Result<(), Errno> {
+    remove_below(dir, removed)
 }
 
 /// Directory fds kept open during removal: deeper trees reopen a parent through `..`
@@ -217,7 +224,15 @@ fn dev_ino(fd: BorrowedFd<'_>) -> std::result::Result<(u64, u64), Errno> {
     Ok((st.st_dev, st.st_ino))
 }
 
-fn remove_below(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+/// Is the directory at `fd` a mount root, or on another device than `dev`?
+fn mount_boundary(fd: BorrowedFd<'_>, dev: u64) -> std::result::Result<bool, Errno> {
+    use rustix::fs::{StatxAttributes, StatxFlags};
+    let st = rustix::fs::statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::BASIC_STATS)?;
+    let other = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor) != dev;
+    Ok(other || st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT))
+}
+
+fn remove_below(dir: BorrowedFd<'_>, removed: &mut u64) -> std::result::Result<(), Errno> {
     // Collect names first (read_dir does): unlinking while getdents walks can skip entries.
     let todo = walk::read_dir(dir)?;
     let root = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
@@ -229,13 +244,24 @@ fn remove_below(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
         let tfd = top.fd.as_ref().expect("the top frame always has its fd");
         if let Some(e) = top.todo.pop() {
             if e.kind != Kind::Dir {
-                if let Err(err) = unlinkat(tfd, e.name.as_c_str(), AtFlags::empty()) {
-                    first_err.get_or_insert(err);
+                match unlinkat(tfd, e.name.as_c_str(), AtFlags::empty()) {
+                    Ok(()) => *removed += 1,
+                    Err(Errno::NOENT) => {}
+                    Err(err) => {
+                        first_err.get_or_insert(err);
+                    }
                 }
                 continue;
             }
-            let opened = walk::open_dir_at(tfd.as_fd(), &e.name)
-                .and_then(|sub| Ok((walk::read_dir(sub.as_fd())?, dev_ino(sub.as_fd())?, sub)));
+            let root_dev = stack[0].id.0;
+            let tfd = stack.last().and_then(|f| f.fd.as_ref()).expect("the top frame always has its fd");
+            let opened = walk::open_dir_at(tfd.as_fd(), &e.name).and_then(|sub| {
+                // A mount below (a bind mount of someone's directory): never entered.
+                if mount_boundary(sub.as_fd(), root_dev)? {
+                    return Err(Errno::XDEV);
+                }
+                Ok((walk::read_dir(sub.as_fd())?, dev_ino(sub.as_fd())?, sub))
+            });
             match opened {
                 Ok((todo, id, sub)) => {
                     stack.push(Frame { fd: Some(sub), id, todo, name: Some(e.name) });
@@ -268,8 +294,11 @@ fn remove_below(dir: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
         }
         drop(done.fd);
         let pfd = parent.fd.as_ref().expect("reopened");
-        if let Err(err) = unlinkat(pfd, done.name.as_deref().expect("named"), AtFlags::REMOVEDIR) {
-            first_err.get_or_insert(err);
+        match unlinkat(pfd, done.name.as_deref().expect("named"), AtFlags::REMOVEDIR) {
+            Ok(()) => *removed += 1,
+            Err(err) => {
+                first_err.get_or_insert(err);
+            }
         }
     }
     first_err.map_or(Ok(()), Err)

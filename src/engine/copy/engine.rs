@@ -10,11 +10,11 @@
 //! turn.
 
 use super::file::{self, Step, copy_file, copy_symlink, is_tmp_name, read_link, same_content, set_meta, tmp_name};
-use super::{Counters, Failures, Mode, Options, PhaseTimes, Summary};
+use super::{Counters, Failures, Mode, Options, PhaseTimes, Summary, Walls};
 use crate::engine::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use crate::error::{Error, Result};
 use crate::signals;
-use crate::target::rundir::remove_contents;
+use crate::target::rundir::remove_contents_counted;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
 use rustix::io::Errno;
@@ -41,6 +41,9 @@ pub(crate) struct Ctx<'a> {
     /// Under MPI: takes a file to copy in chunks on every rank (true: taken; its bytes
     /// are counted here, copied later). None: every file is copied where it is found.
     pub(crate) big: Option<&'a BigFiles<'a>>,
+    /// Directories never entered: on the SRC side DST's root and its ancestors, on the
+    /// DST side SRC's (a bind mount that shows one side inside the other).
+    pub(crate) walls: Walls,
 }
 
 /// See [`Ctx::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
@@ -52,6 +55,22 @@ impl Ctx<'_> {
     }
     pub(crate) fn fail(&self, path: &str, name: Option<&CStr>, what: &str, e: Errno) {
         self.f.push(&self.c, format!("{}: {what}: {e}", join(path, name)));
+    }
+    /// A SRC entry (not a directory) that was not copied: counted apart too, so that
+    /// copied + skipped + failed entries adds up to the entries seen.
+    pub(crate) fn fail_entry(&self, path: &str, name: Option<&CStr>, what: &str, e: Errno) {
+        self.c.failed_entries.fetch_add(1, Ordering::Relaxed);
+        self.fail(path, name, what, e);
+    }
+    /// A failure whose reason is the tool's own words, not an errno.
+    pub(crate) fn refuse(&self, path: &str, name: Option<&CStr>, what: &str) {
+        self.f.push(&self.c, format!("{}: {what}", join(path, name)));
+    }
+    /// Is the directory open at `fd` one the walk must not enter on this side?
+    pub(crate) fn walled(&self, fd: BorrowedFd<'_>, src_side: bool) -> bool {
+        let Ok(st) = rustix::fs::fstat(fd) else { return false };
+        let id = (st.st_dev, st.st_ino);
+        if src_side { self.walls.dst_chain.contains(&id) } else { self.walls.src_chain.contains(&id) }
     }
 }
 
@@ -211,7 +230,10 @@ fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Listi
             match meta_at(dir, name) {
                 Ok(m) => out.push((off, len, m)),
                 Err(Errno::NOENT) => {}
-                Err(err) => ctx.fail(path, Some(name), "stat", err),
+                Err(err) => {
+                    ctx.c.src_entries.fetch_add(1, Ordering::Relaxed);
+                    ctx.fail_entry(path, Some(name), "stat", err)
+                }
             }
         }
         out
@@ -278,6 +300,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     walk::raise_fd_limit();
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
+    // Before DST is made: SRC and DST must not overlap by identity.
+    let mut walls = super::walls(o)?;
     let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     // DST itself: made if missing (not in a dry run).
@@ -285,8 +309,9 @@ pub fn run(o: &Options) -> Result<Summary> {
         Ok(fd) => Some(fd),
         Err(Errno::NOENT) if o.dry_run => None,
         Err(Errno::NOENT) => {
+            // Nothing was made yet: a DST that cannot be made is bad input (exit 2).
             rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
-                .map_err(|e| Error::failed(format!("cannot create {}: {e}", o.dst.display())))?;
+                .map_err(|e| Error::bad("DST", format!("cannot create {}: {e}", o.dst.display())))?;
             Some(walk::open_root(&o.dst).map_err(|e| Error::failed(format!("cannot open {}: {e}", o.dst.display())))?)
         }
         Err(e) => return Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
@@ -295,7 +320,12 @@ pub fn run(o: &Options) -> Result<Summary> {
         Some(fd) => Some(meta_of(fd.as_fd()).map_err(|e| Error::failed(format!("{}: {e}", o.dst.display())))?),
         None => None,
     };
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: None };
+    if let Some(fd) = &dst
+        && let Ok(st) = rustix::fs::fstat(fd)
+    {
+        walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
+    }
+    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: None, walls };
     // Files are created with their final permission bits (one fchmod less per file).
     let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
@@ -331,10 +361,12 @@ pub fn run(o: &Options) -> Result<Summary> {
 #[derive(Default, Serialize, Deserialize)]
 pub(crate) struct Part {
     /// In [`Summary`] order: src_entries, src_files, src_dirs, src_bytes, dst_entries,
-    /// copied, dirs_created, deleted, skipped, extraneous, failed, bytes_transferred.
-    pub(crate) counts: [u64; 12],
+    /// copied, dirs_created, deleted, skipped, extraneous, failed, bytes_transferred,
+    /// failed_entries.
+    pub(crate) counts: [u64; 13],
     pub(crate) phase_ns: [u64; 5],
-    pub(crate) failures: Vec<String>,
+    /// Failure lines, each with the number of failures it stands for.
+    pub(crate) failures: Vec<(String, u64)>,
     pub(crate) interrupted: bool,
     /// CPU user and system seconds.
     pub(crate) cpu: (f64, f64),
@@ -358,6 +390,7 @@ impl Part {
                 l(&c.extraneous),
                 l(&c.failed),
                 l(&c.bytes),
+                l(&c.failed_entries),
             ],
             phase_ns: std::array::from_fn(|i| l(&c.phase_ns[i])),
             failures: f.take(),
@@ -373,8 +406,10 @@ impl Part {
 pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) -> Summary {
     let total = |i: usize| parts.iter().map(|p| p.counts[i]).sum::<u64>();
     let secs = |i: usize| parts.iter().map(|p| p.phase_ns[i]).sum::<u64>() as f64 / 1e9;
-    let mut failures: Vec<String> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
-    failures.truncate(super::MAX_FAILURES);
+    let mut lines: Vec<(String, u64)> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
+    lines.truncate(super::MAX_FAILURES);
+    let listed: u64 = lines.iter().map(|l| l.1).sum();
+    let failures: Vec<String> = lines.into_iter().map(|l| l.0).collect();
     Summary {
         mode: match o.mode {
             Mode::Copy => "copy".into(),
@@ -395,6 +430,7 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         skipped: total(8),
         extraneous: total(9),
         failed: total(10),
+        failed_entries: total(12),
         bytes_transferred: total(11),
         elapsed_s: t0.elapsed().as_secs_f64(),
         cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),
@@ -407,6 +443,7 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
             delete_s: secs(DELETE),
         },
         interrupted: parts.iter().any(|p| p.interrupted),
+        failures_omitted: total(10).saturating_sub(listed),
         failures,
         verify: None,
         provenance: None,
@@ -427,6 +464,11 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
             return None;
         }
     };
+    if ctx.walled(src.as_fd(), true) {
+        ctx.refuse(&path, None, "is DST or holds it (a bind mount?): not entered");
+        release(ctx, t.parent);
+        return None;
+    }
     let mut fresh = t.dst_meta.is_none();
     if fresh && ctx.o.dry_run {
         ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
@@ -444,15 +486,22 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
                     Err(Errno::EXIST) if ctx.o.mode == Mode::Sync => fresh = false,
                     Err(e) => {
                         ctx.fail(&path, None, "create directory", e);
+                        fail_below(ctx, src.as_fd(), &path);
                         release(ctx, t.parent);
                         return None;
                     }
                 }
             }
             match open_dir_at(pd.as_fd(), &t.name) {
+                Ok(fd) if ctx.walled(fd.as_fd(), false) => {
+                    ctx.refuse(&path, None, "in DST is SRC or holds it (a bind mount?): not entered");
+                    release(ctx, t.parent);
+                    return None;
+                }
                 Ok(fd) => Some(fd),
                 Err(e) => {
                     ctx.fail(&path, None, "open destination directory", e);
+                    fail_below(ctx, src.as_fd(), &path);
                     release(ctx, t.parent);
                     return None;
                 }
@@ -470,6 +519,53 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
         parent: Some(t.parent),
     });
     Some((node, fresh))
+}
+
+/// A SRC directory whose DST counterpart could not be made or opened: every entry below
+/// it is counted as seen and failed (so copied + skipped + failed adds up to what SRC
+/// holds), without being named one by one. SRC is only read, without following symlinks.
+fn fail_below(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) {
+    let mut stack = vec![(rustix::io::fcntl_dupfd_cloexec(dir, 0), path.to_string())];
+    let (mut entries, mut files, mut dirs, mut bytes, mut unreadable) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    while let Some((fd, p)) = stack.pop() {
+        if ctx.stopping() {
+            break;
+        }
+        let Ok(fd) = fd else {
+            unreadable += 1;
+            continue;
+        };
+        let Ok(list) = walk::read_dir(fd.as_fd()) else {
+            unreadable += 1;
+            continue;
+        };
+        for e in list {
+            entries += 1;
+            match e.kind {
+                Kind::Dir => {
+                    dirs += 1;
+                    stack.push((open_dir_at(fd.as_fd(), &e.name), p.clone()));
+                }
+                Kind::File => {
+                    files += 1;
+                    bytes += meta_at(fd.as_fd(), &e.name).map_or(0, |m| m.size);
+                }
+                _ => {}
+            }
+        }
+    }
+    let c = &ctx.c;
+    c.src_entries.fetch_add(entries, Ordering::Relaxed);
+    c.src_files.fetch_add(files, Ordering::Relaxed);
+    c.src_dirs.fetch_add(dirs, Ordering::Relaxed);
+    c.src_bytes.fetch_add(bytes, Ordering::Relaxed);
+    c.failed.fetch_add(entries, Ordering::Relaxed);
+    c.failed_entries.fetch_add(entries - dirs, Ordering::Relaxed);
+    if entries > 0 {
+        let what = format!("{entries} entries below it not copied (its destination directory could not be made)");
+        let what = if unreadable > 0 { format!("{what}; {unreadable} directories below it not listed") } else { what };
+        ctx.f.note(format!("{}: {what}", join(path, None)), entries);
+    }
 }
 
 /// Count one child (or the directory's own work) done; finish directories whose count
@@ -645,12 +741,27 @@ fn entry(
         return;
     }
     if s.m.kind == Kind::Other {
-        ctx.fail(path, Some(s.name), "not copied", Errno::OPNOTSUPP);
+        ctx.fail_entry(path, Some(s.name), "not copied", Errno::OPNOTSUPP);
+        return;
+    }
+    // No deletion without --delete: a DST directory where SRC has a file or symlink goes
+    // only when it is empty (as rsync decides); a non-empty one is the user's to remove.
+    if replace
+        && !o.delete
+        && let Some(d) = d.filter(|d| d.m.kind == Kind::Dir)
+        && !node.dst.as_ref().is_some_and(|dd| dir_is_empty(dd.as_fd(), d.name))
+    {
+        ctx.refuse(
+            path,
+            Some(s.name),
+            "would delete a non-empty directory in DST (SRC has a file or symlink of that name): use --delete",
+        );
+        ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
         return;
     }
     if o.dry_run || node.dst.is_none() {
         if replace {
-            t.deleted += 1;
+            t.deleted += d.map_or(1, |d| would_remove(node, d));
         }
         if s.m.kind == Kind::Dir {
             // Would replace a non-directory: walk SRC below it to count what would be copied.
@@ -666,13 +777,16 @@ fn entry(
     if replace {
         let clock = Instant::now();
         let d = d.expect("replace implies a DST entry");
-        match remove(dst, d.name, d.m.kind) {
-            Ok(()) => t.deleted += 1,
-            Err(e) => {
+        let (gone, r) = remove(ctx, dst, d.name, d.m.kind);
+        t.deleted += gone;
+        if let Err(e) = r {
+            if s.m.kind == Kind::Dir {
                 ctx.fail(path, Some(d.name), "remove (type changed)", e);
-                t.phase[DELETE] += clock.elapsed();
-                return;
+            } else {
+                ctx.fail_entry(path, Some(d.name), "remove (type changed)", e);
             }
+            t.phase[DELETE] += clock.elapsed();
+            return;
         }
         t.phase[DELETE] += clock.elapsed();
         if s.m.kind == Kind::Dir {
@@ -721,7 +835,12 @@ fn entry(
             if step == Step::Metadata && s.m.kind == Kind::Symlink {
                 let _ = unlinkat(dst, target, AtFlags::empty());
             }
-            ctx.fail(path, Some(s.name), step.name(), e)
+            if step == Step::Changed {
+                ctx.refuse(path, Some(s.name), step.name());
+                ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
+            } else {
+                ctx.fail_entry(path, Some(s.name), step.name(), e)
+            }
         }
     }
     t.phase[TRANSFER] += clock.elapsed();
@@ -736,29 +855,77 @@ fn extraneous(ctx: &Ctx, node: &Node, d: &Item, t: &mut Tally) {
         return;
     }
     if ctx.o.dry_run {
-        t.deleted += 1;
+        t.deleted += would_remove(node, d);
         return;
     }
     let Some(dst) = &node.dst else { return };
     let clock = Instant::now();
-    match remove(dst.as_fd(), d.name, d.m.kind) {
-        Ok(()) => t.deleted += 1,
+    let (gone, r) = remove(ctx, dst.as_fd(), d.name, d.m.kind);
+    t.deleted += gone;
+    match r {
+        Ok(()) => {}
+        Err(Errno::XDEV) => ctx.refuse(
+            &node.path,
+            Some(d.name),
+            "not deleted: a mount, or SRC or a directory holding it (a bind mount?), is below or at it; not entered",
+        ),
         Err(e) => ctx.fail(&node.path, Some(d.name), "delete", e),
     }
     t.phase[DELETE] += clock.elapsed();
 }
 
+/// Is directory `name` of `dir` empty? (Unreadable or gone: not known to be empty.)
+fn dir_is_empty(dir: BorrowedFd<'_>, name: &CStr) -> bool {
+    open_dir_at(dir, name).and_then(|fd| walk::read_dir(fd.as_fd())).is_ok_and(|v| v.is_empty())
+}
+
+/// Entries a removal of DST's `d` would take, itself included (a dry run counts them).
+fn would_remove(node: &Node, d: &Item) -> u64 {
+    if d.m.kind != Kind::Dir {
+        return 1;
+    }
+    let Some(dst) = &node.dst else { return 1 };
+    let mut n = 1;
+    let mut stack = vec![open_dir_at(dst.as_fd(), d.name)];
+    while let Some(fd) = stack.pop() {
+        let Ok(fd) = fd else { continue };
+        for e in walk::read_dir(fd.as_fd()).unwrap_or_default() {
+            n += 1;
+            if e.kind == Kind::Dir {
+                stack.push(open_dir_at(fd.as_fd(), &e.name));
+            }
+        }
+    }
+    n
+}
+
 /// Remove `name` from `dir`: a directory with everything below it, through fds without
-/// following symlinks (a symlink in DST pointing outside is unlinked, never followed).
-fn remove(dir: BorrowedFd<'_>, name: &CStr, kind: Kind) -> std::result::Result<(), Errno> {
-    if kind == Kind::Dir {
-        let sub = open_dir_at(dir, name)?;
-        // A read-only directory cannot have its entries removed: make it writable first.
-        let _ = rustix::fs::fchmod(&sub, FsMode::from_raw_mode(0o700));
-        remove_contents(sub.as_fd())?;
-        unlinkat(dir, name, AtFlags::REMOVEDIR)
-    } else {
-        unlinkat(dir, name, AtFlags::empty())
+/// following symlinks (a symlink in DST pointing outside is unlinked, never followed),
+/// never entering a mount below it nor SRC or one of its ancestors (a bind mount).
+/// Returns the entries removed (itself included) and the first error.
+fn remove(ctx: &Ctx, dir: BorrowedFd<'_>, name: &CStr, kind: Kind) -> (u64, std::result::Result<(), Errno>) {
+    if kind != Kind::Dir {
+        return match unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) => (1, Ok(())),
+            Err(e) => (0, Err(e)),
+        };
+    }
+    let sub = match open_dir_at(dir, name) {
+        Ok(fd) => fd,
+        Err(e) => return (0, Err(e)),
+    };
+    if ctx.walled(sub.as_fd(), false) {
+        return (0, Err(Errno::XDEV));
+    }
+    // A read-only directory cannot have its entries removed: make it writable first.
+    let _ = rustix::fs::fchmod(&sub, FsMode::from_raw_mode(0o700));
+    let mut n = 0;
+    if let Err(e) = remove_contents_counted(sub.as_fd(), &mut n) {
+        return (n, Err(e));
+    }
+    match unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) => (n + 1, Ok(())),
+        Err(e) => (n, Err(e)),
     }
 }
 
@@ -768,7 +935,7 @@ mod tests {
 
     fn listing(names: &[&str]) -> Listing {
         let mut l = Listing::default();
-        let m = Meta { kind: Kind::File, perm: 0o644, size: 0, mtime_s: 0, mtime_ns: 0 };
+        let m = Meta { kind: Kind::File, perm: 0o644, size: 0, mtime_s: 0, mtime_ns: 0, ino: 0 };
         for n in names {
             l.items.push((l.names.len() as u32, n.len() as u32, m));
             l.names.extend_from_slice(n.as_bytes());

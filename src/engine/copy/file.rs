@@ -41,6 +41,9 @@ pub enum Step {
     Write,
     Metadata,
     Rename,
+    /// The entry opened is not the one listed (another inode, or no longer a regular
+    /// file: a FIFO swapped in would block a read forever).
+    Changed,
 }
 
 impl Step {
@@ -52,6 +55,7 @@ impl Step {
             Step::Write => "write",
             Step::Metadata => "set mode/mtime",
             Step::Rename => "rename into place",
+            Step::Changed => "changed during the copy (not the file listed)",
         }
     }
 }
@@ -91,6 +95,7 @@ pub fn copy_file(
         return copy_empty(m, dst_dir, dst_name);
     }
     let src = open_source(src_dir, name).map_err(|e| (Step::OpenSource, e))?;
+    check_same(&src, m.ino)?;
     let dst = openat(
         dst_dir,
         dst_name,
@@ -128,12 +133,25 @@ fn copy_empty(m: &Meta, dst_dir: BorrowedFd<'_>, dst_name: &CStr) -> StepResult<
 /// Open a source file for reading without updating its access time where allowed (the
 /// owner or root): with relatime, the first read after a write would otherwise dirty
 /// every source inode. Falls back to a plain open (EPERM: someone else's file).
+/// O_NONBLOCK: a FIFO swapped in for the file listed must not block the open (a writer
+/// would never come); what was opened is checked by [`check_same`] before any read.
 fn open_source(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
     match openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
         Err(Errno::PERM) => openat(dir, name, flags, Mode::empty()),
         r => r,
     }
+}
+
+/// Is the open file a regular file with the inode listed (`ino` 0: any inode)? Else
+/// [`Step::Changed`]: an entry swapped between the listing and the open is not read.
+pub fn check_same(fd: &OwnedFd, ino: u64) -> StepResult<()> {
+    let st = rustix::fs::fstat(fd).map_err(|e| (Step::OpenSource, e))?;
+    let regular = rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile;
+    if !regular || (ino != 0 && st.st_ino != ino) {
+        return Err((Step::Changed, Errno::STALE));
+    }
+    Ok(())
 }
 
 /// Move the bytes: reflink, then copy_file_range (large files), then read/write.
@@ -147,7 +165,11 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
     }
     if m.size > SMALL {
         loop {
-            match rustix::fs::copy_file_range(src, None, dst, None, 1 << 30) {
+            if crate::signals::pending() != 0 {
+                return Err((Step::Write, Errno::INTR));
+            }
+            // 64 MiB a call: a signal is seen between calls (well within a second).
+            match rustix::fs::copy_file_range(src, None, dst, None, 64 << 20) {
                 Ok(0) => return Ok(done),
                 Ok(n) => {
                     done += n as u64;
@@ -173,6 +195,9 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
         };
         crate::ops::create::write_all(dst.as_fd(), &buf[..n]).map_err(|e| (Step::Write, e))?;
         done += n as u64;
+        if done % (64 << 20) < n as u64 && crate::signals::pending() != 0 {
+            return Err((Step::Write, Errno::INTR));
+        }
         // The size statx saw is copied: no read just to learn of the end (a file that
         // grows meanwhile is copied as it was when listed, as a snapshot would be).
         if done == m.size {
@@ -200,12 +225,19 @@ pub fn same_content(
     name_b: &CStr,
     buf: &mut [u8],
 ) -> Result<bool, Errno> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    // O_NONBLOCK and a type check: a FIFO swapped in on either side must not block.
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let fa = openat(a, name_a, flags, Mode::empty())?;
     let fb = openat(b, name_b, flags, Mode::empty())?;
+    for f in [&fa, &fb] {
+        check_same(f, 0).map_err(|(_, e)| e)?;
+    }
     let half = buf.len() / 2;
     let (ba, bb) = buf.split_at_mut(half);
     loop {
+        if crate::signals::pending() != 0 {
+            return Err(Errno::INTR);
+        }
         let na = read_full(&fa, ba)?;
         let nb = read_full(&fb, &mut bb[..half])?;
         if na != nb || ba[..na] != bb[..nb] {

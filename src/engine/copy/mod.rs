@@ -18,6 +18,7 @@ pub mod file;
 pub mod progress;
 pub mod verify;
 
+use super::overlap;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -100,13 +101,20 @@ pub struct Summary {
     pub copied: u64,
     /// Directories created.
     pub dirs_created: u64,
-    /// Entries removed from DST (--delete, type changes, stale temporary files).
+    /// Entries removed from DST (--delete, type changes, stale temporary files), every
+    /// entry below a removed directory included.
     pub deleted: u64,
     /// Files and symlinks already equal at the destination.
     pub skipped: u64,
     /// Entries only at the destination, kept (no --delete).
     pub extraneous: u64,
+    /// Failures of any kind (entries not copied, directories not made or not set,
+    /// deletions that failed).
     pub failed: u64,
+    /// SRC entries other than directories that were not copied: without an interruption,
+    /// copied + skipped + failed_entries = src_entries − src_dirs.
+    #[serde(default)]
+    pub failed_entries: u64,
     pub bytes_transferred: u64,
     pub elapsed_s: f64,
     pub cpu_user_s: f64,
@@ -115,6 +123,10 @@ pub struct Summary {
     pub interrupted: bool,
     /// The first [`MAX_FAILURES`] failures, "path: reason"; `failed` counts them all.
     pub failures: Vec<String>,
+    /// Failures counted but not listed in `failures` (past [`MAX_FAILURES`], or entries
+    /// below a directory that could not be made, which its line counts).
+    #[serde(default)]
+    pub failures_omitted: u64,
     /// copy --verify: differences found afterwards (None: not verified).
     pub verify: Option<verify::Report>,
     /// Where and how it ran (standalone commands).
@@ -150,15 +162,16 @@ impl Summary {
             self.dst_entries
         ));
         s.push_str(&format!(
-            "{verb} {} ({} transferred), {} dirs {}, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}\n",
+            "{verb} {} ({} transferred), {} dirs {}, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}{}\n",
             self.copied,
             fmt_size(self.bytes_transferred as f64),
             self.dirs_created,
             if self.dry_run { "to create" } else { "created" },
             self.skipped,
-            self.deleted,
+            if self.dry_run { format!("{} (would be)", self.deleted) } else { self.deleted.to_string() },
             self.extraneous,
-            self.failed
+            self.failed,
+            if self.failed > 0 { format!(" ({} entries not copied)", self.failed_entries) } else { String::new() }
         ));
         let p = &self.phases;
         s.push_str(&format!(
@@ -191,8 +204,8 @@ impl Summary {
             for f in &self.failures {
                 s.push_str(&format!("  {f}\n"));
             }
-            if self.failed > self.failures.len() as u64 {
-                s.push_str(&format!("  … and {} more\n", self.failed - self.failures.len() as u64));
+            if self.failures_omitted > 0 {
+                s.push_str(&format!("  … and {} more (counted, not listed)\n", self.failures_omitted));
             }
         }
         s
@@ -216,6 +229,7 @@ pub struct Counters {
     pub skipped: AtomicU64,
     pub extraneous: AtomicU64,
     pub failed: AtomicU64,
+    pub failed_entries: AtomicU64,
     pub bytes: AtomicU64,
     /// Phase times in nanoseconds, in [`PhaseTimes`] order.
     pub phase_ns: [AtomicU64; 5],
@@ -223,17 +237,25 @@ pub struct Counters {
 
 /// The failures list: capped, the rest counted in [`Counters::failed`].
 #[derive(Default)]
-pub struct Failures(Mutex<Vec<String>>);
+pub struct Failures(Mutex<Vec<(String, u64)>>);
 
 impl Failures {
     pub fn push(&self, counters: &Counters, what: String) {
         counters.failed.fetch_add(1, Ordering::Relaxed);
         let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if v.len() < MAX_FAILURES {
-            v.push(what);
+            v.push((what, 1));
         }
     }
-    pub fn take(&self) -> Vec<String> {
+    /// A line that stands for `n` failures counted elsewhere (not counted again).
+    pub fn note(&self, what: String, n: u64) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if v.len() < MAX_FAILURES {
+            v.push((what, n));
+        }
+    }
+    /// The lines, each with the number of failures it stands for.
+    pub fn take(&self) -> Vec<(String, u64)> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -281,10 +303,62 @@ pub fn check(o: &Options) -> Result<()> {
             format!("{} and {} overlap (one is inside the other)", src.display(), dst.display()),
         ));
     }
+    // By identity too: a bind mount shows a directory under an unrelated path.
+    let _ = walls(o)?;
     if o.threads == 0 {
         return Err(Error::bad("--threads", "must be at least 1"));
     }
     Ok(())
+}
+
+/// The identities of SRC and DST and of their ancestors: the walk never enters, on one
+/// side, a directory that is the other side's root or one of its ancestors (a bind mount
+/// made during the walk), and [`check`] refuses SRC and DST that overlap by identity.
+#[derive(Debug, Clone, Default)]
+pub struct Walls {
+    /// SRC's root and its ancestors: never entered or removed in DST.
+    pub src_chain: Vec<overlap::Id>,
+    /// DST's root (or, when it does not exist yet, its parent) and their ancestors:
+    /// never entered in SRC.
+    pub dst_chain: Vec<overlap::Id>,
+}
+
+/// SRC's and DST's places compared by identity (device + inode of each and of every
+/// ancestor, and the path inside the file system from mountinfo): one inside the other,
+/// or the same directory → bad input naming both. DST that does not exist yet is judged
+/// by its parent (DST would be made inside it).
+pub fn walls(o: &Options) -> Result<Walls> {
+    let src = overlap::place(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    let (dst, exists) = match overlap::place(&o.dst) {
+        Ok(p) => (p, true),
+        Err(_) => {
+            let parent = o.dst.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let p = overlap::place(parent)
+                .map_err(|e| Error::bad("DST", format!("parent directory {}: {e}", parent.display())))?;
+            (p, false)
+        }
+    };
+    let hit = overlap::overlap(&src, &dst);
+    let refuse = |how: &str| {
+        Err(Error::bad(
+            "DST",
+            format!(
+                "{} and {} overlap by identity ({how}; a bind mount or another path to the same directory)",
+                o.src.display(),
+                o.dst.display()
+            ),
+        ))
+    };
+    match (hit, exists) {
+        (None, _) => {}
+        (Some(overlap::Overlap::Same), true) => return refuse("the same directory"),
+        (Some(overlap::Overlap::FirstInside), true) => return refuse("SRC is inside DST"),
+        // DST's parent is SRC or inside it: DST would be made inside SRC.
+        (Some(overlap::Overlap::Same | overlap::Overlap::SecondInside), _) => return refuse("DST is inside SRC"),
+        // SRC inside DST's parent: DST is made beside it, not around it.
+        (Some(overlap::Overlap::FirstInside), false) => {}
+    }
+    Ok(Walls { src_chain: src.chain, dst_chain: dst.chain })
 }
 
 /// Run a copy or sync as a standalone command: check, run with progress, verify (copy

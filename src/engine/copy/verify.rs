@@ -97,7 +97,7 @@ pub fn compare(src: &Path, dst: &Path, checks: &Checks, threads: usize) -> Repor
         (_, Err(e)) => diff(format!("{}: {e}", dst.display())),
     }
     let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let mut examples = ctx.list.take();
+    let mut examples: Vec<String> = ctx.list.take().into_iter().map(|l| l.0).collect();
     examples.sort();
     examples.truncate(MAX_FAILURES);
     Report {
