@@ -364,3 +364,35 @@ fn reliability_ownership_counts_add_up_when_dst_fails() {
     assert!(u(&v, "failed_entries") > 0 && u(&v, "copied") > 0, "{v}");
     assert!(u(&v, "failed") > u(&v, "failures_omitted"), "{v}");
 }
+
+#[test]
+fn reliability_ownership_pack_target_inside_path_through_a_bind_mount() {
+    let Some(_g) = root_only("bind mounts need root") else { return };
+    let s = Scratch::new();
+    let (src, v) = (s.path().join("src"), s.path().join("v"));
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::create_dir_all(&v).unwrap();
+    std::fs::write(src.join("sub/f"), "data").unwrap();
+    mount_bind(&src, &v);
+    let before = snapshot(&src, &[]);
+    // The destination target is PATH itself under another name: the run directory would
+    // be made (and packed) inside the tree being read.
+    for flag in ["--dst-target", "--src-target"] {
+        let o = run_bounded(
+            &[
+                "pack".as_ref(),
+                src.as_os_str(),
+                flag.as_ref(),
+                v.join("sub").as_os_str(),
+                "--runs".as_ref(),
+                "1".as_ref(),
+            ],
+            LIMIT,
+            None,
+        );
+        assert_eq!(o.code, Some(2), "{flag}: {}", o.show());
+        assert_eq!(o.lines().len(), 1, "{flag}: {}", o.show());
+        assert!(o.stderr.contains(flag) && o.stderr.contains("inside PATH"), "{flag}: {}", o.show());
+    }
+    assert_same(&before, &snapshot(&src, &[]), "PATH after the refused packs");
+}

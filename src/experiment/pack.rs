@@ -168,7 +168,20 @@ fn check(cfg: &PackExperiment) -> Result<()> {
                 TargetSpec::Fs(f) => (if flag == "--src-target" { "--src-fs" } else { "--dst-fs" }, f.backing_dir()),
             };
             let state = crate::target::registry::state_dir();
-            if place.starts_with(&real) || (matches!(t, TargetSpec::Fs(_)) && state.starts_with(&real)) {
+            // By identity too (a bind mount shows PATH under another path): the target
+            // directory, or the nearest existing directory above it.
+            let inside_by_identity = || {
+                let near = place.ancestors().find(|a| a.is_dir())?;
+                let (a, b) = (crate::engine::overlap::place(near).ok()?, crate::engine::overlap::place(&real).ok()?);
+                crate::engine::overlap::overlap(&a, &b)
+            };
+            if place.starts_with(&real)
+                || (matches!(t, TargetSpec::Fs(_)) && state.starts_with(&real))
+                || matches!(
+                    inside_by_identity(),
+                    Some(crate::engine::overlap::Overlap::Same | crate::engine::overlap::Overlap::FirstInside)
+                )
+            {
                 return Err(Error::bad(
                     flag,
                     format!("{} is inside PATH {}: the run would pack itself", place.display(), real.display()),
