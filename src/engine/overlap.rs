@@ -158,7 +158,12 @@ mod tests {
     fn at(p: &str) -> Place {
         let inside = inside_fs(INFO, Path::new(p));
         // Identities unique per path (no bind mounts seen by inode here).
-        let id = |s: &Path| (1, s.as_os_str().len() as u64 * 1000 + s.components().count() as u64);
+        let id = |s: &Path| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            s.hash(&mut h);
+            (1, h.finish())
+        };
         let path = PathBuf::from(p);
         let chain: Vec<Id> = path.ancestors().map(id).collect();
         Place { id: chain[0], chain, path, inside }
