@@ -168,7 +168,7 @@ impl Summary {
             self.dirs_created,
             if self.dry_run { "to create" } else { "created" },
             self.skipped,
-            if self.dry_run { format!("{} (would be)", self.deleted) } else { self.deleted.to_string() },
+            self.deleted,
             self.extraneous,
             self.failed,
             if self.failed > 0 { format!(" ({} entries not copied)", self.failed_entries) } else { String::new() }
