@@ -263,8 +263,10 @@ fn a_foreign_sqlite_database_is_not_touched() {
     // 1. Another application's data: one unrelated table.
     let a = dbs.join("app.db");
     let c = rusqlite::Connection::open(&a).unwrap();
-    c.execute_batch("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'x');")
-        .unwrap();
+    c.execute_batch(
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'x');",
+    )
+    .unwrap();
     drop(c);
     assert_db_refused(&tree, &a, "'customers'", "a database with an unrelated table");
     // 2. A `files` table of another schema.
