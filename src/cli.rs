@@ -260,7 +260,8 @@ pub struct RunFileArgs {
 
 #[derive(Args, Debug)]
 pub struct GenArgs {
-    /// Directory to write into: new, empty, or made by an earlier `manyfiles gen`
+    /// Directory to write into: new, empty, or made by an earlier `manyfiles gen` and holding only what
+    /// it wrote (its mark names the directory itself, so a copy is not one; anything else in it → refused)
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     #[command(flatten)]

@@ -225,34 +225,25 @@ fn two_gen_runs_give_byte_identical_trees() {
     assert_eq!(exact_tree_hash(&a), (hb, nb), "gen over its own earlier output");
 }
 
-/// Ownership is an extended attribute on the directory, so a copy (which keeps no
-/// xattrs) is not mistaken for gen output, and the xattr is checked without following a
-/// symlink.
+/// Ownership is an extended attribute on the directory that names the directory itself,
+/// so a copy (with or without xattrs) is not mistaken for gen output.
 #[test]
 fn ownership_is_an_attribute_not_an_entry() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("g");
     gen_ok(&dir, "--files 5 --size 1 --flat");
-    let mut buf = [0u8; 16];
-    match rustix::fs::getxattr(&dir, "user.manyfiles", &mut buf) {
-        Ok(n) => assert_eq!(&buf[..n], b"gen"),
-        Err(e) => {
-            println!("skipped the attribute check: {} keeps no user xattrs ({e})", tmp.path().display());
-            return;
-        }
-    }
+    let Some(mark) = mark_of(&dir) else {
+        println!("skipped the attribute check: {} keeps no user xattrs", tmp.path().display());
+        return;
+    };
+    assert!(mark.starts_with(b"manyfiles-gen 2 dev="), "{}", String::from_utf8_lossy(&mark));
     // A plain copy of the tree (no xattrs): not ours, refused.
     let copy = tmp.path().join("copy");
     run(["copy", dir.to_str().unwrap(), copy.to_str().unwrap()]).ok();
+    let before = snapshot(&copy);
     let r = run(["gen", copy.to_str().unwrap(), "--files", "5", "--quiet"]);
     assert_bad_input(&r, "DIR", "gen into a copy of a generated tree");
-    // An older version's marker file still means ours, and is removed with the old tree.
-    let old = tmp.path().join("old");
-    std::fs::create_dir(&old).unwrap();
-    std::fs::write(old.join(MARKER), b"manyfiles 0.1.0 pid 1\n").unwrap();
-    std::fs::write(old.join("f"), b"x").unwrap();
-    gen_ok(&old, "--files 5 --size 1 --flat");
-    assert_eq!(exact_tree_hash(&old), exact_tree_hash(&dir), "marker and old file gone");
+    assert_eq!(snapshot(&copy), before);
 }
 
 /// Where the file system keeps no user xattrs (ramfs), gen still writes an exact tree,
@@ -506,13 +497,238 @@ fn regen_never_follows_symlinks_in_the_old_tree() {
     std::fs::write(outside.join("precious"), b"keep me").unwrap();
     let dir = tmp.path().join("g");
     gen_ok(&dir, "--files 10 --size 1 --files-per-dir 5 --fanout 2");
-    // Someone drops symlinks into the generated tree.
+    // Someone drops symlinks into the generated tree: not gen's, so the tree is refused
+    // whole, and nothing is followed or removed.
     let sub = tree_dirs(&dir)[0].path.clone();
     std::os::unix::fs::symlink(&outside, sub.join("escape")).unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("escape-top")).unwrap();
-    gen_ok(&dir, "--files 3 --size 1 --flat");
+    let before = snapshot(&dir);
+    let r = run(["gen", dir.to_str().unwrap(), "--files", "3", "--size", "1", "--flat", "--quiet"]);
+    assert_bad_input(&r, "DIR", "gen over a tree with symlinks dropped in");
+    assert!(r.stderr.contains("escape-top is a symlink gen did not make"), "{}", r.stderr);
     assert_eq!(std::fs::read(outside.join("precious")).unwrap(), b"keep me", "symlink target untouched");
-    assert!(!dir.join("escape-top").exists() && !dir.join("escape-top").is_symlink(), "old entries removed");
+    assert_eq!(snapshot(&dir), before, "nothing removed");
+    // Once they are gone, the tree is gen's again.
+    std::fs::remove_file(sub.join("escape")).unwrap();
+    std::fs::remove_file(dir.join("escape-top")).unwrap();
+    gen_ok(&dir, "--files 3 --size 1 --flat");
     let left: Vec<String> = walk(&dir, true).into_iter().map(|e| e.rel).collect();
     assert_eq!(left.len(), 3, "only the new tree remains: {left:?}");
+}
+
+// ---- ownership that a copy or a forged mark does not carry (issue 25) ------------------
+
+/// gen's `user.manyfiles` mark on `dir`, None where the file system keeps no xattrs.
+fn mark_of(dir: &Path) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = rustix::fs::lgetxattr(dir, "user.manyfiles", &mut buf[..]).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// sha256 of each file, by `sha256sum`.
+fn sha256(files: &[&Path]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| {
+            let o = std::process::Command::new("sha256sum").arg(f).output().expect("sha256sum");
+            assert!(o.status.success(), "sha256sum {}", f.display());
+            String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// `gen DIR --files N` is refused: exit 2, one line naming `DIR` and `names` (the first
+/// foreign entry), the whole tree and the foreign files byte-identical.
+fn assert_gen_refused(dir: &Path, files: &str, names: &str, foreign: &[&Path], what: &str) {
+    let before = snapshot(dir);
+    let hashes = sha256(foreign);
+    let mark = mark_of(dir);
+    let r = run(["gen", dir.to_str().unwrap(), "--files", files]);
+    assert_bad_input(&r, "DIR", what);
+    assert!(r.stderr.contains(names), "{what}: the line must name {names}: {}", r.stderr);
+    assert_eq!(sha256(foreign), hashes, "{what}: foreign files byte-identical");
+    assert_eq!(snapshot(dir), before, "{what}: nothing removed or added");
+    assert_eq!(mark_of(dir), mark, "{what}: the mark is as it was");
+}
+
+/// Issue 25, Why 1: `cp -a` copies the mark; the copy with a user's file in it is not
+/// gen's, and the file survives. The original is still gen's.
+#[test]
+fn a_cp_a_copy_is_not_gen_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (g, c) = (tmp.path().join("g"), tmp.path().join("c"));
+    gen_ok(&g, "--files 50");
+    let st = std::process::Command::new("cp").arg("-a").arg(&g).arg(&c).status().unwrap();
+    assert!(st.success());
+    if mark_of(&g).is_some() {
+        assert_eq!(mark_of(&c), mark_of(&g), "cp -a copied the mark (the case this guards against)");
+    }
+    std::fs::write(c.join("mine.txt"), b"d\n").unwrap();
+    let mine = c.join("mine.txt");
+    assert_gen_refused(&c, "10", "mine.txt", &[&mine], "gen into a cp -a copy holding a user file");
+    // A copy holding only gen's files is not gen's either (its mark names the original).
+    std::fs::remove_file(&mine).unwrap();
+    assert_gen_refused(&c, "10", "not the directory gen wrote", &[], "gen into a pure cp -a copy");
+    // The original is: re-generated in place, exit 0.
+    gen_ok(&g, "--files 10");
+    assert_eq!(tree_files(&g).len(), 10);
+}
+
+/// Issue 25, Why 1: an empty legacy `.manyfiles-run` file is no ownership.
+#[test]
+fn a_legacy_marker_file_is_not_ownership() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = tmp.path().join("o");
+    std::fs::create_dir_all(o.join("figs")).unwrap();
+    std::fs::write(o.join(MARKER), b"").unwrap();
+    std::fs::write(o.join("thesis.tex"), b"t\n").unwrap();
+    std::fs::write(o.join("figs/plot.pdf"), b"%PDF").unwrap();
+    let (t, p) = (o.join("thesis.tex"), o.join("figs/plot.pdf"));
+    assert_gen_refused(&o, "3", MARKER, &[&t, &p], "gen into a directory with a legacy marker");
+    assert!(o.join("figs").is_dir() && o.join(MARKER).is_file());
+}
+
+/// Issue 25, Why 1: what a user adds to (or changes in) a real gen tree is never deleted
+/// by the next gen of it: a file at the top, a file and a directory deep in, a resized
+/// gen file. Once the tree is gen's alone again, a re-gen works.
+#[test]
+fn user_entries_in_a_real_gen_tree_are_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = tmp.path().join("g");
+    gen_ok(&g, "--files 60 --size 100 --files-per-dir 5 --fanout 3");
+    let leaf = tree_files(&g)[0].path.parent().unwrap().to_path_buf();
+    // At the top.
+    let top = g.join("notes.txt");
+    std::fs::write(&top, b"my notes").unwrap();
+    assert_gen_refused(&g, "10", "notes.txt is a file gen did not write", &[&top], "user file at the top");
+    std::fs::remove_file(&top).unwrap();
+    // Deep in a leaf directory.
+    let deep = leaf.join("deep.txt");
+    std::fs::write(&deep, b"deep").unwrap();
+    let rel = deep.strip_prefix(&g).unwrap().to_string_lossy().into_owned();
+    assert_gen_refused(&g, "10", &rel, &[&deep], "user file in a leaf");
+    std::fs::remove_file(&deep).unwrap();
+    // A directory of the user's, empty.
+    let ud = leaf.join("mydir");
+    std::fs::create_dir(&ud).unwrap();
+    assert_gen_refused(&g, "10", "mydir is a directory gen did not make", &[], "user directory");
+    std::fs::remove_dir(&ud).unwrap();
+    // A gen file the user rewrote (another size): theirs now.
+    let f = tree_files(&g)[3].path.clone();
+    std::fs::write(&f, b"edited").unwrap();
+    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+    assert_gen_refused(&g, "10", &format!("{name} is 6 bytes where gen wrote 100"), &[&f], "resized gen file");
+    std::fs::write(&f, [0u8; 100]).unwrap();
+    // gen's own tree again (sizes as written): replaced, exit 0, exactly the new spec.
+    gen_ok(&g, "--files 10 --flat");
+    assert_eq!(walk(&g, false).len(), 10);
+    gen_ok(&g, "--files 10 --flat");
+}
+
+/// Issue 25, Why 1: `tar --xattrs` carries the mark too; the extracted tree is not gen's.
+#[test]
+fn a_tar_xattrs_copy_is_not_gen_output() {
+    if std::process::Command::new("tar").arg("--version").output().is_err() {
+        println!("skipped: no tar");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let g = tmp.path().join("g");
+    gen_ok(&g, "--files 30 --files-per-dir 10 --fanout 2");
+    let out = tmp.path().join("x");
+    std::fs::create_dir(&out).unwrap();
+    let sh = format!(
+        "tar --xattrs --xattrs-include='user.*' -C '{}' -cf - g | tar --xattrs --xattrs-include='user.*' -C '{}' -xf -",
+        tmp.path().display(),
+        out.display()
+    );
+    let st = std::process::Command::new("sh").args(["-c", &sh]).status().unwrap();
+    assert!(st.success(), "tar pipeline");
+    let t = out.join("g");
+    if mark_of(&g).is_some() {
+        assert_eq!(mark_of(&t), mark_of(&g), "tar --xattrs copied the mark (the case this guards against)");
+    }
+    let mine = t.join("mine.txt");
+    std::fs::write(&mine, b"d\n").unwrap();
+    assert_gen_refused(&t, "10", "mine.txt", &[&mine], "gen into a tar --xattrs copy");
+    gen_ok(&g, "--files 5");
+}
+
+/// Issue 25, Why 1: the original's mark set by hand on another directory (user.manyfiles
+/// copied byte for byte) does not make it gen's, whether it holds a user's file or a
+/// plain copy of the original's files.
+#[test]
+fn a_forged_mark_is_not_ownership() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = tmp.path().join("g");
+    gen_ok(&g, "--files 20 --size 10 --flat");
+    let Some(mark) = mark_of(&g) else {
+        println!("skipped: {} keeps no user xattrs", tmp.path().display());
+        return;
+    };
+    let set = |d: &Path| rustix::fs::setxattr(d, "user.manyfiles", &mark, rustix::fs::XattrFlags::empty()).unwrap();
+    let f = tmp.path().join("f");
+    std::fs::create_dir(&f).unwrap();
+    std::fs::write(f.join("k"), b"keep").unwrap();
+    set(&f);
+    let k = f.join("k");
+    assert_gen_refused(&f, "3", "k is a file gen did not write", &[&k], "forged mark, user file");
+    // gen's own files, copied without xattrs, then the mark forged onto the copy.
+    let c = tmp.path().join("c");
+    run(["copy", g.to_str().unwrap(), c.to_str().unwrap()]).ok();
+    set(&c);
+    assert_gen_refused(&c, "3", "not the directory gen wrote", &[], "forged mark on a plain copy");
+    gen_ok(&g, "--files 3");
+}
+
+/// The state record is half of the mark: with another state directory (the record not
+/// there), a gen tree is not taken as gen's; without any state directory the mark holds
+/// the spec itself and re-generation still works, and its copies are still refused.
+#[test]
+fn the_state_record_is_part_of_the_mark() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sa, sb) = (tmp.path().join("state-a"), tmp.path().join("state-b"));
+    let g = tmp.path().join("g");
+    let gen_with = |env: &[(&str, Option<&Path>)], dir: &Path, files: &str| {
+        let mut c = cmd();
+        c.args(["gen", dir.to_str().unwrap(), "--files", files, "--quiet"]);
+        for (k, v) in env {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let o = c.output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (code, err) = gen_with(&[("XDG_STATE_HOME", Some(&sa))], &g, "20");
+    assert_eq!(code, Some(0), "{err}");
+    if mark_of(&g).is_none() {
+        println!("skipped: no user xattrs here");
+        return;
+    }
+    let records: Vec<_> = std::fs::read_dir(sa.join("manyfiles/gen")).unwrap().collect();
+    assert_eq!(records.len(), 1, "one record for the one tree");
+    let before = snapshot(&g);
+    let (code, err) = gen_with(&[("XDG_STATE_HOME", Some(&sb))], &g, "5");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("record of it is missing"), "{err}");
+    assert_eq!(snapshot(&g), before);
+    let (code, err) = gen_with(&[("XDG_STATE_HOME", Some(&sa))], &g, "5");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(tree_files(&g).len(), 5);
+    // No state directory at all: the spec rides in the mark.
+    let n = tmp.path().join("n");
+    let none: &[(&str, Option<&Path>)] = &[("XDG_STATE_HOME", None), ("HOME", None)];
+    assert_eq!(gen_with(none, &n, "7").0, Some(0));
+    assert!(String::from_utf8_lossy(&mark_of(&n).unwrap()).contains(" spec\n"));
+    let (code, err) = gen_with(none, &n, "4");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(tree_files(&n).len(), 4);
+    let c = tmp.path().join("nc");
+    assert!(std::process::Command::new("cp").arg("-a").arg(&n).arg(&c).status().unwrap().success());
+    let (code, err) = gen_with(none, &c, "4");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not the directory gen wrote"), "{err}");
 }

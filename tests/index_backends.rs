@@ -402,6 +402,7 @@ fn postgres_backend() {
         }),
     };
     suite(&b);
+    foreign_schema_is_not_touched(&b);
     drop(b);
     if given.is_some() {
         let mut c = pg_client(&admin);
@@ -410,4 +411,68 @@ fn postgres_backend() {
         }
     }
     drop(server);
+}
+
+/// Issue 25, Why 7: a PostgreSQL schema holding tables manyfiles did not make (a `files`
+/// table of other columns; an unrelated table) → exit 2, one line, nothing altered (the
+/// schema's relations, columns, comments and rows as they were). Its own index (marked)
+/// is rescanned, and a table a user adds beside it is left alone.
+fn foreign_schema_is_not_touched(b: &Backend) {
+    let base = tempfile::tempdir().unwrap();
+    let tree = make_tree(base.path());
+    let state = |url: &str| -> String {
+        let mut c = pg_client(url);
+        let rels: String = c
+            .query_one(
+                "SELECT coalesce(string_agg(c.relname::text || ':' || c.relkind::text || ':' || \
+                 coalesce(obj_description(c.oid, 'pg_class'), ''), ',' ORDER BY c.relname), '') \
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        let cols: String = c
+            .query_one(
+                "SELECT coalesce(string_agg(table_name || '.' || column_name || ':' || data_type, ',' \
+                 ORDER BY table_name, ordinal_position), '') FROM information_schema.columns WHERE table_schema = 'public'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        format!("{rels}|{cols}")
+    };
+    for (name, ddl, says, rows) in [
+        (
+            "foreign_files",
+            "CREATE TABLE files (path TEXT PRIMARY KEY, owner TEXT); INSERT INTO files VALUES ('/a', 'me');",
+            "'files' of another definition",
+            "SELECT string_agg(path || owner, ',') FROM files",
+        ),
+        (
+            "foreign_other",
+            "CREATE TABLE customers (id INT PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'x');",
+            "'customers'",
+            "SELECT string_agg(id || name, ',') FROM customers",
+        ),
+    ] {
+        let url = (b.new_db)(name);
+        pg_client(&url).batch_execute(ddl).unwrap();
+        let before = (state(&url), pg_client(&url).query_one(rows, &[]).unwrap().get::<_, String>(0));
+        let r = run(["scan", tree.to_str().unwrap(), "--db", &url]);
+        common::assert_bad_input(&r, "--db", name);
+        assert!(r.stderr.contains(says), "{name}: {}", r.stderr);
+        let after = (state(&url), pg_client(&url).query_one(rows, &[]).unwrap().get::<_, String>(0));
+        assert_eq!(after, before, "{name}: the schema and its rows must be as they were");
+    }
+    // Its own index: marked when made, rescanned; a user's table beside it is kept.
+    let url = (b.new_db)("own_marked");
+    scan(&tree, &url, &[]).0.ok();
+    let mark: String =
+        pg_client(&url).query_one("SELECT obj_description('files'::regclass, 'pg_class')", &[]).unwrap().get(0);
+    assert_eq!(mark, "manyfiles index 1");
+    pg_client(&url).batch_execute("CREATE TABLE my_notes (n TEXT); INSERT INTO my_notes VALUES ('keep');").unwrap();
+    let (r, _) = scan(&tree, &url, &[]);
+    r.ok();
+    let kept: String = pg_client(&url).query_one("SELECT n FROM my_notes", &[]).unwrap().get(0);
+    assert_eq!(kept, "keep");
 }

@@ -224,3 +224,103 @@ fn a_large_directory_is_scanned_exactly() {
     assert_eq!(v["entries"], 5003, "{v}");
     assert_eq!(v["diff"]["unchanged"], 5003, "{v}");
 }
+
+// ---- a database manyfiles did not make is not touched (issue 25, Why 7) -----------------
+
+/// sha256 of a file, by `sha256sum`.
+fn sha256(p: &Path) -> String {
+    let o = std::process::Command::new("sha256sum").arg(p).output().expect("sha256sum");
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string()
+}
+
+/// The names in `dir` (sorted): to see that no -wal/-shm/-journal file appeared.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+/// `scan TREE --db sqlite:FILE` on a file manyfiles did not make: exit 2, one line naming
+/// --db, the file byte-identical, nothing beside it.
+fn assert_db_refused(tree: &Path, db: &Path, names_in_line: &str, what: &str) {
+    let dir = db.parent().unwrap();
+    let (hash, listing) = (sha256(db), names(dir));
+    let r = run(["scan", tree.to_str().unwrap(), "--db", &format!("sqlite:{}", db.display())]);
+    assert_bad_input(&r, "--db", what);
+    assert!(r.stderr.contains(names_in_line), "{what}: the line must say {names_in_line}: {}", r.stderr);
+    assert_eq!(sha256(db), hash, "{what}: the file must be byte-identical");
+    assert_eq!(names(dir), listing, "{what}: no file may appear beside it (-wal, -shm, -journal)");
+}
+
+#[test]
+fn a_foreign_sqlite_database_is_not_touched() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let dbs = base.path().join("dbs");
+    std::fs::create_dir(&dbs).unwrap();
+    // 1. Another application's data: one unrelated table.
+    let a = dbs.join("app.db");
+    let c = rusqlite::Connection::open(&a).unwrap();
+    c.execute_batch(
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'x');",
+    )
+    .unwrap();
+    drop(c);
+    assert_db_refused(&tree, &a, "'customers'", "a database with an unrelated table");
+    // 2. A `files` table of another schema.
+    let b = dbs.join("files.db");
+    let c = rusqlite::Connection::open(&b).unwrap();
+    c.execute_batch("CREATE TABLE files (path TEXT PRIMARY KEY, owner TEXT); INSERT INTO files VALUES ('/a', 'me');")
+        .unwrap();
+    drop(c);
+    assert_db_refused(&tree, &b, "'files' of another schema", "a files table of another schema");
+    // 3. Not SQLite at all.
+    let t = dbs.join("notes.txt");
+    std::fs::write(&t, "my notes, not a database\n".repeat(50)).unwrap();
+    assert_db_refused(&tree, &t, "not a SQLite database", "a text file");
+    // 4. Another application's database, by its application_id, even with no table.
+    let d = dbs.join("other-app.db");
+    let c = rusqlite::Connection::open(&d).unwrap();
+    c.execute_batch("PRAGMA application_id = 1234; CREATE TABLE t (x);").unwrap();
+    drop(c);
+    assert_db_refused(&tree, &d, "another application", "another application's database");
+}
+
+/// A new file, an empty file: the index is made (and marked); scanned twice, the second
+/// run rescans it. An index as earlier versions made it (no mark) is taken as ours and
+/// marked on the next write.
+#[test]
+fn its_own_index_is_rescanned_and_marked() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let t = tree.to_str().unwrap();
+    let header = |db: &Path| {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let g = |p: &str| c.query_row(&format!("PRAGMA {p}"), [], |r| r.get::<_, i64>(0)).unwrap();
+        (g("application_id"), g("user_version"))
+    };
+    const MARK: (i64, i64) = (0x6d6e_7966, 1);
+    for (name, pre) in [("new.db", None), ("empty.db", Some(""))] {
+        let db = base.path().join(name);
+        if let Some(p) = pre {
+            std::fs::write(&db, p).unwrap();
+        }
+        let dbu = format!("sqlite:{}", db.display());
+        run(["scan", t, "--db", &dbu]).ok();
+        assert_eq!(header(&db), MARK, "{name}: marked as manyfiles' index");
+        std::fs::write(tree.join("d0/new-file"), b"n").unwrap();
+        let r = run(["scan", t, "--db", &dbu]);
+        r.ok();
+        assert!(r.stdout.contains("1 new"), "{name}: the rescan sees the new file: {}", r.stdout);
+        std::fs::remove_file(tree.join("d0/new-file")).unwrap();
+    }
+    // Made before the mark: take the mark off an index and scan again.
+    let db = base.path().join("new.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA application_id = 0; PRAGMA user_version = 0;").unwrap();
+    drop(c);
+    run(["scan", t, "--db", &format!("sqlite:{}", db.display())]).ok();
+    assert_eq!(header(&db), MARK, "an unmarked index of manyfiles' exact schema is marked on the next write");
+}

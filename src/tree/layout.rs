@@ -261,6 +261,25 @@ impl Plan {
         len
     }
 
+    /// The index of the file `name` names, when `name` is exactly a name this plan gives
+    /// a file (`f` + base-36 index + the seeded tail); None for any other name.
+    pub fn file_index(&self, name: &[u8]) -> Option<u64> {
+        if name.len() < 1 + self.name_width || name[0] != b'f' {
+            return None;
+        }
+        let mut i = 0u64;
+        for &c in &name[1..=self.name_width] {
+            let d = ALPHABET.iter().position(|&a| a == c)? as u64;
+            i = i.checked_mul(36)?.checked_add(d)?;
+        }
+        if i >= self.files {
+            return None;
+        }
+        let mut buf = [0u8; NAME_BUF];
+        let n = self.file_name(i, &mut buf);
+        (buf[..n] == *name).then_some(i)
+    }
+
     /// Directory indices from the root's child down to `dir` (the root itself excluded).
     pub fn chain(&self, dir: u32, out: &mut Vec<u32>) {
         out.clear();
@@ -349,6 +368,20 @@ mod tests {
         assert_eq!(min_name_len(1), 2);
         assert_eq!(min_name_len(36), 2);
         assert_eq!(min_name_len(37), 3);
+    }
+
+    #[test]
+    fn file_index_inverts_file_name() {
+        let p = Plan::new(&spec(5000, Layout::Flat));
+        for i in [0, 1, 35, 36, 4999] {
+            assert_eq!(p.file_index(name(&p, i).as_bytes()), Some(i));
+        }
+        let mut other = name(&p, 7).into_bytes();
+        *other.last_mut().unwrap() ^= 1;
+        assert_eq!(p.file_index(&other), None, "another tail");
+        assert_eq!(p.file_index(b"mine.txt"), None);
+        assert_eq!(p.file_index(b"f"), None);
+        assert_eq!(p.file_index(b"fzzzzzzzzzzz"), None, "index past the file count");
     }
 
     #[test]

@@ -84,7 +84,12 @@ impl Postgres {
         if !got {
             return Err(format!("{describe}: another scan is writing this index"));
         }
+        check_schema(&mut client).map_err(|e| format!("{describe}: {e}"))?;
         client.batch_execute(SCHEMA).map_err(|e| format!("{describe}: {}", chain(&e)))?;
+        // New, or made before the mark: marked now (the same words every time).
+        client
+            .batch_execute(&format!("COMMENT ON TABLE files IS '{MARK}'"))
+            .map_err(|e| format!("{describe}: {}", chain(&e)))?;
         Ok(Postgres { describe, client, in_tx: false })
     }
 
@@ -95,6 +100,73 @@ impl Postgres {
         }
         Ok(())
     }
+}
+
+/// The comment on `files` that marks the schema's tables as a manyfiles index.
+pub const MARK: &str = "manyfiles index 1";
+
+const FILES_COLUMNS: &[(&str, &str)] = &[
+    ("id", "bigint"),
+    ("parent", "bigint"),
+    ("path", "bytea"),
+    ("name", "bytea"),
+    ("type", "text"),
+    ("size", "bigint"),
+    ("mtime_ns", "bigint"),
+    ("mode", "integer"),
+    ("inode", "bigint"),
+    ("allocated", "bigint"),
+];
+const SCAN_INFO_COLUMNS: &[(&str, &str)] = &[("key", "text"), ("value", "text")];
+
+/// Before anything is created: the current schema (the first of `search_path`) must hold
+/// nothing, or manyfiles' index — marked, or exactly its tables as made before the mark.
+/// Tables of other names, or `files`/`scan_info` of other columns → refused, nothing
+/// altered. Tables a user added beside a marked index are left alone.
+fn check_schema(client: &mut Client) -> Result<(), String> {
+    let rows = client
+        .query(
+            "SELECT c.relname::text, c.relkind::text, coalesce(obj_description(c.oid, 'pg_class'), '') \
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v', 'm', 'p', 'f', 'S') ORDER BY 1",
+            &[],
+        )
+        .map_err(|e| chain(&e))?;
+    let objects: Vec<(String, String, String)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
+    let marked = objects.iter().any(|(n, k, c)| n == "files" && k == "r" && c == MARK);
+    let mut columns = |t: &str| -> Result<Vec<(String, String)>, String> {
+        let rows = client
+            .query(
+                "SELECT column_name::text, data_type::text FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+                &[&t],
+            )
+            .map_err(|e| chain(&e))?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    };
+    let same = |got: &[(String, String)], want: &[(&str, &str)]| {
+        got.len() == want.len() && got.iter().zip(want).all(|((n, t), (wn, wt))| n == wn && t == wt)
+    };
+    for (name, kind, _) in &objects {
+        let ok = match (name.as_str(), kind.as_str()) {
+            ("files", "r") => same(&columns("files")?, FILES_COLUMNS),
+            ("scan_info", "r") => same(&columns("scan_info")?, SCAN_INFO_COLUMNS),
+            ("dirs", "v") => true,
+            ("files" | "scan_info" | "dirs", _) => false,
+            _ => marked,
+        };
+        if !ok {
+            let what = match name.as_str() {
+                "files" | "scan_info" | "dirs" => format!("its schema holds a '{name}' of another definition"),
+                _ => format!("its schema holds '{name}', which manyfiles does not make"),
+            };
+            return Err(format!(
+                "{what}: not an index manyfiles made, left as it was (give an empty database, or another \
+                 schema with ?options=-csearch_path%3DNAME)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 const META_TYPES: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT8, Type::INT4, Type::INT8, Type::INT8];
