@@ -164,9 +164,8 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Dest::Fd(n) => {
             // SAFETY: the descriptor is open (its /proc link exists) and only borrowed:
             // ManuallyDrop keeps it open after the write.
-            let mut f = std::mem::ManuallyDrop::new(unsafe {
-                <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(n)
-            });
+            let mut f =
+                std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(n) });
             f.write_all(bytes)?;
             f.flush()
         }
