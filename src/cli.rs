@@ -794,6 +794,71 @@ pub fn dirsize_config(a: &DirsizeArgs, command_line: Vec<String>) -> Result<Tree
     a.run.experiment("dirsize", vec![tree], "create", a.write.options()?, command_line)
 }
 
+/// clap's error as one line: its first line (which names the flag and the reason), with
+/// the list of a "required arguments were not provided" error joined in.
+pub fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        let listed: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+        let first = first.trim_end_matches(':');
+        return if listed.is_empty() {
+            format!("{first}: {}", required_hint(e))
+        } else {
+            format!("{first}: {}", listed.join(", "))
+        };
+    }
+    first
+}
+
+/// What a command with an empty "required arguments" list (clap leaves out arguments
+/// that are required unless another is present) needs.
+fn required_hint(e: &clap::Error) -> String {
+    let usage = match e.get(clap::error::ContextKind::Usage) {
+        Some(u) => u.to_string(),
+        None => String::new(),
+    };
+    if usage.contains("predict") {
+        "--tree PATH (or --inventory FILE)".into()
+    } else if usage.contains("plan") {
+        "PATH (or --inventory FILE)".into()
+    } else {
+        "see the usage".into()
+    }
+}
+
+/// `--min-runs` → `min_runs` (the TOML key a flag stands for).
+pub fn flag_key(flag: &str) -> String {
+    flag.trim_start_matches("--").replace('-', "_")
+}
+
+/// The first `--flag VALUE` whose VALUE is negative (`-1`, `-5%`, `-1m`, `-.5`): clap
+/// would take it for a flag and answer "unexpected argument '-1'" without naming the
+/// flag. Only flags that take a value count; nothing after `--`.
+pub fn negative_value(args: &[String]) -> Option<(String, String)> {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let sub_name = args.iter().skip(1).find(|a| !a.starts_with('-'))?;
+    let sub = root.find_subcommand(sub_name)?;
+    let takes_value =
+        |long: &str| sub.get_arguments().any(|a| a.get_long() == Some(long) && a.get_action().takes_values());
+    for w in args.windows(2) {
+        if w[0] == "--" {
+            break;
+        }
+        let Some(long) = w[0].strip_prefix("--") else { continue };
+        if long.contains('=') || !takes_value(long) {
+            continue;
+        }
+        let v = &w[1];
+        if v.len() > 1 && v.starts_with('-') && v[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+            return Some((w[0].clone(), v.clone()));
+        }
+    }
+    None
+}
+
 /// Turn a TOML experiment file into the command line it stands for, so a file and
 /// the flags mean exactly the same thing (one parser, one validation).
 pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
@@ -808,12 +873,21 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
         Some(v) => return Err(bad(format!("command = {v} is not one of ladder, ops, bigfile, clusters, dirsize"))),
         None => return Err(bad("no `command = \"...\"` key (ladder, ops, bigfile, clusters or dirsize)".into())),
     };
-    args.push(command);
+    args.push(command.clone());
+    let sub = {
+        use clap::CommandFactory;
+        Cli::command().find_subcommand(&command).cloned()
+    };
     for (k, v) in &table {
         if k == "command" {
             continue;
         }
         let flag = format!("--{}", k.replace('_', "-"));
+        let arg = sub.as_ref().and_then(|c| c.get_arguments().find(|a| a.get_long() == Some(&flag[2..])).cloned());
+        let switch = arg.as_ref().is_some_and(|a| !a.get_action().takes_values());
+        if switch && !matches!(v, toml::Value::Boolean(_)) {
+            return Err(bad(format!("key {k}: must be true or false, not {v}")));
+        }
         match v {
             toml::Value::Boolean(true) => args.push(flag),
             toml::Value::Boolean(false) => {}

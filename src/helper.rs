@@ -31,8 +31,26 @@ pub fn timeout_for(bytes: u64) -> Duration {
 }
 
 fn env_timeout() -> Option<Duration> {
-    let v = std::env::var("MANYFILES_HELPER_TIMEOUT").ok()?;
-    v.trim().parse::<f64>().ok().filter(|s| *s > 0.0).map(Duration::from_secs_f64)
+    parse_env_timeout(&std::env::var_os("MANYFILES_HELPER_TIMEOUT")?).ok()
+}
+
+fn parse_env_timeout(v: &std::ffi::OsStr) -> Result<Duration, String> {
+    let text = v.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 1e9)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("MANYFILES_HELPER_TIMEOUT: must be a number of seconds above 0, not '{text}'"))
+}
+
+/// Refuse a `MANYFILES_HELPER_TIMEOUT` that is set but not a number of seconds (checked
+/// at start, before anything is made, rather than ignored when a helper runs).
+pub fn check_env() -> Result<(), String> {
+    match std::env::var_os("MANYFILES_HELPER_TIMEOUT") {
+        None => Ok(()),
+        Some(v) => parse_env_timeout(&v).map(|_| ()),
+    }
 }
 
 /// How a helper run ended, when it did not succeed.

@@ -20,6 +20,14 @@ fn main() -> ExitCode {
 
 fn main_here() -> ExitCode {
     let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if let Some((flag, value)) = cli::negative_value(&args) {
+        eprintln!("manyfiles: {flag}: must not be negative: {value}");
+        return ExitCode::from(2);
+    }
+    if let Err(e) = manyfiles::helper::check_env() {
+        eprintln!("manyfiles: {e}");
+        return ExitCode::from(2);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -36,10 +44,7 @@ fn main_here() -> ExitCode {
                     ExitCode::from(2)
                 }
                 _ => {
-                    // One line: clap's first line names the flag and the reason.
-                    let text = e.render().to_string();
-                    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
-                    eprintln!("manyfiles: {} (see manyfiles --help)", line.trim_start_matches("error: "));
+                    eprintln!("manyfiles: {} (see manyfiles --help)", cli::clap_line(&e));
                     ExitCode::from(2)
                 }
             };
@@ -98,13 +103,22 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Run(a) => {
             let file_args = cli::toml_args(&a.file)?;
-            let inner = Cli::try_parse_from(&file_args).map_err(|e| {
-                let text = e.render().to_string();
-                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad experiment file").to_string();
-                manyfiles::error::Error::bad(
+            if let Some((flag, value)) = cli::negative_value(&file_args) {
+                return Err(manyfiles::error::Error::bad(
                     "FILE",
-                    format!("{}: {}", a.file.display(), line.trim_start_matches("error: ")),
-                )
+                    format!("{}: key {}: must not be negative: {value}", a.file.display(), cli::flag_key(&flag)),
+                ));
+            }
+            let inner = Cli::try_parse_from(&file_args).map_err(|e| {
+                let line = cli::clap_line(&e);
+                let key = match e.get(clap::error::ContextKind::InvalidArg) {
+                    Some(clap::error::ContextValue::String(arg)) if arg.starts_with("--") => {
+                        let flag = arg.split([' ', '=']).next().unwrap_or(arg);
+                        format!("key {}: ", cli::flag_key(flag))
+                    }
+                    _ => String::new(),
+                };
+                manyfiles::error::Error::bad("FILE", format!("{}: {key}{line}", a.file.display()))
             })?;
             if matches!(inner.command, Command::Run(_)) {
                 return Err(manyfiles::error::Error::bad("FILE", "an experiment file cannot run another"));

@@ -1,11 +1,16 @@
 //! Parsing and printing of sizes, counts and durations.
 //!
 //! Suffixes follow dd(1): `k`, `K`, `KiB` are 1024; `kB`, `KB` are 1000 (and so on for
-//! M, G, T). A bare number is bytes. Fractions are allowed (`1.5M`) and rounded down.
+//! M, G, T). A bare number is bytes. Fractions are allowed with a unit (`1.5M`) and rounded
+//! down; a bare fractional byte count, a count that is not whole (`16.5`) and a negative
+//! value are refused.
 
 /// Parse a byte size such as `64MiB`, `1k`, `4096`, `1.5G`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(format!("must not be negative: '{s}'"));
+    }
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
@@ -32,12 +37,30 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if !bytes.is_finite() || bytes > u64::MAX as f64 / 2.0 {
         return Err(format!("'{s}' is too large"));
     }
+    if bytes.fract() != 0.0 && suffix.trim().is_empty() {
+        return Err(format!("must be a whole number of bytes: '{s}'"));
+    }
     Ok(bytes as u64)
 }
 
 /// Parse a count such as `65536`, `64k` (= 65,536) or `1M`; the same suffixes as sizes.
+/// A count must come out whole (`1.5k` is 1,536; `16.5` is refused).
 pub fn parse_count(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.replace("is not a size", "is not a count"))
+    let whole = || format!("must be a whole number: '{s}'");
+    let n = parse_size(s).map_err(|e| {
+        if e.starts_with("must be a whole number") { whole() } else { e.replace("is not a size", "is not a count") }
+    })?;
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let mult: f64 = match parse_size(&format!("1{suffix}")) {
+        Ok(m) => m as f64,
+        Err(_) => 1.0,
+    };
+    if num.parse::<f64>().is_ok_and(|v| (v * mult).fract() != 0.0) {
+        return Err(whole());
+    }
+    Ok(n)
 }
 
 /// `1048576` → `1 MiB`, `1536` → `1.5 KiB`, `100` → `100 B`.

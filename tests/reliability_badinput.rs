@@ -341,3 +341,391 @@ fn reliability_badinput_result_files() {
     });
     assert_eq!(seen.keys().filter(|&&c| c != 0 && c != 2).count(), 0, "only exit 0 or 2: {seen:?}");
 }
+
+/// One case of the table: arguments (`T` = an existing empty target directory, `S` = an
+/// existing source tree, `N` = a path that does not exist yet in the scratch directory,
+/// `D` = an existing empty directory used as an output path, `R` = a valid result file,
+/// `F:name` = a file in the inputs directory), environment, and what the one stderr line
+/// must name.
+struct Case {
+    args: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    names: String,
+}
+
+fn case(args: &str, names: &str) -> Case {
+    Case { args: args.split(' ').map(String::from).collect(), env: vec![], names: names.to_string() }
+}
+
+/// Every entry under `root` (path, size), for "nothing created or changed".
+fn listing(root: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let md = e.metadata().unwrap();
+            out.push((e.path().display().to_string(), if md.is_dir() { 0 } else { md.len() }));
+            if md.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn table() -> Vec<Case> {
+    let mut v: Vec<Case> = Vec::new();
+    // 1. Numeric flags of every command: negative, fractional, huge, not a number.
+    let count_bad = ["-1", "2.5", "abc", "99999999999999999999999", "1x"];
+    let numeric: &[(&str, &[&str])] = &[
+        (
+            "ladder --target T --runs 1",
+            &[
+                "--total",
+                "--from",
+                "--to",
+                "--step",
+                "--portion",
+                "--files-per-dir",
+                "--fanout",
+                "--block-size",
+                "--fs-size",
+            ],
+        ),
+        ("ops --target T --runs 1", &["--files", "--portion", "--files-per-dir", "--fanout"]),
+        ("gen N", &["--files", "--files-per-dir", "--fanout", "--block-size"]),
+        ("bigfile --target T --runs 1", &["--size", "--block"]),
+        ("clusters --target T --runs 1", &["--portions"]),
+        ("dirsize --target T --runs 1", &["--max", "--size"]),
+        ("pack --src-target T --runs 1", &["--to", "--from", "--step", "--total", "--fs-size"]),
+    ];
+    for (base, flags) in numeric {
+        for f in *flags {
+            for b in count_bad {
+                v.push(case(&format!("{base} {f} {b}"), f));
+            }
+        }
+    }
+    // Integer flags (plain numbers, no units).
+    let int_bad = ["-1", "2.5", "abc", "99999999999999999999999"];
+    let ints: &[(&str, &[&str])] = &[
+        (
+            "ladder --target T",
+            &["--runs", "--warmup", "--threads", "--depth", "--name-len", "--seed", "--min-runs", "--max-runs"],
+        ),
+        ("ops --target T --runs 1", &["--threads", "--seed"]),
+        ("gen N", &["--threads", "--seed", "--name-len"]),
+        ("bigfile --target T", &["--runs", "--seed"]),
+        ("copy S N", &["--threads"]),
+        ("sync S N", &["--threads"]),
+        ("scan S", &["--threads"]),
+        ("rm N", &["--threads"]),
+        ("pack --src-target T", &["--runs", "--copies", "--warmup", "--threads"]),
+        ("predict --model R --tree S", &["--threads"]),
+        ("plan S", &["--threads"]),
+    ];
+    for (base, flags) in ints {
+        for f in *flags {
+            for b in int_bad {
+                v.push(case(&format!("{base} {f} {b}"), f));
+            }
+        }
+    }
+    // Floats, percentages, durations.
+    for b in ["-1", "abc", "NaN", "inf", "0"] {
+        v.push(case(&format!("gen N --tree nextcloud-like --scale {b}"), "--scale"));
+    }
+    for b in ["-5", "abc", "NaN", "inf"] {
+        v.push(case(&format!("compare R R --fail-if-slower {b}"), "--fail-if-slower"));
+    }
+    for b in ["-5%", "abc", "0%", "-1"] {
+        v.push(case(&format!("ladder --target T --precision {b}"), "--precision"));
+    }
+    for b in ["-1m", "abc", "5parsecs"] {
+        v.push(case(&format!("ladder --target T --max-time {b}"), "--max-time"));
+        v.push(case(&format!("predict --model R --tree S --interval {b}"), "--interval"));
+    }
+    // 2. Missing required arguments, every command that has them.
+    for (args, names) in [
+        ("copy", "required"),
+        ("copy S", "required"),
+        ("sync", "required"),
+        ("sync S", "required"),
+        ("rm", "required"),
+        ("scan", "required"),
+        ("gen", "required"),
+        ("run", "required"),
+        ("report", "required"),
+        ("compare", "required"),
+        ("compare R", "required"),
+        ("predict", "required"),
+        ("predict --model R", "--tree"),
+        ("predict --tree S", "--model"),
+        ("plan", "PATH"),
+        ("plan --model R", "PATH"),
+        ("completions", "required"),
+        ("ladder --json", "--json"),
+        ("gen N --files", "--files"),
+    ] {
+        v.push(case(args, names));
+    }
+    // 3. Output paths that are directories.
+    for (args, flag) in [
+        ("ladder --target T --runs 1 --json D", "--json"),
+        ("ladder --target T --runs 1 --csv D", "--csv"),
+        ("ladder --target T --runs 1 --markdown D", "--markdown"),
+        ("report R --markdown D", "--markdown"),
+        ("report R --json D", "--json"),
+        ("report R --csv D", "--csv"),
+        ("report R --html D", "--html"),
+        ("predict --model R --tree S --json D", "--json"),
+        ("plan S --json D", "--json"),
+        ("scan S --json D", "--json"),
+        ("copy S N --json D", "--json"),
+        ("sync S N --json D", "--json"),
+        ("scan S --inventory D", "--inventory"),
+    ] {
+        v.push(case(args, flag));
+    }
+    // 4. Bad result files, through every command that reads one.
+    let bad_results = [
+        "schema99",
+        "schema_str",
+        "no_schema",
+        "neg_time",
+        "nan_time",
+        "huge_time",
+        "no_measurements",
+        "no_provenance",
+        "neg_files",
+        "not_json",
+        "empty",
+    ];
+    for r in bad_results {
+        for (args, flag) in [
+            (format!("report F:{r} --markdown N"), "RESULTS.json"),
+            (format!("compare R F:{r}"), "B.json"),
+            (format!("compare F:{r} R"), "A.json"),
+            (format!("predict --model F:{r} --tree S"), "--model"),
+            (format!("plan S --model F:{r}"), "--model"),
+        ] {
+            v.push(case(&args, flag));
+        }
+    }
+    // 5. Bad experiment files: every kind of fault per key.
+    for (toml, key) in [
+        ("runs = -3", "runs"),
+        ("runs = 2.5", "runs"),
+        ("runs = \"x\"", "runs"),
+        ("runs = true", "runs"),
+        ("to = 16.5", "to"),
+        ("to = -1", "to"),
+        ("to = \"lots\"", "to"),
+        ("total = -1", "total"),
+        ("total = 1.5", "total"),
+        ("total = [1, 2]", "total"),
+        ("quiet = \"yes\"", "quiet"),
+        ("quiet = 1", "quiet"),
+        ("keep = \"no\"", "keep"),
+        ("reuse = 0", "reuse"),
+        ("threads = -5", "threads"),
+        ("threads = 1.5", "threads"),
+        ("warmup = -1", "warmup"),
+        ("precision = \"-5%\"", "precision"),
+        ("max_time = \"-1m\"", "max_time"),
+        ("min_runs = -1", "min_runs"),
+        ("portion = 0.5", "portion"),
+        ("fanout = -16", "fanout"),
+        ("files_per_dir = 1.5", "files_per_dir"),
+        ("seed = -1", "seed"),
+        ("nosuch = 1", "nosuch"),
+        ("order = 3", "order"),
+    ] {
+        v.push(Case { args: vec!["run".into(), format!("F:toml:{toml}")], env: vec![], names: key.to_string() });
+    }
+    // 6. Environment variables, for every command.
+    for cmdline in [
+        "ladder --target T --runs 1",
+        "ops --target T --runs 1",
+        "gen N --files 1",
+        "copy S N",
+        "sync S N",
+        "scan S",
+        "rm N",
+        "report R --markdown N",
+        "compare R R",
+        "predict --model R --tree S",
+        "plan S",
+        "cleanup",
+    ] {
+        for val in ["abc", "-1", "0", "NaN", ""] {
+            let mut c = case(cmdline, "MANYFILES_HELPER_TIMEOUT");
+            c.env.push(("MANYFILES_HELPER_TIMEOUT", val.to_string()));
+            v.push(c);
+        }
+    }
+    v
+}
+
+/// The bad result files of the table, from a valid one.
+fn bad_result(name: &str, valid: &serde_json::Value) -> Vec<u8> {
+    let mut v = valid.clone();
+    let m0 = |v: &mut serde_json::Value| v["measurements"][0].as_object_mut().unwrap().clone();
+    match name {
+        "schema99" => v["schema"] = 99.into(),
+        "schema_str" => v["schema"] = "1".into(),
+        "no_schema" => {
+            v.as_object_mut().unwrap().remove("schema");
+        }
+        "neg_time" => v["measurements"][0]["elapsed_s"] = (-1.0).into(),
+        "nan_time" => v["measurements"][0]["elapsed_s"] = "NaN".into(),
+        "huge_time" => v["measurements"][0]["elapsed_s"] = 5e12.into(),
+        "no_measurements" => {
+            v.as_object_mut().unwrap().remove("measurements");
+        }
+        "no_provenance" => {
+            v.as_object_mut().unwrap().remove("provenance");
+        }
+        "neg_files" => {
+            let mut m = m0(&mut v);
+            m.insert("files".into(), (-5).into());
+            v["measurements"][0] = m.into();
+        }
+        "not_json" => return b"{\"schema\": 1,".to_vec(),
+        "empty" => return Vec::new(),
+        _ => unreachable!(),
+    }
+    serde_json::to_vec(&v).unwrap()
+}
+
+#[test]
+fn reliability_badinput_table() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let (cwd, tgt, src, outd, inputs, dird) =
+        (root.join("cwd"), root.join("tgt"), root.join("src"), root.join("out"), root.join("in"), root.join("dir"));
+    for d in [&cwd, &tgt, &src, &outd, &inputs, &dird] {
+        std::fs::create_dir(d).unwrap();
+    }
+    for i in 0..5 {
+        std::fs::write(src.join(format!("f{i}")), vec![b'x'; 100 * i]).unwrap();
+    }
+    // A valid result file with models (a tiny ladder).
+    let lt = tempfile::tempdir().unwrap();
+    let good = inputs.join("good.json");
+    let o = run_bounded(
+        &[
+            "ladder",
+            "--target",
+            lt.path().to_str().unwrap(),
+            "--total",
+            "64k",
+            "--to",
+            "16",
+            "--runs",
+            "2",
+            "-q",
+            "--json",
+            good.to_str().unwrap(),
+        ],
+        LIMIT,
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.show());
+    let valid: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+    let cases = table();
+    let before = listing(root);
+    let mut unclean = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let mut args: Vec<OsString> = Vec::new();
+        for a in &c.args {
+            let a: OsString = match a.as_str() {
+                "T" => tgt.clone().into(),
+                "S" => src.clone().into(),
+                "N" => outd.join("new").into(),
+                "D" => dird.clone().into(),
+                "R" => good.clone().into(),
+                a if a.starts_with("F:toml:") => {
+                    let p = inputs.join(format!("e{i}.toml"));
+                    let text = format!(
+                        "command = \"ladder\"\ntarget = \"{}\"\nruns = 1\n{}\n",
+                        tgt.display(),
+                        &a["F:toml:".len()..]
+                    );
+                    // The fault replaces a key of the same name.
+                    let key = a["F:toml:".len()..].split(" =").next().unwrap();
+                    let text: String = text
+                        .lines()
+                        .enumerate()
+                        .filter(|(n, l)| *n == 3 || !l.starts_with(&format!("{key} =")))
+                        .map(|(_, l)| format!("{l}\n"))
+                        .collect();
+                    std::fs::write(&p, text).unwrap();
+                    p.into()
+                }
+                a if a.starts_with("F:") => {
+                    let p = inputs.join(format!("{}.json", &a[2..]));
+                    std::fs::write(&p, bad_result(&a[2..], &valid)).unwrap();
+                    p.into()
+                }
+                a => a.into(),
+            };
+            args.push(a);
+        }
+        let mut cmd = command(&args.iter().map(|a| a.as_os_str()).collect::<Vec<_>>(), None);
+        cmd.current_dir(&cwd);
+        for (k, val) in &c.env {
+            cmd.env(k, val);
+        }
+        let out = cmd.output().unwrap();
+        let o = Out {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        let lines = o.lines();
+        let mut why = Vec::new();
+        if o.code != Some(2) {
+            why.push("exit is not 2");
+        }
+        if lines.len() != 1 {
+            why.push("not exactly one stderr line");
+        }
+        if !lines.first().is_some_and(|l| l.starts_with("manyfiles: ")) {
+            why.push("stderr does not start with 'manyfiles: '");
+        }
+        if !lines.first().is_some_and(|l| l.contains(&c.names)) {
+            why.push("the line does not name the flag/key/variable");
+        }
+        if !o.stdout.is_empty() {
+            why.push("stdout not empty");
+        }
+        // Inputs written for this case are expected; anything else is not.
+        let now: Vec<_> = listing(root).into_iter().filter(|(p, _)| !p.starts_with(inputs.to_str().unwrap())).collect();
+        let was: Vec<_> = before.iter().filter(|(p, _)| !p.starts_with(inputs.to_str().unwrap())).cloned().collect();
+        if now != was {
+            why.push("something was created or changed");
+            let _ = std::fs::remove_dir_all(outd.join("new"));
+            for e in std::fs::read_dir(&tgt).unwrap().flatten() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+            for e in std::fs::read_dir(&cwd).unwrap().flatten() {
+                let _ = std::fs::remove_dir_all(e.path()).or_else(|_| std::fs::remove_file(e.path()));
+            }
+        }
+        if !why.is_empty() {
+            unclean.push(format!(
+                "{:?} env {:?} (must name {}): {}\n{}",
+                c.args,
+                c.env,
+                c.names,
+                why.join(", "),
+                o.show()
+            ));
+        }
+    }
+    eprintln!("bad input table: {} cases, {} unclean", cases.len(), unclean.len());
+    assert!(cases.len() >= 200, "{} cases", cases.len());
+    assert!(unclean.is_empty(), "{} of {} unclean:\n{}", unclean.len(), cases.len(), unclean.join("\n"));
+}

@@ -69,6 +69,22 @@ enum Dest {
     Stream(PathBuf),
     /// A regular file, or nothing yet: written atomically at this (link-free) path.
     File(PathBuf),
+    /// One of this process's open descriptors (`/dev/stderr`, `/dev/fd/3`,
+    /// `/proc/self/fd/N`): written to that descriptor, whatever it is (a pipe's link
+    /// names no path: `pipe:[123]`). `/dev/stdout` is [`Dest::Stdout`].
+    Fd(i32),
+}
+
+/// `p` is a link in this process's own fd directory (`/proc/self/fd/N` and the links
+/// that lead there): the descriptor number.
+fn own_fd(p: &Path) -> Option<i32> {
+    let n: i32 = p.file_name()?.to_str()?.parse().ok()?;
+    let parent = std::fs::canonicalize(p.parent()?).ok()?;
+    let own = ["/proc/self/fd", "/proc/thread-self/fd"]
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .any(|d| d == parent);
+    own.then_some(n)
 }
 
 fn destination(path: &Path) -> std::io::Result<Dest> {
@@ -85,6 +101,11 @@ fn destination(path: &Path) -> std::io::Result<Dest> {
         };
         let t = md.file_type();
         if t.is_symlink() {
+            match own_fd(&p) {
+                Some(1) => return Ok(Dest::Stdout),
+                Some(n) => return Ok(Dest::Fd(n)),
+                None => {}
+            }
             let to = std::fs::read_link(&p)?;
             p = match p.parent() {
                 Some(dir) if to.is_relative() => dir.join(to),
@@ -123,7 +144,7 @@ pub fn check_path(path: &Path) -> Result<(), String> {
             STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         }
-        Dest::Stream(_) => Ok(()),
+        Dest::Stream(_) | Dest::Fd(_) => Ok(()),
     }
 }
 
@@ -140,6 +161,14 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             o.flush()
         }
         Dest::Stream(p) => write_in_place(&p, bytes),
+        Dest::Fd(n) => {
+            // SAFETY: the descriptor is open (its /proc link exists) and only borrowed:
+            // ManuallyDrop keeps it open after the write.
+            let mut f =
+                std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(n) });
+            f.write_all(bytes)?;
+            f.flush()
+        }
         Dest::File(p) => write_atomic(&p, bytes),
     }
 }

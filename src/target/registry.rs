@@ -7,6 +7,13 @@
 //! also finds loop devices by their backing file (the recorded image) — a kill between
 //! `losetup` and the record update is still cleanable.
 //!
+//! Who is alive: a run holds an exclusive `flock` on `<key>.lock` (created and locked
+//! BEFORE its record is written, held by an O_CLOEXEC fd until the record is removed, so
+//! helper children do not inherit it). The kernel releases it when the process dies,
+//! whatever PID namespace it runs in: [`cleanup`] removes a record only when it can take
+//! that lock (LOCK_NB). Records from before locks (`lock` false) fall back to the pid +
+//! start time check, which is wrong for a run in another PID namespace.
+//!
 //! [`cleanup`] touches only what a record names, and only after checking that it is what
 //! the record says: a mount whose source is the recorded loop device (or a loop device
 //! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
@@ -58,6 +65,10 @@ pub struct Record {
     /// A real block device (`@dev:`) formatted and mounted at `mount_point`.
     #[serde(default)]
     pub device: Option<String>,
+    /// The process holds `<key>.lock` (flock) while it lives; false in records written
+    /// before locks existed.
+    #[serde(default)]
+    pub lock: bool,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -65,6 +76,9 @@ pub struct Record {
 pub struct Registration {
     path: PathBuf,
     pub record: Record,
+    /// The locked `<key>.lock` (O_CLOEXEC: helpers do not inherit it); closing it (or
+    /// dying) releases the lock.
+    lock: std::fs::File,
 }
 
 /// Create the state directory (0700) if needed.
@@ -89,11 +103,69 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// Register a new resource set under `key` (`<runid>-<n>`) before creating anything.
-pub fn register(key: &str, record: Record) -> Result<Registration> {
+/// Path of the lock file of record `json` (`<key>.json` → `<key>.lock`).
+fn lock_path(json: &Path) -> PathBuf {
+    json.with_extension("lock")
+}
+
+/// Does `f` (open) still sit at `path` (not unlinked or replaced meanwhile)?
+fn same_file(f: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Try to take the exclusive lock on `f` without waiting: Ok(true) taken, Ok(false) held
+/// by a live process.
+fn try_lock(f: &std::fs::File) -> std::io::Result<bool> {
+    match rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Create and lock `<key>.lock`. A cleanup that took the lock of a file of the same name
+/// (left by a dead run) unlinks it while holding it: after locking, the file must still
+/// be the one at the path, else try again with a new one.
+fn take_lock(path: &Path) -> Result<std::fs::File> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        // std opens with O_CLOEXEC.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| Error::failed(format!("cannot create the registry lock {}: {e}", path.display())))?;
+        let taken = try_lock(&f)
+            .map_err(|e| Error::failed(format!("cannot lock the registry lock {}: {e}", path.display())))?;
+        if taken && same_file(&f, path) {
+            return Ok(f);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(Error::failed(format!("the registry lock {} is held by another process", path.display())));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Register a new resource set under `key` (`<runid>-<n>`) before creating anything: the
+/// lock first, then the record (so no record of a live run is ever unlocked).
+pub fn register(key: &str, mut record: Record) -> Result<Registration> {
     let dir = ensure_state_dir()?;
-    let reg = Registration { path: dir.join(format!("{key}.json")), record };
-    reg.save()?;
+    let path = dir.join(format!("{key}.json"));
+    let lock = take_lock(&lock_path(&path))?;
+    record.lock = true;
+    let reg = Registration { path, record, lock };
+    if let Err(e) = reg.save() {
+        let _ = std::fs::remove_file(lock_path(&reg.path));
+        return Err(e);
+    }
     Ok(reg)
 }
 
@@ -112,6 +184,7 @@ pub fn own_record(fs: &str) -> Record {
         pack_mount: false,
         fuse_source: None,
         device: None,
+        lock: false,
     }
 }
 
@@ -138,13 +211,20 @@ impl Registration {
         write().map_err(|e| Error::failed(format!("cannot write the registry record {}: {e}", self.path.display())))
     }
 
-    /// Delete the record (everything it named is gone).
+    /// Delete the record (everything it named is gone), then its lock file (still
+    /// holding the lock), then release the lock.
     pub fn unregister(self) -> Result<()> {
         match std::fs::remove_file(&self.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::failed(format!("cannot remove {}: {e}", self.path.display()))),
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::failed(format!("cannot remove {}: {e}", self.path.display()))),
         }
+        let lp = lock_path(&self.path);
+        if same_file(&self.lock, &lp) {
+            let _ = std::fs::remove_file(&lp);
+        }
+        drop(self.lock);
+        Ok(())
     }
 }
 
@@ -179,6 +259,55 @@ fn alive(rec: &Record) -> bool {
     match start_time(rec.pid) {
         None => false,
         Some(t) => t == rec.start_time,
+    }
+}
+
+/// Is the process of record `json` alive? `Dead(lock)` carries the lock of a locked
+/// record, held by cleanup until the record and its lock file are gone.
+enum Liveness {
+    Alive,
+    Dead(Option<std::fs::File>),
+}
+
+fn liveness(json: &Path, rec: Option<&Record>) -> std::io::Result<Liveness> {
+    let lp = lock_path(json);
+    match std::fs::OpenOptions::new().read(true).write(true).open(&lp) {
+        Ok(f) => {
+            if !try_lock(&f)? {
+                return Ok(Liveness::Alive);
+            }
+            if !same_file(&f, &lp) {
+                // Replaced meanwhile (its process is re-registering): look again next time.
+                return Ok(Liveness::Alive);
+            }
+            Ok(Liveness::Dead(Some(f)))
+        }
+        // No lock file: a record from before locks (today's pid + start time check), or
+        // a locked record whose lock file someone removed (the same check is all we have).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let alive = match rec {
+                Some(r) => alive(r),
+                // A temporary with no readable record: the pid in its name.
+                None => json
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.split('-').nth(1))
+                    .and_then(|p| p.parse::<u32>().ok())
+                    .is_some_and(|p| start_time(p).is_some()),
+            };
+            Ok(if alive { Liveness::Alive } else { Liveness::Dead(None) })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove the lock file of record `json`, while holding its lock.
+fn drop_lock(json: &Path, lock: Option<std::fs::File>) {
+    if let Some(f) = lock {
+        let lp = lock_path(json);
+        if same_file(&f, &lp) {
+            let _ = std::fs::remove_file(&lp);
+        }
     }
 }
 
@@ -368,16 +497,33 @@ pub fn cleanup() -> Result<CleanupReport> {
                 continue;
             }
         };
-        if alive(&rec) {
-            rep.skipped_live += 1;
-            continue;
-        }
+        let lock = match liveness(&path, Some(&rec)) {
+            Ok(Liveness::Alive) => {
+                rep.skipped_live += 1;
+                continue;
+            }
+            Ok(Liveness::Dead(lock)) => lock,
+            Err(e) => {
+                rep.problems.push(format!("{}: cannot check its lock: {e}; left alone", path.display()));
+                continue;
+            }
+        };
+        // Read again under the lock: the record may have changed (or gone) since listed.
+        let rec: Record = match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                drop_lock(&path, lock);
+                continue;
+            }
+            Err(_) => rec,
+            Ok(b) => serde_json::from_slice(&b).unwrap_or(rec),
+        };
         wait_for_helpers(&rec);
         let before = rep.problems.len();
         clean_record(&rec, &mut rep);
         if rep.problems.len() == before {
-            if let Err(e) = std::fs::remove_file(&path) {
-                rep.problems.push(format!("cannot remove {}: {e}", path.display()));
+            match std::fs::remove_file(&path) {
+                Ok(()) => drop_lock(&path, lock),
+                Err(e) => rep.problems.push(format!("cannot remove {}: {e}", path.display())),
             }
         } else {
             rep.problems.push(format!("{}: kept because of the problems above", path.display()));
@@ -385,14 +531,22 @@ pub fn cleanup() -> Result<CleanupReport> {
         // A leftover temp record of the same key.
         let _ = std::fs::remove_file(path.with_extension("json.tmp"));
     }
-    // A record being saved when its process was killed: `<time>-<pid>-<n>.json.tmp` with
-    // no record beside it. Removed once that process is gone.
+    // What a process killed while registering or unregistering left: a temporary
+    // `<key>.json.tmp` or a `<key>.lock` with no record beside it. Removed once that
+    // process is gone (its lock can be taken; without a lock file, the pid in the key).
     for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(key) = name.strip_suffix(".json.tmp") else { continue };
-        let pid = key.split('-').nth(1).and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some_and(|p| start_time(p).is_none()) && !dir.join(format!("{key}.json")).exists() {
-            let _ = std::fs::remove_file(e.path());
+        let Some(key) = name.strip_suffix(".json.tmp").or_else(|| name.strip_suffix(".lock")) else { continue };
+        if key.is_empty() || key.starts_with('.') {
+            continue; // .cleanup.lock
+        }
+        let json = dir.join(format!("{key}.json"));
+        if json.exists() {
+            continue;
+        }
+        if let Ok(Liveness::Dead(lock)) = liveness(&json, None) {
+            let _ = std::fs::remove_file(json.with_extension("json.tmp"));
+            drop_lock(&json, lock);
         }
     }
     Ok(rep)
@@ -555,6 +709,40 @@ mod tests {
         assert!(alive(&r));
         let dead = Record { pid: r.pid, start_time: t + 1, ..r.clone() };
         assert!(!alive(&dead), "same pid, other start time = pid reused");
+    }
+
+    /// Records from before locks (no `lock` field, no lock file) fall back to the pid +
+    /// start time check: a live process's record is left alone, a dead one's removed.
+    /// And a locked record whose lock file is held is left alone even with a dead pid.
+    #[test]
+    fn cleanup_lock_and_legacy_fallback() {
+        if !rustix::process::geteuid().is_root() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+            eprintln!("skipped: the registry needs root");
+            return;
+        }
+        let dir = ensure_state_dir().unwrap();
+        let me = own_record("legacy test");
+        let mut legacy = serde_json::to_value(&me).unwrap();
+        legacy.as_object_mut().unwrap().remove("lock");
+        let key = format!("00000000T000000Z-{}-legacytest", std::process::id());
+        let live = dir.join(format!("{key}-live.json"));
+        let dead = dir.join(format!("{key}-dead.json"));
+        std::fs::write(&live, serde_json::to_vec(&legacy).unwrap()).unwrap();
+        legacy["start_time"] = (me.start_time + 1).into();
+        std::fs::write(&dead, serde_json::to_vec(&legacy).unwrap()).unwrap();
+        // A locked record (this process holds the lock) naming a pid that is not ours.
+        let reg = register(&format!("{key}-locked"), Record { pid: 1, start_time: 1, ..me.clone() }).unwrap();
+        assert!(reg.record.lock && lock_path(reg.path()).exists());
+        let rep = cleanup().unwrap();
+        assert!(rep.skipped_live >= 2, "{rep}");
+        assert!(live.exists(), "a legacy record of a live process is left alone");
+        assert!(!dead.exists(), "a legacy record of a dead process is removed");
+        assert!(reg.path().exists() && lock_path(reg.path()).exists(), "a locked record is left alone");
+        let (p, lp) = (reg.path().to_path_buf(), lock_path(reg.path()));
+        reg.unregister().unwrap();
+        assert!(!p.exists() && !lp.exists(), "unregister removes the record and its lock file");
+        std::fs::remove_file(&live).unwrap();
     }
 
     #[test]
