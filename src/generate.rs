@@ -23,9 +23,9 @@
 //! `.manyfiles-run` marker file and the plain `gen` attribute value of older versions
 //! are not ownership (a copy keeps them too).
 
-use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
 use crate::experiment::estimate_space;
+use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
 use crate::ops::{Create, CreateOptions, PhaseSettings, run_phase};

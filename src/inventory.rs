@@ -6,8 +6,8 @@
 //! bucket k ≥ 1 holds values in [2^(k-1), 2^k). Depth and name length are linear
 //! (index = value). Hard-linked files are counted once per link (as `du -l` does).
 
-use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
+use crate::fs::walk::{self, Kind};
 use crate::signals;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
@@ -226,9 +226,9 @@ impl Inventory {
     }
 
     /// Σ over directories of (files in it)²: exact when recorded, else estimated from
-    /// the files-per-directory histogram ([`crate::analysis::model::dir_sq_from_hist`]).
+    /// the files-per-directory histogram ([`dir_sq_from_hist`]).
     pub fn dir_sq(&self) -> f64 {
-        self.files_per_dir_sq_sum.unwrap_or_else(|| crate::analysis::model::dir_sq_from_hist(&self.files_per_dir_hist))
+        self.files_per_dir_sq_sum.unwrap_or_else(|| dir_sq_from_hist(&self.files_per_dir_hist))
     }
 
     /// Most files in one directory: exact when recorded, else the top of the highest
@@ -346,6 +346,23 @@ impl Inventory {
     pub fn slack_bytes(&self, cluster: u64) -> Option<u64> {
         self.per_cluster_allocated(cluster).map(|a| a - self.total_bytes)
     }
+}
+
+/// Σ n² estimated from a files-per-directory log2 histogram (`hist[k]`
+/// directories with a file count in bucket k: 0, or [2^(k−1), 2^k − 1]): every
+/// directory counted as E[n²] of n uniform over its bucket's integers.
+pub fn dir_sq_from_hist(hist: &[u64]) -> f64 {
+    hist.iter()
+        .enumerate()
+        .map(|(k, &dirs)| {
+            let (lo, hi) = log2_bucket_range(k);
+            let (lo, hi) = (lo as f64, hi as f64);
+            // mean of n² over lo..=hi: ((hi(hi+1)(2hi+1) − (lo−1)lo(2lo−1)) / 6) / (hi − lo + 1)
+            let s = |x: f64| x * (x + 1.0) * (2.0 * x + 1.0) / 6.0;
+            let mean = if hi > lo { (s(hi) - s(lo - 1.0)) / (hi - lo + 1.0) } else { lo * lo };
+            mean * dirs as f64
+        })
+        .sum()
 }
 
 #[cfg(test)]

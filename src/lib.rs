@@ -8,6 +8,7 @@ pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod experiment;
+pub mod fs;
 pub mod generate;
 pub mod helper;
 pub mod inventory;

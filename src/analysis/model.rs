@@ -130,22 +130,7 @@ pub fn dir_sq_of(counts: impl IntoIterator<Item = (u64, u64)>) -> f64 {
     counts.into_iter().map(|(n, dirs)| (n as f64) * (n as f64) * dirs as f64).sum()
 }
 
-/// Σ n² estimated from a files-per-directory log2 histogram (`hist[k]`
-/// directories with a file count in bucket k: 0, or [2^(k−1), 2^k − 1]): every
-/// directory counted as E[n²] of n uniform over its bucket's integers.
-pub fn dir_sq_from_hist(hist: &[u64]) -> f64 {
-    hist.iter()
-        .enumerate()
-        .map(|(k, &dirs)| {
-            let (lo, hi) = crate::inventory::log2_bucket_range(k);
-            let (lo, hi) = (lo as f64, hi as f64);
-            // mean of n² over lo..=hi: ((hi(hi+1)(2hi+1) − (lo−1)lo(2lo−1)) / 6) / (hi − lo + 1)
-            let s = |x: f64| x * (x + 1.0) * (2.0 * x + 1.0) / 6.0;
-            let mean = if hi > lo { (s(hi) - s(lo - 1.0)) / (hi - lo + 1.0) } else { lo * lo };
-            mean * dirs as f64
-        })
-        .sum()
-}
+pub use crate::inventory::dir_sq_from_hist;
 
 /// Coefficient names, in column order (also the order of `covariance`).
 pub const COEFFS: [&str; P] = ["per_file", "per_byte", "per_dir", "per_dir_entry"];

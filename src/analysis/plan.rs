@@ -4,8 +4,8 @@
 
 use super::model::Prediction;
 use super::predict::Shape;
-use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
+use crate::fs::walk::{self, Kind};
 use crate::inventory::{Inventory, cluster_allocation};
 use crate::report::ResultSet;
 use crate::signals;

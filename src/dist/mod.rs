@@ -9,7 +9,7 @@ pub mod rm;
 pub mod scan;
 pub mod walk;
 
-use crate::engine::walk::Kind;
+use crate::fs::walk::Kind;
 use serde::{Deserialize, Serialize};
 
 /// An entry's kind as one byte in the items and rows ranks send each other ([`kind_of`]

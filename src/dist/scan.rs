@@ -27,8 +27,8 @@ use crate::engine::scan::{
     Phases, ScanConfig, ScanReport, Totals, Walked, Writer, finish_writer, index_files_inside, load_index, open_root,
     report, save,
 };
-use crate::engine::walk::Kind;
 use crate::error::{Error, Result};
+use crate::fs::walk::Kind;
 use crate::inventory::Inventory;
 use crate::measure::provenance::Provenance;
 use crate::signals;
@@ -258,7 +258,7 @@ fn ranks_send(b: &[u8]) {
 /// job's report (rank 0 prints it).
 pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
-    crate::engine::walk::raise_fd_limit();
+    crate::fs::walk::raise_fd_limit();
     let (root_fd, root) = ranks::agree(open_root(&cfg.root))?;
     ranks::same_dirs(
         &[rustix::fs::fstat(&root_fd).map_or(0, |st| st.st_ino)],

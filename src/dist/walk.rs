@@ -66,7 +66,7 @@ pub struct LocalWalk {
 impl Walker for LocalWalk {
     fn run(&self, roots: Vec<Vec<u8>>, work: &Work<'_>) -> WalkStats {
         let items = std::sync::atomic::AtomicU64::new(0);
-        crate::engine::walk::par_tasks(self.threads, roots, |item: Vec<u8>, spawn| {
+        crate::fs::walk::par_tasks(self.threads, roots, |item: Vec<u8>, spawn| {
             items.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             work(&item, spawn)
         });
@@ -96,7 +96,7 @@ impl Walker for MpiWalk {
 /// with `O_NOFOLLOW` where the kernel has no `openat2`).
 pub fn open_below(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Errno> {
     use rustix::fs::{Mode, ResolveFlags, openat, openat2};
-    let flags = crate::engine::walk::DIR_FLAGS;
+    let flags = crate::fs::walk::DIR_FLAGS;
     if rel.is_empty() {
         return openat(root, c".", flags, Mode::empty());
     }
@@ -116,7 +116,7 @@ pub fn open_below(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Errno> {
             return Err(Errno::INVAL);
         }
         let name = std::ffi::CString::new(part).map_err(|_| Errno::INVAL)?;
-        fd = crate::engine::walk::open_dir_at(fd.as_fd(), &name)?;
+        fd = crate::fs::walk::open_dir_at(fd.as_fd(), &name)?;
     }
     Ok(fd)
 }
@@ -387,7 +387,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("a/b")).unwrap();
         std::os::unix::fs::symlink("a", t.path().join("l")).unwrap();
-        let root = crate::engine::walk::open_root(t.path()).unwrap();
+        let root = crate::fs::walk::open_root(t.path()).unwrap();
         assert!(open_below(root.as_fd(), b"a/b").is_ok());
         assert!(open_below(root.as_fd(), b"").is_ok());
         assert!(open_below(root.as_fd(), b"l/b").is_err());

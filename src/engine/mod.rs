@@ -8,4 +8,5 @@ pub mod copy;
 pub mod overlap;
 pub mod rm;
 pub mod scan;
-pub mod walk;
+/// The walk lives in [`crate::fs::walk`] (every layer uses it); kept here for callers.
+pub use crate::fs::walk;

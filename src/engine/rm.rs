@@ -18,8 +18,8 @@
 //! Bytes freed: the free space each file system involved gained, from `statvfs` before
 //! and after (no per-file `statx`: see [`STATX_BYTES`]).
 
-use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
+use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, openat, statx, unlinkat};
 use rustix::io::Errno;

@@ -15,11 +15,11 @@
 
 use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive, drop_caches};
 use crate::error::{Error, Result};
+use crate::fs::write_all;
 use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
-use crate::ops::create::write_all;
 use crate::ops::{CreateOptions, FsyncMode};
 use crate::report::table::fmt_mean_ci;
 use crate::report::{ExperimentInfo, ResultSet};

@@ -12,8 +12,9 @@ pub mod rounds;
 pub mod targets;
 
 use crate::dist::ranks;
-use crate::engine::walk;
 use crate::error::{Error, Result};
+use crate::fs::remove::remove_contents;
+use crate::fs::walk;
 use crate::measure::PhaseResult;
 use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
@@ -26,7 +27,6 @@ use crate::signals;
 use crate::target::TargetInfo;
 use crate::target::cache::CacheState;
 use crate::target::rundir::RunDir;
-use crate::target::rundir::remove_contents;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
@@ -144,12 +144,7 @@ pub(crate) fn watched(
     r
 }
 
-/// sync, then drop the page, dentry and inode caches (needs root). Outside any timing.
-pub fn drop_caches() -> Result<()> {
-    rustix::fs::sync();
-    std::fs::write("/proc/sys/vm/drop_caches", "3")
-        .map_err(|e| Error::failed(format!("cannot drop caches (/proc/sys/vm/drop_caches): {e}")))
-}
+pub use crate::target::cache::drop_caches;
 
 /// Refuse cache dropping without root, before anything is created (cold reads work
 /// without root: only the trees' data are evicted then).

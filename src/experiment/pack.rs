@@ -20,8 +20,9 @@ use super::{
     CacheMode, Driver, Order, Stop, TreeMeta, TrialOutcome, drive, make_durable, outputs, prepare_caches, watched,
 };
 use crate::engine::copy::verify::{Checks, compare};
-use crate::engine::walk;
 use crate::error::{Error, Result};
+use crate::fs::remove::remove_contents;
+use crate::fs::walk;
 use crate::measure::PhaseResult;
 use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
@@ -30,7 +31,7 @@ use crate::ops::{self, CreateOptions, PhaseSettings, run_phase};
 use crate::pack::{self, Container, MountWith};
 use crate::report::{ExperimentInfo, ResultSet, Until};
 use crate::signals;
-use crate::target::rundir::{RunDir, remove_contents};
+use crate::target::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, SizeDist, TreeSpec};
 use crate::units::{fmt_secs, fmt_size, sig3};

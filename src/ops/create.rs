@@ -4,7 +4,7 @@ use super::{Op, Worker, for_each_dir_in_parent, for_each_file};
 use crate::tree::Unit;
 use rustix::fd::AsFd;
 use rustix::fs::{FileType, Mode, OFlags, fcntl_setfl, fsync, mkdirat, mknodat, openat, syncfs};
-use rustix::io::{Errno, write};
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,15 +143,4 @@ impl Create {
     }
 }
 
-/// write(2) until all of `buf` is written (short writes and EINTR are retried).
-pub fn write_all(fd: rustix::fd::BorrowedFd<'_>, mut buf: &[u8]) -> Result<(), Errno> {
-    while !buf.is_empty() {
-        match write(fd, buf) {
-            Ok(0) => return Err(Errno::NOSPC),
-            Ok(n) => buf = &buf[n..],
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
+pub use crate::fs::write_all;

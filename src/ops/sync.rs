@@ -4,7 +4,7 @@
 
 use super::copy::{PairOp, engine};
 use crate::engine::copy::Mode;
-use crate::engine::walk::{self, Kind};
+use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Timespec, Timestamps, utimensat};

@@ -12,7 +12,7 @@ pub mod ext4img;
 pub mod squashfs;
 pub mod tar;
 
-use crate::engine::walk::{self, Kind};
+use crate::fs::walk::{self, Kind};
 use crate::target::registry::{self, Registration};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, openat};

@@ -6,7 +6,7 @@
 //! a loop device's backing image out of memory. Memory file systems have no cache apart
 //! from their storage: nothing to do there, and the results say so.
 
-use crate::engine::walk::{self, Kind};
+use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Advice, Mode, OFlags, fadvise, openat};
 use serde::{Deserialize, Serialize};
@@ -58,7 +58,7 @@ pub fn make_cold(roots: &[&Path], threads: usize) -> Result<(CacheState, Option<
     }
     let fuse = magic == FUSE_MAGIC;
     if rustix::process::geteuid().is_root() {
-        crate::experiment::drop_caches().map_err(|e| e.to_string())?;
+        drop_caches().map_err(|e| e.to_string())?;
         let caveat = fuse.then(|| "a FUSE file system's daemon may keep a cache of its own".to_string());
         return Ok((CacheState::AllDropped, caveat));
     }
@@ -132,6 +132,13 @@ pub fn resident_pages(path: &Path) -> std::io::Result<(usize, usize)> {
         }
         Ok((vec.iter().filter(|b| **b & 1 == 1).count(), pages))
     }
+}
+
+/// sync, then drop the page, dentry and inode caches (needs root). Outside any timing.
+pub fn drop_caches() -> crate::error::Result<()> {
+    rustix::fs::sync();
+    std::fs::write("/proc/sys/vm/drop_caches", "3")
+        .map_err(|e| crate::error::Error::failed(format!("cannot drop caches (/proc/sys/vm/drop_caches): {e}")))
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@
 
 use super::file::{self, Step, copy_file, copy_symlink, is_tmp_name, read_link, same_content, set_meta, tmp_name};
 use super::{Counters, Failures, Mode, Options, PhaseTimes, Summary, Walls};
-use crate::engine::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use crate::error::{Error, Result};
+use crate::fs::remove::remove_contents_counted;
+use crate::fs::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use crate::signals;
-use crate::target::rundir::remove_contents_counted;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
 use rustix::io::Errno;

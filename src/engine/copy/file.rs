@@ -2,7 +2,7 @@
 //! a reused buffer for small files, copy_file_range for large ones), symlinks as symlinks,
 //! permission bits and mtime set on the open descriptor.
 
-use crate::engine::walk::Meta;
+use crate::fs::walk::Meta;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{
     AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT, openat, readlinkat, symlinkat, unlinkat, utimensat,
@@ -193,7 +193,7 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
             Err(Errno::INTR) => continue,
             Err(e) => return Err((Step::Read, e)),
         };
-        crate::ops::create::write_all(dst.as_fd(), &buf[..n]).map_err(|e| (Step::Write, e))?;
+        crate::fs::write_all(dst.as_fd(), &buf[..n]).map_err(|e| (Step::Write, e))?;
         done += n as u64;
         if done % (64 << 20) < n as u64 && crate::signals::pending() != 0 {
             return Err((Step::Write, Errno::INTR));
@@ -266,7 +266,7 @@ fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> Result<usize, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::walk::{meta_at, open_root};
+    use crate::fs::walk::{meta_at, open_root};
 
     #[test]
     fn copies_small_and_large_files_with_mode_and_mtime() {

@@ -5,7 +5,7 @@
 
 use super::file::{read_link, same_content};
 use super::{Failures, MAX_FAILURES};
-use crate::engine::walk::{self, Kind, meta_at, open_dir_at};
+use crate::fs::walk::{self, Kind, meta_at, open_dir_at};
 use rustix::fd::{AsFd, OwnedFd};
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, OsStr};

@@ -4,7 +4,7 @@
 //! without a round trip); `path` is unique. Paths and names are bytes (BLOB / bytea):
 //! Linux names need not be UTF-8. The root directory is the row with the empty path.
 
-use crate::engine::walk::Kind;
+use crate::fs::walk::Kind;
 
 /// What a scan records about one entry; a change in any field is a change of the row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

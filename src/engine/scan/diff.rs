@@ -6,7 +6,7 @@
 
 use super::backend::{Changes, IndexBackend, Meta, NewRow};
 use super::producer::{Batch, parent_path, path_key};
-use crate::engine::walk::Kind;
+use crate::fs::walk::Kind;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 

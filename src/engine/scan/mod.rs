@@ -16,8 +16,8 @@ pub mod sqlite;
 
 pub use backend::IndexBackend;
 
-use crate::engine::walk::{self, Kind};
 use crate::error::{Error, Result};
+use crate::fs::walk::{self, Kind};
 use crate::inventory::Inventory;
 use crate::measure::provenance::Provenance;
 use crate::signals;
@@ -270,7 +270,7 @@ pub(crate) fn load_index(db: Option<&mut (dyn IndexBackend + '_)>, root: &str, p
 /// what it had; rows are never deleted after an incomplete walk.
 pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
-    crate::engine::walk::raise_fd_limit();
+    crate::fs::walk::raise_fd_limit();
     let (root_fd, root) = open_root(&cfg.root)?;
     let mut db = match &cfg.db {
         Some(u) => Some(u.open()?),

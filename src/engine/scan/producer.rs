@@ -1,11 +1,11 @@
 //! The walk + statx producer: one task per directory on the shared walker
-//! ([`crate::engine::walk::par_tasks`]); each task reads its directory (getdents), statx'es every
+//! ([`crate::fs::walk::par_tasks`]); each task reads its directory (getdents), statx'es every
 //! entry asking only for the fields the index keeps, and sends rows in batches to the
 //! one database writer over a bounded channel (a slow database holds the walk back
 //! instead of filling memory).
 
 use super::backend::Meta;
-use crate::engine::walk::{self, Kind};
+use crate::fs::walk::{self, Kind};
 use crate::inventory::Inventory;
 use crate::signals;
 use rustix::fd::{AsFd, OwnedFd};
