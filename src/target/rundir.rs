@@ -240,7 +240,7 @@ mod tests {
             mkdirat(&fd, name.as_c_str(), Mode::from_raw_mode(0o755)).unwrap();
             let f = openat(&fd, c"f", OFlags::WRONLY | OFlags::CREATE, Mode::from_raw_mode(0o644));
             drop(f.unwrap());
-            fd = walk::open_dir_at(fd.as_fd(), &name).unwrap();
+            fd = crate::fs::walk::open_dir_at(fd.as_fd(), &name).unwrap();
         }
         drop(fd);
         let path = rd.path.clone();
