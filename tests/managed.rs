@@ -286,8 +286,12 @@ fn cleanup_ignores_what_the_record_does_not_own() {
     rec.mount_point = Some(mp.clone());
     rec.loop_device = Some("/dev/loop999".into());
     let key = format!("test-foreign-{}", std::process::id());
-    let reg = registry::register(&key, rec).unwrap();
+    let mut reg = registry::register(&key, rec).unwrap();
+    // A record from before registry locks (this process holds the lock it just took):
+    // liveness falls back to pid + start time, and the start time says "gone".
+    reg.update(|r| r.lock = false).unwrap();
     let rec_path = reg.path().to_path_buf();
+    std::fs::remove_file(rec_path.with_extension("lock")).unwrap();
     let rep = registry::cleanup().unwrap();
     let still_mounted = fstype_at(&mp).is_some();
     let _ = Command::new("umount").arg(&mp).status();
