@@ -729,3 +729,42 @@ fn reliability_badinput_table() {
     assert!(cases.len() >= 200, "{} cases", cases.len());
     assert!(unclean.is_empty(), "{} of {} unclean:\n{}", unclean.len(), cases.len(), unclean.join("\n"));
 }
+
+/// `--json /dev/stdout` (and `--markdown`, `/dev/fd/1`) into a pipe: /dev/stdout leads to
+/// `/proc/self/fd/1 -> pipe:[N]`, which names no path; the output goes to the descriptor.
+/// Exit 0, the document (only) on the pipe.
+#[test]
+fn reliability_outputs_to_dev_stdout_pipe() {
+    let t = tempfile::tempdir().unwrap();
+    let good = t.path().join("good.json");
+    let o = run_bounded(
+        &[
+            "ladder",
+            "--target",
+            t.path().to_str().unwrap(),
+            "--total",
+            "64k",
+            "--to",
+            "16",
+            "--runs",
+            "2",
+            "-q",
+            "--json",
+            good.to_str().unwrap(),
+        ],
+        LIMIT,
+        None,
+    );
+    assert_eq!(o.code, Some(0), "{}", o.show());
+    let g = good.to_str().unwrap();
+    for (flag, path) in [("--json", "/dev/stdout"), ("--json", "/dev/fd/1"), ("--markdown", "/dev/stdout")] {
+        let o = run_bounded(&["report", g, flag, path], LIMIT, None);
+        assert_eq!(o.code, Some(0), "{flag} {path}: {}", o.show());
+        if flag == "--json" {
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{flag} {path}: {e}"));
+            assert_eq!(v["schema"], 1);
+        } else {
+            assert!(o.stdout.starts_with("## manyfiles"), "{}", o.show());
+        }
+    }
+}
