@@ -298,10 +298,11 @@ const DELETE: usize = 4;
 /// Run the engine over `o.src` → `o.dst` (already checked by [`super::check`]).
 pub fn run(o: &Options) -> Result<Summary> {
     walk::raise_fd_limit();
+    // Before DST is made, and before the clock starts (mountinfo and the ancestors' stats
+    // are not part of the copy an experiment times): SRC and DST must not overlap.
+    let mut walls = super::walls(o)?;
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
-    // Before DST is made: SRC and DST must not overlap by identity.
-    let mut walls = super::walls(o)?;
     let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     // DST itself: made if missing (not in a dry run).
