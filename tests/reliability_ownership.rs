@@ -224,9 +224,12 @@ fn reliability_ownership_fifo_swapped_in_never_blocks() {
             let (stop, swaps) = (AtomicBool::new(false), AtomicU64::new(0));
             let out = t.path().join("o.json");
             let o = std::thread::scope(|sc| {
-                for k in 0..2 {
-                    let (files, stop, swaps) = (&files, &stop, &swaps);
-                    sc.spawn(move || fifo_racer(files, 1000 * trial + k, stop, swaps));
+                // Each racer owns its own half of the files: two racers on one file
+                // would rename each other's FIFO over the set-aside original.
+                for k in 0..2usize {
+                    let mine: Vec<_> = files.iter().skip(k).step_by(2).cloned().collect();
+                    let (stop, swaps) = (&stop, &swaps);
+                    sc.spawn(move || fifo_racer(&mine, 1000 * trial + k as u64, stop, swaps));
                 }
                 let mut args: Vec<&std::ffi::OsStr> = mode.iter().map(|a| std::ffi::OsStr::new(*a)).collect();
                 args.extend([s.as_os_str(), d.as_os_str(), "--json".as_ref(), out.as_os_str()]);
