@@ -7,8 +7,8 @@ use manyfiles::experiment::ladder::LadderSpec;
 use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
 use manyfiles::generate::GenConfig;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
-use manyfiles::report::Until;
 use manyfiles::report::export::{Format, Output};
+use manyfiles::results::Until;
 use manyfiles::target::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::content::POOL;
 use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
@@ -119,7 +119,7 @@ pub fn man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
         let path = dir.join(man.get_filename());
         let mut text = Vec::new();
         man.render(&mut text).map_err(|e| Error::failed(format!("man page: {e}")))?;
-        manyfiles::report::export::write_file(&path, &text)?;
+        manyfiles::fs::output::write_file(&path, &text)?;
         written.push(path);
     }
     Ok(written)
@@ -545,7 +545,7 @@ impl RunArgs {
     }
 
     /// Adaptive runs unless `--runs N` was given.
-    fn adaptive(&self) -> Result<Option<manyfiles::experiment::rounds::Adaptive>> {
+    fn adaptive(&self) -> Result<Option<manyfiles::results::adaptive::Adaptive>> {
         if self.runs.is_some() {
             return Ok(None);
         }
@@ -566,7 +566,7 @@ impl RunArgs {
             return Err(Error::bad("--max-runs", "must be at least --min-runs and at most 10000"));
         }
         let max_time_s = parse_duration(&self.max_time).map_err(|e| Error::bad("--max-time", e))?;
-        Ok(Some(manyfiles::experiment::rounds::Adaptive {
+        Ok(Some(manyfiles::results::adaptive::Adaptive {
             precision,
             min_runs: self.min_runs,
             max_runs: self.max_runs,
@@ -709,10 +709,9 @@ fn check_runs(n: u32) -> Result<u32> {
 }
 
 /// An output must not be a directory, and a new file's directory must exist (devices,
-/// fifos, sockets, symlinks and `-` are fine: see `export::write_output`).
+/// fifos, sockets, symlinks and `-` are fine: see `fs::output::write_output`).
 fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
-    manyfiles::report::export::check_path(path)
-        .map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
+    manyfiles::fs::output::check_path(path).map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
 }
 
 /// A ladder's trees; the shape is checked with the largest rung's file count (name
@@ -1143,7 +1142,7 @@ pub struct CompareArgs {
 /// whose models were fitted by an older version (every run a point, no directory-size
 /// term), or that has no model, has its summaries, models and detections derived again
 /// from its raw measurements (models in a current file are kept as written).
-pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::report::ResultSet> {
+pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
     let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
     if rs.models.is_empty() || rs.models.iter().any(|m| m.model.interval_method != "cells") {
         rs.derive();

@@ -339,7 +339,7 @@ impl Inventory {
     /// Written atomically (temp file + rename).
     pub fn save(&self, path: &Path) -> Result<()> {
         let json = serde_json::to_vec_pretty(self).map_err(|e| Error::failed(format!("inventory: {e}")))?;
-        crate::report::export::write_file(path, &json)
+        crate::fs::output::write_file(path, &json)
     }
 
     /// Slack (allocated − data) in clusters of `cluster` bytes.

@@ -16,6 +16,7 @@ pub mod measure;
 pub mod ops;
 pub mod pack;
 pub mod report;
+pub mod results;
 pub mod signals;
 pub mod target;
 pub mod tree;

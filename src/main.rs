@@ -6,7 +6,8 @@ use clap::Parser;
 use cli::{Cli, Command};
 use manyfiles::dist::ranks;
 use manyfiles::error::Result;
-use manyfiles::report::{ResultSet, table};
+use manyfiles::report::table;
+use manyfiles::results::ResultSet;
 use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
 use std::io::Write;
 use std::process::ExitCode;
@@ -90,7 +91,7 @@ fn out(text: &str) {
     if !ranks::is_root() {
         return; // under MPI, rank 0 speaks for the job
     }
-    if manyfiles::report::export::stdout_taken() {
+    if manyfiles::fs::output::stdout_taken() {
         eprint!("{text}"); // an output file is `-`: standard output carries only that
         return;
     }
@@ -301,7 +302,7 @@ fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Pa
     out(&s.text());
     if let Some(p) = json.filter(|_| ranks::is_root()) {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-        manyfiles::report::export::write_file(p, &text)?;
+        manyfiles::fs::output::write_file(p, &text)?;
     }
     if s.interrupted {
         return Err(interrupted());
@@ -325,7 +326,7 @@ fn rm(a: &cli::RmArgs) -> Result<()> {
     out(&s.text());
     if let Some(p) = json.filter(|_| ranks::is_root()) {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-        manyfiles::report::export::write_file(&p, &text)?;
+        manyfiles::fs::output::write_file(&p, &text)?;
     }
     if s.interrupted {
         return Err(interrupted());

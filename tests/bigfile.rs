@@ -33,7 +33,7 @@ fn config(target: &Path, size: u64, block: usize, runs: u32) -> BigfileConfig {
         quiet: true,
         command_line: vec!["manyfiles".into(), "bigfile".into()],
         drop_caches: false,
-        until: manyfiles::report::Until::Durable,
+        until: manyfiles::results::Until::Durable,
     }
 }
 
@@ -47,7 +47,7 @@ fn is_root() -> bool {
 }
 
 /// Checks every run's three measurements and that the target is left empty.
-fn check_complete(rs: &manyfiles::report::ResultSet, size: u64, block: u64, runs: u32, ntargets: usize) {
+fn check_complete(rs: &manyfiles::results::ResultSet, size: u64, block: u64, runs: u32, ntargets: usize) {
     assert!(rs.complete);
     assert_eq!(rs.measurements.len(), 3 * runs as usize * ntargets);
     assert_eq!(rs.experiment.name, "bigfile");

@@ -30,7 +30,7 @@ fn synthetic(t: &Value, dir: &Path, name: &str, times: &[(&str, [f64; 5])]) -> P
         m["elapsed_s"] = Value::from(xs[run - 1]);
     }
     // Summaries as the experiment would have written them.
-    let mut rs: manyfiles::report::ResultSet = serde_json::from_value(v).unwrap();
+    let mut rs: manyfiles::results::ResultSet = serde_json::from_value(v).unwrap();
     rs.derive();
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_vec(&rs).unwrap()).unwrap();
@@ -89,7 +89,7 @@ fn compare_bad_input() {
     for m in v["measurements"].as_array_mut().unwrap() {
         m["tree_key"] = Value::from("other tree");
     }
-    let mut rs: manyfiles::report::ResultSet = serde_json::from_value(v).unwrap();
+    let mut rs: manyfiles::results::ResultSet = serde_json::from_value(v).unwrap();
     rs.derive();
     let other = tmp.path().join("other.json");
     std::fs::write(&other, serde_json::to_vec(&rs).unwrap()).unwrap();

@@ -86,7 +86,7 @@ fn model_predicts_write_time_and_recommends() {
         json.display()
     );
     run(words(&a)).ok();
-    let mut rs: manyfiles::report::ResultSet = serde_json::from_value(load_json(&json)).unwrap();
+    let mut rs: manyfiles::results::ResultSet = serde_json::from_value(load_json(&json)).unwrap();
     // Known times with 0.1% scatter, so the 95% intervals are tight and the verdict certain.
     for m in &mut rs.measurements {
         let exact = 1e-4 * m.tree_files as f64 + 1e-9 * m.tree_bytes as f64;

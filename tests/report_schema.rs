@@ -22,7 +22,7 @@ fn every_detection_kind_validates() {
         json.display()
     );
     run(words(&a)).ok();
-    let mut rs: manyfiles::report::ResultSet = serde_json::from_value(load_json(&json)).unwrap();
+    let mut rs: manyfiles::results::ResultSet = serde_json::from_value(load_json(&json)).unwrap();
     let (t, o, k) = ("dir".to_string(), "create".to_string(), "n=4".to_string());
     rs.detections = vec![
         Detection::Knee {

@@ -1,9 +1,7 @@
-//! Statistics over repeated runs, the per-file / per-byte / per-directory cost model,
-//! detections, and what is computed from them (compare, predict, plan).
+//! Pure math over numbers: statistics over repeated runs, the per-file / per-byte /
+//! per-directory cost model, and detections. No file I/O, no result files (those are
+//! `results`, one layer up).
 
-pub mod compare;
 pub mod detect;
 pub mod model;
-pub mod plan;
-pub mod predict;
 pub mod stats;

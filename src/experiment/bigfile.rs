@@ -22,7 +22,7 @@ use crate::measure::provenance::Provenance;
 use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
 use crate::ops::{CreateOptions, FsyncMode};
 use crate::report::table::fmt_mean_ci;
-use crate::report::{ExperimentInfo, ResultSet};
+use crate::results::{ExperimentInfo, ResultSet};
 use crate::signals;
 use crate::target::cache::CacheState;
 use crate::target::rundir::RunDir;
@@ -59,7 +59,7 @@ pub struct BigfileConfig {
     pub seed: u64,
     pub runs: u32,
     /// Adaptive runs to a precision (see `rounds`); `runs` is then unused.
-    pub adaptive: Option<super::rounds::Adaptive>,
+    pub adaptive: Option<crate::results::adaptive::Adaptive>,
     /// Synthetic times (hidden `--mock-timing`).
     pub mock: Option<super::rounds::MockTiming>,
     pub warmup: u32,
@@ -73,7 +73,7 @@ pub struct BigfileConfig {
     /// (needs root).
     pub drop_caches: bool,
     /// Which time of the write phase statistics use (durable: with its fsync).
-    pub until: crate::report::Until,
+    pub until: crate::results::Until,
 }
 
 /// Op names of the three phases, in the order they run.

@@ -3,8 +3,8 @@
 //! portion and the space each file really takes (allocated bytes, slack).
 
 use super::TargetSpec;
-use crate::report::ResultSet;
 use crate::report::table::fmt_mean_ci;
+use crate::results::ResultSet;
 use crate::target::fsspec::FsSpec;
 use crate::tree::{Layout, SizeDist, TreeSpec};
 use crate::units::{exact_size, fmt_size, parse_size, sig3};
@@ -109,7 +109,7 @@ pub fn table(rs: &ResultSet, portion: u64) -> String {
                     .map(|s| fmt_mean_ci(s.stats.mean_s / per, s.stats.ci_half_width().map(|h| h / per)))
                     .unwrap_or_else(|| "—".into()),
             );
-            let ms: Vec<&crate::report::Measurement> = rs
+            let ms: Vec<&crate::results::Measurement> = rs
                 .measurements
                 .iter()
                 .filter(|m| m.op == "create" && m.target == target.id && m.tree_key == *key && m.result.complete())

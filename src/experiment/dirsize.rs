@@ -4,7 +4,7 @@
 
 use crate::analysis::detect::per_portion;
 use crate::analysis::stats::median;
-use crate::report::ResultSet;
+use crate::results::ResultSet;
 use crate::tree::{Layout, SizeDist, TreeSpec};
 use crate::units::sig3;
 

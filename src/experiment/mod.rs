@@ -20,9 +20,9 @@ use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
-use crate::ops::{self, CreateOptions, Op, PhaseSettings, run_phase};
+use crate::ops::{self, CreateOptions, Op, PhaseSettings, REFORMAT, reads_tree, run_phase};
 use crate::report::export::{self, Format, Output};
-use crate::report::{ExperimentInfo, Measurement, ResultSet};
+use crate::results::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
 use crate::target::TargetInfo;
 use crate::target::cache::CacheState;
@@ -47,7 +47,7 @@ pub struct TreeExperiment {
     pub order: Order,
     pub caches: CacheMode,
     /// Which time of a write phase statistics use.
-    pub until: crate::report::Until,
+    pub until: crate::results::Until,
     /// After each create, sum the files' st_blocks (untimed): clusters' slack table.
     pub measure_allocation: bool,
     pub trees: Vec<TreeSpec>,
@@ -57,7 +57,7 @@ pub struct TreeExperiment {
     /// Runs per cell with `adaptive` None; with adaptive runs, unused.
     pub runs: u32,
     /// Adaptive runs to a precision (the default of the command line).
-    pub adaptive: Option<rounds::Adaptive>,
+    pub adaptive: Option<crate::results::adaptive::Adaptive>,
     /// Synthetic times (hidden `--mock-timing`: tests of the statistics).
     pub mock: Option<rounds::MockTiming>,
     pub warmup: u32,
@@ -75,41 +75,7 @@ pub struct TreeExperiment {
     pub commands: Vec<external::ExternalCmd>,
 }
 
-/// What happens to the kernel's caches between phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheMode {
-    /// Left alone: reads after create hit the page cache (`--cache warm`).
-    Warm,
-    /// Before every phase: sync + drop page, dentry and inode caches, and the read-side
-    /// phases' trees evicted (`--cache drop`, `--drop-caches`; root).
-    Drop,
-    /// Before every read-side phase (read, stat, list, scan, copy/sync/tools' trees):
-    /// the trees' data evicted (fadvise), and with root every cache dropped (the default).
-    #[default]
-    Cold,
-}
-
-impl CacheMode {
-    /// Result files written before the cache setting existed measured warm.
-    pub fn legacy() -> CacheMode {
-        CacheMode::Warm
-    }
-
-    pub fn parse(s: &str) -> Result<CacheMode> {
-        match s {
-            "cold" => Ok(CacheMode::Cold),
-            "warm" => Ok(CacheMode::Warm),
-            "drop" => Ok(CacheMode::Drop),
-            _ => Err(Error::bad("--cache", format!("'{s}': expected cold, warm or drop"))),
-        }
-    }
-}
-
-/// Phases that read a tree (every pair op reads its source): made cold before.
-pub fn reads_tree(op: &str) -> bool {
-    !matches!(op, "create" | "delete" | REFORMAT)
-}
+pub use crate::target::cache::CacheMode;
 
 /// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
 /// what was done, as measurements record it.
@@ -225,11 +191,6 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     }
     Ok(v)
 }
-
-/// The `reformat` op: at the end of a trial, with the tree still on it, the managed
-/// file system is unmounted, formatted and mounted again, timed as a whole: what
-/// "formatting is faster than deleting" costs (the next trial then needs no format).
-pub const REFORMAT: &str = "reformat";
 
 /// Add external tools as ops `cmd:NAME`, after the other pair ops and before delete.
 pub fn add_commands(ops: &mut Vec<String>, cmds: &[external::ExternalCmd]) -> Result<()> {

@@ -29,7 +29,7 @@ use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::{self, CreateOptions, PhaseSettings, run_phase};
 use crate::pack::{self, Container, MountWith};
-use crate::report::{ExperimentInfo, ResultSet, Until};
+use crate::results::{ExperimentInfo, ResultSet, Until};
 use crate::signals;
 use crate::target::rundir::RunDir;
 use crate::tree::layout::Shape;

@@ -8,7 +8,7 @@
 //! is distribution-free (order statistics) and needs 6 runs that were not disturbed
 //! (see `measure::machine`), so precision is judged from the 6th such run on.
 //! Disturbed runs are left out of the statistics (once 6 undisturbed ones remain; see
-//! `report::split_disturbed`) and replaced by one more run each: they do not count
+//! `results::split_disturbed`) and replaced by one more run each: they do not count
 //! toward `--max-runs`, and a cell never runs more than twice `--max-runs`. Every cell gets `--min-runs` runs whatever the budget; past them, a
 //! trial is not started when the time it took last round would take the experiment
 //! past `--max-time`.
@@ -16,33 +16,9 @@
 //! Under MPI every rank must run the same trials: rank 0 decides each round and
 //! every rank follows (the machine activity and clocks of ranks differ).
 
-use crate::report::{Measurement, ResultSet};
-use serde::{Deserialize, Serialize};
+use crate::results::adaptive::Adaptive;
+use crate::results::{Measurement, ResultSet};
 use std::time::Duration;
-
-/// The adaptive settings, as recorded in the results.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Adaptive {
-    /// Target relative half-width of the median's 95% interval (0.05 = ±5%).
-    pub precision: f64,
-    pub min_runs: u32,
-    pub max_runs: u32,
-    /// Budget for the whole experiment, seconds.
-    pub max_time_s: f64,
-    /// The budget stopped at least one cell before its precision.
-    #[serde(default)]
-    pub budget_spent: bool,
-    /// Wall time the trials took, seconds.
-    #[serde(default)]
-    pub spent_s: f64,
-}
-
-impl Adaptive {
-    /// The defaults of issue 13: ±5%, 3 to 30 runs, 3 minutes.
-    pub fn default_settings() -> Adaptive {
-        Adaptive { precision: 0.05, min_runs: 3, max_runs: 30, max_time_s: 180.0, budget_spent: false, spent_s: 0.0 }
-    }
-}
 
 /// Fixed or adaptive.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,7 +57,7 @@ pub struct CellState {
 
 impl CellState {
     /// From the recorded measurements of one cell (every op it times).
-    pub fn of(ms: &[&Measurement], until: crate::report::Until, ops: &[String]) -> CellState {
+    pub fn of(ms: &[&Measurement], until: crate::results::Until, ops: &[String]) -> CellState {
         let runs = ms.iter().map(|m| m.run).max().unwrap_or(0);
         let mut disturbed_runs: Vec<u32> = ms.iter().filter(|m| m.result.disturbed()).map(|m| m.run).collect();
         disturbed_runs.sort_unstable();
@@ -90,7 +66,7 @@ impl CellState {
         for op in ops {
             let of_op: Vec<&Measurement> = ms.iter().copied().filter(|m| &m.op == op && m.result.complete()).collect();
             let xs: Vec<f64> =
-                crate::report::split_disturbed(&of_op, true).0.iter().map(|m| m.seconds(until)).collect();
+                crate::results::split_disturbed(&of_op, true).0.iter().map(|m| m.seconds(until)).collect();
             let p = crate::analysis::stats::summarize(&xs).and_then(|s| s.precision());
             precision = match (precision, p) {
                 (Some(a), Some(b)) => Some(a.max(b)),

@@ -1,7 +1,9 @@
 //! File-system primitives every layer uses, relative to directory fds: the walk
 //! ([`walk`]: getdents, `O_NOFOLLOW` opens, the work-stealing task tree), bounded
-//! removal ([`remove`]) and [`write_all`]. Imports nothing else of the crate.
+//! removal ([`remove`]), output files ([`output`]) and [`write_all`]. Imports nothing
+//! else of the crate but `error`.
 
+pub mod output;
 pub mod remove;
 pub mod walk;
 

@@ -500,3 +500,13 @@ pub fn for_each_dir_in_parent(
         }
     }
 }
+
+/// The `reformat` op: at the end of a trial, with the tree still on it, the managed
+/// file system is unmounted, formatted and mounted again, timed as a whole: what
+/// "formatting is faster than deleting" costs (the next trial then needs no format).
+pub const REFORMAT: &str = "reformat";
+
+/// Phases that read a tree (every pair op reads its source): made cold before.
+pub fn reads_tree(op: &str) -> bool {
+    !matches!(op, "create" | "delete" | REFORMAT)
+}

@@ -2,8 +2,8 @@
 //! extrapolation warnings, the recommendation and where the model came from.
 
 use crate::analysis::model::Prediction;
-use crate::analysis::plan::Plan;
-use crate::analysis::predict::{PredictionRow, Shape};
+use crate::results::plan::Plan;
+use crate::results::predict::{PredictionRow, Shape};
 use crate::units::{fmt_secs, fmt_size, sig3};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};

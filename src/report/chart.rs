@@ -2,8 +2,8 @@
 //! or a PNG file. Text is laid out and rasterised with ab_glyph from a bundled font
 //! (DejaVu Sans), so nothing depends on the fonts or fontconfig of the machine.
 
-use super::ResultSet;
 use crate::analysis::detect::median_per_file;
+use crate::results::ResultSet;
 use crate::units::sig3;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -1,7 +1,7 @@
 //! Several result files as one ResultSet (e.g. ext4 measured today, xfs tomorrow), so
 //! charts, crossovers and exports see every target together.
 
-use super::ResultSet;
+use crate::results::ResultSet;
 
 /// Concatenates targets and measurements and derives everything again. Settings and
 /// provenance come from the first set; a target id used by two files gets the file's

@@ -1,9 +1,9 @@
 //! The `report` and `compare` commands: plain configs (made by cli.rs) and their runs.
 
-use super::ResultSet;
 use super::export::{self, Output};
-use crate::analysis::compare;
 use crate::error::{Error, Result};
+use crate::results::ResultSet;
+use crate::results::compare;
 use std::path::PathBuf;
 
 /// `manyfiles report`: result sets already read and checked.
@@ -27,7 +27,7 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
     let mut said = String::new();
     if let Some(h) = &cfg.html {
         let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
-        export::write_file(h, page.as_bytes())?;
+        crate::fs::output::write_file(h, page.as_bytes())?;
         let plural = if charts.len() == 1 { "" } else { "s" };
         said.push_str(&format!("html: {} ({} chart{plural})\n", h.display(), charts.len()));
     }
@@ -127,11 +127,11 @@ pub struct PredictConfig {
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(e.to_string()))?;
     bytes.push(b'\n');
-    export::write_file(path, &bytes)
+    crate::fs::output::write_file(path, &bytes)
 }
 
 pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
-    use crate::analysis::predict::{self, Shape};
+    use crate::results::predict::{self, Shape};
     let shape = match &cfg.tree {
         TreeInput::Path(p) => Shape::from(&crate::inventory::Inventory::scan(p, cfg.threads)?),
         TreeInput::Inventory(i) => Shape::from(i.as_ref()),
@@ -158,7 +158,7 @@ pub struct PlanConfig {
 }
 
 pub fn run_plan(cfg: PlanConfig) -> Result<String> {
-    use crate::analysis::plan::{self, Source};
+    use crate::results::plan::{self, Source};
     let src = match cfg.tree {
         TreeInput::Path(p) => plan::walk_sizes(&p, cfg.threads)?,
         TreeInput::Inventory(i) => Source::Inventory(i),

@@ -1,6 +1,6 @@
 //! `manyfiles compare` output: one row per cell measured in both result files.
 
-use crate::analysis::compare::Comparison;
+use crate::results::compare::Comparison;
 use crate::units::sig3;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};

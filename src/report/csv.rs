@@ -1,7 +1,7 @@
 //! CSV: one row per measurement with its raw figures (spreadsheets, pandas, R).
 
-use super::ResultSet;
 use super::export::Exporter;
+use crate::results::ResultSet;
 
 pub struct CsvExporter;
 

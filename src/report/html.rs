@@ -3,10 +3,10 @@
 //! Opening `report.html#CHART-ID` shows that chart alone (CSS :target), which is how
 //! the test screenshots every chart.
 
-use super::ResultSet;
 use super::chart::{self, Chart};
 use super::table::fmt_mean_ci;
 use crate::measure::provenance::Provenance;
+use crate::results::ResultSet;
 use crate::units::{fmt_size, sig3};
 
 /// HTML-escaped text.

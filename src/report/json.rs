@@ -1,14 +1,14 @@
 //! JSON: the versioned document every later command reads.
 //!
 //! Reading checks a file before trusting it: its `schema` version must be the one this
-//! build writes ([`super::SCHEMA`]), the document must satisfy `schema/result-v1.schema.json`
+//! build writes ([`crate::results::SCHEMA`]), the document must satisfy `schema/result-v1.schema.json`
 //! (embedded; checked by [`validate`], a small validator for the keywords that schema
 //! uses — `pattern` is not checked), and every time (`*_s`) must be within ±1e12 s (negative measured times are refused by
 //! the schema's minimum)
 //! (~31,700 years: anything larger is a corrupt or forged file, not a measurement).
 
-use super::ResultSet;
 use super::export::Exporter;
+use crate::results::ResultSet;
 use serde_json::Value;
 use std::path::Path;
 
@@ -36,12 +36,12 @@ pub fn read(path: &Path) -> Result<ResultSet, String> {
         return Err(not("not a JSON object".into()));
     }
     match v.get("schema") {
-        Some(Value::Number(n)) if n.as_u64() == Some(super::SCHEMA as u64) => {}
+        Some(Value::Number(n)) if n.as_u64() == Some(crate::results::SCHEMA as u64) => {}
         Some(s) => {
             return Err(format!(
                 "{}: schema {s} is not supported (this manyfiles reads schema {})",
                 path.display(),
-                super::SCHEMA
+                crate::results::SCHEMA
             ));
         }
         None => return Err(not("no \"schema\" version".into())),

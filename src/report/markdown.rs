@@ -1,9 +1,9 @@
 //! Markdown: the summary and the fitted costs as tables ready for a wiki or blog post,
 //! with where and how they were measured.
 
-use super::ResultSet;
 use super::export::Exporter;
 use super::table::fmt_mean_ci;
+use crate::results::ResultSet;
 use crate::units::{fmt_size, sig3};
 
 pub struct MarkdownExporter;

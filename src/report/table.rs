@@ -1,7 +1,7 @@
 //! Terminal tables. Every figure carries its uncertainty (95% CI or standard error) and
 //! the tables end with the machine and target they were measured on.
 
-use super::{ResultSet, SummaryRow};
+use crate::results::{ResultSet, SummaryRow};
 use crate::units::{fmt_size, sig3};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
@@ -231,7 +231,7 @@ fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
     let mut p50: Vec<f64> = Vec::new();
     let mut p99 = 0.0f64;
     // Whole-tree ops (copy, sync, external tools) time no single operation: no latency.
-    let timed_ops = |m: &&crate::report::Measurement| m.result.latency_us.count > 0;
+    let timed_ops = |m: &&crate::results::Measurement| m.result.latency_us.count > 0;
     for m in rs
         .measurements
         .iter()
@@ -251,7 +251,7 @@ fn latency_cell(rs: &ResultSet, s: &SummaryRow) -> String {
 /// An op with what its time means: `create, durable`, `read, cold`. Write phases say
 /// which end counts; read-side phases say how cold they started.
 pub fn op_label(rs: &ResultSet, op: &str) -> String {
-    let ms: Vec<&super::Measurement> = rs.measurements.iter().filter(|m| m.op == op).collect();
+    let ms: Vec<&crate::results::Measurement> = rs.measurements.iter().filter(|m| m.op == op).collect();
     if ms.iter().any(|m| m.result.flush_s.is_some()) {
         return format!("{op}, {}", rs.experiment.until.name());
     }
@@ -286,7 +286,7 @@ pub fn runs_line(rs: &ResultSet) -> String {
     let mut out = match e.adaptive {
         None => format!("runs: {range} per cell (--runs) · {setup}\n"),
         Some(a) => {
-            let short: Vec<&super::SummaryRow> = sums
+            let short: Vec<&crate::results::SummaryRow> = sums
                 .iter()
                 .filter(|s| !s.stopped.as_deref().is_some_and(|w| w.starts_with("precision reached")))
                 .collect();
@@ -335,11 +335,11 @@ pub fn measured(rs: &ResultSet) -> String {
     let ms = &rs.measurements;
     if ms.iter().any(|m| m.result.flush_s.is_some()) {
         out.push_str(match rs.experiment.until {
-            super::Until::Durable => {
+            crate::results::Until::Durable => {
                 "times: write phases are durable: they end when a syncfs of the target (bigfile: fsync) returns (--until returned: at the last close)
 "
             }
-            super::Until::Returned => {
+            crate::results::Until::Returned => {
                 "times: write phases end when the last close returned (the page cache may hold their data; durable times are in the JSON)
 "
             }
@@ -347,7 +347,7 @@ pub fn measured(rs: &ResultSet) -> String {
     }
     let mut states: Vec<&str> = ms
         .iter()
-        .filter(|m| crate::experiment::reads_tree(&m.op) && !m.op.starts_with("bigfile"))
+        .filter(|m| crate::ops::reads_tree(&m.op) && !m.op.starts_with("bigfile"))
         .filter_map(|m| m.result.cache.as_deref())
         .collect();
     states.sort();

@@ -141,6 +141,37 @@ pub fn drop_caches() -> crate::error::Result<()> {
         .map_err(|e| crate::error::Error::failed(format!("cannot drop caches (/proc/sys/vm/drop_caches): {e}")))
 }
 
+/// What happens to the kernel's caches between phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// Left alone: reads after create hit the page cache (`--cache warm`).
+    Warm,
+    /// Before every phase: sync + drop page, dentry and inode caches, and the read-side
+    /// phases' trees evicted (`--cache drop`, `--drop-caches`; root).
+    Drop,
+    /// Before every read-side phase (read, stat, list, scan, copy/sync/tools' trees):
+    /// the trees' data evicted (fadvise), and with root every cache dropped (the default).
+    #[default]
+    Cold,
+}
+
+impl CacheMode {
+    /// Result files written before the cache setting existed measured warm.
+    pub fn legacy() -> CacheMode {
+        CacheMode::Warm
+    }
+
+    pub fn parse(s: &str) -> crate::error::Result<CacheMode> {
+        match s {
+            "cold" => Ok(CacheMode::Cold),
+            "warm" => Ok(CacheMode::Warm),
+            "drop" => Ok(CacheMode::Drop),
+            _ => Err(crate::error::Error::bad("--cache", format!("'{s}': expected cold, warm or drop"))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

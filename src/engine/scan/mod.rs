@@ -445,7 +445,7 @@ pub(crate) fn save(cfg: &ScanConfig, report: &mut ScanReport, inventory: Option<
     }
     if let Some(j) = &cfg.json {
         let bytes = serde_json::to_vec_pretty(report).map_err(|e| Error::failed(e.to_string()))?;
-        crate::report::export::write_file(j, &bytes)?;
+        crate::fs::output::write_file(j, &bytes)?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! `basis` field says which).
 
 use super::stats::{Summary, log_ratio, t_quantile_975};
-use crate::report::ResultSet;
+use crate::results::ResultSet;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 

@@ -7,7 +7,7 @@ use super::predict::Shape;
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
 use crate::inventory::{Inventory, cluster_allocation};
-use crate::report::ResultSet;
+use crate::results::ResultSet;
 use crate::signals;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
@@ -124,7 +124,7 @@ pub fn unsupported(src: &Source, clusters: &[u64]) -> Vec<u64> {
 }
 
 /// The create model of a target formatted with `cluster`-byte blocks.
-fn model_for(rs: &ResultSet, cluster: u64) -> Option<&crate::report::ModelRow> {
+fn model_for(rs: &ResultSet, cluster: u64) -> Option<&crate::results::ModelRow> {
     rs.models
         .iter()
         .find(|m| m.op == "create" && rs.targets.iter().any(|t| t.id == m.target && t.block_size == cluster))

@@ -4,7 +4,7 @@
 
 use super::model::Prediction;
 use crate::inventory::Inventory;
-use crate::report::{ModelRow, ResultSet};
+use crate::results::{ModelRow, ResultSet};
 use crate::units::sig3;
 use serde::Serialize;
 

@@ -1,0 +1,477 @@
+//! The result model: the versioned JSON document every later command reads
+//! ([`ResultSet`]: measurements, summaries, fitted models, warnings, detections), what
+//! is derived from its raw measurements, and the analyses built on it (compare,
+//! predict, plan). It belongs to the layer that measures: experiments write it, views
+//! (`report`) read it; it imports neither.
+
+pub mod adaptive;
+pub mod compare;
+pub mod plan;
+pub mod predict;
+
+use crate::analysis::detect::{self, Detection};
+use crate::analysis::model::{self, CostModel, Point};
+use crate::analysis::stats::{self, Summary};
+use crate::measure::PhaseResult;
+use crate::measure::provenance::Provenance;
+use crate::ops::CreateOptions;
+use crate::target::TargetInfo;
+use crate::tree::TreeSpec;
+use crate::units::sig3;
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultSet {
+    pub schema: u32,
+    pub provenance: Provenance,
+    pub experiment: ExperimentInfo,
+    pub targets: Vec<TargetInfo>,
+    pub measurements: Vec<Measurement>,
+    pub summaries: Vec<SummaryRow>,
+    pub models: Vec<ModelRow>,
+    pub warnings: Vec<String>,
+    /// Knees, crossovers, first-run effects, outliers, noisy cells.
+    #[serde(default)]
+    pub detections: Vec<Detection>,
+    /// Every planned measurement finished.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentInfo {
+    pub name: String,
+    pub ops: Vec<String>,
+    pub runs: u32,
+    pub warmup: u32,
+    pub threads: usize,
+    pub portion_files: u64,
+    pub order: String,
+    pub create: CreateOptions,
+    #[serde(default = "crate::target::cache::CacheMode::legacy")]
+    pub caches: crate::target::cache::CacheMode,
+    /// Which time of a write phase the statistics use.
+    #[serde(default)]
+    pub until: Until,
+    /// Adaptive runs (`--precision`): the settings and how the budget went; absent
+    /// with a fixed `--runs N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<adaptive::Adaptive>,
+}
+
+/// Which end of a write phase counts: `durable` (its changes on the device: syncfs or
+/// fsync returned, timed as part of the phase) or `returned` (the last close returned).
+/// Phases that write nothing have one time, the same for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Until {
+    #[default]
+    Durable,
+    Returned,
+}
+
+impl Until {
+    pub fn parse(s: &str) -> crate::error::Result<Until> {
+        match s {
+            "durable" => Ok(Until::Durable),
+            "returned" => Ok(Until::Returned),
+            _ => Err(crate::error::Error::bad("--until", format!("'{s}': expected durable or returned"))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Until::Durable => "durable",
+            Until::Returned => "returned",
+        }
+    }
+}
+
+/// One op on one tree on one target in one run, with every raw figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub experiment: String,
+    pub target: String,
+    pub op: String,
+    pub tree: TreeSpec,
+    pub tree_key: String,
+    pub tree_files: u64,
+    pub tree_bytes: u64,
+    pub tree_dirs: u64,
+    pub run: u32,
+    /// Position in the whole experiment (0-based), to see drift.
+    pub order: u64,
+    #[serde(flatten)]
+    pub result: PhaseResult,
+}
+
+impl Measurement {
+    /// The phase's time as `until` asks (see [`Until`]).
+    pub fn seconds(&self, until: Until) -> f64 {
+        match until {
+            Until::Durable => self.result.elapsed_s,
+            Until::Returned => self.result.returned_s.unwrap_or(self.result.elapsed_s),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    pub target: String,
+    pub op: String,
+    pub tree_key: String,
+    pub tree_files: u64,
+    pub tree_bytes: u64,
+    /// Raw seconds of the complete runs the statistics use, in run order.
+    pub raw_s: Vec<f64>,
+    /// Complete runs measured, disturbed ones included.
+    #[serde(default)]
+    pub runs: usize,
+    /// Adaptive runs: seconds of the runs left out because other processes disturbed
+    /// them (see `measure::machine`); all are kept when every run was disturbed, and
+    /// with `--runs N` every run is kept (and counted in `disturbed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_s: Vec<f64>,
+    /// Disturbed runs (left out, or kept: `--runs N`, or every run disturbed).
+    #[serde(default)]
+    pub disturbed: usize,
+    /// Adaptive runs: how the cell ended (`precision reached`, `max runs reached`,
+    /// `budget spent`, `stopped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    #[serde(flatten)]
+    pub stats: Summary,
+}
+
+impl SummaryRow {
+    /// `12`, or `12 (2 disturbed, left out)`, plus how adaptive runs ended.
+    pub fn runs_text(&self) -> String {
+        let mut s = self.runs.max(self.stats.n).to_string();
+        if !self.disturbed_s.is_empty() {
+            s.push_str(&format!(" ({} disturbed, left out)", self.disturbed_s.len()));
+        } else if self.disturbed > 0 {
+            s.push_str(&format!(" ({} disturbed, kept)", self.disturbed));
+        }
+        if let Some(why) = &self.stopped {
+            s.push_str(&format!(", {why}"));
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRow {
+    pub target: String,
+    pub op: String,
+    /// Smallest and largest file count the model was fitted on.
+    pub files_range: [u64; 2],
+    /// Smallest and largest byte count and directory count (the calibrated range).
+    #[serde(default)]
+    pub bytes_range: [u64; 2],
+    #[serde(default)]
+    pub dirs_range: [u64; 2],
+    /// Smallest and largest "most files in one directory" of the trees (0, 0 in
+    /// older files: unknown).
+    #[serde(default)]
+    pub max_files_per_dir_range: [u64; 2],
+    #[serde(flatten)]
+    pub model: CostModel,
+}
+
+/// The runs statistics use, and those left out. Disturbed runs measured the neighbours
+/// too: with adaptive runs they are left out (the driver replaces them) as long as
+/// enough undisturbed runs remain for an interval (6); otherwise every run is kept and
+/// a warning says so. `--runs N` keeps meaning exactly N runs: nothing is left out.
+pub fn split_disturbed<'a>(ms: &[&'a Measurement], adaptive: bool) -> (Vec<&'a Measurement>, Vec<&'a Measurement>) {
+    let clean = ms.iter().filter(|m| !m.result.disturbed()).count();
+    if adaptive && clean >= stats::MEDIAN_CI_MIN_N && clean < ms.len() {
+        ms.iter().partition(|m| !m.result.disturbed())
+    } else {
+        (ms.to_vec(), Vec::new())
+    }
+}
+
+/// How an adaptive cell ended, for its summary: `precision reached: ±3.1%`, `max runs
+/// reached: ±7.2%`, `budget spent: ±9.0%` (or `… no interval` before 6 runs).
+fn stop_reason(a: &adaptive::Adaptive, s: &Summary, runs: usize, disturbed: usize, complete: bool) -> String {
+    let reached = s.precision().map_or("no interval".to_string(), |p| format!("±{}%", sig3(p * 100.0)));
+    if s.precision().is_some_and(|p| p <= a.precision) {
+        format!("precision reached: {reached}")
+    } else if runs.saturating_sub(disturbed) >= a.max_runs as usize || runs >= 2 * a.max_runs as usize {
+        format!("max runs reached: {reached}")
+    } else if !complete {
+        format!("stopped: {reached}")
+    } else {
+        format!("budget spent: {reached}")
+    }
+}
+
+/// Write phases (their results have a durable and a returned time).
+fn is_write_phase(m: &Measurement) -> bool {
+    m.result.flush_s.is_some()
+}
+
+impl ResultSet {
+    /// What the caches and the device say about the measurements: write phases the
+    /// device hardly saw (absorbed by a cache), cold reads the device did not serve,
+    /// read-side phases that could only be made partly cold. One line per (target, op).
+    fn storage_warnings(&self) -> Vec<String> {
+        const MIN: u64 = 1 << 20; // below this, metadata and rounding dominate
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |s: String| {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        };
+        for m in self.measurements.iter().filter(|m| m.result.complete()) {
+            let r = &m.result;
+            let seen = |d: &crate::measure::diskstats::DeviceIo, w: bool| {
+                let own = if w { d.write_bytes } else { d.read_bytes };
+                let back = d.backing.as_ref().map_or(0, |b| if w { b.write_bytes } else { b.read_bytes });
+                own.max(back)
+            };
+            if let Some(d) = &r.device {
+                if is_write_phase(m) && r.bytes >= MIN && seen(d, true) < r.bytes / 2 {
+                    push(format!(
+                        "{} ({}): the device {} saw less than half of the bytes written ({} of {}): absorbed by a cache",
+                        m.op,
+                        m.target,
+                        d.device,
+                        crate::units::fmt_size(seen(d, true) as f64),
+                        crate::units::fmt_size(r.bytes as f64)
+                    ));
+                }
+                let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
+                if m.op == "read" && cold && r.bytes >= MIN && seen(d, false) < r.bytes / 2 {
+                    push(format!(
+                        "read ({}): asked cold, but the device {} served less than half of it ({} of {}): partly cached",
+                        m.target,
+                        d.device,
+                        crate::units::fmt_size(seen(d, false) as f64),
+                        crate::units::fmt_size(r.bytes as f64)
+                    ));
+                }
+            }
+            let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
+            if m.op == "read" && cold && r.device.is_none() {
+                push(format!(
+                    "read ({}): made cold, but the target has no block device to show that the reads reached storage (a network or FUSE file system may ignore the eviction)",
+                    m.target
+                ));
+            }
+            if r.cache.as_deref() == Some("data-evicted")
+                && matches!(m.op.as_str(), "stat" | "list" | "scan" | "rescan")
+            {
+                push(format!(
+                    "{} ({}): only file data could be evicted before it (not root): directories and inodes stayed cached, so it ran warm",
+                    m.op, m.target
+                ));
+            }
+        }
+        out
+    }
+
+    pub fn new(provenance: Provenance, experiment: ExperimentInfo, targets: Vec<TargetInfo>) -> ResultSet {
+        ResultSet {
+            schema: SCHEMA,
+            provenance,
+            experiment,
+            targets,
+            measurements: Vec::new(),
+            summaries: Vec::new(),
+            models: Vec::new(),
+            warnings: Vec::new(),
+            detections: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// Recompute summaries, models and warnings from the raw measurements. Only
+    /// complete measurements (no error, not interrupted) enter the statistics.
+    pub fn derive(&mut self) {
+        self.summaries.clear();
+        self.models.clear();
+        self.warnings.clear();
+        self.detections.clear();
+        // Groups in first-seen order so tables follow the experiment's order.
+        let mut keys: Vec<(String, String, String)> = Vec::new();
+        for m in &self.measurements {
+            let k = (m.target.clone(), m.op.clone(), m.tree_key.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        for (target, op, tree_key) in &keys {
+            let ms: Vec<&Measurement> = self
+                .measurements
+                .iter()
+                .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
+                .collect();
+            let until = self.experiment.until;
+            let disturbed = ms.iter().filter(|m| m.result.disturbed()).count();
+            let (used, left_out) = split_disturbed(&ms, self.experiment.adaptive.is_some());
+            if self.experiment.adaptive.is_some() && disturbed > 0 && left_out.is_empty() {
+                self.warnings.push(format!(
+                    "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes (more than {} cores busy besides this one), too many to leave out: the figures measure the neighbours too",
+                    ms.len(),
+                    crate::measure::machine::DISTURBED_CORES
+                ));
+            }
+            let raw: Vec<f64> = used.iter().map(|m| m.seconds(until)).collect();
+            let Some(stats) = stats::summarize(&raw) else {
+                continue;
+            };
+            let stopped = self.experiment.adaptive.map(|a| stop_reason(&a, &stats, ms.len(), disturbed, self.complete));
+            for d in detect::of_runs(target, op, tree_key, &raw, &stats) {
+                // Adaptive runs say per cell what precision they reached: no "more runs
+                // needed" advice beside it (the detection stays in the JSON).
+                let advice = matches!(d, Detection::HighCv { .. }) && self.experiment.adaptive.is_none();
+                if matches!(d, Detection::FirstRun { .. }) || advice {
+                    self.warnings.push(d.text());
+                }
+                self.detections.push(d);
+            }
+            let portion = self.experiment.portion_files;
+            let runs: Vec<(&[crate::measure::Portion], u64)> =
+                ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
+            let per_file = detect::median_per_file(&runs, portion);
+            if let Some(knee) = detect::knee(&per_file, portion) {
+                self.detections.push(Detection::Knee {
+                    target: target.clone(),
+                    op: op.clone(),
+                    tree_key: tree_key.clone(),
+                    knee,
+                });
+            } else if self.experiment.name == "dirsize" && !per_file.is_empty() {
+                // Say so explicitly: the knee was looked for and is not there up to here.
+                self.detections.push(Detection::NoKnee {
+                    target: target.clone(),
+                    op: op.clone(),
+                    tree_key: tree_key.clone(),
+                    up_to_files: per_file.len() as u64 * portion,
+                });
+            }
+            self.summaries.push(SummaryRow {
+                target: target.clone(),
+                op: op.clone(),
+                tree_key: tree_key.clone(),
+                tree_files: ms[0].tree_files,
+                tree_bytes: ms[0].tree_bytes,
+                raw_s: raw,
+                runs: ms.len(),
+                disturbed_s: left_out.iter().map(|m| m.seconds(until)).collect(),
+                disturbed,
+                stopped,
+                stats,
+            });
+        }
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for (t, o, _) in &keys {
+            if !pairs.contains(&(t.clone(), o.clone())) {
+                pairs.push((t.clone(), o.clone()));
+            }
+        }
+        for (target, op) in pairs {
+            let all: Vec<&Measurement> =
+                self.measurements.iter().filter(|m| m.target == target && m.op == op && m.result.complete()).collect();
+            // The runs each cell's summary uses (disturbed ones left out as there).
+            let mut ms: Vec<&Measurement> = Vec::new();
+            for (_, _, k) in keys.iter().filter(|(t, o, _)| *t == target && *o == op) {
+                let cell: Vec<&Measurement> = all.iter().copied().filter(|m| &m.tree_key == k).collect();
+                ms.extend(split_disturbed(&cell, self.experiment.adaptive.is_some()).0);
+            }
+            let distinct_trees = {
+                let mut k: Vec<&str> = ms.iter().map(|m| m.tree_key.as_str()).collect();
+                k.sort();
+                k.dedup();
+                k.len()
+            };
+            if distinct_trees < 3 {
+                continue; // a model from fewer than 3 tree shapes says nothing
+            }
+            // Files per directory of every tree (once per tree: drawn trees need a plan).
+            let mut per_dir: Vec<(&str, Vec<(u64, u64)>)> = Vec::new();
+            for m in &ms {
+                if !per_dir.iter().any(|(k, _)| *k == m.tree_key) {
+                    per_dir.push((&m.tree_key, crate::tree::layout::files_per_dir(&m.tree)));
+                }
+            }
+            let counts = |m: &Measurement| &per_dir.iter().find(|(k, _)| *k == m.tree_key).expect("every tree").1;
+            let points: Vec<Point> = ms
+                .iter()
+                .map(|m| Point {
+                    files: m.tree_files as f64,
+                    bytes: m.tree_bytes as f64,
+                    dirs: m.tree_dirs as f64,
+                    dir_sq: model::dir_sq_of(counts(m).iter().copied()),
+                    seconds: m.seconds(self.experiment.until),
+                })
+                .collect();
+            if let Some(model) = model::fit(&points) {
+                let range = |f: fn(&Measurement) -> u64| {
+                    [ms.iter().map(|m| f(m)).min().unwrap_or(0), ms.iter().map(|m| f(m)).max().unwrap_or(0)]
+                };
+                let most = |m: &Measurement| counts(m).iter().map(|c| c.0).max().unwrap_or(0);
+                let max_files_per_dir_range =
+                    [ms.iter().map(|m| most(m)).min().unwrap_or(0), ms.iter().map(|m| most(m)).max().unwrap_or(0)];
+                if model.r2 < 0.9 {
+                    self.warnings.push(format!(
+                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² explains the data poorly (R² {}): read the fitted costs with care",
+                        sig3(model.r2)
+                    ));
+                }
+                self.models.push(ModelRow {
+                    target,
+                    op,
+                    files_range: range(|m| m.tree_files),
+                    bytes_range: range(|m| m.tree_bytes),
+                    dirs_range: range(|m| m.tree_dirs),
+                    max_files_per_dir_range,
+                    model,
+                });
+            }
+        }
+        let mut ops: Vec<&str> = Vec::new();
+        for s in &self.summaries {
+            if !ops.contains(&s.op.as_str()) {
+                ops.push(&s.op);
+            }
+        }
+        for op in ops {
+            let cells: Vec<detect::Cell> = self
+                .summaries
+                .iter()
+                .filter(|s| s.op == op)
+                .map(|s| detect::Cell { target: &s.target, files: s.tree_files, stats: &s.stats })
+                .collect();
+            self.detections.extend(detect::crossovers(op, &cells));
+        }
+        // Delete against re-format on each target: above which file count formatting
+        // the file system is the faster way to empty it.
+        let targets: Vec<String> = self.targets.iter().map(|t| t.id.clone()).collect();
+        for t in &targets {
+            let cells: Vec<detect::Cell> = self
+                .summaries
+                .iter()
+                .filter(|s| &s.target == t && (s.op == "delete" || s.op == crate::ops::REFORMAT))
+                .map(|s| detect::Cell { target: &s.op, files: s.tree_files, stats: &s.stats })
+                .collect();
+            if cells.iter().any(|c| c.target == "delete") && cells.iter().any(|c| c.target != "delete") {
+                self.detections.extend(detect::crossovers(&format!("emptying {t}"), &cells));
+            }
+        }
+        self.warnings.extend(self.storage_warnings());
+        for m in &self.measurements {
+            if m.result.errors > 0 {
+                self.warnings.push(format!(
+                    "{} on {} run {}: {} errors, first: {}",
+                    m.op,
+                    m.tree_key,
+                    m.run,
+                    m.result.errors,
+                    m.result.first_error.as_deref().unwrap_or("?")
+                ));
+            }
+        }
+    }
+}
