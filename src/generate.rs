@@ -24,11 +24,12 @@
 //! are not ownership (a copy keeps them too).
 
 use crate::error::{Error, Result};
+use crate::experiment::all_ranks::run_phase;
 use crate::experiment::estimate_space;
 use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
-use crate::ops::{Create, CreateOptions, PhaseSettings, run_phase};
+use crate::ops::{Create, CreateOptions, PhaseSettings};
 use crate::signals;
 use crate::target::TargetInfo;
 use crate::tree::{Plan, Prepared, TreeSpec};
@@ -587,6 +588,7 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
         portion_files: 10_000,
         buf_len: cfg.create.block_size,
         flush: false,
+        shared_dir: crate::experiment::all_ranks::shared_dir(),
     };
     let result = run_phase(&op, &tree, root.as_fd(), &settings, &progress);
     progress.finish();

@@ -4,7 +4,6 @@
 //! the plain config structs of [`experiment`] and [`tree`].
 
 pub mod analysis;
-pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod experiment;
@@ -15,6 +14,7 @@ pub mod inventory;
 pub mod measure;
 pub mod ops;
 pub mod pack;
+pub mod ranks;
 pub mod report;
 pub mod results;
 pub mod signals;

@@ -4,8 +4,8 @@ mod cli;
 
 use clap::Parser;
 use cli::{Cli, Command};
-use manyfiles::dist::ranks;
 use manyfiles::error::Result;
+use manyfiles::ranks;
 use manyfiles::report::table;
 use manyfiles::results::ResultSet;
 use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
@@ -13,9 +13,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    manyfiles::dist::ranks::init();
+    manyfiles::ranks::init();
     let code = main_here();
-    manyfiles::dist::ranks::finalize();
+    manyfiles::ranks::finalize();
     code
 }
 
@@ -297,8 +297,11 @@ fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Pa
     use manyfiles::error::Error;
     // Under a launcher every rank copies part of the tree (dist::copy); one rank is the
     // local engine, as always.
-    let s =
-        if ranks::size() > 1 { manyfiles::dist::copy::run(o, args)? } else { manyfiles::engine::copy::run(o, args)? };
+    let s = if ranks::size() > 1 {
+        manyfiles::engine::copy::mpi::run(o, args)?
+    } else {
+        manyfiles::engine::copy::run(o, args)?
+    };
     out(&s.text());
     if let Some(p) = json.filter(|_| ranks::is_root()) {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
@@ -322,7 +325,7 @@ fn rm(a: &cli::RmArgs) -> Result<()> {
     let (o, json) = cli::rm_config(a)?;
     // Under a launcher every rank removes part of the same trees (dist::rm); one
     // rank is the local engine, as always.
-    let s = if ranks::size() > 1 { manyfiles::dist::rm::run(&o)? } else { manyfiles::engine::rm::run(&o)? };
+    let s = if ranks::size() > 1 { manyfiles::engine::rm::mpi::run(&o)? } else { manyfiles::engine::rm::run(&o)? };
     out(&s.text());
     if let Some(p) = json.filter(|_| ranks::is_root()) {
         let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
@@ -341,7 +344,8 @@ fn rm(a: &cli::RmArgs) -> Result<()> {
 fn scan(a: &cli::ScanArgs, args: Vec<String>) -> Result<()> {
     let cfg = cli::scan_config(a, args)?;
     // Under a launcher every rank scans part of the tree, rank 0 writes the index.
-    let r = if ranks::size() > 1 { manyfiles::dist::scan::run(&cfg)? } else { manyfiles::engine::scan::scan(&cfg)? };
+    let r =
+        if ranks::size() > 1 { manyfiles::engine::scan::mpi::run(&cfg)? } else { manyfiles::engine::scan::scan(&cfg)? };
     out(&r.text());
     if let Some(signal) = r.interrupted_by {
         return Err(manyfiles::error::Error::Interrupted { signal });

@@ -2,6 +2,7 @@
 //! (run 1 of every tree, then run 2, ...) so machine drift hits every tree alike.
 //! Results are rewritten after every measurement.
 
+pub mod all_ranks;
 pub mod bigfile;
 pub mod clusters;
 pub mod dirsize;
@@ -11,7 +12,6 @@ pub mod pack;
 pub mod rounds;
 pub mod targets;
 
-use crate::dist::ranks;
 use crate::error::{Error, Result};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
@@ -20,7 +20,8 @@ use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
-use crate::ops::{self, CreateOptions, Op, PhaseSettings, REFORMAT, reads_tree, run_phase};
+use crate::ops::{self, CreateOptions, Op, PhaseSettings, REFORMAT, reads_tree};
+use crate::ranks;
 use crate::report::export::{self, Format, Output};
 use crate::results::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
@@ -30,6 +31,7 @@ use crate::target::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
+use all_ranks::run_phase;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
@@ -316,7 +318,7 @@ pub(crate) struct Driver<'a> {
 /// The JSON (if any) and the other exports, in the order they are written.
 /// Only rank 0 writes results (under MPI).
 pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
-    if !crate::dist::ranks::is_root() {
+    if !crate::ranks::is_root() {
         return Vec::new();
     }
     json.map(|p| Output { path: p.to_path_buf(), format: Format::Json })
@@ -342,7 +344,7 @@ pub(crate) fn drive(
         export::write_all(&d.outputs, rs, stage).map_err(Error::failed)
     };
     let mut order = 0u64;
-    let ranks = crate::dist::ranks::size() as u64;
+    let ranks = crate::ranks::size() as u64;
     let started = std::time::Instant::now();
     let target_ids: Vec<String> = targets.iter().map(|t| t.id.clone()).collect();
     let tree_keys: Vec<String> = trees.iter().map(|t| t.spec.key()).collect();
@@ -361,7 +363,7 @@ pub(crate) fn drive(
             cells = rounds::states(&rs, &target_ids, &tree_keys, &cells);
             let next = rounds::next_round(&a, &cells, started.elapsed(), d.order == Order::Sequential);
             // Every rank runs what rank 0 decided (clocks and machine activity differ).
-            let next = crate::dist::ranks::from_root(match next {
+            let next = crate::ranks::from_root(match next {
                 rounds::Next::Round(r) => r.iter().flat_map(|&(t, g)| [t as u32, g as u32]).collect(),
                 rounds::Next::Finished { budget_spent } => vec![u32::MAX, budget_spent as u32],
             });
@@ -558,6 +560,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         portion_files: cfg.portion_files,
         buf_len: cfg.create.block_size.max(64 * 1024),
         flush: true,
+        shared_dir: all_ranks::shared_dir(),
     };
     let driver = Driver {
         name: &cfg.name,
@@ -740,7 +743,7 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
             return Some(Stop::Failed(format!("{name}: cannot create the destination: {e}")));
         }
         // Under MPI every rank prepares and runs at once; all learn of one rank's failure.
-        let prepared = crate::dist::ranks::agree(op.prepare(&src, &dst, threads).map_err(Error::failed));
+        let prepared = crate::ranks::agree(op.prepare(&src, &dst, threads).map_err(Error::failed));
         let r = match prepared {
             Err(e) => return Some(Stop::Failed(format!("{name}: {e}"))),
             Ok(()) => {
@@ -750,7 +753,7 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
                 };
                 env.progress.phase(&name, tree.plan.files);
                 watched(env.watch, cache, || {
-                    crate::dist::ranks::run_phase_everywhere(|| {
+                    crate::experiment::all_ranks::run_phase_everywhere(|| {
                         let mut r = op.run(&src, &dst, threads);
                         if r.flush_s.is_none() {
                             make_durable(&mut r, &dst); // external tools flush before their check

@@ -21,13 +21,14 @@ use super::{
 };
 use crate::engine::copy::verify::{Checks, compare};
 use crate::error::{Error, Result};
+use crate::experiment::all_ranks::{self, run_phase};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
 use crate::measure::PhaseResult;
 use crate::measure::diskstats::DeviceWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
-use crate::ops::{self, CreateOptions, PhaseSettings, run_phase};
+use crate::ops::{self, CreateOptions, PhaseSettings};
 use crate::pack::{self, Container, MountWith};
 use crate::results::{ExperimentInfo, ResultSet, Until};
 use crate::signals;
@@ -567,6 +568,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             portion_files: 10_000,
             buf_len: cfg.create.block_size.max(64 << 10),
             flush: true,
+            shared_dir: all_ranks::shared_dir(),
         },
     };
     let driver = Driver {

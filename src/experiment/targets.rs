@@ -4,9 +4,9 @@
 //! before anything is created.
 
 use super::{check_target, estimate_space};
-use crate::dist::ranks;
 use crate::error::{Error, Result};
 use crate::measure::diskstats::DeviceWatch;
+use crate::ranks;
 use crate::target::TargetInfo;
 use crate::target::fsspec::FsSpec;
 use crate::target::managed::ManagedFs;

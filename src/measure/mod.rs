@@ -4,6 +4,7 @@ pub mod diskstats;
 pub mod machine;
 pub mod progress;
 pub mod provenance;
+pub mod spread;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -80,7 +81,7 @@ pub struct PhaseResult {
     /// Under MPI with more than one rank: how the phase spread across ranks (the counts
     /// and times above are then the whole job's: sums, and the last finisher's time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::dist::ranks::RankSpread>,
+    pub ranks: Option<crate::measure::spread::RankSpread>,
     /// External tools: peak resident set size of the tool's process (wait4 rusage).
     #[serde(default)]
     pub peak_rss_bytes: Option<u64>,

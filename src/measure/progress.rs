@@ -10,7 +10,7 @@ pub struct Progress {
 
 impl Progress {
     pub fn new(quiet: bool) -> Progress {
-        if quiet || !crate::dist::ranks::is_root() || !std::io::stderr().is_terminal() {
+        if quiet || !crate::ranks::is_root() || !std::io::stderr().is_terminal() {
             return Progress { bar: None };
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(4));

@@ -42,8 +42,8 @@ impl Provenance {
             cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
             cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             memory_bytes: memory_bytes().unwrap_or(0),
-            ranks: crate::dist::ranks::size(),
-            hosts: if crate::dist::ranks::size() > 1 { crate::dist::ranks::hosts() } else { Vec::new() },
+            ranks: crate::ranks::size(),
+            hosts: if crate::ranks::size() > 1 { crate::ranks::hosts() } else { Vec::new() },
         }
     }
 

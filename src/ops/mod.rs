@@ -251,22 +251,29 @@ pub struct PhaseSettings {
     /// storage and keep it; `gen` makes a tree and leaves writeback to the kernel (with
     /// `--fsync end` it still syncs, in the op's own `after`).
     pub flush: bool,
+    /// Several processes run this phase in one directory at once (MPI `--shared-dir`);
+    /// `None`: this process alone.
+    pub shared_dir: Option<SharedDir>,
 }
 
-/// Run `op` over the tree below `root` and measure it.
+/// How this process takes part in a phase run by several processes in one directory:
+/// each tags its file names with its number, one makes and removes the directories,
+/// and all meet before and after the timed work. The experiment driver fills it in
+/// (`experiment::ranks`); ops know nothing of ranks.
+#[derive(Debug, Clone, Copy)]
+pub struct SharedDir {
+    /// This process's number, in its files' names (`.rN`).
+    pub rank: usize,
+    /// This process makes (and removes) the directories; the others wait for it.
+    pub makes_dirs: bool,
+    /// Returns when every process has called it.
+    pub meet: fn(),
+}
+
+/// Run `op` over the tree below `root` and measure it, in this process (the driver
+/// runs it on every rank and aggregates: `experiment::all_ranks::run_phase`); also hands
+/// back the latency histogram.
 pub fn run_phase(
-    op: &dyn Op,
-    tree: &Prepared,
-    root: BorrowedFd<'_>,
-    settings: &PhaseSettings,
-    progress: &Progress,
-) -> PhaseResult {
-    // Under MPI every rank runs the phase at once and all get the job's aggregate.
-    crate::dist::ranks::run_phase_everywhere(|| run_phase_here(op, tree, root, settings, progress))
-}
-
-/// [`run_phase`] in this process only; also hands back the latency histogram.
-fn run_phase_here(
     op: &dyn Op,
     tree: &Prepared,
     root: BorrowedFd<'_>,
@@ -290,7 +297,7 @@ fn run_phase_here(
         abort: AtomicBool::new(false),
         failure: Mutex::new(None),
         progress,
-        rank_tag: crate::dist::ranks::shared_dir().then(|| format!(".r{}", crate::dist::ranks::rank()).into_bytes()),
+        rank_tag: settings.shared_dir.map(|d| format!(".r{}", d.rank).into_bytes()),
     };
     let cursor = AtomicUsize::new(0);
     let work = |w: &mut Worker| {
@@ -306,11 +313,14 @@ fn run_phase_here(
     };
 
     let mut main = Worker::new(&shared, settings.buf_len);
-    // With --shared-dir rank 0 alone makes (and removes) the directories, the others wait.
-    if crate::dist::ranks::makes_dirs() {
+    // In a shared directory one process alone makes (and removes) the directories, the
+    // others wait.
+    let makes_dirs = settings.shared_dir.is_none_or(|d| d.makes_dirs);
+    let meet = || settings.shared_dir.inspect(|d| (d.meet)());
+    if makes_dirs {
         op.before(&mut main);
     }
-    crate::dist::ranks::shared_barrier();
+    meet();
     let mut workers = Vec::with_capacity(threads);
     if threads == 1 {
         work(&mut main);
@@ -337,8 +347,8 @@ fn run_phase_here(
         });
     }
     let first_finish_main = main.finish_s;
-    crate::dist::ranks::shared_barrier();
-    if !main.stopping() && crate::dist::ranks::makes_dirs() {
+    meet();
+    if !main.stopping() && makes_dirs {
         op.after(&mut main);
     }
     let returned = shared.start.elapsed().as_secs_f64();

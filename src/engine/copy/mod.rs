@@ -15,6 +15,7 @@
 
 pub mod engine;
 pub mod file;
+pub mod mpi;
 pub mod progress;
 pub mod verify;
 
@@ -133,7 +134,7 @@ pub struct Summary {
     pub provenance: Option<crate::measure::provenance::Provenance>,
     /// Under MPI: how the work spread over the ranks (absent with one rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::dist::RankCounts>,
+    pub ranks: Option<crate::engine::walker::RankCounts>,
 }
 
 impl Summary {

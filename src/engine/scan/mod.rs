@@ -10,6 +10,7 @@
 
 pub mod backend;
 pub mod diff;
+pub mod mpi;
 pub mod postgres;
 pub mod producer;
 pub mod sqlite;
@@ -139,7 +140,7 @@ pub struct ScanReport {
     pub provenance: Provenance,
     /// Under MPI: how the entries spread over the ranks (absent with one rank).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::dist::RankCounts>,
+    pub ranks: Option<crate::engine::walker::RankCounts>,
 }
 
 /// Give the walk room for many open directories (soft limit up to the hard one).

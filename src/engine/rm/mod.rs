@@ -18,6 +18,8 @@
 //! Bytes freed: the free space each file system involved gained, from `statvfs` before
 //! and after (no per-file `statx`: see [`STATX_BYTES`]).
 
+pub mod mpi;
+
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
@@ -86,7 +88,7 @@ pub struct Summary {
     pub interrupted: bool,
     /// Under MPI: how the work spread over the ranks (absent with one rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::dist::RankCounts>,
+    pub ranks: Option<crate::engine::walker::RankCounts>,
 }
 
 impl Summary {
@@ -98,7 +100,7 @@ impl Summary {
         bytes_freed: u64,
         elapsed_s: f64,
         threads: usize,
-        ranks: Option<crate::dist::RankCounts>,
+        ranks: Option<crate::engine::walker::RankCounts>,
     ) -> Summary {
         let mut failures: Vec<Failure> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
         failures.truncate(LIST_FAILURES);
@@ -205,7 +207,7 @@ pub(crate) struct Target {
 
 /// Every PATH checked and resolved before anything is removed (bad ones are bad input,
 /// exit 2), each entry once however often it is named. `agree` sees the resolutions
-/// first (under MPI, [`crate::dist::ranks::agree`]: every rank's; locally none: `|r| r`).
+/// first (under MPI, [`crate::ranks::agree`]: every rank's; locally none: `|r| r`).
 pub(crate) fn targets(
     o: &Options,
     agree: impl FnOnce(Result<Vec<Target>>) -> Result<Vec<Target>>,

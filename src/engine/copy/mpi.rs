@@ -27,13 +27,14 @@
 //! chunk done — the creating rank sets the file's mode and mtime and renames it to its
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
-use super::walk::{MpiWalk, Walker, depth, join as join_rel, open_below};
-use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
 use crate::engine::copy::engine::{Ctx, Node, Part, Task, do_dir, join, release, summary};
 use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
+use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
+use crate::engine::walker::{RankCounts, WalkTotals, kind_byte, kind_of};
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Meta, meta_of};
+use crate::ranks;
 use crate::signals;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode as FsMode, mkdirat};
@@ -452,11 +453,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let stats = MpiWalk { threads: o.threads }.run(roots, &work);
     // Every chunk is done: chunked files get their metadata and final names (or go).
     let stopped = ranks::any(signals::pending() != 0);
-    let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&super::walk::encode_items(
+    let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&crate::engine::walker::encode_items(
         failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|k| &k[..]),
     ))
     .iter()
-    .flat_map(|b| super::walk::decode_items(b))
+    .flat_map(|b| crate::engine::walker::decode_items(b))
     .collect();
     if let Some(d) = &dst {
         let bigs = std::mem::take(&mut *bigs.lock().unwrap_or_else(|p| p.into_inner()));

@@ -1,4 +1,6 @@
-//! One tree walked by every rank together: the walk the distributed engines share.
+//! One tree walked by every rank together: the walker the engines' MPI variants share
+//! (`copy::mpi`, `rm::mpi`, `scan::mpi`), and how their work spread over the ranks
+//! ([`RankCounts`]).
 //!
 //! Work items are byte strings — a directory's path relative to a root the engine opened
 //! on every rank, with whatever prefix the engine needs (which PATH, which kind of task) —
@@ -32,6 +34,8 @@
 //! requests still in flight when the walk ends (answered by nobody) can never be mistaken
 //! for the next walk's, nor disturb the collectives of the rest of the tool.
 
+use crate::fs::walk::Kind;
+use crate::ranks;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
@@ -83,7 +87,7 @@ pub struct MpiWalk {
 impl Walker for MpiWalk {
     fn run(&self, roots: Vec<Vec<u8>>, work: &Work<'_>) -> WalkStats {
         #[cfg(feature = "mpi")]
-        if super::ranks::size() > 1 {
+        if crate::ranks::size() > 1 {
             return spread::run(self.threads, roots, work);
         }
         LocalWalk { threads: self.threads }.run(roots, work)
@@ -224,8 +228,8 @@ mod spread {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&item, &mut |k| kids.push(k))));
             if r.is_err() {
                 // The other ranks would wait for this one forever: end the job.
-                eprintln!("manyfiles: rank {}: a walk task panicked", super::super::ranks::rank());
-                super::super::ranks::abort(101);
+                eprintln!("manyfiles: rank {}: a walk task panicked", crate::ranks::rank());
+                crate::ranks::abort(101);
             }
             let more = !kids.is_empty();
             {
@@ -364,6 +368,97 @@ mod spread {
             sh.work_cv.notify_all();
         });
         stats
+    }
+}
+
+/// An entry's kind as one byte in the items and rows ranks send each other ([`kind_of`]
+/// reads it back).
+pub(crate) fn kind_byte(k: Kind) -> u8 {
+    match k {
+        Kind::File => 0,
+        Kind::Dir => 1,
+        Kind::Symlink => 2,
+        Kind::Other => 3,
+    }
+}
+
+/// The kind a [`kind_byte`] stands for.
+pub(crate) fn kind_of(b: u8) -> Kind {
+    match b {
+        0 => Kind::File,
+        1 => Kind::Dir,
+        2 => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+/// Every rank's [`WalkStats`] of one walk, in rank order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WalkTotals {
+    pub items: Vec<u64>,
+    pub given: Vec<u64>,
+    pub received: Vec<u64>,
+    pub requests: Vec<u64>,
+}
+
+impl WalkTotals {
+    /// Collective: every rank calls it with its own stats and gets everyone's.
+    pub fn gather(mine: WalkStats) -> WalkTotals {
+        let all: Vec<WalkStats> = ranks::all_gather(&serde_json::to_vec(&mine).expect("serialisable"))
+            .iter()
+            .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
+            .collect();
+        WalkTotals {
+            items: all.iter().map(|s| s.items).collect(),
+            given: all.iter().map(|s| s.given).collect(),
+            received: all.iter().map(|s| s.received).collect(),
+            requests: all.iter().map(|s| s.requests).collect(),
+        }
+    }
+}
+
+/// How a distributed engine's work spread over the ranks (in its summary and JSON).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankCounts {
+    pub ranks: usize,
+    /// Host of each rank, in rank order.
+    pub hosts: Vec<String>,
+    /// What `work` counts (e.g. "entries removed").
+    pub unit: String,
+    /// The engine's work per rank, in rank order.
+    pub work: Vec<u64>,
+    /// The walk's items per rank and how many moved between ranks.
+    pub walk: WalkTotals,
+}
+
+impl RankCounts {
+    /// Collective (gathers the host names).
+    pub fn new(unit: &str, work: Vec<u64>, walk: WalkTotals) -> RankCounts {
+        RankCounts { ranks: ranks::size(), hosts: ranks::hosts(), unit: unit.to_string(), work, walk }
+    }
+
+    /// The busiest rank's work over the mean (1 = even).
+    pub fn spread(&self) -> f64 {
+        let n = self.work.len().max(1) as f64;
+        let mean = self.work.iter().sum::<u64>() as f64 / n;
+        let max = self.work.iter().copied().max().unwrap_or(0) as f64;
+        if mean > 0.0 { max / mean } else { 1.0 }
+    }
+
+    /// One line for a summary.
+    pub fn text(&self) -> String {
+        let mut hosts = self.hosts.clone();
+        hosts.dedup();
+        let per: Vec<String> = self.work.iter().map(|w| w.to_string()).collect();
+        format!(
+            "ranks: {} on {}; {} per rank: {} (busiest {:.2}× the mean); {} work items moved between ranks\n",
+            self.ranks,
+            hosts.join(", "),
+            self.unit,
+            per.join(" / "),
+            self.spread(),
+            self.walk.received.iter().sum::<u64>()
+        )
     }
 }
 

@@ -19,18 +19,19 @@
 //! - Counts, denied directories (never deleted below) and the inventory are gathered on
 //!   every rank; a writer failure on rank 0 stops every rank with its reason.
 
-use super::walk::{MpiWalk, Walker, open_below};
-use super::{RankCounts, WalkTotals, kind_byte, kind_of, ranks};
 use crate::engine::scan::backend::Meta;
 use crate::engine::scan::producer::{self, Batch, WalkStats};
 use crate::engine::scan::{
     Phases, ScanConfig, ScanReport, Totals, Walked, Writer, finish_writer, index_files_inside, load_index, open_root,
     report, save,
 };
+use crate::engine::walker::{MpiWalk, Walker, open_below};
+use crate::engine::walker::{RankCounts, WalkTotals, kind_byte, kind_of};
 use crate::error::{Error, Result};
 use crate::fs::walk::Kind;
 use crate::inventory::Inventory;
 use crate::measure::provenance::Provenance;
+use crate::ranks;
 use crate::signals;
 use rustix::fd::AsFd;
 use serde::{Deserialize, Serialize};
@@ -180,7 +181,7 @@ struct RankScan {
     first_error: Option<String>,
     inventory: Option<Inventory>,
     interrupted: i32,
-    walk: super::walk::WalkStats,
+    walk: crate::engine::walker::WalkStats,
 }
 
 /// A spool for rows: an unlinked temporary file, or memory where none can be made.
@@ -251,7 +252,7 @@ impl Spool {
 }
 
 fn ranks_send(b: &[u8]) {
-    super::send_bytes(0, ROWS_TAG, b)
+    crate::ranks::send_bytes(0, ROWS_TAG, b)
 }
 
 /// Every rank scans part of the tree; rank 0 writes the index. Every rank returns the
@@ -378,7 +379,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
             let path = &it[12..];
             let t0 = Instant::now();
             let opened = open_below(root_fd.as_fd(), path);
-            let name_len = (depth > 0).then(|| super::walk::split_last(path).1.len());
+            let name_len = (depth > 0).then(|| crate::engine::walker::split_last(path).1.len());
             let mut sub =
                 |_: &std::sync::Arc<rustix::fd::OwnedFd>, _: std::ffi::CString, p: Vec<u8>, k: u64, d: u32| {
                     spawn(item(k, d, &p))
@@ -390,7 +391,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
             // The other ranks' rows, rank by rank, into the writer.
             for r in 1..ranks::size() {
                 loop {
-                    let m = super::recv_bytes(r, ROWS_TAG);
+                    let m = crate::ranks::recv_bytes(r, ROWS_TAG);
                     if m.first() != Some(&1) {
                         break;
                     }

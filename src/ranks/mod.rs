@@ -1,17 +1,16 @@
-//! Many clients at once: the same experiment on every MPI rank (started by `mpirun` or
-//! `srun`), phases started together behind a barrier and aggregated as HPC storage
-//! benchmarks do (IOR, mdtest): the rate from the last finisher and from the first
-//! finisher ("stonewall").
+//! MPI, communication only: join the job, rank and size, barrier, all-gather of bytes,
+//! `from_root`, `agree`, point-to-point bytes, abort, and the shared-directory checks.
+//! Many clients at once: the same command on every MPI rank (started by `mpirun` or
+//! `srun`).
 //!
 //! Without the `mpi` feature, or when the process was not started by an MPI launcher,
 //! there is one rank and every function here is a no-op: the tool behaves as before.
-//! Only the few collective calls the tool needs are wrapped (barrier, all-gather of
-//! bytes, abort), so the rest of the code never sees MPI.
+//! Only the few collective calls the tool needs are wrapped, so the rest of the code
+//! never sees MPI. What the ranks exchange is the callers' business (the experiment
+//! driver aggregates phases, the engines spread walks); this module knows no phase,
+//! tree or engine.
 
 use crate::error::{Error, Result};
-use crate::measure::{Latency, PhaseResult, Portion, portions_from_points};
-use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "mpi")]
 mod world {
@@ -253,7 +252,14 @@ pub fn agree<T>(r: Result<T>) -> Result<T> {
     }
 }
 
-/// A failure every rank knows of (from [`agree`]): each rank can leave normally.
+/// Records that every rank knows of a failure (each learnt it from the same gathered
+/// result), so each can leave normally: see [`failure_agreed`].
+pub fn set_failure_agreed() {
+    AGREED_FAILURE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A failure every rank knows of (from [`agree`], or [`set_failure_agreed`]): each rank
+/// can leave normally.
 pub fn failure_agreed() -> bool {
     AGREED_FAILURE.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -271,185 +277,33 @@ pub fn expand(path: &std::path::Path) -> std::path::PathBuf {
     if s.contains("{rank}") { s.replace("{rank}", &rank().to_string()).into() } else { path.to_path_buf() }
 }
 
-/// How a phase spread across ranks (present only when more than one rank ran it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RankSpread {
-    pub ranks: usize,
-    /// Each rank's own elapsed time, in rank order.
-    pub rank_elapsed_s: Vec<f64>,
-    /// Each rank's files, in rank order.
-    pub rank_files: Vec<u64>,
-    /// First rank to finish (seconds from the common start).
-    pub stonewall_s: f64,
-    /// Files done by all ranks together when the first rank finished (from each rank's
-    /// per-portion progress, interpolated linearly within a portion).
-    pub stonewall_files: u64,
+/// Sends `bytes` to rank `to` (point to point on the world communicator; blocks until
+/// MPI has taken the buffer). Only from the main thread. Without MPI there is no other
+/// rank to send to.
+pub fn send_bytes(to: usize, tag: i32, bytes: &[u8]) {
+    #[cfg(feature = "mpi")]
+    {
+        use mpi::traits::*;
+        mpi::topology::SimpleCommunicator::world().process_at_rank(to as i32).send_with_tag(bytes, tag);
+    }
+    #[cfg(not(feature = "mpi"))]
+    unreachable!("no rank {to} to send {} bytes with tag {tag} to without MPI", bytes.len())
 }
 
-/// What each rank sends after a phase: its result and its latency histogram
-/// (percentiles cannot be merged, histograms can).
-#[derive(Serialize, Deserialize)]
-struct RankReport {
-    result: PhaseResult,
-    /// Latency histogram as (value ns, count) pairs.
-    latency_ns: Vec<(u64, u64)>,
-}
-
-/// Runs `phase` on every rank at once (a barrier first) and returns the aggregate on
-/// every rank, so all ranks take the same decisions afterwards (stop or go on).
-/// With one rank, returns the phase's own result.
-pub fn run_phase_everywhere(phase: impl FnOnce() -> (PhaseResult, Histogram<u64>)) -> PhaseResult {
-    if size() == 1 {
-        return phase().0;
+/// The next message with `tag` from rank `from` (see [`send_bytes`]).
+pub fn recv_bytes(from: usize, tag: i32) -> Vec<u8> {
+    #[cfg(feature = "mpi")]
+    {
+        use mpi::traits::*;
+        mpi::topology::SimpleCommunicator::world().process_at_rank(from as i32).receive_vec_with_tag::<u8>(tag).0
     }
-    barrier();
-    let (result, hist) = phase();
-    let report = RankReport {
-        result,
-        latency_ns: hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect(),
-    };
-    let bytes = serde_json::to_vec(&report).expect("a phase result serialises");
-    let reports: Vec<RankReport> = all_gather(&bytes)
-        .iter()
-        .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
-        .collect();
-    let agg = aggregate(reports.into_iter().map(|r| (r.result, r.latency_ns)).collect());
-    if agg.failed.is_some() || agg.interrupted {
-        // Every rank has this same result and stops the same way.
-        AGREED_FAILURE.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    agg
-}
-
-/// Files a rank had done `t` seconds into its phase, from its portions.
-fn files_at(r: &PhaseResult, t: f64) -> u64 {
-    if t >= r.elapsed_s {
-        return r.files;
-    }
-    let (mut at, mut done) = (0.0, 0u64);
-    for p in &r.portions {
-        if at + p.elapsed_s >= t {
-            let frac = if p.elapsed_s > 0.0 { (t - at) / p.elapsed_s } else { 1.0 };
-            return done + (p.files as f64 * frac.clamp(0.0, 1.0)).round() as u64;
-        }
-        at += p.elapsed_s;
-        done = p.end_files;
-    }
-    done
-}
-
-/// One result for the job from every rank's (result, latency histogram), in rank order:
-/// counts add up, time is the last finisher's, the stonewall the first's.
-fn aggregate(ranks: Vec<(PhaseResult, Vec<(u64, u64)>)>) -> PhaseResult {
-    let mut hist = crate::measure::new_histogram();
-    for (_, h) in &ranks {
-        for &(v, c) in h {
-            let _ = hist.record_n(v.max(1), c);
-        }
-    }
-    let rs: Vec<&PhaseResult> = ranks.iter().map(|(r, _)| r).collect();
-    let elapsed = rs.iter().map(|r| r.elapsed_s).fold(0.0, f64::max);
-    let stonewall = rs.iter().map(|r| r.elapsed_s).fold(f64::INFINITY, f64::min);
-    let tagged = |i: usize, m: &Option<String>| m.as_ref().map(|m| format!("rank {i}: {m}"));
-    // Portions of the whole job: every rank's slice ends as cumulative points, merged in time.
-    let mut events: Vec<(f64, u64)> = Vec::new();
-    for r in &rs {
-        let mut t = 0.0;
-        for p in &r.portions {
-            t += p.elapsed_s;
-            events.push((t, p.files));
-        }
-    }
-    events.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut total = 0;
-    let points: Vec<(u64, f64)> = events
-        .into_iter()
-        .map(|(t, n)| {
-            total += n;
-            (total, t)
-        })
-        .collect();
-    let files: u64 = rs.iter().map(|r| r.files).sum();
-    let portions: Vec<Portion> = portions_from_points(points, files, elapsed);
-    PhaseResult {
-        elapsed_s: elapsed,
-        files,
-        bytes: rs.iter().map(|r| r.bytes).sum(),
-        dirs: rs.iter().map(|r| r.dirs).sum(),
-        threads: rs.iter().map(|r| r.threads).sum(),
-        cpu_user_s: rs.iter().map(|r| r.cpu_user_s).sum(),
-        cpu_sys_s: rs.iter().map(|r| r.cpu_sys_s).sum(),
-        errors: rs.iter().map(|r| r.errors).sum(),
-        first_error: rs.iter().enumerate().find_map(|(i, r)| tagged(i, &r.first_error)),
-        interrupted: rs.iter().any(|r| r.interrupted),
-        failed: rs.iter().enumerate().find_map(|(i, r)| tagged(i, &r.failed)),
-        portions,
-        latency_us: Latency::from_histogram(&hist),
-        first_finish_s: rs.iter().map(|r| r.first_finish_s).fold(f64::INFINITY, f64::min),
-        last_finish_s: rs.iter().map(|r| r.last_finish_s).fold(0.0, f64::max),
-        // Each rank sees the whole file system's change when the ranks share one.
-        space_used_bytes: rs.iter().filter_map(|r| r.space_used_bytes).max(),
-        allocated_bytes: rs.iter().map(|r| r.allocated_bytes).sum(),
-        peak_rss_bytes: rs.iter().filter_map(|r| r.peak_rss_bytes).max(),
-        // The job returned when the last rank's files were closed, and was durable when the
-        // last rank's flush returned; the cache state and device view are rank 0's.
-        returned_s: rs.iter().filter_map(|r| r.returned_s).reduce(f64::max),
-        flush_s: rs.iter().filter_map(|r| r.flush_s).reduce(f64::max),
-        cache: rs.first().and_then(|r| r.cache.clone()),
-        device: rs.first().and_then(|r| r.device.clone()),
-        // Set around the whole phase by the experiment, per rank (rank 0's decides).
-        machine: None,
-        ranks: Some(RankSpread {
-            ranks: rs.len(),
-            rank_elapsed_s: rs.iter().map(|r| r.elapsed_s).collect(),
-            rank_files: rs.iter().map(|r| r.files).collect(),
-            stonewall_s: stonewall,
-            stonewall_files: rs.iter().map(|r| files_at(r, stonewall)).sum(),
-        }),
-    }
+    #[cfg(not(feature = "mpi"))]
+    unreachable!("no rank {from} to receive tag {tag} from without MPI")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rank_result(files: u64, elapsed: f64, slices: usize) -> PhaseResult {
-        let per = files / slices as u64;
-        PhaseResult {
-            elapsed_s: elapsed,
-            files,
-            bytes: files * 10,
-            threads: 2,
-            portions: (1..=slices as u64)
-                .map(|i| Portion { files: per, elapsed_s: elapsed / slices as f64, end_files: per * i })
-                .collect(),
-            first_finish_s: elapsed * 0.9,
-            last_finish_s: elapsed,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn aggregate_adds_counts_and_takes_last_and_first_finisher() {
-        let a = rank_result(1000, 2.0, 10);
-        let b = rank_result(1000, 1.0, 10);
-        let mut f = a.clone();
-        f.failed = Some("no space".into());
-        let agg = aggregate(vec![(a.clone(), vec![(1000, 5)]), (b, vec![(3000, 5)])]);
-        assert_eq!(agg.files, 2000);
-        assert_eq!(agg.bytes, 20000);
-        assert_eq!(agg.threads, 4);
-        assert_eq!(agg.elapsed_s, 2.0);
-        let s = agg.ranks.as_ref().unwrap();
-        assert_eq!(s.ranks, 2);
-        assert_eq!(s.stonewall_s, 1.0);
-        // At t = 1 s the slow rank had done half its files, the fast one all.
-        assert_eq!(s.stonewall_files, 1500);
-        assert_eq!(agg.latency_us.count, 10);
-        assert_eq!(agg.portions.iter().map(|p| p.files).sum::<u64>(), 2000);
-        let agg = aggregate(vec![(a, vec![]), (f, vec![])]);
-        assert_eq!(agg.failed.as_deref(), Some("rank 1: no space"));
-    }
 
     #[test]
     fn one_rank_without_mpi() {

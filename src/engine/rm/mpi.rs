@@ -1,7 +1,7 @@
 //! `manyfiles rm` under MPI: every rank removes part of the same trees (on a file system
 //! every rank sees).
 //!
-//! Phase 1, on the distributed walk ([`super::walk::Walker`]): a rank that takes a
+//! Phase 1, on the distributed walk ([`crate::engine::walker::Walker`]): a rank that takes a
 //! directory lists it, spawns its subdirectories, and unlinks its non-directories in
 //! inode order — itself, or as chunks of [`CHUNK`] names that other ranks can take — so
 //! one huge directory is emptied by every rank. Each rank remembers the directories it
@@ -15,15 +15,15 @@
 //!
 //! Checks are the local engine's (`engine::rm`): every PATH resolved before anything is
 //! removed, on every rank, and the ranks agree; nothing below a PATH is reached through a
-//! symlink ([`super::walk::open_below`]); other file systems are not entered unless
+//! symlink ([`crate::engine::walker::open_below`]); other file systems are not entered unless
 //! `--cross-mounts`.
 
-use super::ranks;
-use super::walk::{MpiWalk, Walker, depth, join, open_below, split_last};
-use super::{RankCounts, WalkTotals};
 use crate::engine::rm::{CHUNK, Options, Part, Summary, Tally, grant, grant_below, targets};
+use crate::engine::walker::{MpiWalk, Walker, depth, join, open_below, split_last};
+use crate::engine::walker::{RankCounts, WalkTotals};
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
+use crate::ranks;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, statx, unlinkat};
 use rustix::io::Errno;
