@@ -1,0 +1,465 @@
+//! Argument groups shared by several commands (where and how often to run, the tree's
+//! size and shape, how files are written) and the checks every command uses: thread
+//! counts, run counts, durations, output paths.
+
+use clap::Args;
+use manyfiles::error::{Error, Result};
+use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
+use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
+use manyfiles::report::export::{Format, Output};
+use manyfiles::results::Until;
+use manyfiles::target::fsspec::parse_list as parse_fs_list;
+use manyfiles::tree::content::POOL;
+use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
+use manyfiles::units::{parse_count, parse_size};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct TreeSizeArgs {
+    /// Number of files
+    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    pub files: u64,
+    /// File size: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
+    #[arg(long, default_value = "4k")]
+    pub size: String,
+    /// A tree shaped like an inventory (`scan PATH --inventory FILE`): same histograms, no names or bytes copied
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["files", "size", "tree"])]
+    pub like: Option<PathBuf>,
+    /// A preset tree shape: nextcloud-like (41,732 folders, 313,860 files, 3,075 MB)
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["files", "size"])]
+    pub tree: Option<String>,
+    /// Multiply the files and directories of --like or --tree by this
+    #[arg(long, default_value = "1")]
+    pub scale: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Directory to work in: a private run directory is made inside it and removed afterwards
+    /// (default: . unless --fs is given)
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME],
+    /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
+    #[arg(long, value_name = "SPEC,...")]
+    pub fs: Option<String>,
+    /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here
+    /// (repeat for several devices); everything on it is destroyed
+    #[arg(long, value_name = "/dev/NAME")]
+    pub destroy_device: Vec<PathBuf>,
+    /// Image size for --fs (default: twice the largest tree, at least 512 MiB)
+    #[arg(long, value_parser = parse_size)]
+    pub fs_size: Option<u64>,
+    /// Keep each --fs file system between trials instead of formatting it afresh
+    #[arg(long)]
+    pub reuse: bool,
+    /// interleaved (run 1 on every tree and target, then run 2, ...) or sequential
+    #[arg(long, default_value = "interleaved")]
+    pub order: String,
+    /// Caches before each phase: cold (default: read-side phases start with the trees'
+    /// data evicted, and as root every cache dropped), warm (left as they are), drop
+    /// (root: every cache dropped before every phase)
+    #[arg(long, value_name = "cold|warm|drop", conflicts_with_all = ["cold", "drop_caches"])]
+    pub cache: Option<String>,
+    /// Which time tables, models and comparisons use for write phases: durable (until a
+    /// syncfs/fsync of the target returned: the storage's cost) or returned (until the
+    /// last close: what the application saw); both are in the JSON
+    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    pub until: String,
+    /// Same as --cache drop
+    #[arg(long, conflicts_with = "cold")]
+    pub drop_caches: bool,
+    /// Same as --cache cold (the default)
+    #[arg(long)]
+    pub cold: bool,
+    /// Exactly N measured runs of every op on every tree (default: adaptive runs to
+    /// --precision)
+    #[arg(long, conflicts_with_all = ["precision", "min_runs", "max_runs", "max_time"])]
+    pub runs: Option<u32>,
+    /// Adaptive runs (the default): run each cell until the 95% interval of its median
+    /// is within ±P% (judged from 6 undisturbed runs on)
+    #[arg(long, value_name = "P%", default_value = "5%")]
+    pub precision: String,
+    /// Adaptive: runs every cell gets, whatever the budget
+    #[arg(long, default_value = "3")]
+    pub min_runs: u32,
+    /// Adaptive: most runs of a cell (disturbed runs are replaced and not counted)
+    #[arg(long, default_value = "30")]
+    pub max_runs: u32,
+    /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); past each cell's
+    /// minimum runs, no trial starts that would overrun it
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    pub max_time: String,
+    /// Synthetic times for tests of the statistics (cv=,slow=,disturbed=,seed=)
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub mock_timing: Option<String>,
+    /// Unrecorded runs before the measured ones
+    #[arg(long, default_value = "0")]
+    pub warmup: u32,
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Close a per-portion time every N files (and at least once a second)
+    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    pub portion: u64,
+    /// Write the results (versioned JSON) here, rewritten after every measurement
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write one row per measurement as CSV here
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write the summary and fitted costs as Markdown tables here
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Keep the run directory (trees are still deleted after each run; an interrupted or failed run leaves its tree there)
+    #[arg(long)]
+    pub keep: bool,
+    /// Under MPI: every rank works in the same directories (rank 0's), each on its own files,
+    /// to load directories from many clients at once (default: a subtree per rank)
+    #[arg(long)]
+    pub shared_dir: bool,
+    /// No progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShapeArgs {
+    /// All files in one directory
+    #[arg(long, conflicts_with_all = ["files_per_dir", "fanout", "depth"])]
+    pub flat: bool,
+    /// Files per leaf directory
+    #[arg(long, default_value = "1000", value_parser = parse_count)]
+    pub files_per_dir: u64,
+    /// Subdirectories per directory
+    #[arg(long, default_value = "16", value_parser = parse_count)]
+    pub fanout: u64,
+    /// Fixed depth of leaf directories (files spread evenly over fanout^depth leaves)
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Length of every file name in bytes
+    #[arg(long, default_value = "16")]
+    pub name_len: usize,
+    /// File content: zeros, random or compressible:RATIO
+    #[arg(long, default_value = "random")]
+    pub content: String,
+    /// Seed: the same spec and seed give byte-identical trees
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// Bytes per write() call when creating files (at most 4 MiB)
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    pub block_size: u64,
+    /// When to fsync while creating: none, file (each file), dir (each directory), end (one syncfs)
+    #[arg(long, default_value = "none")]
+    pub fsync: String,
+    /// Write with O_DIRECT (block size a multiple of 4 KiB)
+    #[arg(long)]
+    pub direct: bool,
+}
+
+pub(super) fn threads(t: Option<usize>) -> Result<usize> {
+    threads_or(t, cores())
+}
+
+/// The cores this process may use. Under an MPI launcher that did not bind the ranks to
+/// cores (affinity still spans every online CPU), the host's cores are shared among the
+/// ranks on it: each rank's default threads would otherwise oversubscribe them.
+pub(super) fn cores() -> usize {
+    let usable = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // SAFETY: sysconf only reads a system constant.
+    let online = usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).unwrap_or(0);
+    // Ranks on this host, as Open MPI and MPICH's Hydra tell each rank.
+    let ranks_here = ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
+        .unwrap_or(1);
+    cores_per_rank(usable, online, ranks_here)
+}
+
+/// See [`cores`]: a rank bound to fewer cores than the host has keeps them.
+fn cores_per_rank(usable: usize, online: usize, ranks_here: usize) -> usize {
+    if usable >= online && ranks_here > 1 { (usable / ranks_here).max(1) } else { usable }
+}
+
+/// `--threads`, or `default` when not given.
+pub(super) fn threads_or(t: Option<usize>, default: usize) -> Result<usize> {
+    match t {
+        Some(0) => Err(Error::bad("--threads", "must be at least 1")),
+        Some(n) if n > 1024 => Err(Error::bad("--threads", "must be at most 1024")),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    }
+}
+
+impl TreeSizeArgs {
+    fn size(&self) -> Result<SizeDist> {
+        SizeDist::parse(&self.size).map_err(|e| Error::bad("--size", e))
+    }
+
+    /// The tree: drawn from --like / --tree, or made from --files and --size with `shape`.
+    pub(super) fn spec(&self, shape: &ShapeArgs) -> Result<TreeSpec> {
+        use manyfiles::tree::drawn;
+        let (inv, flag) = match (&self.like, self.tree.as_deref()) {
+            (Some(p), _) => (
+                manyfiles::inventory::Inventory::load(p).map_err(|e| match e {
+                    Error::BadInput { reason, .. } => Error::bad("--like", reason),
+                    e => e,
+                })?,
+                "--like",
+            ),
+            (None, Some("nextcloud-like")) => (drawn::nextcloud_like(), "--tree"),
+            (None, Some(t)) => return Err(Error::bad("--tree", format!("'{t}': known presets: nextcloud-like"))),
+            (None, None) => {
+                if self.scale != 1.0 {
+                    return Err(Error::bad("--scale", "only makes sense with --like or --tree"));
+                }
+                return shape.spec(self.files, self.size()?);
+            }
+        };
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return Err(Error::bad("--scale", "must be a number above 0"));
+        }
+        let content = Content::parse(&shape.content).map_err(|e| Error::bad("--content", e))?;
+        drawn::spec_like(&inv, self.scale, shape.seed, content).map_err(|e| Error::bad(flag, e))
+    }
+}
+
+impl ShapeArgs {
+    pub(super) fn spec(&self, files: u64, size: SizeDist) -> Result<TreeSpec> {
+        let layout = if self.flat {
+            Layout::Flat
+        } else {
+            Layout::Nested { files_per_dir: self.files_per_dir, fanout: self.fanout, depth: self.depth }
+        };
+        let content = Content::parse(&self.content).map_err(|e| Error::bad("--content", e))?;
+        let spec = TreeSpec { files, size, layout, name_len: self.name_len, content, seed: self.seed };
+        spec.validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+        Ok(spec)
+    }
+}
+
+impl WriteArgs {
+    pub(super) fn options(&self) -> Result<CreateOptions> {
+        let fsync = FsyncMode::parse(&self.fsync).map_err(|e| Error::bad("--fsync", e))?;
+        let bs = self.block_size;
+        if bs == 0 || bs > POOL as u64 {
+            return Err(Error::bad("--block-size", "must be between 1 byte and 4 MiB"));
+        }
+        if self.direct && bs % IoBuf::ALIGN as u64 != 0 {
+            return Err(Error::bad("--block-size", "must be a multiple of 4 KiB with --direct"));
+        }
+        Ok(CreateOptions { block_size: bs as usize, fsync, direct: self.direct })
+    }
+}
+
+impl RunArgs {
+    /// --csv and --markdown, checked like --json.
+    pub(super) fn exports(&self) -> Result<Vec<Output>> {
+        let mut v = Vec::new();
+        for (p, f, flag) in [(&self.csv, Format::Csv, "--csv"), (&self.markdown, Format::Markdown, "--markdown")] {
+            if let Some(p) = p {
+                check_output(p, flag)?;
+                v.push(Output { path: p.clone(), format: f });
+            }
+        }
+        Ok(v)
+    }
+    pub(super) fn cache_mode(&self) -> Result<CacheMode> {
+        match &self.cache {
+            Some(c) => CacheMode::parse(c),
+            None if self.drop_caches => Ok(CacheMode::Drop),
+            None => Ok(CacheMode::Cold),
+        }
+    }
+
+    pub(super) fn runs(&self, default: u32) -> Result<u32> {
+        check_runs(self.runs.unwrap_or(default))
+    }
+
+    /// Adaptive runs unless `--runs N` was given.
+    pub(super) fn adaptive(&self) -> Result<Option<manyfiles::results::adaptive::Adaptive>> {
+        if self.runs.is_some() {
+            return Ok(None);
+        }
+        let p = self.precision.trim().trim_end_matches('%');
+        let precision = match p.parse::<f64>() {
+            Ok(v) if v > 0.0 && v < 100.0 => v / 100.0,
+            _ => {
+                return Err(Error::bad(
+                    "--precision",
+                    format!("'{}': expected a percentage such as 5%", self.precision),
+                ));
+            }
+        };
+        if self.min_runs == 0 || self.min_runs > 10_000 {
+            return Err(Error::bad("--min-runs", "must be between 1 and 10000"));
+        }
+        if self.max_runs < self.min_runs || self.max_runs > 10_000 {
+            return Err(Error::bad("--max-runs", "must be at least --min-runs and at most 10000"));
+        }
+        let max_time_s = parse_duration(&self.max_time).map_err(|e| Error::bad("--max-time", e))?;
+        Ok(Some(manyfiles::results::adaptive::Adaptive {
+            precision,
+            min_runs: self.min_runs,
+            max_runs: self.max_runs,
+            max_time_s,
+            budget_spent: false,
+            spent_s: 0.0,
+        }))
+    }
+
+    pub(super) fn mock(&self) -> Result<Option<manyfiles::experiment::rounds::MockTiming>> {
+        self.mock_timing
+            .as_deref()
+            .map(|m| manyfiles::experiment::rounds::MockTiming::parse(m).map_err(|e| Error::bad("--mock-timing", e)))
+            .transpose()
+    }
+
+    /// --target and --fs together; `.` when neither is given.
+    pub(super) fn targets(&self) -> Result<Vec<TargetSpec>> {
+        let mut targets = Vec::new();
+        if let Some(t) = &self.target {
+            targets.push(TargetSpec::Dir(t.clone()));
+        }
+        if let Some(f) = &self.fs {
+            targets.extend(parse_fs_list(f).map_err(|e| Error::bad("--fs", e))?.into_iter().map(TargetSpec::Fs));
+        } else if self.fs_size.is_some() || self.reuse {
+            return Err(Error::bad(if self.reuse { "--reuse" } else { "--fs-size" }, "only makes sense with --fs"));
+        }
+        if targets.is_empty() {
+            targets.push(TargetSpec::Dir(PathBuf::from(".")));
+        }
+        self.confirm_devices(&mut targets)?;
+        Ok(targets)
+    }
+
+    /// Attach each --destroy-device to the `@dev:` spec naming the same device (the
+    /// engine refuses a device spec without one, or with one naming another device).
+    pub(super) fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
+        use manyfiles::target::device::same_device;
+        use manyfiles::target::fsspec::Backing;
+        const FLAG: &str = "--destroy-device";
+        let destroy = &self.destroy_device;
+        let mut devs: Vec<&mut manyfiles::target::fsspec::FsSpec> = targets
+            .iter_mut()
+            .filter_map(|t| match t {
+                TargetSpec::Fs(f) if f.device().is_some() => Some(f),
+                _ => None,
+            })
+            .collect();
+        if destroy.is_empty() {
+            return Ok(());
+        }
+        if devs.is_empty() {
+            return Err(Error::bad(
+                FLAG,
+                "only makes sense with a device in --fs (TYPE@dev:/dev/NAME); nothing here formats a device",
+            ));
+        }
+        for d in destroy {
+            let matching: Vec<usize> =
+                (0..devs.len()).filter(|&i| devs[i].device().is_some_and(|p| same_device(p, d))).collect();
+            // One device and one confirmation that do not match: let the engine say why.
+            let chosen = if matching.is_empty() && devs.len() == 1 && destroy.len() == 1 { vec![0] } else { matching };
+            if chosen.is_empty() {
+                return Err(Error::bad(FLAG, format!("{} names none of the @dev: devices in --fs", d.display())));
+            }
+            for i in chosen {
+                if let Backing::Dev { confirmed_by, .. } = &mut devs[i].backing {
+                    *confirmed_by = Some(d.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+    pub(super) fn experiment(
+        &self,
+        name: &str,
+        trees: Vec<TreeSpec>,
+        ops: &str,
+        create: CreateOptions,
+        command_line: Vec<String>,
+    ) -> Result<TreeExperiment> {
+        let runs = self.runs(3)?;
+        if self.portion == 0 {
+            return Err(Error::bad("--portion", "must be at least 1"));
+        }
+        if let Some(j) = &self.json {
+            check_output(j, "--json")?;
+        }
+        let targets = self.targets()?;
+        Ok(TreeExperiment {
+            name: name.into(),
+            targets,
+            fs_size: self.fs_size,
+            reuse: self.reuse,
+            order: Order::parse(&self.order)?,
+            measure_allocation: false,
+            caches: self.cache_mode()?,
+            until: Until::parse(&self.until)?,
+            trees,
+            ops: parse_ops(ops)?,
+            create,
+            runs,
+            adaptive: self.adaptive()?,
+            mock: self.mock()?,
+            warmup: self.warmup,
+            threads: threads(self.threads)?,
+            portion_files: self.portion,
+            keep: self.keep,
+            shared_dir: self.shared_dir,
+            json: self.json.clone(),
+            exports: self.exports()?,
+            quiet: self.quiet,
+            command_line,
+            commands: Vec::new(),
+        })
+    }
+}
+
+/// `90`, `90s`, `3m`, `1.5h` → seconds (positive).
+fn parse_duration(s: &str) -> std::result::Result<f64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * mult),
+        _ => Err(format!("'{s}': expected a duration such as 90s, 3m or 1h")),
+    }
+}
+
+pub(super) fn check_runs(n: u32) -> Result<u32> {
+    match n {
+        0 => Err(Error::bad("--runs", "must be at least 1")),
+        n if n > 10_000 => Err(Error::bad("--runs", "must be at most 10000")),
+        n => Ok(n),
+    }
+}
+
+/// An output must not be a directory, and a new file's directory must exist (devices,
+/// fifos, sockets, symlinks and `-` are fine: see `fs::output::write_output`).
+pub(super) fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
+    manyfiles::fs::output::check_path(path).map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cores_per_rank;
+
+    #[test]
+    fn ranks_on_one_host_share_its_cores_unless_bound() {
+        assert_eq!(cores_per_rank(2, 2, 1), 2, "no launcher: every core");
+        assert_eq!(cores_per_rank(16, 16, 4), 4, "4 unbound ranks share 16 cores");
+        assert_eq!(cores_per_rank(2, 2, 3), 1, "more ranks than cores: one thread each");
+        assert_eq!(cores_per_rank(1, 16, 4), 1, "bound to one core by the launcher: that core");
+        assert_eq!(cores_per_rank(8, 16, 2), 8, "bound to a socket: its cores");
+    }
+}

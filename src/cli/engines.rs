@@ -1,0 +1,151 @@
+//! The engines that work on real trees: copy, sync, rm and scan (their arguments and
+//! their translation into engine options).
+
+use super::common::{check_output, cores, threads, threads_or};
+use clap::Args;
+use manyfiles::error::{Error, Result};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct CopyArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory: new or empty
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Try a reflink (shared extents) first for every file
+    #[arg(long)]
+    pub reflink: bool,
+    /// Compare DST with SRC afterwards (contents, modes, mtimes)
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SyncArgs {
+    /// Source directory
+    #[arg(value_name = "SRC")]
+    pub src: PathBuf,
+    /// Destination directory (made if missing)
+    #[arg(value_name = "DST")]
+    pub dst: PathBuf,
+    /// Decide by content instead of size + mtime
+    #[arg(long)]
+    pub checksum: bool,
+    /// Delete what DST has and SRC has not
+    #[arg(long)]
+    pub delete: bool,
+    /// Compare only: write and delete nothing, report what would change
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub common: CopyCommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CopyCommonArgs {
+    /// Worker threads, parallel across directories (default: twice the available cores;
+    /// for sync --dry-run, the available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the summary as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
+/// `sync --dry-run`, which only walks.
+pub fn copy_config(
+    mode: manyfiles::engine::copy::Mode,
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    c: &CopyCommonArgs,
+    writes: bool,
+) -> Result<(manyfiles::engine::copy::Options, Option<PathBuf>)> {
+    if let Some(j) = &c.json {
+        check_output(j, "--json")?;
+    }
+    // A job that copies defaults to two threads a core: a cold source file's read blocks
+    // its thread on the device while the other thread of that core goes on (100,000 × 1 KiB
+    // cold on a RAM-backed ext4, 2 cores: 4 threads 1.20× faster than 2, 8 no faster than
+    // 4; BENCHMARKS.md). A walk (dry run) gains nothing from more threads than cores.
+    let default = if writes { 2 * cores() } else { cores() };
+    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads_or(c.threads, default)?);
+    o.quiet = c.quiet;
+    Ok((o, c.json.clone()))
+}
+
+#[derive(Args, Debug)]
+pub struct RmArgs {
+    /// Files or directories to remove (a symlink is removed itself, never followed)
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Also remove below mount points inside the trees (default: leave them, and report them)
+    #[arg(long)]
+    pub cross_mounts: bool,
+    /// Worker threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// No progress line
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Write the summary as JSON here (`-`: standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    let o = manyfiles::engine::rm::Options {
+        paths: a.paths.clone(),
+        threads: threads(a.threads)?,
+        cross_mounts: a.cross_mounts,
+        quiet: a.quiet,
+    };
+    Ok((o, a.json.clone()))
+}
+
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Directory to scan (never written to)
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+    /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Also write the tree's shape (counts and histograms, no names) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Walk threads, parallel across directories (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the scan report (counts, diff, phase times, provenance) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
+    let db =
+        a.db.as_deref().map(manyfiles::engine::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
+    for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+        }
+    }
+    Ok(manyfiles::engine::scan::ScanConfig {
+        root: a.path.clone(),
+        db,
+        inventory: a.inventory.clone(),
+        threads: threads(a.threads)?,
+        json: a.json.clone(),
+        command_line,
+    })
+}

@@ -1,0 +1,155 @@
+//! Command-line definitions (clap) and their translation into the engine's plain config
+//! structs. Nothing below this layer sees clap. This file holds the parser (`Cli`, the
+//! `Command` enum whose doc comments are the help text) and clap's error lines; each
+//! command family's arguments and config translation live in the files below.
+
+mod common;
+mod docs;
+mod engines;
+mod experiments;
+mod results;
+mod runfiles;
+
+use clap::{Parser, Subcommand};
+use docs::{CompletionsArgs, ManArgs};
+use engines::{CopyArgs, SyncArgs};
+use experiments::{BigfileArgs, ClustersArgs, DirsizeArgs, GenArgs, LadderArgs, OpsArgs, PackArgs};
+use results::{CompareArgs, PlanArgs, PredictArgs, ReportArgs};
+use runfiles::RunFileArgs;
+
+pub use docs::{completions, man_pages};
+pub use engines::{RmArgs, ScanArgs, copy_config, rm_config, scan_config};
+pub use experiments::{
+    bigfile_config, clusters_config, dirsize_config, gen_config, ladder_config, ops_config, pack_config,
+};
+pub use results::{compare_config, plan_config, predict_config, report_config};
+pub use runfiles::toml_args;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "manyfiles",
+    version = manyfiles::measure::provenance::LONG_VERSION,
+    about = "Measure what many small files cost a storage system",
+    long_about = "Measure what many small files cost a storage system: the same bytes as 1 file or as \
+                  65,536 files, timed phase by phase with honest statistics, and the per-file and \
+                  per-byte cost fitted from them."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The main job: a fixed total split into 1, 4, 16, … files; time per op, fitted per-file cost and bandwidth
+    Ladder(LadderArgs),
+    /// Time chosen ops (create, stat, list, read, delete) over one generated tree
+    Ops(OpsArgs),
+    /// Write a deterministic tree (same spec + seed → byte-identical tree) into DIR
+    Gen(GenArgs),
+    /// One big file written in blocks: write loop, close (fsync) and unlink timed apart
+    Bigfile(BigfileArgs),
+    /// Cluster sizes × file sizes on fresh formats: seconds per portion and slack per file
+    Clusters(ClustersArgs),
+    /// Fill one directory portion by portion and find where the per-file cost jumps
+    Dirsize(DirsizeArgs),
+    /// Run an experiment described in a TOML file (keys are the command's long flags)
+    Run(RunFileArgs),
+    /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
+    Scan(ScanArgs),
+    /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
+    Cleanup,
+    /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
+    Copy(CopyArgs),
+    /// Remove trees fast: parallel per directory, never follows symlinks, stays on one file system
+    ///
+    /// Every PATH is checked before anything is removed: `/`, anything resolving to it, a
+    /// path that cannot be resolved, or ending in `.`/`..` is refused (exit 2). A symlink
+    /// PATH is removed itself. Mount points inside the trees are left alone and listed as
+    /// failures (exit 1) unless --cross-mounts. "freed" is the free space the file systems
+    /// involved gained (statvfs before and after: no per-file stat), so other writers on
+    /// them, or file systems that free blocks in the background (btrfs, XFS), make it
+    /// approximate.
+    Rm(RmArgs),
+    /// Make DST equal SRC: copy new and changed entries (size + mtime, or --checksum), optionally --delete
+    Sync(SyncArgs),
+    /// Charts and tables of result files: --html report (inline SVG), --png DIR, --csv, --markdown
+    Report(ReportArgs),
+    /// A/B: every measurement in both result files, the ratio B/A with its 95% CI and a verdict
+    Compare(CompareArgs),
+    /// Predict a real tree's time for every modelled op and target (model from a ladder's results)
+    Predict(PredictArgs),
+    /// Cluster sizes for a tree: allocated space and slack, predicted write time, a recommendation
+    Plan(PlanArgs),
+    /// Loose vs packed: copy a tree file by file, or pack it (tar, tar.zst, squashfs, erofs, ext4 image), copy one file, unpack or mount it
+    Pack(PackArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
+    Completions(CompletionsArgs),
+    /// Write man pages (manyfiles.1 and one manyfiles-COMMAND.1 per command) into DIR
+    Man(ManArgs),
+}
+
+/// clap's error as one line: its first line (which names the flag and the reason), with
+/// the list of a "required arguments were not provided" error joined in.
+pub fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        let listed: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+        let first = first.trim_end_matches(':');
+        return if listed.is_empty() {
+            format!("{first}: {}", required_hint(e))
+        } else {
+            format!("{first}: {}", listed.join(", "))
+        };
+    }
+    first
+}
+
+/// What a command with an empty "required arguments" list (clap leaves out arguments
+/// that are required unless another is present) needs.
+fn required_hint(e: &clap::Error) -> String {
+    let usage = match e.get(clap::error::ContextKind::Usage) {
+        Some(u) => u.to_string(),
+        None => String::new(),
+    };
+    if usage.contains("predict") {
+        "--tree PATH (or --inventory FILE)".into()
+    } else if usage.contains("plan") {
+        "PATH (or --inventory FILE)".into()
+    } else {
+        "see the usage".into()
+    }
+}
+
+/// `--min-runs` → `min_runs` (the TOML key a flag stands for).
+pub fn flag_key(flag: &str) -> String {
+    flag.trim_start_matches("--").replace('-', "_")
+}
+
+/// The first `--flag VALUE` whose VALUE is negative (`-1`, `-5%`, `-1m`, `-.5`): clap
+/// would take it for a flag and answer "unexpected argument '-1'" without naming the
+/// flag. Only flags that take a value count; nothing after `--`.
+pub fn negative_value(args: &[String]) -> Option<(String, String)> {
+    use clap::CommandFactory;
+    let root = Cli::command();
+    let sub_name = args.iter().skip(1).find(|a| !a.starts_with('-'))?;
+    let sub = root.find_subcommand(sub_name)?;
+    let takes_value =
+        |long: &str| sub.get_arguments().any(|a| a.get_long() == Some(long) && a.get_action().takes_values());
+    for w in args.windows(2) {
+        if w[0] == "--" {
+            break;
+        }
+        let Some(long) = w[0].strip_prefix("--") else { continue };
+        if long.contains('=') || !takes_value(long) {
+            continue;
+        }
+        let v = &w[1];
+        if v.len() > 1 && v.starts_with('-') && v[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+            return Some((w[0].clone(), v.clone()));
+        }
+    }
+    None
+}

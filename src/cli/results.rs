@@ -1,0 +1,235 @@
+//! The commands that read result files: report, compare, predict and plan (their
+//! arguments, `read_results`, and their translation into configs).
+
+use super::common::{check_output, threads};
+use clap::Args;
+use manyfiles::error::{Error, Result};
+use manyfiles::report::export::{Format, Output};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result files (JSON written by --json); several are combined into one report
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write one self-contained HTML file (charts as inline SVG, no scripts)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write every chart as a PNG into this directory (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    /// Write one row per measurement as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the summary and fitted costs as Markdown
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write the result set again as JSON, summaries and models derived by this version
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline result file
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// Result file compared with the baseline
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Exit with code 1 when B is significantly slower than A by more than PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+}
+
+/// Read a result file; a missing or foreign file is bad input naming `flag`. A file
+/// whose models were fitted by an older version (every run a point, no directory-size
+/// term), or that has no model, has its summaries, models and detections derived again
+/// from its raw measurements (models in a current file are kept as written).
+pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
+    let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
+    if rs.models.is_empty() || rs.models.iter().any(|m| m.model.interval_method != "cells") {
+        rs.derive();
+    }
+    Ok(rs)
+}
+
+pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
+    if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() && a.json.is_none() {
+        return Err(Error::bad(
+            "--html",
+            "say what to write: --html FILE, --png DIR, --csv FILE, --markdown FILE or --json FILE",
+        ));
+    }
+    let mut exports = Vec::new();
+    for (p, f, flag) in [
+        (&a.csv, Format::Csv, "--csv"),
+        (&a.markdown, Format::Markdown, "--markdown"),
+        (&a.json, Format::Json, "--json"),
+    ] {
+        if let Some(p) = p {
+            check_output(p, flag)?;
+            exports.push(Output { path: p.clone(), format: f });
+        }
+    }
+    if let Some(h) = &a.html {
+        check_output(h, "--html")?;
+    }
+    if let Some(d) = &a.png {
+        if d.exists() && !d.is_dir() {
+            return Err(Error::bad("--png", format!("{} is not a directory", d.display())));
+        }
+        if !d.exists() {
+            check_output(d, "--png")?;
+        }
+    }
+    let sets = a.files.iter().map(|f| read_results(f, "RESULTS.json")).collect::<Result<Vec<_>>>()?;
+    Ok(manyfiles::report::ReportConfig {
+        files: a.files.clone(),
+        sets,
+        html: a.html.clone(),
+        png: a.png.clone(),
+        exports,
+    })
+}
+
+pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfig> {
+    if let Some(p) = a.fail_if_slower {
+        if !(p.is_finite() && p >= 0.0) {
+            return Err(Error::bad("--fail-if-slower", "must be a percentage of 0 or more"));
+        }
+    }
+    Ok(manyfiles::report::CompareConfig {
+        a_name: a.a.display().to_string(),
+        b_name: a.b.display().to_string(),
+        a: read_results(&a.a, "A.json")?,
+        b: read_results(&a.b, "B.json")?,
+        fail_if_slower_pct: a.fail_if_slower,
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// Result file with fitted models (e.g. from `manyfiles ladder --json`)
+    #[arg(long, value_name = "RESULTS.json")]
+    pub model: PathBuf,
+    /// The tree to predict for (walked, nothing is read but names and sizes)
+    #[arg(long, value_name = "PATH", required_unless_present = "inventory", conflicts_with = "inventory")]
+    pub tree: Option<PathBuf>,
+    /// A saved inventory of the tree instead of walking it
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Sync interval (e.g. 15m, 1h): prints the recovery point of sync ops
+    #[arg(long, value_name = "DUR")]
+    pub interval: Option<String>,
+    /// Also write the predictions as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Threads for walking --tree (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The tree to plan for (walked: every file's size)
+    #[arg(value_name = "PATH", required_unless_present = "inventory", conflicts_with = "inventory")]
+    pub path: Option<PathBuf>,
+    /// A saved inventory instead of PATH (exact for 512 B … 2 MiB, powers of two)
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Cluster sizes to compare
+    #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_CLUSTERS)]
+    pub cluster: String,
+    /// Result file of a clusters experiment: predicted write time per cluster size
+    #[arg(long, value_name = "RESULTS.json")]
+    pub model: Option<PathBuf>,
+    /// Also write the plan as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Threads for walking PATH (default: available cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+fn tree_input(
+    path: &Option<PathBuf>,
+    inventory: &Option<PathBuf>,
+    path_flag: &str,
+) -> Result<manyfiles::report::TreeInput> {
+    use manyfiles::report::TreeInput;
+    match (path, inventory) {
+        (_, Some(i)) => Ok(TreeInput::Inventory(Box::new(manyfiles::inventory::Inventory::load(i)?))),
+        (Some(p), None) if p.is_dir() => Ok(TreeInput::Path(p.clone())),
+        (Some(p), None) => Err(Error::bad(path_flag, format!("{} is not a directory", p.display()))),
+        (None, None) => Err(Error::bad(path_flag, "give the tree (or --inventory FILE)")),
+    }
+}
+
+pub fn predict_config(a: &PredictArgs) -> Result<manyfiles::report::PredictConfig> {
+    let model = read_results(&a.model, "--model")?;
+    if model.models.is_empty() {
+        return Err(Error::bad(
+            "--model",
+            format!("{} holds no fitted model (fitting needs at least 3 tree shapes: run a ladder)", a.model.display()),
+        ));
+    }
+    let interval_s = match &a.interval {
+        Some(s) => {
+            Some(humantime::parse_duration(s).map_err(|e| Error::bad("--interval", format!("{s}: {e}")))?.as_secs_f64())
+        }
+        None => None,
+    };
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    Ok(manyfiles::report::PredictConfig {
+        model_name: a.model.display().to_string(),
+        model,
+        tree: tree_input(&a.tree, &a.inventory, "--tree")?,
+        interval_s,
+        json: a.json.clone(),
+        threads: threads(a.threads)?,
+    })
+}
+
+pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
+    use manyfiles::report::TreeInput;
+    let clusters =
+        manyfiles::experiment::clusters::parse_clusters(&a.cluster).map_err(|e| Error::bad("--cluster", e))?;
+    if let Some(c) = clusters.iter().find(|c| **c == 0) {
+        return Err(Error::bad("--cluster", format!("{c}: a cluster holds at least 1 byte")));
+    }
+    let model = match &a.model {
+        Some(m) => Some((m.display().to_string(), read_results(m, "--model")?)),
+        None => None,
+    };
+    if let Some((name, rs)) = &model {
+        let usable = rs.models.iter().any(|m| {
+            m.op == "create" && rs.targets.iter().any(|t| t.id == m.target && clusters.contains(&t.block_size))
+        });
+        if !usable {
+            return Err(Error::bad(
+                "--model",
+                format!(
+                    "{name} has no create model for a target with any of these cluster sizes (use the results of `manyfiles clusters`)"
+                ),
+            ));
+        }
+    }
+    if let Some(j) = &a.json {
+        check_output(j, "--json")?;
+    }
+    let tree = tree_input(&a.path, &a.inventory, "PATH")?;
+    if let TreeInput::Inventory(inv) = &tree {
+        if let Some(c) = clusters.iter().find(|c| inv.per_cluster_allocated(**c).is_none()) {
+            return Err(Error::bad(
+                "--cluster",
+                format!(
+                    "the inventory holds exact allocation for powers of two from 512 B to 2 MiB only, not {c} bytes: give PATH to walk the tree"
+                ),
+            ));
+        }
+    }
+    Ok(manyfiles::report::PlanConfig { tree, clusters, model, json: a.json.clone(), threads: threads(a.threads)? })
+}
