@@ -11,6 +11,7 @@ pub mod export;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod pack;
 pub mod table;
 
 use crate::analysis::detect::{self, Detection};
