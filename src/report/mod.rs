@@ -12,6 +12,7 @@ pub mod export;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod pack;
 pub mod table;
 
 use crate::results::ResultSet;

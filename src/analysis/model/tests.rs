@@ -1,0 +1,410 @@
+//! Tests of the cost model fit: exact and noisy ladders, clamped and unresolved
+//! coefficients, the directory-size term, old JSON, and the coverage of the intervals
+//! by simulation.
+
+use super::*;
+
+const A: f64 = 3e-3; // s/file
+const B: f64 = 1e-9; // s/byte
+const MIB64: f64 = 64.0 * 1024.0 * 1024.0;
+
+fn rel(got: f64, want: f64) -> f64 {
+    ((got - want) / want).abs()
+}
+
+/// Ladder: 64 MiB split into 1, 4, 16, ..., 65536 files.
+fn ladder_files() -> Vec<f64> {
+    (0..9).map(|k| 4f64.powi(k)).collect()
+}
+
+fn exact(files: f64, bytes: f64) -> Point {
+    Point { dirs: 0.0, dir_sq: 0.0, files, bytes, seconds: A * files + B * bytes }
+}
+
+/// Deterministic multiplicative noise in [1 − amp, 1 + amp] (an LCG; no
+/// rand crate).
+fn noise(state: &mut u64, amp: f64) -> f64 {
+    *state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let unit = (*state >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+    1.0 + amp * (2.0 * unit - 1.0)
+}
+
+#[test]
+fn recovers_exact_ladder() {
+    let pts: Vec<Point> = ladder_files().into_iter().map(|f| exact(f, MIB64)).collect();
+    let m = fit(&pts).expect("fit");
+    assert!(rel(m.per_file_s, A) < 1e-9, "a={}", m.per_file_s);
+    assert!(rel(m.per_byte_s, B) < 1e-9, "b={}", m.per_byte_s);
+    assert_eq!(m.n, 9);
+    assert_eq!(m.weighting, "relative");
+    assert_eq!(m.constrained, vec!["per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert!((m.r2 - 1.0).abs() < 1e-9, "r2={}", m.r2);
+    assert!(rel(m.bandwidth_bytes_per_s.expect("b > 0"), 1e9) < 1e-9);
+    // break-even = a/b = 3 MB
+    assert!(rel(m.break_even_bytes.expect("b > 0"), A / B) < 1e-9);
+    assert!(rel(m.break_even_bytes.expect("b > 0"), 3e6) < 1e-9);
+    // Exact data: residuals are rounding only.
+    assert!(m.per_file_se < 1e-9 * A && m.per_byte_se < 1e-9 * B);
+}
+
+#[test]
+fn recovers_exact_varying_bytes() {
+    let sizes = [0.0, 512.0, 4096.0, 65_536.0, 1_048_576.0, 16_777_216.0];
+    let mut pts = Vec::new();
+    for (i, f) in ladder_files().into_iter().enumerate() {
+        pts.push(exact(f, f * sizes[i % sizes.len()]));
+    }
+    let m = fit(&pts).expect("fit");
+    assert!(rel(m.per_file_s, A) < 1e-9, "a={}", m.per_file_s);
+    assert!(rel(m.per_byte_s, B) < 1e-9, "b={}", m.per_byte_s);
+    assert_eq!(m.constrained, vec!["per_dir".to_string(), "per_dir_entry".to_string()]);
+}
+
+#[test]
+fn noisy_ladder_within_a_few_percent() {
+    let mut state = 42;
+    let pts: Vec<Point> = ladder_files()
+        .into_iter()
+        .flat_map(|f| [f, f, f]) // 3 repetitions per rung
+        .map(|f| {
+            let p = exact(f, MIB64);
+            Point { seconds: p.seconds * noise(&mut state, 0.03), ..p }
+        })
+        .collect();
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.n, 27);
+    assert!(rel(m.per_file_s, A) < 0.05, "a={}", m.per_file_s);
+    assert!(rel(m.per_byte_s, B) < 0.05, "b={}", m.per_byte_s);
+    assert!(m.per_file_se > 0.0 && m.per_byte_se > 0.0);
+    // The true values are within a few standard errors.
+    assert!((m.per_file_s - A).abs() < 4.0 * m.per_file_se);
+    assert!((m.per_byte_s - B).abs() < 4.0 * m.per_byte_se);
+    assert!(m.r2 > 0.99 && m.r2 <= 1.0, "r2={}", m.r2);
+    let json = serde_json::to_string(&m).expect("serializable");
+    let back: CostModel = serde_json::from_str(&json).expect("round trip");
+    assert_eq!(back, m);
+}
+
+#[test]
+fn clamps_negative_per_byte() {
+    // Generated with a = 0.01, b = −1e-6: the unconstrained fit has b < 0.
+    let pts: Vec<Point> = [(10.0, 1000.0), (20.0, 5000.0), (30.0, 20_000.0), (40.0, 2000.0)]
+        .into_iter()
+        .map(|(files, bytes)| Point { dirs: 0.0, dir_sq: 0.0, files, bytes, seconds: 0.01 * files - 1e-6 * bytes })
+        .collect();
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.constrained, vec!["per_byte".to_string(), "per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(m.per_byte_s, 0.0);
+    assert_eq!(m.per_byte_se, 0.0);
+    assert!(m.per_file_s > 0.0);
+    assert!(m.per_file_se > 0.0);
+    assert!(m.bandwidth_bytes_per_s.is_none());
+    assert!(m.break_even_bytes.is_none());
+    // The single-variable weighted fit a = Σ(f/s) / Σ(f/s)².
+    let (s, ss) = pts.iter().fold((0.0, 0.0), |(s, ss), p| {
+        let u = p.files / p.seconds;
+        (s + u, ss + u * u)
+    });
+    assert!(rel(m.per_file_s, s / ss) < 1e-12);
+}
+
+#[test]
+fn clamps_negative_per_file() {
+    // Generated with a = −1e-4, b = 1e-8.
+    let pts: Vec<Point> = [(1.0, 1e6), (100.0, 2e6), (10.0, 5e6), (1000.0, 4e7)]
+        .into_iter()
+        .map(|(files, bytes)| Point { dirs: 0.0, dir_sq: 0.0, files, bytes, seconds: -1e-4 * files + 1e-8 * bytes })
+        .collect();
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.constrained, vec!["per_file".to_string(), "per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(m.per_file_s, 0.0);
+    assert!(m.per_byte_s > 0.0);
+    assert_eq!(m.break_even_bytes, Some(0.0));
+}
+
+#[test]
+fn singular_falls_back_to_single_variable() {
+    // bytes = 1000·files everywhere: a and b cannot be separated.
+    let pts: Vec<Point> = [1.0, 4.0, 16.0, 64.0]
+        .into_iter()
+        .map(|f| Point { dirs: 0.0, dir_sq: 0.0, files: f, bytes: 1000.0 * f, seconds: 2e-3 * f })
+        .collect();
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.constrained.len(), 3);
+    // Either explanation reproduces the times exactly.
+    let t = |p: &Point| m.per_file_s * p.files + m.per_byte_s * p.bytes;
+    for p in &pts {
+        assert!(rel(t(p), p.seconds) < 1e-12);
+    }
+
+    // All bytes zero: only per_file can be estimated.
+    let pts: Vec<Point> = [1.0, 2.0, 3.0]
+        .into_iter()
+        .map(|f| Point { dirs: 0.0, dir_sq: 0.0, files: f, bytes: 0.0, seconds: 0.5 * f })
+        .collect();
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.constrained, vec!["per_byte".to_string(), "per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert!(rel(m.per_file_s, 0.5) < 1e-12);
+}
+
+#[test]
+fn drops_invalid_points_and_rejects_too_few() {
+    let mut pts: Vec<Point> = ladder_files().into_iter().map(|f| exact(f, MIB64)).collect();
+    pts.push(Point { dirs: 0.0, dir_sq: 0.0, files: 1.0, bytes: 1.0, seconds: 0.0 });
+    pts.push(Point { dirs: 0.0, dir_sq: 0.0, files: 1.0, bytes: 1.0, seconds: -1.0 });
+    pts.push(Point { dirs: 0.0, dir_sq: 0.0, files: 1.0, bytes: 1.0, seconds: f64::NAN });
+    pts.push(Point { dirs: 0.0, dir_sq: 0.0, files: 1.0, bytes: 1.0, seconds: f64::INFINITY });
+    pts.push(Point { dirs: 0.0, dir_sq: 0.0, files: f64::NAN, bytes: 1.0, seconds: 1.0 });
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.n, 9);
+    assert!(rel(m.per_file_s, A) < 1e-9);
+
+    assert!(fit(&[]).is_none());
+    assert!(fit(&[exact(1.0, MIB64)]).is_none());
+    assert!(
+        fit(&[exact(1.0, MIB64), Point { dirs: 0.0, dir_sq: 0.0, files: 4.0, bytes: MIB64, seconds: 0.0 }]).is_none()
+    );
+    let zero = Point { dirs: 0.0, dir_sq: 0.0, files: 0.0, bytes: 0.0, seconds: 1.0 };
+    assert!(fit(&[zero, zero]).is_none());
+}
+
+#[test]
+fn two_points_have_zero_se() {
+    // n == p: exact fit, no residual degrees of freedom -> se documented as 0.
+    let m = fit(&[exact(1.0, MIB64), exact(1024.0, MIB64)]).expect("fit");
+    assert!(rel(m.per_file_s, A) < 1e-9);
+    assert!(rel(m.per_byte_s, B) < 1e-9);
+    assert_eq!(m.per_file_se, 0.0);
+    assert_eq!(m.per_byte_se, 0.0);
+}
+
+#[test]
+fn recovers_a_b_c_within_one_percent() {
+    // a = 3 ms/file, b = 1 ns/byte, c = 20 ms/dir; files, bytes and dirs vary independently.
+    const C: f64 = 2e-2;
+    let mut pts = Vec::new();
+    let mut state = 7;
+    for (i, f) in ladder_files().into_iter().enumerate() {
+        for (j, per_dir) in [10.0, 100.0, 1000.0].into_iter().enumerate() {
+            let dirs = (f / per_dir).ceil() + (i + j) as f64 % 3.0;
+            let bytes = MIB64 / (1 + (i + 2 * j) % 5) as f64;
+            let seconds = (A * f + B * bytes + C * dirs) * noise(&mut state, 0.002);
+            pts.push(Point { files: f, bytes, dirs, dir_sq: 0.0, seconds });
+        }
+    }
+    let m = fit(&pts).expect("fit");
+    assert_eq!(m.constrained, vec!["per_dir_entry".to_string()]);
+    assert!(rel(m.per_file_s, A) < 0.01, "a={}", m.per_file_s);
+    assert!(rel(m.per_byte_s, B) < 0.01, "b={}", m.per_byte_s);
+    assert!(rel(m.per_dir_s, C) < 0.01, "c={}", m.per_dir_s);
+    assert!(m.per_dir_se > 0.0 && m.df == pts.len() - 3);
+    assert_eq!(m.residuals.len(), pts.len());
+    assert!(m.residuals.iter().all(|r| r.abs() < 0.01));
+    // Prediction: the formula, and an interval around it.
+    let p = m.predict(5000.0, 1e9, 50.0, 0.0);
+    let want = m.per_file_s * 5000.0 + m.per_byte_s * 1e9 + m.per_dir_s * 50.0;
+    assert!(rel(p.seconds, want) < 1e-12);
+    let [lo, hi] = p.interval95.expect("df > 0");
+    assert!(lo < p.seconds && p.seconds < hi && (hi - lo) / p.seconds < 0.05, "{lo} {hi}");
+    let json = serde_json::to_string(&m).expect("serializable");
+    assert_eq!(serde_json::from_str::<CostModel>(&json).expect("round trip"), m);
+}
+
+#[test]
+fn dirs_never_take_the_per_file_cost_s_place() {
+    // dirs = files/5 + 1 exactly, times from a alone: {b, c} would fit as well as {a, b}.
+    let pts: Vec<Point> =
+        ladder_files().into_iter().map(|f| Point { dirs: (f / 5.0).ceil() + 1.0, ..exact(f, MIB64) }).collect();
+    let m = fit(&pts).expect("fit");
+    assert!(m.per_file_s > 0.0, "{m:?}");
+    assert!(m.per_dir_s == 0.0 || !m.constrained.contains(&"per_file".to_string()), "{m:?}");
+}
+
+#[test]
+fn dirs_in_step_with_files_are_not_fitted() {
+    // dirs = files/1000 + 1 with noise: c cannot be told apart from a.
+    let mut state = 3;
+    let pts: Vec<Point> = ladder_files()
+        .into_iter()
+        .flat_map(|f| [f, f, f])
+        .map(|f| {
+            let p = exact(f, MIB64);
+            Point { dirs: (f / 1000.0).ceil() + 1.0, seconds: p.seconds * noise(&mut state, 0.05), ..p }
+        })
+        .collect();
+    let m = fit(&pts).expect("fit");
+    assert!(m.constrained.contains(&"per_dir".to_string()), "{m:?}");
+    assert_eq!(m.per_dir_s, 0.0);
+    assert!(rel(m.per_file_s, A) < 0.1, "a={}", m.per_file_s);
+}
+
+/// Standard normal draw (Box–Muller on the LCG).
+fn normal(state: &mut u64) -> f64 {
+    let u1 = ((noise(state, 1.0) - 0.0) / 2.0).max(1e-12); // (0, 1)
+    let u2 = noise(state, 1.0) / 2.0;
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// A flat ladder (every file in one directory, so Σn² = files²) of 64 MiB over
+/// `rungs`, `runs` runs per rung, times `truth(files)` × cell effect × run noise
+/// (both lognormal).
+fn flat_ladder(
+    state: &mut u64,
+    rungs: &[f64],
+    runs: usize,
+    cell_sd: f64,
+    run_sd: f64,
+    truth: impl Fn(f64) -> f64,
+) -> Vec<Point> {
+    let mut pts = Vec::new();
+    for &f in rungs {
+        let u = (cell_sd * normal(state)).exp();
+        for _ in 0..runs {
+            let e = (run_sd * normal(state)).exp();
+            pts.push(Point { files: f, bytes: MIB64, dirs: 1.0, dir_sq: f * f, seconds: truth(f) * u * e });
+        }
+    }
+    pts
+}
+
+fn step2_rungs() -> Vec<f64> {
+    (0..17).map(|k| 2f64.powi(k)).collect()
+}
+
+#[test]
+fn quadratic_directory_cost_is_recovered() {
+    // exFAT-like: 20 µs per file, 1 GB/s, and 1 ns per (file, file already there) pair:
+    // at 65,536 files in one directory the quadratic term is 4.3 s against 1.3 s.
+    const D: f64 = 1e-9;
+    let truth = |f: f64| 2e-5 * f + B * MIB64 + D * f * f;
+    let mut state = 11;
+    let pts = flat_ladder(&mut state, &step2_rungs(), 3, 0.03, 0.03, truth);
+    let m = fit(&pts).expect("fit");
+    assert!(!m.constrained.contains(&"per_dir_entry".to_string()), "{m:?}");
+    assert!(rel(m.per_dir_entry_s, D) < 0.1, "d={}", m.per_dir_entry_s);
+    assert!(rel(m.per_file_s, 2e-5) < 0.2, "a={}", m.per_file_s);
+    assert!(m.aicc_dir_entry.unwrap() < m.aicc_plain.unwrap());
+    // Every rung fitted within 20% (the plain model misses the top rungs by far more).
+    for p in &pts {
+        let fitted = m.seconds(p.files, p.bytes, p.dirs, p.dir_sq);
+        assert!(rel(fitted, p.seconds) < 0.2, "{} files: {fitted} vs {}", p.files, p.seconds);
+    }
+    // Predictions use Σn²: 65,536 files in 64 directories of 1,024 cost far less
+    // than in one.
+    let flat = m.predict(65536.0, MIB64, 1.0, 65536.0 * 65536.0).seconds;
+    let split = m.predict(65536.0, MIB64, 65.0, 64.0 * 1024.0 * 1024.0).seconds;
+    assert!(flat > 3.0 * split, "{flat} {split}");
+}
+
+#[test]
+fn linear_file_system_rejects_the_directory_size_term() {
+    // ext4-like: cost linear in files whatever the directory size; 5% cell and run noise.
+    let mut rejected = 0;
+    for seed in 0..50u64 {
+        let mut state = 1000 + seed;
+        let pts = flat_ladder(&mut state, &ladder_files(), 3, 0.05, 0.05, |f| A * f + B * MIB64);
+        let m = fit(&pts).expect("fit");
+        if m.per_dir_entry_s == 0.0 {
+            rejected += 1;
+        } else {
+            // When kept by chance it must be negligible: < 10% of the time at the top rung.
+            let f = 65536.0;
+            assert!(m.per_dir_entry_s * f * f < 0.1 * (A * f + B * MIB64), "{m:?}");
+        }
+        assert!(rel(m.per_file_s, A) < 0.2, "a={}", m.per_file_s);
+    }
+    assert!(rejected >= 45, "rejected in {rejected} of 50");
+}
+
+#[test]
+fn files_per_dir_give_dir_sq() {
+    assert_eq!(dir_sq_of([(3, 2), (1, 1)]), 19.0);
+    // Bucket 0 (empty dirs) adds nothing; bucket 1 is exactly 1; bucket 2 is {2, 3}.
+    assert_eq!(dir_sq_from_hist(&[5, 2, 2]), 2.0 + 2.0 * 6.5);
+    // A flat 1,000-file directory lies in bucket 10 [512, 1023]: within a factor 1.5.
+    let est = dir_sq_from_hist(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    assert!(est > 1000.0 * 1000.0 / 2.0 && est < 1.5 * 1e6, "{est}");
+}
+
+#[test]
+fn old_model_json_loads_and_predicts() {
+    // A model as written before cells and the directory-size term (3×3 covariance).
+    let old = r#"{"per_file_s":3e-3,"per_file_se":1e-4,"per_byte_s":1e-9,"per_byte_se":1e-11,
+        "per_dir_s":0.0,"per_dir_se":0.0,"covariance":[[1e-8,0,0],[0,1e-22,0],[0,0,0]],
+        "residual_sd":0.05,"df":25,"residuals":[0.01,-0.01],"r2":0.99,"n":27,"weighting":"relative",
+        "bandwidth_bytes_per_s":1e9,"break_even_bytes":3e6,"constrained":["per_dir"]}"#;
+    let m: CostModel = serde_json::from_str(old).expect("old model loads");
+    assert_eq!(m.interval_method, "points");
+    assert_eq!(m.per_dir_entry_s, 0.0);
+    assert_eq!(m.cells, 0);
+    let p = m.predict(1000.0, 1e6, 1.0, 1e6);
+    assert!(rel(p.seconds, 3.0 + 1e-3) < 1e-12);
+    let [lo, hi] = p.interval95.expect("df > 0");
+    assert!(lo < p.seconds && p.seconds < hi);
+    // Even older: no covariance at all.
+    let older = r#"{"per_file_s":3e-3,"per_file_se":1e-4,"per_byte_s":1e-9,"per_byte_se":1e-11,
+        "r2":0.99,"n":27,"weighting":"relative","bandwidth_bytes_per_s":1e9,"break_even_bytes":3e6,
+        "constrained":[]}"#;
+    let m: CostModel = serde_json::from_str(older).expect("older model loads");
+    assert!(m.covariance.is_empty() && m.predict(1.0, 0.0, 0.0, 0.0).interval95.is_none());
+}
+
+/// Simulated ladders with a known model, a cell-level random effect and lognormal
+/// run noise: how often the 95% interval of a covers the truth, and how often
+/// the 95% prediction interval covers a new tree's median time.
+fn coverage(sims: usize, seed: u64) -> (f64, f64, f64) {
+    let a = 4e-6;
+    let truth = |f: f64| a * f + B * MIB64;
+    let (mut cover_a, mut cover_pred, mut width) = (0usize, 0usize, 0.0);
+    let mut state = seed;
+    for _ in 0..sims {
+        let pts = flat_ladder(&mut state, &ladder_files(), 3, 0.08, 0.05, truth);
+        // Σn² plays no part here: the model is the plain one.
+        let pts: Vec<Point> = pts.into_iter().map(|p| Point { dir_sq: 0.0, ..p }).collect();
+        let m = fit(&pts).expect("fit");
+        let [lo, hi] = m.interval95(0).expect("df > 0");
+        cover_a += usize::from(lo <= a && a <= hi);
+        // A new tree between the rungs, measured 3 times (its median).
+        let f = 4f64.powf(1.0 + 7.0 * noise(&mut state, 1.0) / 2.0);
+        let u = (0.08 * normal(&mut state)).exp();
+        let mut runs: Vec<f64> = (0..3).map(|_| truth(f) * u * (0.05 * normal(&mut state)).exp()).collect();
+        runs.sort_by(f64::total_cmp);
+        let p = m.predict(f, MIB64, 1.0, 0.0);
+        let [plo, phi] = p.interval95.expect("df > 0");
+        cover_pred += usize::from(plo <= runs[1] && runs[1] <= phi);
+        width += (phi / p.seconds).ln() / sims as f64;
+    }
+    (cover_a as f64 / sims as f64, cover_pred as f64 / sims as f64, width)
+}
+
+#[test]
+fn coverage_of_coefficient_and_prediction_intervals() {
+    // 600 simulations (~1 s in a debug build): the binomial s.d. of a 95% coverage
+    // is 0.9 points, so 93–97% is ± 2.2 s.d.
+    let (ca, cp, w) = coverage(600, 20_261_123);
+    eprintln!("coverage: a {ca}, prediction {cp}, mean log half-width {w}");
+    assert!((0.93..=0.97).contains(&ca), "coefficient coverage {ca}");
+    assert!((0.93..=0.975).contains(&cp), "prediction coverage {cp} (mean half-width {w})");
+}
+
+/// 10 × 1,000 simulations: about 3 s in a debug build, so it runs in CI
+/// (`--nocapture` shows the coverage per seed).
+#[test]
+fn coverage_over_seeds() {
+    for seed in 0..10 {
+        let (ca, cp, w) = coverage(1000, seed);
+        eprintln!("seed {seed}: a {ca}, prediction {cp}, mean log half-width {w}");
+    }
+}
+
+#[test]
+fn points_from_one_cell_are_one_row() {
+    // 3 runs of each of 9 rungs: 9 cells, df = 9 − 2.
+    let mut state = 5;
+    let pts = flat_ladder(&mut state, &ladder_files(), 3, 0.02, 0.02, |f| A * f + B * MIB64);
+    let m = fit(&pts).expect("fit");
+    assert_eq!((m.n, m.cells, m.df), (27, 9, 7));
+    assert_eq!(m.cv_log_errors.len(), 9);
+    assert!(m.cv_log_sd > 0.0 && m.cv_log_sd < 0.1, "{}", m.cv_log_sd);
+    assert_eq!(m.interval_method, "cells");
+}
