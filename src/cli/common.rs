@@ -4,10 +4,12 @@
 
 use clap::Args;
 use manyfiles::error::{Error, Result};
-use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment, parse_ops};
+use manyfiles::experiment::{Order, TargetSpec, TreeExperiment};
+use manyfiles::ops::parse_ops;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
 use manyfiles::report::export::{Format, Output};
 use manyfiles::results::Until;
+use manyfiles::target::cache::CacheMode;
 use manyfiles::target::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::content::POOL;
 use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};

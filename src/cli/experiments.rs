@@ -5,9 +5,10 @@ use super::common::{RunArgs, ShapeArgs, TreeSizeArgs, WriteArgs, check_output, c
 use clap::Args;
 use manyfiles::error::{Error, Result};
 use manyfiles::experiment::ladder::LadderSpec;
-use manyfiles::experiment::{CacheMode, Order, TargetSpec, TreeExperiment};
+use manyfiles::experiment::{Order, TargetSpec, TreeExperiment};
 use manyfiles::generate::GenConfig;
 use manyfiles::results::Until;
+use manyfiles::target::cache::CacheMode;
 use manyfiles::target::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::{Content, SizeDist, TreeSpec};
 use manyfiles::units::{parse_count, parse_size};

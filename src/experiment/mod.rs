@@ -77,7 +77,7 @@ pub struct TreeExperiment {
     pub commands: Vec<external::ExternalCmd>,
 }
 
-pub use crate::target::cache::CacheMode;
+use crate::target::cache::CacheMode;
 
 /// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
 /// what was done, as measurements record it.
@@ -148,52 +148,6 @@ impl Order {
     }
 }
 
-/// Parse `create,read,delete` into the canonical order; errors name `--ops`. Pair ops
-/// (copy, sync, sync-nochange, sync-change:P) keep their given order and run after the
-/// tree ops, before delete.
-pub fn parse_ops(s: &str) -> Result<Vec<String>> {
-    let mut want = Vec::new();
-    let mut pairs: Vec<String> = Vec::new();
-    let mut reformat = false;
-    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if p == REFORMAT {
-            reformat = true;
-            continue;
-        }
-        if let Some(r) = ops::copy::by_name(p) {
-            r.map_err(|e| Error::bad("--ops", e))?;
-            if !pairs.iter().any(|q| q == p) {
-                pairs.push(p.to_string());
-            }
-            continue;
-        }
-        if !ops::OP_NAMES.contains(&p) {
-            return Err(Error::bad(
-                "--ops",
-                format!(
-                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT, reformat)",
-                    ops::OP_NAMES.join(", ")
-                ),
-            ));
-        }
-        want.push(p.to_string());
-    }
-    if want.is_empty() && pairs.is_empty() && !reformat {
-        return Err(Error::bad("--ops", "no op given"));
-    }
-    if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
-        return Err(Error::bad("--ops", "rescan needs scan before it (it rescans scan's index)"));
-    }
-    let mut v: Vec<String> =
-        ops::OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
-    let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
-    v.splice(at..at, pairs);
-    if reformat {
-        v.push(REFORMAT.to_string());
-    }
-    Ok(v)
-}
-
 /// Add external tools as ops `cmd:NAME`, after the other pair ops and before delete.
 pub fn add_commands(ops: &mut Vec<String>, cmds: &[external::ExternalCmd]) -> Result<()> {
     for c in cmds {
@@ -243,19 +197,6 @@ pub fn estimate_space(info: &TargetInfo, spec: &TreeSpec) -> u64 {
     let files = spec.sum_sizes(|b| info.allocated(b));
     let dirs = Shape::of(spec).dir_count().saturating_mul(info.block_size);
     files.saturating_add(dirs) / 10 * 11
-}
-
-fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
-    match name {
-        "create" => Box::new(ops::Create { opts: create.clone() }),
-        "stat" => Box::new(ops::Stat),
-        "list" => Box::new(ops::List),
-        "read" => Box::new(ops::Read),
-        "scan" => Box::new(ops::scan::Scan { rescan: false }),
-        "rescan" => Box::new(ops::scan::Scan { rescan: true }),
-        "delete" => Box::new(ops::Delete),
-        other => unreachable!("op names are checked by parse_ops: {other}"),
-    }
 }
 
 /// Why a trial stopped early.
@@ -553,7 +494,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         .iter()
         .map(|p| TreeMeta { spec: p.spec.clone(), bytes: p.total_bytes, dirs: p.plan.dirs.len() as u64 - 1 })
         .collect();
-    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| op_by_name(n, &cfg.create)).collect();
+    let all_ops: Vec<Box<dyn Op>> = ops::OP_NAMES.iter().map(|n| ops::op_by_name(n, &cfg.create)).collect();
     let pairs = pair_ops(cfg)?;
     let settings = PhaseSettings {
         threads: cfg.threads,
@@ -800,14 +741,5 @@ mod tests {
         assert_eq!(trials(Order::Interleaved, 2, 1, 2), vec![(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]);
         assert_eq!(trials(Order::Sequential, 2, 1, 2), vec![(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
         assert_eq!(trials(Order::Interleaved, 1, 2, 2), vec![(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1)]);
-    }
-
-    #[test]
-    fn ops_parse_in_canonical_order() {
-        assert_eq!(parse_ops("delete,create").unwrap(), vec!["create", "delete"]);
-        assert_eq!(parse_ops("read,bogus").unwrap_err().exit_code(), 2);
-        assert_eq!(parse_ops("delete,sync,create,copy").unwrap(), vec!["create", "sync", "copy", "delete"]);
-        assert_eq!(parse_ops("sync-change:5").unwrap(), vec!["sync-change:5"]);
-        assert_eq!(parse_ops("sync-change:0").unwrap_err().exit_code(), 2);
     }
 }

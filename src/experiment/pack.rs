@@ -90,9 +90,12 @@ pub struct PackOutcome {
     pub skipped: Vec<String>,
 }
 
+/// Containers that can run here, and a warning for each one skipped.
+pub type Usable = (Vec<Box<dyn Container>>, Vec<String>);
+
 /// The containers that can run here, and warnings for the ones skipped. A container the
 /// user named whose tools are missing is an error (exit 2), naming the Debian package.
-pub fn usable_containers(cfg: &PackExperiment) -> Result<(Vec<Box<dyn Container>>, Vec<String>)> {
+pub fn usable_containers(cfg: &PackExperiment) -> Result<Usable> {
     const FLAG: &str = "--containers";
     let mut ok = Vec::new();
     let mut skipped = Vec::new();

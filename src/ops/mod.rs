@@ -13,6 +13,7 @@ pub mod delete;
 pub mod list;
 pub mod pack;
 pub mod read;
+pub mod registry;
 pub mod scan;
 pub mod stat;
 pub mod sync;
@@ -38,8 +39,7 @@ pub use list::List;
 pub use read::Read;
 pub use stat::Stat;
 
-/// The ops a tree experiment knows, in the order they can run on one tree.
-pub const OP_NAMES: [&str; 7] = ["create", "stat", "list", "read", "scan", "rescan", "delete"];
+pub use registry::{OP_NAMES, REFORMAT, op_by_name, parse_ops, reads_tree};
 
 /// One timed kind of work over a tree.
 pub trait Op: Sync {
@@ -509,14 +509,4 @@ pub fn for_each_dir_in_parent(
             w.error(op, d, None, e, 1);
         }
     }
-}
-
-/// The `reformat` op: at the end of a trial, with the tree still on it, the managed
-/// file system is unmounted, formatted and mounted again, timed as a whole: what
-/// "formatting is faster than deleting" costs (the next trial then needs no format).
-pub const REFORMAT: &str = "reformat";
-
-/// Phases that read a tree (every pair op reads its source): made cold before.
-pub fn reads_tree(op: &str) -> bool {
-    !matches!(op, "create" | "delete" | REFORMAT)
 }

@@ -9,16 +9,17 @@
 //! filled before it becomes read-only), the fds are closed and the parent counts down in
 //! turn.
 
-use super::file::{self, Step, copy_file, copy_symlink, is_tmp_name, read_link, same_content, set_meta, tmp_name};
-use super::{Counters, Failures, Mode, Options, PhaseTimes, Summary, Walls};
+use super::delete::{dir_is_empty, extraneous, remove, would_remove};
+use super::file::{self, Step, copy_file, copy_symlink, read_link, same_content, set_meta, tmp_name};
+use super::listing::{Item, Listing, NO_MATCH, list};
+use super::summary::{Part, summary};
+use super::{Counters, Failures, Mode, Options, Summary, Walls};
 use crate::error::{Error, Result};
-use crate::fs::remove::remove_contents_counted;
 use crate::fs::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use crate::signals;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -34,7 +35,7 @@ thread_local! {
 }
 
 /// What every task shares.
-pub(crate) struct Ctx<'a> {
+pub(crate) struct CopyShared<'a> {
     pub(crate) o: &'a Options,
     pub(crate) c: Counters,
     pub(crate) f: Failures,
@@ -46,10 +47,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) walls: Walls,
 }
 
-/// See [`Ctx::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
+/// See [`CopyShared::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
 pub(crate) type BigFiles<'a> = dyn Fn(&Node, &CStr, &Meta) -> bool + Sync + 'a;
 
-impl Ctx<'_> {
+impl CopyShared<'_> {
     pub(crate) fn stopping(&self) -> bool {
         signals::pending() != 0
     }
@@ -116,154 +117,20 @@ pub(crate) struct Task {
     pub(crate) dst_meta: Option<Meta>,
 }
 
-/// One entry of a listing with its metadata.
-#[derive(Clone, Copy)]
-struct Item<'a> {
-    name: &'a CStr,
-    m: Meta,
-}
-
-/// One directory's entries with their metadata, in getdents' order. Names sit in one
-/// buffer: sync holds both sides' listings of a directory at once, and with one
-/// allocation per name a directory of 1,000,000 entries took 188 MiB (now about 60 bytes
-/// an entry and side).
-#[derive(Default)]
-struct Listing {
-    names: Vec<u8>,
-    /// (offset of the name in `names`, its length without the NUL, metadata)
-    items: Vec<(u32, u32, Meta)>,
-}
-
-/// The name at `off` (`len` bytes and a NUL) in a listing's name buffer. Unchecked: a
-/// checked CStr reads the whole name, and for DST's entries, looked up in hash order,
-/// that read was a cache miss per entry (8% of a 1,000,000-file sync -n across two file
-/// systems, issue 15), while most of them are only compared by metadata.
-fn name_in(names: &[u8], off: u32, len: u32) -> &CStr {
-    let bytes = &names[off as usize..=(off + len) as usize];
-    debug_assert!(CStr::from_bytes_with_nul(bytes).is_ok());
-    // SAFETY: `list` stores each name as getdents returned it (a C string: no NUL
-    // inside) followed by its NUL, and `off`/`len` are where it stored it.
-    unsafe { CStr::from_bytes_with_nul_unchecked(bytes) }
-}
-
-/// In [`Listing::matches`]: no entry of that name.
-const NO_MATCH: u32 = u32::MAX;
-
-impl Listing {
-    fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    fn bytes(&self, (off, len, _): &(u32, u32, Meta)) -> &[u8] {
-        &self.names[*off as usize..(off + len) as usize]
-    }
-
-    fn item(&self, i: usize) -> Item<'_> {
-        let (off, len, m) = self.items[i];
-        Item { name: name_in(&self.names, off, len), m }
-    }
-
-    /// For each of `other`'s entries, the index of this listing's entry of the same name
-    /// (or [`NO_MATCH`]). Two directories of one file system with the same names often
-    /// list them in the same order (ext4 and others return them in hash order): the
-    /// longest prefix that matches pair by pair needs nothing more. The rest goes through
-    /// a hash of the names rather than a sort and merge: on 1,000,000 entries a side,
-    /// sorting both listings and merging them took 0.9 s on one thread (issue 15); the
-    /// lookups of a large directory run on every thread.
-    fn matches(&self, other: &Listing) -> Vec<u32> {
-        let same = self.items.iter().zip(&other.items).take_while(|(a, b)| self.bytes(a) == other.bytes(b)).count();
-        let mut out: Vec<u32> = (0..same as u32).collect();
-        let (mine, theirs) = (&self.items[same..], &other.items[same..]);
-        if theirs.is_empty() {
-            return out;
-        }
-        if mine.is_empty() {
-            out.resize(other.len(), NO_MATCH);
-            return out;
-        }
-        // foldhash: SipHash (std's default) was a third of the lookups' time, and names
-        // from a directory need no defence against chosen collisions beyond a seed.
-        let mut by_name =
-            std::collections::HashMap::with_capacity_and_hasher(mine.len(), foldhash::fast::RandomState::default());
-        for (i, it) in mine.iter().enumerate() {
-            by_name.insert(self.bytes(it), (same + i) as u32);
-        }
-        let find = |it: &(u32, u32, Meta)| by_name.get(other.bytes(it)).copied().unwrap_or(NO_MATCH);
-        if theirs.len() > CHUNK {
-            use rayon::prelude::*;
-            out.par_extend(theirs.par_iter().with_min_len(CHUNK).map(find));
-        } else {
-            out.extend(theirs.iter().map(find));
-        }
-        out
-    }
-}
-
-/// statx a directory's entries in inode order rather than getdents' (hash) order. Off:
-/// not measured faster (issue 15: sync -n and scan of 100,000 files in 100 directories,
-/// 5 interleaved rounds each way on a loaded machine, CPU equal, wall within the noise).
-const INODE_ORDER: bool = false;
-
-/// Entries per statx task: a directory with more is listed on several threads.
-const CHUNK: usize = 2048;
-
-/// List a directory with one statx per entry, unsorted (getdents' order). Entries
-/// that vanish between getdents and statx are skipped; other statx errors fail the entry.
-/// The statx calls go in chunks on several threads for a large directory.
-fn list(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) -> std::result::Result<Listing, Errno> {
-    let own = rustix::fs::openat(dir, c".", walk::DIR_FLAGS, FsMode::empty())?;
-    let mut names = Vec::new();
-    let mut found: Vec<(u64, u32, u32)> = Vec::new();
-    walk::for_each_entry(own.as_fd(), dir, |name, _, ino| {
-        let bytes = name.to_bytes_with_nul();
-        found.push((ino, names.len() as u32, bytes.len() as u32 - 1));
-        names.extend_from_slice(bytes);
-    })?;
-    drop(own);
-    if INODE_ORDER {
-        found.sort_unstable_by_key(|f| f.0);
-    }
-    let stat = |part: &[(u64, u32, u32)]| -> Vec<(u32, u32, Meta)> {
-        let mut out = Vec::with_capacity(part.len());
-        for &(_, off, len) in part {
-            let name = name_in(&names, off, len);
-            match meta_at(dir, name) {
-                Ok(m) => out.push((off, len, m)),
-                Err(Errno::NOENT) => {}
-                Err(err) => {
-                    ctx.c.src_entries.fetch_add(1, Ordering::Relaxed);
-                    ctx.fail_entry(path, Some(name), "stat", err)
-                }
-            }
-        }
-        out
-    };
-    let items = if found.len() > CHUNK {
-        use rayon::prelude::*;
-        found.par_chunks(CHUNK).flat_map_iter(stat).collect()
-    } else {
-        stat(&found)
-    };
-    let mut out = Listing { names, items };
-    out.items.shrink_to_fit();
-    out.names.shrink_to_fit();
-    Ok(out)
-}
-
 /// Per-directory tallies, added to the shared counters once per directory.
 #[derive(Default)]
-struct Tally {
-    src_entries: u64,
-    src_files: u64,
-    src_dirs: u64,
-    src_bytes: u64,
-    dst_entries: u64,
-    copied: u64,
-    deleted: u64,
-    skipped: u64,
-    extraneous: u64,
-    bytes: u64,
-    phase: [std::time::Duration; 5],
+pub(super) struct Tally {
+    pub(super) src_entries: u64,
+    pub(super) src_files: u64,
+    pub(super) src_dirs: u64,
+    pub(super) src_bytes: u64,
+    pub(super) dst_entries: u64,
+    pub(super) copied: u64,
+    pub(super) deleted: u64,
+    pub(super) skipped: u64,
+    pub(super) extraneous: u64,
+    pub(super) bytes: u64,
+    pub(super) phase: [std::time::Duration; 5],
 }
 
 impl Tally {
@@ -289,11 +156,11 @@ impl Tally {
     }
 }
 
-const SCAN_SRC: usize = 0;
-const SCAN_DST: usize = 1;
-const COMPARE: usize = 2;
-const TRANSFER: usize = 3;
-const DELETE: usize = 4;
+pub(super) const SCAN_SRC: usize = 0;
+pub(super) const SCAN_DST: usize = 1;
+pub(super) const COMPARE: usize = 2;
+pub(super) const TRANSFER: usize = 3;
+pub(super) const DELETE: usize = 4;
 
 /// Run the engine over `o.src` → `o.dst` (already checked by [`super::check`]).
 pub fn run(o: &Options) -> Result<Summary> {
@@ -326,7 +193,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     {
         walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: None, walls };
+    let ctx = CopyShared { o, c: Counters::default(), f: Failures::default(), big: None, walls };
     // Files are created with their final permission bits (one fchmod less per file).
     let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
@@ -357,105 +224,10 @@ pub fn run(o: &Options) -> Result<Summary> {
     Ok(summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, (u1 - u0, s1 - s0))], t0))
 }
 
-/// What a copy or sync (or one rank's part of it) counted: [`Counters`] as numbers
-/// (under MPI, what one rank sends the others).
-#[derive(Default, Serialize, Deserialize)]
-pub(crate) struct Part {
-    /// In [`Summary`] order: src_entries, src_files, src_dirs, src_bytes, dst_entries,
-    /// copied, dirs_created, deleted, skipped, extraneous, failed, bytes_transferred,
-    /// failed_entries.
-    pub(crate) counts: [u64; 13],
-    pub(crate) phase_ns: [u64; 5],
-    /// Failure lines, each with the number of failures it stands for.
-    pub(crate) failures: Vec<(String, u64)>,
-    pub(crate) interrupted: bool,
-    /// CPU user and system seconds.
-    pub(crate) cpu: (f64, f64),
-}
-
-impl Part {
-    /// The counters now, the failures taken; interrupted if a signal came.
-    pub(crate) fn of(c: &Counters, f: &Failures, cpu: (f64, f64)) -> Part {
-        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        Part {
-            counts: [
-                l(&c.src_entries),
-                l(&c.src_files),
-                l(&c.src_dirs),
-                l(&c.src_bytes),
-                l(&c.dst_entries),
-                l(&c.copied),
-                l(&c.dirs_created),
-                l(&c.deleted),
-                l(&c.skipped),
-                l(&c.extraneous),
-                l(&c.failed),
-                l(&c.bytes),
-                l(&c.failed_entries),
-            ],
-            phase_ns: std::array::from_fn(|i| l(&c.phase_ns[i])),
-            failures: f.take(),
-            interrupted: signals::pending() != 0,
-            cpu,
-        }
-    }
-}
-
-/// The summary of a copy or sync that started at `t0` from its parts (one per rank; the
-/// local engine's one): counts and times summed, failures in rank order up to
-/// [`super::MAX_FAILURES`]; no verification, provenance or ranks (the caller's to add).
-pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) -> Summary {
-    let total = |i: usize| parts.iter().map(|p| p.counts[i]).sum::<u64>();
-    let secs = |i: usize| parts.iter().map(|p| p.phase_ns[i]).sum::<u64>() as f64 / 1e9;
-    let mut lines: Vec<(String, u64)> = parts.iter().flat_map(|p| p.failures.iter().cloned()).collect();
-    lines.truncate(super::MAX_FAILURES);
-    let listed: u64 = lines.iter().map(|l| l.1).sum();
-    let failures: Vec<String> = lines.into_iter().map(|l| l.0).collect();
-    Summary {
-        mode: match o.mode {
-            Mode::Copy => "copy".into(),
-            Mode::Sync => "sync".into(),
-        },
-        src: o.src.display().to_string(),
-        dst: o.dst.display().to_string(),
-        dry_run: o.dry_run,
-        threads,
-        src_entries: total(0),
-        src_files: total(1),
-        src_dirs: total(2),
-        src_bytes: total(3),
-        dst_entries: total(4),
-        copied: total(5),
-        dirs_created: total(6),
-        deleted: total(7),
-        skipped: total(8),
-        extraneous: total(9),
-        failed: total(10),
-        failed_entries: total(12),
-        bytes_transferred: total(11),
-        elapsed_s: t0.elapsed().as_secs_f64(),
-        cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),
-        cpu_sys_s: parts.iter().map(|p| p.cpu.1).sum(),
-        phases: PhaseTimes {
-            scan_src_s: secs(SCAN_SRC),
-            scan_dst_s: secs(SCAN_DST),
-            compare_s: secs(COMPARE),
-            transfer_s: secs(TRANSFER),
-            delete_s: secs(DELETE),
-        },
-        interrupted: parts.iter().any(|p| p.interrupted),
-        failures_omitted: total(10).saturating_sub(listed),
-        failures,
-        verify: None,
-        provenance: None,
-        ranks: None,
-    }
-}
-
 /// Open a subdirectory task's SRC and DST directories (making DST's when missing) and
 /// turn it into a node; on failure record it and release the parent. Returns the node
 /// and whether its DST directory is fresh (known empty).
-fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
+fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
     let path = join(&t.parent.path, Some(&t.name));
     let src = match open_dir_at(t.parent.src.as_fd(), &t.name) {
         Ok(fd) => fd,
@@ -525,7 +297,7 @@ fn open_task(ctx: &Ctx, t: Task) -> Option<(Arc<Node>, bool)> {
 /// A SRC directory whose DST counterpart could not be made or opened: every entry below
 /// it is counted as seen and failed (so copied + skipped + failed adds up to what SRC
 /// holds), without being named one by one. SRC is only read, without following symlinks.
-fn fail_below(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) {
+fn fail_below(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str) {
     let mut stack = vec![(rustix::io::fcntl_dupfd_cloexec(dir, 0), path.to_string())];
     let (mut entries, mut files, mut dirs, mut bytes, mut unreadable) = (0u64, 0u64, 0u64, 0u64, 0u64);
     while let Some((fd, p)) = stack.pop() {
@@ -571,7 +343,7 @@ fn fail_below(ctx: &Ctx, dir: BorrowedFd<'_>, path: &str) {
 
 /// Count one child (or the directory's own work) done; finish directories whose count
 /// reaches zero, walking up.
-pub(crate) fn release(ctx: &Ctx, node: Arc<Node>) {
+pub(crate) fn release(ctx: &CopyShared, node: Arc<Node>) {
     let mut cur = Some(node);
     while let Some(n) = cur {
         if n.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
@@ -593,7 +365,7 @@ pub(crate) fn release(ctx: &Ctx, node: Arc<Node>) {
 }
 
 /// The work of one directory: list, pair by name, delete, transfer, spawn subdirectories.
-pub(crate) fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) {
+pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut dyn FnMut(Task)) {
     if ctx.stopping() {
         release(ctx, node);
         return;
@@ -685,7 +457,7 @@ pub(crate) fn do_dir(ctx: &Ctx, node: Arc<Node>, fresh: bool, spawn: &mut dyn Fn
 
 /// Handle one SRC entry `s` against DST's entry of the same name, if any.
 fn entry(
-    ctx: &Ctx,
+    ctx: &CopyShared,
     node: &Arc<Node>,
     s: &Item,
     d: Option<&Item>,
@@ -845,143 +617,4 @@ fn entry(
         }
     }
     t.phase[TRANSFER] += clock.elapsed();
-}
-
-/// A DST entry with no SRC counterpart: deleted with --delete (and always when it is a
-/// temporary file a killed sync left), else counted and kept.
-fn extraneous(ctx: &Ctx, node: &Node, d: &Item, t: &mut Tally) {
-    let own_tmp = is_tmp_name(d.name) && d.m.kind == Kind::File;
-    if !(ctx.o.delete || own_tmp) {
-        t.extraneous += 1;
-        return;
-    }
-    if ctx.o.dry_run {
-        t.deleted += would_remove(node, d);
-        return;
-    }
-    let Some(dst) = &node.dst else { return };
-    let clock = Instant::now();
-    let (gone, r) = remove(ctx, dst.as_fd(), d.name, d.m.kind);
-    t.deleted += gone;
-    match r {
-        Ok(()) => {}
-        Err(Errno::XDEV) => ctx.refuse(
-            &node.path,
-            Some(d.name),
-            "not deleted: a mount, or SRC or a directory holding it (a bind mount?), is below or at it; not entered",
-        ),
-        Err(e) => ctx.fail(&node.path, Some(d.name), "delete", e),
-    }
-    t.phase[DELETE] += clock.elapsed();
-}
-
-/// Is directory `name` of `dir` empty? (Unreadable or gone: not known to be empty.)
-fn dir_is_empty(dir: BorrowedFd<'_>, name: &CStr) -> bool {
-    open_dir_at(dir, name).and_then(|fd| walk::read_dir(fd.as_fd())).is_ok_and(|v| v.is_empty())
-}
-
-/// Entries a removal of DST's `d` would take, itself included (a dry run counts them).
-fn would_remove(node: &Node, d: &Item) -> u64 {
-    if d.m.kind != Kind::Dir {
-        return 1;
-    }
-    let Some(dst) = &node.dst else { return 1 };
-    let mut n = 1;
-    let mut stack = vec![open_dir_at(dst.as_fd(), d.name)];
-    while let Some(fd) = stack.pop() {
-        let Ok(fd) = fd else { continue };
-        for e in walk::read_dir(fd.as_fd()).unwrap_or_default() {
-            n += 1;
-            if e.kind == Kind::Dir {
-                stack.push(open_dir_at(fd.as_fd(), &e.name));
-            }
-        }
-    }
-    n
-}
-
-/// Remove `name` from `dir`: a directory with everything below it, through fds without
-/// following symlinks (a symlink in DST pointing outside is unlinked, never followed),
-/// never entering a mount below it nor SRC or one of its ancestors (a bind mount).
-/// Returns the entries removed (itself included) and the first error.
-fn remove(ctx: &Ctx, dir: BorrowedFd<'_>, name: &CStr, kind: Kind) -> (u64, std::result::Result<(), Errno>) {
-    if kind != Kind::Dir {
-        return match unlinkat(dir, name, AtFlags::empty()) {
-            Ok(()) => (1, Ok(())),
-            Err(e) => (0, Err(e)),
-        };
-    }
-    let sub = match open_dir_at(dir, name) {
-        Ok(fd) => fd,
-        Err(e) => return (0, Err(e)),
-    };
-    if ctx.walled(sub.as_fd(), false) {
-        return (0, Err(Errno::XDEV));
-    }
-    // A read-only directory cannot have its entries removed: make it writable first.
-    let _ = rustix::fs::fchmod(&sub, FsMode::from_raw_mode(0o700));
-    let mut n = 0;
-    if let Err(e) = remove_contents_counted(sub.as_fd(), &mut n) {
-        return (n, Err(e));
-    }
-    match unlinkat(dir, name, AtFlags::REMOVEDIR) {
-        Ok(()) => (n + 1, Ok(())),
-        Err(e) => (n, Err(e)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn listing(names: &[&str]) -> Listing {
-        let mut l = Listing::default();
-        let m = Meta { kind: Kind::File, perm: 0o644, size: 0, mtime_s: 0, mtime_ns: 0, ino: 0 };
-        for n in names {
-            l.items.push((l.names.len() as u32, n.len() as u32, m));
-            l.names.extend_from_slice(n.as_bytes());
-            l.names.push(0);
-        }
-        l
-    }
-
-    /// What `matches` must find, by names: a brute-force search.
-    fn expected(dst: &Listing, src: &Listing) -> Vec<u32> {
-        (0..src.len())
-            .map(|i| (0..dst.len()).find(|&j| dst.item(j).name == src.item(i).name).map_or(NO_MATCH, |j| j as u32))
-            .collect()
-    }
-
-    #[test]
-    fn matches_pairs_names_in_any_order() {
-        let cases: &[(&[&str], &[&str])] = &[
-            (&[], &[]),
-            (&[], &["a", "b"]),
-            (&["a", "b"], &[]),
-            (&["a", "b", "c"], &["a", "b", "c"]), // same order: the prefix only
-            (&["c", "a", "b"], &["a", "b", "c"]), // another order: the hash only
-            (&["a", "b", "x", "c"], &["a", "b", "c", "y"]), // a prefix, then the hash
-            (&["a", "ab", "abc"], &["abc", "ab", "a", "abcd"]), // names that are prefixes of others
-            (&["a"], &["a", "b", "c"]),           // DST runs out after the prefix
-        ];
-        for (dst, src) in cases {
-            let (d, s) = (listing(dst), listing(src));
-            assert_eq!(d.matches(&s), expected(&d, &s), "dst {dst:?} src {src:?}");
-        }
-    }
-
-    #[test]
-    fn matches_a_large_directory_on_every_thread() {
-        // More than CHUNK names, in another order on each side, some on one side only.
-        let src: Vec<String> = (0..3 * CHUNK).map(|i| format!("f{i}")).collect();
-        let dst: Vec<String> =
-            (0..3 * CHUNK).rev().filter(|i| i % 7 != 0).map(|i| format!("f{i}")).chain(["only-dst".into()]).collect();
-        let (s, d) = (
-            listing(&src.iter().map(String::as_str).collect::<Vec<_>>()),
-            listing(&dst.iter().map(String::as_str).collect::<Vec<_>>()),
-        );
-        let got = d.matches(&s);
-        assert_eq!(got, expected(&d, &s));
-        assert_eq!(got.iter().filter(|&&j| j == NO_MATCH).count(), (3 * CHUNK).div_ceil(7));
-    }
 }

@@ -13,10 +13,13 @@
 //! pending children and is finished when the last one is (see `engine`).
 //! Memory is bounded by directories in flight, never by the tree: no global entry list.
 
+mod delete;
 pub mod engine;
 pub mod file;
+mod listing;
 pub mod mpi;
 pub mod progress;
+pub mod summary;
 pub mod verify;
 
 use super::overlap;

@@ -27,8 +27,9 @@
 //! chunk done — the creating rank sets the file's mode and mtime and renames it to its
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
-use crate::engine::copy::engine::{Ctx, Node, Part, Task, do_dir, join, release, summary};
+use crate::engine::copy::engine::{CopyShared, Node, Task, do_dir, join, release};
 use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
+use crate::engine::copy::summary::{Part, summary};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
 use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
 use crate::engine::walker::{RankCounts, WalkTotals, kind_byte, kind_of};
@@ -288,7 +289,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     {
         walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    let ctx = Ctx { o, c: Counters::default(), f: Failures::default(), big: Some(&big), walls };
+    let ctx = CopyShared { o, c: Counters::default(), f: Failures::default(), big: Some(&big), walls };
     let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
     let umask = rustix::process::umask(FsMode::empty());
     let roots =

@@ -56,7 +56,7 @@ impl Report {
     }
 }
 
-struct Ctx {
+struct VerifyShared {
     checks: Checks,
     files: AtomicU64,
     dirs: AtomicU64,
@@ -74,7 +74,7 @@ fn rel(path: &str, name: &CStr) -> String {
 /// Compare `dst` with `src` on `threads` threads.
 pub fn compare(src: &Path, dst: &Path, checks: &Checks, threads: usize) -> Report {
     let t0 = std::time::Instant::now();
-    let ctx = Ctx {
+    let ctx = VerifyShared {
         checks: *checks,
         files: AtomicU64::new(0),
         dirs: AtomicU64::new(0),
@@ -112,7 +112,7 @@ pub fn compare(src: &Path, dst: &Path, checks: &Checks, threads: usize) -> Repor
     }
 }
 
-fn dir_meta(ctx: &Ctx, s: &OwnedFd, d: &OwnedFd, path: &str) {
+fn dir_meta(ctx: &VerifyShared, s: &OwnedFd, d: &OwnedFd, path: &str) {
     if let (Ok(a), Ok(b)) = (walk::meta_of(s.as_fd()), walk::meta_of(d.as_fd())) {
         if a.perm != b.perm || a.mtime_s != b.mtime_s || a.mtime_ns != b.mtime_ns {
             ctx.list.push(&ctx.diffs, format!("{path}: directory mode/mtime differ"));
@@ -120,7 +120,13 @@ fn dir_meta(ctx: &Ctx, s: &OwnedFd, d: &OwnedFd, path: &str) {
     }
 }
 
-fn one_dir(ctx: &Ctx, s: &OwnedFd, d: &OwnedFd, path: &str, spawn: &mut dyn FnMut((OwnedFd, OwnedFd, String))) {
+fn one_dir(
+    ctx: &VerifyShared,
+    s: &OwnedFd,
+    d: &OwnedFd,
+    path: &str,
+    spawn: &mut dyn FnMut((OwnedFd, OwnedFd, String)),
+) {
     let diff = |what: String| ctx.list.push(&ctx.diffs, what);
     let (mut a, mut b) = match (walk::read_dir(s.as_fd()), walk::read_dir(d.as_fd())) {
         (Ok(a), Ok(b)) => (a, b),

@@ -306,7 +306,7 @@ struct FsFree {
     free_before: u64,
 }
 
-struct Ctx {
+struct RmShared {
     o: Options,
     t: Tally,
     bytes: AtomicU64,
@@ -318,7 +318,7 @@ fn free_bytes(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
     rustix::fs::fstatvfs(fd).ok().map(|v| v.f_bfree.saturating_mul(v.f_frsize))
 }
 
-impl Ctx {
+impl RmShared {
     /// Remember the free space of `fd`'s file system before anything on it is removed
     /// (called for each PATH before the removal starts, and for each mount entered).
     fn note_fs(&self, fd: rustix::fd::BorrowedFd<'_>) {
@@ -568,7 +568,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let targets = targets(o, |r| r)?;
     crate::signals::install();
     walk::raise_fd_limit();
-    let ctx = Ctx { o: o.clone(), t: Tally::default(), bytes: AtomicU64::new(0), fs: Mutex::new(Vec::new()) };
+    let ctx = RmShared { o: o.clone(), t: Tally::default(), bytes: AtomicU64::new(0), fs: Mutex::new(Vec::new()) };
     for t in &targets {
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
             Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd()),

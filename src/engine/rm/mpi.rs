@@ -44,7 +44,7 @@ struct Root {
     dev: u64,
 }
 
-struct Ctx<'a> {
+struct RankRmShared<'a> {
     o: &'a Options,
     roots: Vec<Root>,
     t: Tally,
@@ -60,7 +60,7 @@ fn item(kind: u8, root: u32, rest: &[u8]) -> Vec<u8> {
     v
 }
 
-impl Ctx<'_> {
+impl RankRmShared<'_> {
     fn shown(&self, root: u32, rel: &[u8], name: &[u8]) -> String {
         let mut p = self.roots[root as usize].shown.clone();
         for part in [rel, name] {
@@ -247,7 +247,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     crate::signals::install();
     walk::raise_fd_limit();
     let shown: Vec<String> = targets.iter().map(|t| t.shown.display().to_string()).collect();
-    let ctx = Ctx { o, roots: Vec::new(), t: Tally::default(), listed: Mutex::new(Vec::new()) };
+    let ctx = RankRmShared { o, roots: Vec::new(), t: Tally::default(), listed: Mutex::new(Vec::new()) };
     let mut ctx = ctx;
     let mut others = Vec::new();
     let mut opened: Vec<Result<()>> = Vec::new();

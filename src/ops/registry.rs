@@ -1,0 +1,90 @@
+//! The ops by name: which names a tree experiment knows and in which order they run,
+//! `--ops` parsed into that order, an op made from its name, and which ops read a tree.
+
+use super::{CreateOptions, Op};
+use crate::error::{Error, Result};
+
+/// The ops a tree experiment knows, in the order they can run on one tree.
+pub const OP_NAMES: [&str; 7] = ["create", "stat", "list", "read", "scan", "rescan", "delete"];
+
+/// The `reformat` op: at the end of a trial, with the tree still on it, the managed
+/// file system is unmounted, formatted and mounted again, timed as a whole: what
+/// "formatting is faster than deleting" costs (the next trial then needs no format).
+pub const REFORMAT: &str = "reformat";
+
+/// Phases that read a tree (every pair op reads its source): made cold before.
+pub fn reads_tree(op: &str) -> bool {
+    !matches!(op, "create" | "delete" | REFORMAT)
+}
+
+/// Parse `create,read,delete` into the canonical order; errors name `--ops`. Pair ops
+/// (copy, sync, sync-nochange, sync-change:P) keep their given order and run after the
+/// tree ops, before delete.
+pub fn parse_ops(s: &str) -> Result<Vec<String>> {
+    let mut want = Vec::new();
+    let mut pairs: Vec<String> = Vec::new();
+    let mut reformat = false;
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if p == REFORMAT {
+            reformat = true;
+            continue;
+        }
+        if let Some(r) = super::copy::by_name(p) {
+            r.map_err(|e| Error::bad("--ops", e))?;
+            if !pairs.iter().any(|q| q == p) {
+                pairs.push(p.to_string());
+            }
+            continue;
+        }
+        if !OP_NAMES.contains(&p) {
+            return Err(Error::bad(
+                "--ops",
+                format!(
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT, reformat)",
+                    OP_NAMES.join(", ")
+                ),
+            ));
+        }
+        want.push(p.to_string());
+    }
+    if want.is_empty() && pairs.is_empty() && !reformat {
+        return Err(Error::bad("--ops", "no op given"));
+    }
+    if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
+        return Err(Error::bad("--ops", "rescan needs scan before it (it rescans scan's index)"));
+    }
+    let mut v: Vec<String> = OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
+    let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
+    v.splice(at..at, pairs);
+    if reformat {
+        v.push(REFORMAT.to_string());
+    }
+    Ok(v)
+}
+
+pub fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
+    match name {
+        "create" => Box::new(super::Create { opts: create.clone() }),
+        "stat" => Box::new(super::Stat),
+        "list" => Box::new(super::List),
+        "read" => Box::new(super::Read),
+        "scan" => Box::new(super::scan::Scan { rescan: false }),
+        "rescan" => Box::new(super::scan::Scan { rescan: true }),
+        "delete" => Box::new(super::Delete),
+        other => unreachable!("op names are checked by parse_ops: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_parse_in_canonical_order() {
+        assert_eq!(parse_ops("delete,create").unwrap(), vec!["create", "delete"]);
+        assert_eq!(parse_ops("read,bogus").unwrap_err().exit_code(), 2);
+        assert_eq!(parse_ops("delete,sync,create,copy").unwrap(), vec!["create", "sync", "copy", "delete"]);
+        assert_eq!(parse_ops("sync-change:5").unwrap(), vec!["sync-change:5"]);
+        assert_eq!(parse_ops("sync-change:0").unwrap_err().exit_code(), 2);
+    }
+}
