@@ -31,7 +31,7 @@ use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
 use crate::ops::{Create, CreateOptions, PhaseSettings};
 use crate::signals;
-use crate::target::TargetInfo;
+use crate::storage::TargetInfo;
 use crate::tree::{Plan, Prepared, TreeSpec};
 use crate::units::fmt_size;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};

@@ -18,6 +18,6 @@ pub mod ranks;
 pub mod report;
 pub mod results;
 pub mod signals;
-pub mod target;
+pub mod storage;
 pub mod tree;
 pub mod units;

@@ -236,7 +236,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             ));
         }
         Command::Cleanup => {
-            let report = manyfiles::target::registry::cleanup()?;
+            let report = manyfiles::storage::registry::cleanup()?;
             out(&format!("{report}\n"));
         }
         Command::Gen(a) => {

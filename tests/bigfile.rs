@@ -4,7 +4,7 @@
 
 use manyfiles::experiment::bigfile::{self, BigfileConfig};
 use manyfiles::experiment::{Order, TargetSpec};
-use manyfiles::target::fsspec::FsSpec;
+use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::tree::Content;
 use std::path::Path;
 use std::process::Command;

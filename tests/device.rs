@@ -123,7 +123,7 @@ impl Drop for LoopDisk {
 
 /// Mount points whose source is `dev` or a partition of it.
 fn mounts_of(dev: &str) -> Vec<PathBuf> {
-    manyfiles::target::registry::mounts()
+    manyfiles::storage::registry::mounts()
         .into_iter()
         .filter(|m| m.source == dev || m.source.strip_prefix(dev).is_some_and(|r| r.starts_with('p')))
         .map(|m| m.mount_point)
@@ -132,7 +132,7 @@ fn mounts_of(dev: &str) -> Vec<PathBuf> {
 
 /// Registry records (of any process) naming `dev`.
 fn records_naming(dev: &str) -> usize {
-    std::fs::read_dir(manyfiles::target::registry::state_dir())
+    std::fs::read_dir(manyfiles::storage::registry::state_dir())
         .into_iter()
         .flatten()
         .flatten()

@@ -2,9 +2,9 @@
 //! sizes applied, kill -9 cleanup, preflight errors. Needs root (CI runs as root);
 //! otherwise each test prints "skipped: needs root" and passes.
 
-use manyfiles::target::fsspec::FsSpec;
-use manyfiles::target::managed::ManagedFs;
-use manyfiles::target::registry;
+use manyfiles::storage::fsspec::FsSpec;
+use manyfiles::storage::managed::ManagedFs;
+use manyfiles::storage::registry;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -304,7 +304,7 @@ fn cleanup_ignores_what_the_record_does_not_own() {
 #[test]
 fn preflight_names_the_missing_package() {
     need_root!();
-    let specs = manyfiles::target::fsspec::parse_list("ext4,xfs").unwrap();
+    let specs = manyfiles::storage::fsspec::parse_list("ext4,xfs").unwrap();
     let e = ManagedFs::preflight_in(&specs, 320 * MIB, std::ffi::OsStr::new("/nonexistent")).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     let s = e.to_string();
@@ -335,7 +335,7 @@ fn preflight_checks_minimum_sizes_and_backing() {
     assert!(e.to_string().contains("does not exist"), "{e}");
     let e = ManagedFs::preflight(&[FsSpec::parse("ext4").unwrap()], 1 << 50).unwrap_err();
     assert!(e.to_string().contains("free"), "{e}");
-    ManagedFs::preflight(&manyfiles::target::fsspec::parse_list("ext2,ext4,ntfs,exfat,tmpfs").unwrap(), 64 * MIB)
+    ManagedFs::preflight(&manyfiles::storage::fsspec::parse_list("ext2,ext4,ntfs,exfat,tmpfs").unwrap(), 64 * MIB)
         .unwrap();
 }
 

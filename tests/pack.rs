@@ -91,7 +91,7 @@ fn every_container_gives_the_tree_back_byte_for_byte() {
         let mp = m.mount_point.clone();
         m.unmount().unwrap();
         assert!(!mp.exists(), "{n}: mount point left");
-        assert!(manyfiles::target::registry::mounts_at(&mp).is_empty());
+        assert!(manyfiles::storage::registry::mounts_at(&mp).is_empty());
         // FUSE too, where the mounter is installed.
         if let Some(((tool, pkg), _)) = c.fuse(&file, &mp) {
             if !pack::missing(&[(tool, pkg)]).is_empty() {
@@ -307,7 +307,7 @@ fn missing_tools_are_named_with_their_package() {
     let bin_dir = t.path().join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
     // Only tar (and what the copy needs: nothing else) on PATH.
-    let tar = manyfiles::target::managed::find_in_path("tar", &std::env::var_os("PATH").unwrap()).unwrap();
+    let tar = manyfiles::storage::managed::find_in_path("tar", &std::env::var_os("PATH").unwrap()).unwrap();
     std::os::unix::fs::symlink(tar, bin_dir.join("tar")).unwrap();
     let work = t.path().join("work");
     std::fs::create_dir(&work).unwrap();

@@ -69,8 +69,8 @@ fn schema_rejects_broken_documents() {
 /// a broken one does not, and a managed record without them (older files) still loads.
 #[test]
 fn device_target_validates_and_old_records_load() {
-    use manyfiles::target::device::DeviceInfo;
-    use manyfiles::target::managed::ManagedDetails;
+    use manyfiles::storage::device::DeviceInfo;
+    use manyfiles::storage::managed::ManagedDetails;
     let v = schema();
     let mut doc = run_json(&["ops", "--files", "20", "--runs", "1", "--ops", "create"]);
     let details = ManagedDetails {

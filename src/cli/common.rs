@@ -9,8 +9,8 @@ use manyfiles::ops::parse_ops;
 use manyfiles::ops::{CreateOptions, FsyncMode, IoBuf};
 use manyfiles::report::export::{Format, Output};
 use manyfiles::results::Until;
-use manyfiles::target::cache::CacheMode;
-use manyfiles::target::fsspec::parse_list as parse_fs_list;
+use manyfiles::storage::cache::CacheMode;
+use manyfiles::storage::fsspec::parse_list as parse_fs_list;
 use manyfiles::tree::content::POOL;
 use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
 use manyfiles::units::{parse_count, parse_size};
@@ -342,11 +342,11 @@ impl RunArgs {
     /// Attach each --destroy-device to the `@dev:` spec naming the same device (the
     /// engine refuses a device spec without one, or with one naming another device).
     pub(super) fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
-        use manyfiles::target::device::same_device;
-        use manyfiles::target::fsspec::Backing;
+        use manyfiles::storage::device::same_device;
+        use manyfiles::storage::fsspec::Backing;
         const FLAG: &str = "--destroy-device";
         let destroy = &self.destroy_device;
-        let mut devs: Vec<&mut manyfiles::target::fsspec::FsSpec> = targets
+        let mut devs: Vec<&mut manyfiles::storage::fsspec::FsSpec> = targets
             .iter_mut()
             .filter_map(|t| match t {
                 TargetSpec::Fs(f) if f.device().is_some() => Some(f),

@@ -5,7 +5,7 @@
 use super::TargetSpec;
 use crate::report::table::fmt_mean_ci;
 use crate::results::ResultSet;
-use crate::target::fsspec::FsSpec;
+use crate::storage::fsspec::FsSpec;
 use crate::tree::{Layout, SizeDist, TreeSpec};
 use crate::units::{exact_size, fmt_size, parse_size, sig3};
 use comfy_table::Table;

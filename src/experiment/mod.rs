@@ -25,9 +25,9 @@ use crate::ranks;
 use crate::report::export::{self, Format, Output};
 use crate::results::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
-use crate::target::TargetInfo;
-use crate::target::cache::CacheState;
-use crate::target::rundir::RunDir;
+use crate::storage::TargetInfo;
+use crate::storage::cache::CacheState;
+use crate::storage::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
@@ -77,7 +77,7 @@ pub struct TreeExperiment {
     pub commands: Vec<external::ExternalCmd>,
 }
 
-use crate::target::cache::CacheMode;
+use crate::storage::cache::CacheMode;
 
 /// Get the caches ready for phase `op` over the trees `roots` (outside any timing):
 /// what was done, as measurements record it.
@@ -88,7 +88,7 @@ pub(crate) fn prepare_caches(
     threads: usize,
 ) -> Result<CacheState> {
     let cold = |roots: &[&std::path::Path]| {
-        crate::target::cache::make_cold(roots, threads).map(|(s, _)| s).map_err(Error::failed)
+        crate::storage::cache::make_cold(roots, threads).map(|(s, _)| s).map_err(Error::failed)
     };
     match mode {
         CacheMode::Warm => Ok(CacheState::Warm),
@@ -112,7 +112,7 @@ pub(crate) fn watched(
     r
 }
 
-pub use crate::target::cache::drop_caches;
+pub use crate::storage::cache::drop_caches;
 
 /// Refuse cache dropping without root, before anything is created (cold reads work
 /// without root: only the trees' data are evicted then).

@@ -35,7 +35,7 @@ use crate::ops::{self, CreateOptions, PhaseSettings};
 use crate::pack::{self, Container, MountWith};
 use crate::results::{ExperimentInfo, ResultSet, Until};
 use crate::signals;
-use crate::target::rundir::RunDir;
+use crate::storage::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, SizeDist, TreeSpec};
 use rustix::fd::AsFd;
@@ -111,7 +111,7 @@ pub fn usable_containers(cfg: &PackExperiment) -> Result<Usable> {
                 MountWith::Kernel => {
                     tools.extend([("mount", "mount"), ("umount", "mount")]);
                     let fs = c.kernel_fs().unwrap_or_default();
-                    if !crate::target::managed::kernel_supports(fs) {
+                    if !crate::storage::managed::kernel_supports(fs) {
                         why = Some(format!("{}: this kernel cannot mount {fs}", c.name()));
                     }
                 }
@@ -174,7 +174,7 @@ fn check(cfg: &PackExperiment) -> Result<()> {
                 TargetSpec::Dir(d) => (flag, std::fs::canonicalize(d).unwrap_or_else(|_| d.clone())),
                 TargetSpec::Fs(f) => (if flag == "--src-target" { "--src-fs" } else { "--dst-fs" }, f.backing_dir()),
             };
-            let state = crate::target::registry::state_dir();
+            let state = crate::storage::registry::state_dir();
             // By identity too (a bind mount shows PATH under another path): the target
             // directory, or the nearest existing directory above it.
             let inside_by_identity = || {
@@ -271,7 +271,7 @@ impl Steps<'_> {
     ) -> std::result::Result<PhaseResult, String> {
         let cache = match io.reads {
             Some(p) => prepare_caches(self.cache, op, &[p], self.threads).map_err(|e| format!("{op}: {e}"))?,
-            None => crate::target::cache::CacheState::Warm,
+            None => crate::storage::cache::CacheState::Warm,
         };
         // The flush inside the watch: the device's writes happen there.
         let mut r = watched(io.watch, cache, || {

@@ -7,10 +7,10 @@ use super::{check_target, estimate_space};
 use crate::error::{Error, Result};
 use crate::measure::diskstats::DeviceWatch;
 use crate::ranks;
-use crate::target::TargetInfo;
-use crate::target::fsspec::FsSpec;
-use crate::target::managed::ManagedFs;
-use crate::target::rundir::RunDir;
+use crate::storage::TargetInfo;
+use crate::storage::fsspec::FsSpec;
+use crate::storage::managed::ManagedFs;
+use crate::storage::rundir::RunDir;
 use crate::tree::TreeSpec;
 use crate::tree::layout::Shape;
 use crate::units::fmt_size;
@@ -40,7 +40,7 @@ pub struct LiveTarget {
 
 /// Smallest image each type formats into (mkfs refuses smaller), in bytes.
 fn min_image(spec: &FsSpec) -> u64 {
-    crate::target::managed::min_image_bytes(spec)
+    crate::storage::managed::min_image_bytes(spec)
 }
 
 /// Default image floor: small images change how file systems lay themselves out
@@ -61,7 +61,7 @@ pub struct ImageSize {
 pub(crate) fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>, copies: u64) -> Result<ImageSize> {
     // The allocation unit the file system will use: exfatprogs picks 32 KiB clusters
     // for volumes from 256 MiB to 32 GiB; the others default to 4 KiB here.
-    let default_block = if spec.fs_type == crate::target::fsspec::FsType::Exfat { 32 << 10 } else { 4096 };
+    let default_block = if spec.fs_type == crate::storage::fsspec::FsType::Exfat { 32 << 10 } else { 4096 };
     let block = spec.block.unwrap_or(default_block).max(512);
     let probe = TargetInfo {
         id: String::new(),
@@ -81,7 +81,7 @@ pub(crate) fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>
     // Entries: files and directories of the largest tree (times copies), the tree roots
     // and the run directory.
     let entries = trees.iter().map(|t| t.files + Shape::of(t).dir_count()).max().unwrap_or(0) * copies + 64;
-    let overhead = crate::target::managed::entry_overhead(spec.fs_type);
+    let overhead = crate::storage::managed::entry_overhead(spec.fs_type);
     let data = trees.iter().map(|t| estimate_space(&probe, t)).max().unwrap_or(0) * copies;
     let need = data.saturating_add(entries.saturating_mul(overhead));
     let bytes = match fs_size {
@@ -185,8 +185,8 @@ impl LiveTarget {
         }
         if !fs_specs.is_empty() {
             ManagedFs::preflight(&fs_specs, sizes.iter().map(|s| s.bytes).max().unwrap_or(0))?;
-            // `@dev:` targets: every safety interlock (crate::target::device).
-            for (size, dev) in sizes.iter_mut().zip(crate::target::device::check_all(&fs_specs, fs_size)?) {
+            // `@dev:` targets: every safety interlock (crate::storage::device).
+            for (size, dev) in sizes.iter_mut().zip(crate::storage::device::check_all(&fs_specs, fs_size)?) {
                 if let Some(d) = dev {
                     size.bytes = d.size_bytes;
                 }

@@ -13,7 +13,7 @@ pub mod squashfs;
 pub mod tar;
 
 use crate::fs::walk::{self, Kind};
-use crate::target::registry::{self, Registration};
+use crate::storage::registry::{self, Registration};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, openat};
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ pub fn path_arg(p: &Path) -> String {
 /// Tools missing from $PATH among `tools`.
 pub fn missing(tools: &[Tool]) -> Vec<Tool> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
-    tools.iter().copied().filter(|(t, _)| crate::target::managed::find_in_path(t, &path).is_none()).collect()
+    tools.iter().copied().filter(|(t, _)| crate::storage::managed::find_in_path(t, &path).is_none()).collect()
 }
 
 /// Files, directories, bytes and 4 KiB blocks of a tree (never following symlinks).
@@ -193,7 +193,7 @@ pub struct Mounted {
 
 fn next_key() -> String {
     static N: AtomicU64 = AtomicU64::new(0);
-    format!("pack-{}-{}", crate::target::rundir::run_id(), N.fetch_add(1, Ordering::Relaxed))
+    format!("pack-{}-{}", crate::storage::rundir::run_id(), N.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Mount `file` (canonical path) read-only at a new mount point: under the registry's

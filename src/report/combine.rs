@@ -14,7 +14,7 @@ pub fn combine(mut sets: Vec<ResultSet>) -> Option<ResultSet> {
     let mut out = it.next()?;
     for (i, rs) in it.enumerate() {
         let suffix = format!("#{}", i + 2);
-        let rename = |id: &str, taken: &[crate::target::TargetInfo]| {
+        let rename = |id: &str, taken: &[crate::storage::TargetInfo]| {
             if taken.iter().any(|t| t.id == id) { format!("{id}{suffix}") } else { id.to_string() }
         };
         let renamed: Vec<(String, String)> =

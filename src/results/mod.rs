@@ -15,7 +15,7 @@ use crate::analysis::stats::{self, Summary};
 use crate::measure::PhaseResult;
 use crate::measure::provenance::Provenance;
 use crate::ops::CreateOptions;
-use crate::target::TargetInfo;
+use crate::storage::TargetInfo;
 use crate::tree::TreeSpec;
 use crate::units::sig3;
 use serde::{Deserialize, Serialize};
@@ -49,8 +49,8 @@ pub struct ExperimentInfo {
     pub portion_files: u64,
     pub order: String,
     pub create: CreateOptions,
-    #[serde(default = "crate::target::cache::CacheMode::legacy")]
-    pub caches: crate::target::cache::CacheMode,
+    #[serde(default = "crate::storage::cache::CacheMode::legacy")]
+    pub caches: crate::storage::cache::CacheMode,
     /// Which time of a write phase the statistics use.
     #[serde(default)]
     pub until: Until,

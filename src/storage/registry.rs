@@ -588,7 +588,7 @@ fn helper_running(names: &[String]) -> bool {
 
 fn clean_record(rec: &Record, rep: &mut CleanupReport) {
     if let Some(rd) = &rec.run_dir {
-        match crate::target::rundir::remove_run_dir(rd) {
+        match crate::storage::rundir::remove_run_dir(rd) {
             Ok(true) => rep.deleted.push(rd.display().to_string()),
             Ok(false) => {}
             Err(e) => rep.problems.push(format!("{}: {e}", rd.display())),

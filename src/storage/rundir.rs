@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::fs::walk::DIR_FLAGS;
-use crate::target::registry;
+use crate::storage::registry;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, unlinkat};
 use rustix::io::Errno;
