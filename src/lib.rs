@@ -10,7 +10,6 @@ pub mod experiment;
 pub mod fs;
 pub mod generate;
 pub mod helper;
-pub mod inventory;
 pub mod measure;
 pub mod ops;
 pub mod pack;

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use manyfiles::inventory::Inventory;
+use manyfiles::tree::inventory::Inventory;
 use serde_json::Value;
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_bad_input, run};
-use manyfiles::inventory::Inventory;
+use manyfiles::tree::inventory::Inventory;
 use serde_json::Value;
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_bad_input, run};
-use manyfiles::inventory::Inventory;
+use manyfiles::tree::inventory::Inventory;
 use std::path::Path;
 
 /// An irregular tree: directories at several depths with 0..60 files each, sizes from

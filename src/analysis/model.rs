@@ -131,8 +131,6 @@ pub fn dir_sq_of(counts: impl IntoIterator<Item = (u64, u64)>) -> f64 {
     counts.into_iter().map(|(n, dirs)| (n as f64) * (n as f64) * dirs as f64).sum()
 }
 
-pub use crate::inventory::dir_sq_from_hist;
-
 /// Coefficient names, in column order (also the order of `covariance`).
 pub const COEFFS: [&str; P] = ["per_file", "per_byte", "per_dir", "per_dir_entry"];
 

@@ -207,7 +207,7 @@ impl TreeSizeArgs {
         use manyfiles::tree::drawn;
         let (inv, flag) = match (&self.like, self.tree.as_deref()) {
             (Some(p), _) => (
-                manyfiles::inventory::Inventory::load(p).map_err(|e| match e {
+                manyfiles::tree::inventory::Inventory::load(p).map_err(|e| match e {
                     Error::BadInput { reason, .. } => Error::bad("--like", reason),
                     e => e,
                 })?,

@@ -159,7 +159,7 @@ fn tree_input(
 ) -> Result<manyfiles::report::TreeInput> {
     use manyfiles::report::TreeInput;
     match (path, inventory) {
-        (_, Some(i)) => Ok(TreeInput::Inventory(Box::new(manyfiles::inventory::Inventory::load(i)?))),
+        (_, Some(i)) => Ok(TreeInput::Inventory(Box::new(manyfiles::tree::inventory::Inventory::load(i)?))),
         (Some(p), None) if p.is_dir() => Ok(TreeInput::Path(p.clone())),
         (Some(p), None) => Err(Error::bad(path_flag, format!("{} is not a directory", p.display()))),
         (None, None) => Err(Error::bad(path_flag, "give the tree (or --inventory FILE)")),

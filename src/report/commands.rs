@@ -110,7 +110,7 @@ pub enum TreeInput {
     /// Walk this directory.
     Path(PathBuf),
     /// A saved inventory.
-    Inventory(Box<crate::inventory::Inventory>),
+    Inventory(Box<crate::tree::inventory::Inventory>),
 }
 
 /// `manyfiles predict`.
@@ -133,7 +133,7 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> 
 pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
     use crate::results::predict::{self, Shape};
     let shape = match &cfg.tree {
-        TreeInput::Path(p) => Shape::from(&crate::inventory::Inventory::scan(p, cfg.threads)?),
+        TreeInput::Path(p) => Shape::from(&crate::tree::inventory::Inventory::scan(p, cfg.threads)?),
         TreeInput::Inventory(i) => Shape::from(i.as_ref()),
     };
     let rows = predict::predict(&cfg.model, &shape, cfg.interval_s);

@@ -3,8 +3,8 @@
 //! what the model was calibrated on, and for sync ops the recovery point.
 
 use super::model::Prediction;
-use crate::inventory::Inventory;
 use crate::results::{ModelRow, ResultSet};
+use crate::tree::inventory::Inventory;
 use crate::units::sig3;
 use serde::Serialize;
 

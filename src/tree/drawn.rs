@@ -15,7 +15,7 @@
 use super::layout::{DirNode, min_name_len};
 use super::rng::{WyRand, hash3};
 use super::spec::{Content, Layout, STREAM_NAME, STREAM_SIZE, SizeDist, TreeSpec};
-use crate::inventory::{Inventory, log2_bucket_range};
+use crate::tree::inventory::{Inventory, log2_bucket_range};
 use std::ffi::CString;
 
 /// Split `total` in proportion to `weights`, largest remainder first: sums to `total`
@@ -494,7 +494,7 @@ mod tests {
         let mut sum = vec![0u64; 5];
         for i in 0..20 {
             let s = hist_size(&counts, &bytes, 3, i);
-            let k = crate::inventory::log2_bucket(s);
+            let k = crate::tree::inventory::log2_bucket(s);
             got[k] += 1;
             sum[k] += s;
         }
@@ -520,7 +520,7 @@ mod tests {
         assert_eq!(sums, want, "{c:?}");
         let mut h = vec![0u64; 4];
         for v in c.iter().flatten() {
-            h[crate::inventory::log2_bucket(*v)] += 1;
+            h[crate::tree::inventory::log2_bucket(*v)] += 1;
         }
         assert_eq!(h, buckets);
         assert_eq!(c.iter().map(|l| l.len()).collect::<Vec<_>>(), slots);

@@ -1,7 +1,9 @@
-//! The shape of a data set (TreeSpec), where it goes on disk (Plan) and its bytes.
+//! The shape of a data set (TreeSpec), where it goes on disk (Plan), its bytes, and the
+//! shape of a real tree measured by walking it (inventory).
 
 pub mod content;
 pub mod drawn;
+pub mod inventory;
 pub mod layout;
 pub mod rng;
 pub mod spec;

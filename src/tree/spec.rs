@@ -156,7 +156,7 @@ impl SizeDist {
                 *sizes.iter().max().unwrap_or(&0)
             }
             SizeDist::Histogram { counts, .. } => {
-                crate::inventory::log2_bucket_range(counts.iter().rposition(|&c| c > 0).unwrap_or(0)).0
+                crate::tree::inventory::log2_bucket_range(counts.iter().rposition(|&c| c > 0).unwrap_or(0)).0
             }
         };
         if biggest > MAX_FILE_SIZE {

@@ -319,11 +319,6 @@ fn linear_file_system_rejects_the_directory_size_term() {
 #[test]
 fn files_per_dir_give_dir_sq() {
     assert_eq!(dir_sq_of([(3, 2), (1, 1)]), 19.0);
-    // Bucket 0 (empty dirs) adds nothing; bucket 1 is exactly 1; bucket 2 is {2, 3}.
-    assert_eq!(dir_sq_from_hist(&[5, 2, 2]), 2.0 + 2.0 * 6.5);
-    // A flat 1,000-file directory lies in bucket 10 [512, 1023]: within a factor 1.5.
-    let est = dir_sq_from_hist(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
-    assert!(est > 1000.0 * 1000.0 / 2.0 && est < 1.5 * 1e6, "{est}");
 }
 
 #[test]

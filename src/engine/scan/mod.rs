@@ -19,9 +19,9 @@ pub use backend::IndexBackend;
 
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
-use crate::inventory::Inventory;
 use crate::measure::provenance::Provenance;
 use crate::signals;
+use crate::tree::inventory::Inventory;
 use crate::units::{fmt_rate, fmt_secs, fmt_size};
 use backend::Changes;
 use diff::{DiffCounts, Index};

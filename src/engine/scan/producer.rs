@@ -6,8 +6,8 @@
 
 use super::backend::Meta;
 use crate::fs::walk::{self, Kind};
-use crate::inventory::Inventory;
 use crate::signals;
+use crate::tree::inventory::Inventory;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use rustix::io::Errno;

@@ -367,6 +367,15 @@ pub fn dir_sq_from_hist(hist: &[u64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dir_sq_from_a_histogram() {
+        // Bucket 0 (empty dirs) adds nothing; bucket 1 is exactly 1; bucket 2 is {2, 3}.
+        assert_eq!(super::dir_sq_from_hist(&[5, 2, 2]), 2.0 + 2.0 * 6.5);
+        // A flat 1,000-file directory lies in bucket 10 [512, 1023]: within a factor 1.5.
+        let est = super::dir_sq_from_hist(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert!(est > 1000.0 * 1000.0 / 2.0 && est < 1.5 * 1e6, "{est}");
+    }
+
     use super::*;
 
     #[test]
