@@ -61,14 +61,16 @@ source "$ROOT/bench/lib.sh"
 bench_setup
 
 export PATH="$HOME/.cargo/bin:$PATH"
+# wanted PEER CONTENDER: ONLY selects the contender (then the peer is installed if missing).
+wanted() { [ -z "${ONLY:-}" ] || grep -Eq "^(${ONLY})\$" <<<"$2"; }
 for c in cpz rmz ftzz; do
-    if ! command -v "$c" >/dev/null; then
+    if wanted "$c" "$c" && ! command -v "$c" >/dev/null; then
         echo "installing $c (cargo install --locked)..." >&2
         cargo install --locked --quiet "$c" >&2 || echo "  $c could not be installed: left out" >&2
     fi
 done
 for c in rsync gdu; do
-    if ! command -v "$c" >/dev/null; then
+    if wanted "$c" "$([ "$c" = rsync ] && echo rsync-an || echo "$c")" && ! command -v "$c" >/dev/null; then
         echo "installing $c (apt-get)..." >&2
         (apt-get install -y -qq "$c" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$c"; }) >&2 ||
             echo "  $c could not be installed: left out" >&2

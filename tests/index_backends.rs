@@ -8,7 +8,7 @@ mod common;
 use common::{Run, assert_bad_input, run};
 use manyfiles::engine::scan::DbUrl;
 use manyfiles::engine::scan::backend::Meta;
-use manyfiles::engine::walk::Kind;
+use manyfiles::fs::walk::Kind;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -149,7 +149,7 @@ fn reliability_kill_scan() {
     let src = t.path().join("src");
     source_tree(&src, 10, 500);
     let before = snapshot(&src, &[]);
-    let files = before.values().filter(|v| v.0 == manyfiles::engine::walk::Kind::File).count() as u64;
+    let files = before.values().filter(|v| v.0 == manyfiles::fs::walk::Kind::File).count() as u64;
     let db = format!("sqlite:{}", t.path().join("idx.sqlite").display());
     let mut r = Rng(0x5eed_0004);
     for trial in 0..4 {

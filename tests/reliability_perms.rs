@@ -5,7 +5,7 @@
 
 mod reliability_common;
 
-use manyfiles::engine::walk::Kind;
+use manyfiles::fs::walk::Kind;
 use reliability_common::*;
 use serde_json::Value;
 use std::ffi::OsString;

@@ -5,7 +5,7 @@
 
 mod reliability_common;
 
-use manyfiles::engine::walk::Kind;
+use manyfiles::fs::walk::Kind;
 use reliability_common::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -9,5 +9,3 @@ pub mod overlap;
 pub mod rm;
 pub mod scan;
 pub mod walker;
-/// The walk lives in [`crate::fs::walk`] (every layer uses it); kept here for callers.
-pub use crate::fs::walk;

@@ -13,7 +13,7 @@
 //! measurement, warmup runs not recorded. Summaries, first-run flags (btrfs was fast
 //! only on its first run) and warnings come from [`ResultSet::derive`].
 
-use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive, drop_caches};
+use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive};
 use crate::error::{Error, Result};
 use crate::fs::write_all;
 use crate::measure::diskstats::DeviceWatch;
@@ -25,6 +25,7 @@ use crate::report::table::fmt_mean_ci;
 use crate::results::{ExperimentInfo, ResultSet};
 use crate::signals;
 use crate::storage::cache::CacheState;
+use crate::storage::cache::drop_caches;
 use crate::storage::rundir::RunDir;
 use crate::tree::content::{ContentSource, PAGE, POOL};
 use crate::tree::spec::MAX_FILE_SIZE;

@@ -27,6 +27,7 @@ use crate::results::{ExperimentInfo, Measurement, ResultSet};
 use crate::signals;
 use crate::storage::TargetInfo;
 use crate::storage::cache::CacheState;
+use crate::storage::cache::drop_caches;
 use crate::storage::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
@@ -111,8 +112,6 @@ pub(crate) fn watched(
     r.cache = Some(cache.name().to_string());
     r
 }
-
-pub use crate::storage::cache::drop_caches;
 
 /// Refuse cache dropping without root, before anything is created (cold reads work
 /// without root: only the trees' data are evicted then).

@@ -43,7 +43,7 @@ use rustix::fs::{AtFlags, Mode, mkdirat, unlinkat};
 use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 
-pub use super::targets::{LiveTarget, TargetSpec};
+use super::targets::{LiveTarget, TargetSpec};
 
 /// Where the tree comes from.
 #[derive(Debug, Clone)]

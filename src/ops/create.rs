@@ -1,6 +1,7 @@
 //! create: mkdir every directory, then open/write/close every file.
 
 use super::{Op, Worker, for_each_dir_in_parent, for_each_file};
+use crate::fs::write_all;
 use crate::tree::Unit;
 use rustix::fd::AsFd;
 use rustix::fs::{FileType, Mode, OFlags, fcntl_setfl, fsync, mkdirat, mknodat, openat, syncfs};
@@ -142,5 +143,3 @@ impl Create {
         Ok(())
     }
 }
-
-pub use crate::fs::write_all;

@@ -3,6 +3,7 @@
 //! symlink, and removes a run directory only while its marker is there.
 
 use crate::error::{Error, Result};
+use crate::fs::remove::remove_contents;
 use crate::fs::walk::DIR_FLAGS;
 use crate::storage::registry;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -191,8 +192,6 @@ pub fn has_marker(dir: BorrowedFd<'_>) -> bool {
         .map(|st| FileType::from_raw_mode(st.stx_mode as u32) == FileType::RegularFile)
         .unwrap_or(false)
 }
-
-pub use crate::fs::remove::{remove_contents, remove_contents_counted};
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //! fds (so trees deeper than PATH_MAX and names that are not UTF-8 can be compared).
 #![allow(dead_code)]
 
-use manyfiles::engine::walk::{self, Kind};
+use manyfiles::fs::walk::{self, Kind};
 use rustix::fd::AsFd;
 use rustix::fs::{Mode, OFlags};
 use std::collections::BTreeMap;
