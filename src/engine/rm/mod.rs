@@ -7,23 +7,25 @@
 //! mount root) is left alone unless `cross_mounts`; `/` and anything resolving to it are
 //! refused, and every PATH is resolved up to its last component before anything is removed.
 //!
-//! Order: a directory task lists its directory completely first (unlinking while getdents
-//! walks can skip entries), then unlinks the non-directories — itself, or in chunks of
-//! [`CHUNK`] names on several tasks when the directory is large (the directory lock
-//! serialises only part of an unlink; inode eviction runs outside it) — and spawns a task
-//! per subdirectory; the last task to finish below a directory removes it. A failure below
-//! a directory keeps it (and its ancestors) without a second error for each. Entry types
-//! come from getdents' `d_type`: no per-file `stat`.
+//! Order: a directory task runs the one remover's per-directory step (`fs::remove`: list
+//! completely, subdirectories spawned as tasks, the other names unlinked in inode order)
+//! — itself, or in batches of [`BATCH`] names on several tasks when the directory is large
+//! (the directory lock serialises only part of an unlink; inode eviction runs outside
+//! it); the last task to finish below a directory removes it. A failure below a directory
+//! keeps it (and its ancestors) without a second error for each. Entry types come from
+//! getdents' `d_type`: no per-file `stat`.
 //!
 //! Bytes freed: the free space each file system involved gained, from `statvfs` before
-//! and after (no per-file `statx`: see [`STATX_BYTES`]).
+//! and after (a per-file `statx` of the blocks freed cost more than the 3% the benchmark
+//! allowed: BENCHMARKS.md, "rm").
 
 pub mod mpi;
 
 use crate::error::{Error, Result};
+use crate::fs::remove::{self, BATCH};
 use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, openat, statx, unlinkat};
+use rustix::fs::{AtFlags, StatxFlags, statx};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
@@ -46,18 +48,6 @@ pub struct Options {
 
 /// Failures listed in the summary; the rest are counted.
 pub(crate) const LIST_FAILURES: usize = 1000;
-
-/// Non-directories per unlink task: a directory with more is emptied by several tasks.
-/// Large enough that a task costs nothing beside its unlinks (~2,000 × a few µs).
-pub(crate) const CHUNK: usize = 2048;
-
-/// Count bytes freed by a `statx` of every file before unlinking it (allocated blocks of
-/// last links) instead of by `statvfs` before/after. Off: it cost more than the 3% the
-/// benchmark allowed (BENCHMARKS.md, "rm").
-const STATX_BYTES: bool = false;
-
-/// Unlink the files of a directory in inode order rather than getdents' order.
-const INODE_ORDER: bool = true;
 
 /// One entry that could not be removed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -309,7 +299,6 @@ struct FsFree {
 struct RmShared {
     o: Options,
     t: Tally,
-    bytes: AtomicU64,
     fs: Mutex<Vec<FsFree>>,
 }
 
@@ -350,10 +339,7 @@ impl RmShared {
             if node.blocked.load(Ordering::Relaxed) {
                 parent.blocked.store(true, Ordering::Relaxed);
             } else {
-                let mut r = unlinkat(&parent.fd, node.name.as_c_str(), AtFlags::REMOVEDIR);
-                if r == Err(Errno::ACCESS) && grant(parent.fd.as_fd()) {
-                    r = unlinkat(&parent.fd, node.name.as_c_str(), AtFlags::REMOVEDIR);
-                }
+                let r = remove::rmdir_one(parent.fd.as_fd(), node.name.as_c_str());
                 match r {
                     Ok(()) => {
                         self.t.dirs.fetch_add(1, Ordering::Relaxed);
@@ -366,23 +352,10 @@ impl RmShared {
         }
     }
 
-    /// Remove one non-directory: one `unlinkat`, nothing else on the way of success.
+    /// Remove one non-directory of `dir`.
     fn unlink(&self, dir: &Node, name: &CStr) -> std::result::Result<(), Errno> {
-        let st = if STATX_BYTES {
-            Some(statx(&dir.fd, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::BLOCKS | StatxFlags::NLINK)?)
-        } else {
-            None
-        };
-        match unlinkat(&dir.fd, name, AtFlags::empty()) {
-            Err(Errno::ACCESS) if grant(dir.fd.as_fd()) => unlinkat(&dir.fd, name, AtFlags::empty())?,
-            r => r?,
-        }
+        remove::unlink_one(dir.fd.as_fd(), name)?;
         self.t.files.fetch_add(1, Ordering::Relaxed);
-        if let Some(st) = st
-            && st.stx_nlink <= 1
-        {
-            self.bytes.fetch_add(st.stx_blocks * 512, Ordering::Relaxed);
-        }
         Ok(())
     }
 
@@ -402,18 +375,17 @@ impl RmShared {
 
     /// Unlink the NUL-terminated `names` (non-directories when listed) of `node`.
     fn unlink_all(&self, node: &Arc<Node>, names: &[u8], spawn: &mut dyn FnMut(Task)) {
-        for raw in names.split_inclusive(|&b| b == 0) {
-            let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
-            match self.unlink(node, name) {
-                Ok(()) | Err(Errno::NOENT) => {}
-                Err(Errno::ISDIR) | Err(Errno::PERM) if walk::kind_of(node.fd.as_fd(), name) == Ok(Kind::Dir) => {
-                    // Became a directory since it was listed.
-                    node.pending.fetch_add(1, Ordering::AcqRel);
-                    spawn(Task::Dir(Arc::clone(node), name.to_owned()));
-                }
-                Err(e) => self.fail(node, name, e),
-            }
-        }
+        let n = remove::unlink_names(
+            node.fd.as_fd(),
+            names,
+            |name| {
+                // Became a directory since it was listed.
+                node.pending.fetch_add(1, Ordering::AcqRel);
+                spawn(Task::Dir(Arc::clone(node), name.to_owned()));
+            },
+            |name, e| self.fail(node, name, e),
+        );
+        self.t.files.fetch_add(n, Ordering::Relaxed);
     }
 
     fn dir_task(&self, parent: Arc<Node>, name: CString, spawn: &mut dyn FnMut(Task)) {
@@ -421,11 +393,7 @@ impl RmShared {
             parent.blocked.store(true, Ordering::Relaxed);
             return self.finish(parent);
         }
-        let mut opened = walk::open_dir_at(parent.fd.as_fd(), &name);
-        if matches!(opened, Err(Errno::ACCESS)) && grant_below(parent.fd.as_fd(), &name) {
-            opened = walk::open_dir_at(parent.fd.as_fd(), &name);
-        }
-        let fd = match opened {
+        let fd = match remove::open_to_empty(parent.fd.as_fd(), &name) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return self.finish(parent), // vanished: nothing to remove
             Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
@@ -443,11 +411,9 @@ impl RmShared {
             }
         };
         let top = parent.parent.is_none();
-        match statx(&fd, c"", AtFlags::EMPTY_PATH, StatxFlags::TYPE) {
-            Ok(st) => {
-                let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
-                let mount_root = st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT);
-                if !top && (dev != parent.dev || mount_root) {
+        match remove::crossing(fd.as_fd(), parent.dev) {
+            Ok((dev, crosses)) => {
+                if !top && crosses {
                     if !self.o.cross_mounts {
                         self.fail(&parent, &name, "a mount point: not crossed (use --cross-mounts)");
                         return self.finish(parent);
@@ -472,81 +438,33 @@ impl RmShared {
         }
     }
 
-    /// List `node` completely, then unlink its non-directories (here, or on several tasks
-    /// when there are more than [`CHUNK`]) and spawn a task per subdirectory.
+    /// The per-directory step (`fs::remove::list`): subdirectories spawned as tasks, the
+    /// other names unlinked here, or on several tasks when there are more than [`BATCH`].
     fn empty(&self, node: &Arc<Node>, spawn: &mut dyn FnMut(Task)) {
-        let mut names: Vec<u8> = Vec::new();
-        let mut files: Vec<(u64, u32)> = Vec::new();
-        let mut dirs: Vec<u8> = Vec::new();
-        let listed = walk::for_each_entry(node.fd.as_fd(), node.fd.as_fd(), |n, k, ino| {
-            if k == Kind::Dir {
-                dirs.extend_from_slice(n.to_bytes_with_nul());
-            } else {
-                files.push((ino, names.len() as u32));
-                names.extend_from_slice(n.to_bytes_with_nul());
-            }
-        });
-        match listed {
+        let mut dirs: Vec<CString> = Vec::new();
+        let (listed, r) = remove::list(node.fd.as_fd(), |name| dirs.push(name.to_owned()));
+        match r {
             // Removed meanwhile (getdents on a removed directory says ENOENT): not a
             // failure; anything left would show up when the directory is removed.
             Ok(()) | Err(Errno::NOENT) => {}
             // A listing that failed part way still removes what it saw; the error is kept.
             Err(e) => self.fail(node, c".", format!("cannot list: {e}")),
         }
-        for raw in dirs.split_inclusive(|&b| b == 0) {
-            let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
+        for name in dirs {
             node.pending.fetch_add(1, Ordering::AcqRel);
-            spawn(Task::Dir(Arc::clone(node), name.to_owned()));
+            spawn(Task::Dir(Arc::clone(node), name));
         }
-        if INODE_ORDER {
-            // Inode order, as GNU rm uses for large directories: consecutive unlinks touch
-            // the same inode-table blocks and bitmaps (getdents' hash order scatters them),
-            // and each chunk of a large directory gets its own range of them.
-            files.sort_unstable();
-        }
-        let name_at = |off: u32| CStr::from_bytes_until_nul(&names[off as usize..]).expect("NUL-terminated");
-        if files.len() <= CHUNK {
-            let mut one = Vec::with_capacity(names.len());
-            for &(_, off) in &files {
-                one.extend_from_slice(name_at(off).to_bytes_with_nul());
+        if listed.len() <= BATCH {
+            if let Some(all) = listed.batches(BATCH).next() {
+                self.unlink_all(node, &all, spawn);
             }
-            return self.unlink_all(node, &one, spawn);
+            return;
         }
-        for part in files.chunks(CHUNK) {
-            let mut c = Vec::new();
-            for &(_, off) in part {
-                c.extend_from_slice(name_at(off).to_bytes_with_nul());
-            }
+        for batch in listed.batches(BATCH) {
             node.pending.fetch_add(1, Ordering::AcqRel);
-            spawn(Task::Files(Arc::clone(node), c));
+            spawn(Task::Files(Arc::clone(node), batch));
         }
     }
-}
-
-/// A directory of our own without write or search permission (a read-only tree, as Go's
-/// module cache is): add u+rwx so it can be emptied, as the owner could. Never for a
-/// directory of someone else (that fails as `rm -rf` fails).
-pub(crate) fn grant(dir: rustix::fd::BorrowedFd<'_>) -> bool {
-    match rustix::fs::fstat(dir) {
-        Ok(st) if st.st_uid == rustix::process::geteuid().as_raw() && st.st_mode & 0o700 != 0o700 => {
-            rustix::fs::fchmod(dir, Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777)).is_ok()
-        }
-        _ => false,
-    }
-}
-
-/// [`grant`] for a directory we cannot open for reading: reach it with `O_PATH` (no
-/// symlink followed) and change it through its /proc/self/fd link, which names exactly
-/// that inode.
-pub(crate) fn grant_below(parent: rustix::fd::BorrowedFd<'_>, name: &CStr) -> bool {
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let Ok(fd) = openat(parent, name, flags, Mode::empty()) else { return false };
-    let Ok(st) = rustix::fs::fstat(&fd) else { return false };
-    if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o700 == 0o700 {
-        return false;
-    }
-    let link = format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&fd));
-    rustix::fs::chmod(link.as_str(), Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777)).is_ok()
 }
 
 /// Path of `name` below `node`, for messages: the names up to the PATH's directory.
@@ -568,7 +486,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let targets = targets(o, |r| r)?;
     crate::signals::install();
     walk::raise_fd_limit();
-    let ctx = RmShared { o: o.clone(), t: Tally::default(), bytes: AtomicU64::new(0), fs: Mutex::new(Vec::new()) };
+    let ctx = RmShared { o: o.clone(), t: Tally::default(), fs: Mutex::new(Vec::new()) };
     for t in &targets {
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
             Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd()),
@@ -616,13 +534,14 @@ pub fn run(o: &Options) -> Result<Summary> {
         reporter.stop();
     });
     let elapsed_s = t0.elapsed().as_secs_f64();
-    let bytes_freed = if STATX_BYTES { ctx.bytes.load(Ordering::Relaxed) } else { ctx.freed() };
+    let bytes_freed = ctx.freed();
     Ok(Summary::of(shown, &[ctx.t.part()], bytes_freed, elapsed_s, o.threads, None))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use rustix::fs::{Mode, OFlags, openat};
 
     fn opts(p: &Path) -> Options {
         Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
@@ -677,7 +596,7 @@ pub(crate) mod tests {
         let t = tempfile::tempdir().unwrap();
         let top = t.path().join("big");
         std::fs::create_dir_all(top.join("sub")).unwrap();
-        let n = 3 * CHUNK + 17;
+        let n = 3 * BATCH + 17;
         for i in 0..n {
             std::fs::write(top.join(format!("f{i}")), b"").unwrap();
         }

@@ -18,14 +18,14 @@
 //! symlink ([`crate::engine::walker::open_below`]); other file systems are not entered unless
 //! `--cross-mounts`.
 
-use crate::engine::rm::{CHUNK, Options, Part, Summary, Tally, grant, grant_below, targets};
+use crate::engine::rm::{Options, Part, Summary, Tally, targets};
 use crate::engine::walker::{MpiWalk, Walker, depth, join, open_below, split_last};
 use crate::engine::walker::{RankCounts, WalkTotals};
 use crate::error::{Error, Result};
+use crate::fs::remove::{self, BATCH};
 use crate::fs::walk::{self, Kind};
 use crate::ranks;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, statx, unlinkat};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 use std::sync::Mutex;
@@ -77,10 +77,7 @@ impl RankRmShared<'_> {
     }
 
     fn unlink(&self, dir: BorrowedFd<'_>, name: &CStr) -> std::result::Result<(), Errno> {
-        match unlinkat(dir, name, AtFlags::empty()) {
-            Err(Errno::ACCESS) if grant(dir) => unlinkat(dir, name, AtFlags::empty())?,
-            r => r?,
-        }
+        remove::unlink_one(dir, name)?;
         self.t.files.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -107,16 +104,13 @@ impl RankRmShared<'_> {
     }
 
     fn unlink_all(&self, root: u32, rel: &[u8], fd: BorrowedFd<'_>, names: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
-        for raw in names.split_inclusive(|&b| b == 0) {
-            let name = CStr::from_bytes_with_nul(raw).expect("one NUL-terminated name");
-            match self.unlink(fd, name) {
-                Ok(()) | Err(Errno::NOENT) => {}
-                Err(Errno::ISDIR) | Err(Errno::PERM) if walk::kind_of(fd, name) == Ok(Kind::Dir) => {
-                    spawn(item(DIR, root, &join(rel, name.to_bytes())));
-                }
-                Err(e) => self.fail(root, rel, name.to_bytes(), e),
-            }
-        }
+        let n = remove::unlink_names(
+            fd,
+            names,
+            |name| spawn(item(DIR, root, &join(rel, name.to_bytes()))),
+            |name, e| self.fail(root, rel, name.to_bytes(), e),
+        );
+        self.t.files.fetch_add(n, Ordering::Relaxed);
     }
 
     fn dir(&self, root: u32, rel: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
@@ -128,10 +122,7 @@ impl RankRmShared<'_> {
             let Ok(cname) = CString::new(name) else { return self.fail(root, rel, b"", "NUL in a name") };
             match open_below(r.fd.as_fd(), up) {
                 Ok(pfd) => {
-                    let mut opened = walk::open_dir_at(pfd.as_fd(), &cname);
-                    if matches!(opened, Err(Errno::ACCESS)) && grant_below(pfd.as_fd(), &cname) {
-                        opened = walk::open_dir_at(pfd.as_fd(), &cname);
-                    }
+                    let opened = remove::open_to_empty(pfd.as_fd(), &cname);
                     if matches!(opened, Err(Errno::NOTDIR) | Err(Errno::LOOP)) {
                         // Replaced by a non-directory (or a symlink) since it was listed.
                         match self.unlink(pfd.as_fd(), &cname) {
@@ -150,46 +141,30 @@ impl RankRmShared<'_> {
             Err(Errno::NOENT) => return,
             Err(e) => return self.fail(root, rel, b"", e),
         };
-        match statx(&fd, c"", AtFlags::EMPTY_PATH, StatxFlags::TYPE) {
-            Ok(st) => {
-                let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
-                let mount_root = st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT);
-                if !rel.is_empty() && (dev != r.dev || mount_root) && !self.o.cross_mounts {
+        match remove::crossing(fd.as_fd(), r.dev) {
+            Ok((_, crosses)) => {
+                if !rel.is_empty() && crosses && !self.o.cross_mounts {
                     return self.fail(root, rel, b"", "a mount point: not crossed (use --cross-mounts)");
                 }
             }
             Err(e) => return self.fail(root, rel, b"", e),
         }
         self.listed.lock().unwrap_or_else(|p| p.into_inner()).push((depth(rel), root, rel.to_vec()));
-        let mut names: Vec<u8> = Vec::new();
-        let mut files: Vec<(u64, u32)> = Vec::new();
-        let listed = walk::for_each_entry(fd.as_fd(), fd.as_fd(), |n, k, ino| {
-            if k == Kind::Dir {
-                spawn(item(DIR, root, &join(rel, n.to_bytes())));
-            } else {
-                files.push((ino, names.len() as u32));
-                names.extend_from_slice(n.to_bytes_with_nul());
-            }
-        });
-        match listed {
+        let (listed, r) = remove::list(fd.as_fd(), |name| spawn(item(DIR, root, &join(rel, name.to_bytes()))));
+        match r {
             Ok(()) | Err(Errno::NOENT) => {}
             Err(e) => self.fail(root, rel, b"", format!("cannot list: {e}")),
         }
-        files.sort_unstable(); // inode order, as the local engine
-        let name_at = |off: u32| CStr::from_bytes_until_nul(&names[off as usize..]).expect("NUL-terminated");
-        if files.len() <= CHUNK {
-            let mut one = Vec::with_capacity(names.len());
-            for &(_, off) in &files {
-                one.extend_from_slice(name_at(off).to_bytes_with_nul());
+        if listed.len() <= BATCH {
+            if let Some(all) = listed.batches(BATCH).next() {
+                self.unlink_all(root, rel, fd.as_fd(), &all, spawn);
             }
-            return self.unlink_all(root, rel, fd.as_fd(), &one, spawn);
+            return;
         }
-        for part in files.chunks(CHUNK) {
+        for batch in listed.batches(BATCH) {
             let mut c = (rel.len() as u32).to_le_bytes().to_vec();
             c.extend_from_slice(rel);
-            for &(_, off) in part {
-                c.extend_from_slice(name_at(off).to_bytes_with_nul());
-            }
+            c.extend_from_slice(&batch);
             spawn(item(FILES, root, &c));
         }
     }
@@ -213,11 +188,7 @@ impl RankRmShared<'_> {
                     continue;
                 }
             };
-            let mut res = unlinkat(&pfd, name.as_c_str(), AtFlags::REMOVEDIR);
-            if res == Err(Errno::ACCESS) && grant(pfd.as_fd()) {
-                res = unlinkat(&pfd, name.as_c_str(), AtFlags::REMOVEDIR);
-            }
-            match res {
+            match remove::rmdir_one(pfd.as_fd(), name.as_c_str()) {
                 Ok(()) => {
                     self.t.dirs.fetch_add(1, Ordering::Relaxed);
                 }
@@ -332,12 +303,12 @@ mod tests {
         crate::engine::rm::tests::tree_with_root_link(&top, b"x");
         let big = top.join("big");
         std::fs::create_dir_all(&big).unwrap();
-        for i in 0..2 * CHUNK + 5 {
+        for i in 0..2 * BATCH + 5 {
             std::fs::write(big.join(format!("g{i}")), b"").unwrap();
         }
         let s = run(&opts(&top)).unwrap();
         assert!(s.ok(), "{s:?}");
-        assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1 + 2 * CHUNK as u64 + 5, 1 + 1 + 4 + 4 * 3));
+        assert_eq!((s.files, s.dirs), (4 * 3 * 5 + 1 + 2 * BATCH as u64 + 5, 1 + 1 + 4 + 4 * 3));
         assert!(!top.exists());
         assert!(t.path().exists());
         let r = s.ranks.unwrap();
