@@ -95,3 +95,35 @@ fn compare_bad_input() {
     std::fs::write(&other, serde_json::to_vec(&rs).unwrap()).unwrap();
     assert_bad_input(&run(["compare", a.to_str().unwrap(), other.to_str().unwrap()]), "B.json", "nothing shared");
 }
+
+#[test]
+fn equivalence_and_the_gate_at_the_interval_boundary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = template(tmp.path());
+    let base = [1.00, 1.02, 0.98, 1.01, 0.99];
+    let a = synthetic(&t, tmp.path(), "a.json", &[("create", base), ("read", base)]);
+    // create 12% slower with scatter: its interval reaches below 1.10; read the same.
+    let b = synthetic(
+        &t,
+        tmp.path(),
+        "b.json",
+        &[("create", [1.02, 1.22, 1.05, 1.20, 1.11]), ("read", [1.01, 0.99, 1.00, 1.02, 0.98])],
+    );
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let r = run(["compare", a, b, "--equivalence", "5"]);
+    r.ok();
+    assert!(row(&r.stdout, "read").contains("same within the margin"), "{}", r.stdout);
+    assert!(row(&r.stdout, "create").contains("slower"), "{}", r.stdout);
+    assert!(r.stdout.contains("per cell at the 95% level: 1 of 2 cells differ"), "{}", r.stdout);
+    // The point estimate is 12% slower, but the gate looks at the interval's low end.
+    let lo: f64 = {
+        // "… │ 1.12 (1.03 … 1.21) │ …": the number before the ellipsis.
+        let line = row(&r.stdout, "create");
+        let before = &line[..line.find(" … ").unwrap()];
+        before.rsplit('(').next().unwrap().parse().unwrap()
+    };
+    assert!(lo > 1.0 && lo < 1.10, "low end {lo} in {}", r.stdout);
+    run(["compare", a, b, "--fail-if-slower", "10"]).ok();
+    let below = format!("{}", ((lo - 1.0) * 100.0 - 0.5).max(0.0));
+    run(["compare", a, b, "--fail-if-slower", below.as_str()]).expect_code(1);
+}

@@ -439,6 +439,9 @@ fn table() -> Vec<Case> {
     for b in ["-5", "abc", "NaN", "inf"] {
         v.push(case(&format!("compare R R --fail-if-slower {b}"), "--fail-if-slower"));
     }
+    for b in ["-5", "abc", "NaN", "inf", "0"] {
+        v.push(case(&format!("compare R R --equivalence {b}"), "--equivalence"));
+    }
     for b in ["-5%", "abc", "0%", "-1"] {
         v.push(case(&format!("ladder --target T --precision {b}"), "--precision"));
     }

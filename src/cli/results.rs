@@ -37,9 +37,12 @@ pub struct CompareArgs {
     /// Result file compared with the baseline
     #[arg(value_name = "B.json")]
     pub b: PathBuf,
-    /// Exit with code 1 when B is significantly slower than A by more than PCT percent
+    /// Exit with code 1 when B is slower than A by more than PCT percent at the low end of the ratio's 95% interval
     #[arg(long, value_name = "PCT")]
     pub fail_if_slower: Option<f64>,
+    /// Say "same within the margin" for a cell whose ratio interval lies within ±PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub equivalence: Option<f64>,
 }
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
@@ -99,12 +102,18 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
             return Err(Error::bad("--fail-if-slower", "must be a percentage of 0 or more"));
         }
     }
+    if let Some(p) = a.equivalence {
+        if !(p.is_finite() && p > 0.0) {
+            return Err(Error::bad("--equivalence", "must be a percentage above 0"));
+        }
+    }
     Ok(manyfiles::report::CompareConfig {
         a_name: a.a.display().to_string(),
         b_name: a.b.display().to_string(),
         a: read_results(&a.a, "A.json")?,
         b: read_results(&a.b, "B.json")?,
         fail_if_slower_pct: a.fail_if_slower,
+        equivalence_pct: a.equivalence,
     })
 }
 

@@ -62,19 +62,21 @@ pub struct CompareConfig {
     pub a: ResultSet,
     pub b: ResultSet,
     pub fail_if_slower_pct: Option<f64>,
+    /// `--equivalence PCT`: a ratio interval within ±PCT% says "the same within PCT".
+    pub equivalence_pct: Option<f64>,
 }
 
 /// The comparison table, and an error (exit 1) when a regression passes the threshold
 /// or when the files share no measurement.
 pub fn run_compare(cfg: &CompareConfig) -> (String, Result<()>) {
-    let cs = compare::compare(&cfg.a, &cfg.b);
+    let cs = compare::compare(&cfg.a, &cfg.b, cfg.equivalence_pct.map(|p| p / 100.0));
     if cs.is_empty() {
         return (
             String::new(),
             Err(Error::bad("B.json", "no measurement (target, op, tree) is present in both files")),
         );
     }
-    let text = super::compare::table(&cs, &cfg.a_name, &cfg.b_name);
+    let text = super::compare::table(&cs, &cfg.a_name, &cfg.b_name, cfg.equivalence_pct);
     let verdict = match cfg.fail_if_slower_pct {
         Some(pct) => {
             let bad = compare::regressions(&cs, pct);
@@ -83,7 +85,7 @@ pub fn run_compare(cfg: &CompareConfig) -> (String, Result<()>) {
             } else {
                 let worst = bad.iter().map(|c| c.ratio).fold(0.0, f64::max);
                 Err(Error::failed(format!(
-                    "{} measurement(s) significantly slower by more than {pct}% (worst: {}× the baseline)",
+                    "{} measurement(s) slower by more than {pct}% at the low end of their 95% interval (worst: {}× the baseline)",
                     bad.len(),
                     crate::units::sig3(worst)
                 )))

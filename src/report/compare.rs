@@ -1,6 +1,6 @@
 //! `manyfiles compare` output: one row per cell measured in both result files.
 
-use crate::results::compare::Comparison;
+use crate::results::compare::{Comparison, Verdict};
 use crate::units::sig3;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, Table};
@@ -8,10 +8,10 @@ use comfy_table::{CellAlignment, Table};
 use super::table::fmt_mean_ci;
 
 /// The table, then how the verdicts were reached.
-pub fn table(cs: &[Comparison], a_name: &str, b_name: &str) -> String {
+pub fn table(cs: &[Comparison], a_name: &str, b_name: &str, equivalence_pct: Option<f64>) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
-    t.set_header(vec!["op", "tree", "target", "A", "B", "B/A (95% CI)", "p (Welch)", "verdict"]);
+    t.set_header(vec!["op", "tree", "target", "A", "B", "B/A (95% CI)", "p", "verdict"]);
     for c in cs {
         let target =
             if c.target_a == c.target_b { c.target_a.clone() } else { format!("{} → {}", c.target_a, c.target_b) };
@@ -37,11 +37,21 @@ pub fn table(cs: &[Comparison], a_name: &str, b_name: &str) -> String {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
+    let differ = cs.iter().filter(|c| matches!(c.verdict, Verdict::Slower | Verdict::Faster)).count();
+    let chance = cs.len() as f64 * crate::results::compare::ALPHA;
+    let equivalence = match equivalence_pct {
+        Some(p) => format!(" \"same within the margin\": the whole interval lies within ±{p}%."),
+        None => String::new(),
+    };
     format!(
         "A = {a_name}, B = {b_name}\n{t}\nB/A above 1: B is slower. With 6 runs or more on both sides: ratio of the medians, \
-         its 95% interval from the medians' distribution-free intervals combined on a log scale, and the verdict says \
-         slower/faster when that interval excludes 1. With fewer runs: ratio of the means, Welch's t-test at the 5% level, \
-         the ratio's interval by the delta method on its logarithm\n"
+         its 95% interval from the medians' distribution-free intervals combined on a log scale. With fewer runs: ratio of \
+         the means, its interval by the delta method on its logarithm, and p of that same statistic. The verdict follows \
+         the interval: slower/faster exactly when it excludes 1.{equivalence}\n\
+         Each verdict is per cell at the 95% level: {differ} of {} cells differ, and about {} would by chance alone \
+         with no real difference anywhere.\n",
+        cs.len(),
+        crate::units::sig3(chance)
     )
 }
 
