@@ -106,7 +106,8 @@ pub(crate) fn watched(
     cache: CacheState,
     phase: impl FnOnce() -> PhaseResult,
 ) -> PhaseResult {
-    let ((mut r, io), machine) = crate::measure::machine::around(|| DeviceWatch::around(watch, phase));
+    let serving = watch.map_or(&[][..], |w| w.serving());
+    let ((mut r, io), machine) = crate::measure::machine::around(serving, || DeviceWatch::around(watch, phase));
     r.device = io;
     r.machine = machine;
     r.cache = Some(cache.name().to_string());
@@ -332,11 +333,14 @@ pub(crate) fn drive(
             }
         };
         progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
-        let watch = target.watch.clone();
         let t0 = std::time::Instant::now();
-        let (mut done, mut stop) = match target.begin_trial() {
-            Ok(rundir) => trial(rundir, ti, watch.as_ref()),
-            Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
+        let begun = target.begin_trial().map(|_| ());
+        // Cloned after the trial's mount: the processes serving it are current.
+        let watch = target.watch.clone();
+        let (mut done, mut stop) = match (begun, target.rundir()) {
+            (Ok(()), Some(rundir)) => trial(rundir, ti, watch.as_ref()),
+            (Ok(()), None) => (Vec::new(), Some(Stop::Failed("run directory missing".into()))),
+            (Err(e), _) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         };
         if d.reformat && stop.is_none() {
             let mut r = watched(watch.as_ref(), CacheState::Warm, || reformat_phase(target, tree));

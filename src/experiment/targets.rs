@@ -264,12 +264,22 @@ impl LiveTarget {
                 self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
             }
         }
+        // A FUSE daemon is started anew with every mount: its CPU and I/O are the file
+        // system's own (measure::machine), not a neighbour's.
+        if let (Some(w), Some(m)) = (self.watch.as_mut(), self.managed.as_ref()) {
+            w.set_serving(m.serving_pids());
+        }
         // Formatted afresh before the next trial: what this one leaves need not be removed.
         if let (Some(rd), Some(_), false) = (self.rundir.as_mut(), self.managed.as_ref(), self.reuse) {
             rd.set_disposable(true);
         }
         self.trials += 1;
         self.rundir.as_ref().ok_or_else(|| Error::failed("run directory missing"))
+    }
+
+    /// The run directory of the current trial (after [`LiveTarget::begin_trial`]).
+    pub fn rundir(&self) -> Option<&RunDir> {
+        self.rundir.as_ref()
     }
 
     /// Remove the run directory (unless kept) and tear a managed file system down.

@@ -319,9 +319,25 @@ pub fn runs_line(rs: &ResultSet) -> String {
     let left_out: usize = sums.iter().map(|s| s.disturbed_s.len()).sum();
     let disturbed: usize = sums.iter().map(|s| s.disturbed).sum();
     if disturbed > 0 {
+        // Which signal fired, counted over the disturbed measurements.
+        let by = |sig: &str| {
+            rs.measurements
+                .iter()
+                .filter(|m| m.result.machine.as_ref().is_some_and(|a| a.disturbed_by.iter().any(|b| b == sig)))
+                .count()
+        };
+        let (cpu, io) = (by("cpu"), by("io"));
+        let signals = if cpu + io > 0 {
+            format!(
+                " (phases by signal: cpu {cpu}: others above {} cores; io {io}: others' storage traffic above {} MiB/s)",
+                crate::measure::machine::DISTURBED_CORES,
+                crate::measure::machine::DISTURBED_IO_BPS / 1048576.0
+            )
+        } else {
+            format!(" (other processes using more than {} cores)", crate::measure::machine::DISTURBED_CORES)
+        };
         out.push_str(&format!(
-            "disturbed: {disturbed} runs had other processes using more than {} cores besides this one; {left_out} left out of the statistics{}\n",
-            crate::measure::machine::DISTURBED_CORES,
+            "disturbed: {disturbed} runs{signals}; {left_out} left out of the statistics{}\n",
             if rs.experiment.adaptive.is_none() { " (--runs N keeps every run)" } else { "" }
         ));
     }

@@ -478,6 +478,15 @@ impl ManagedFs {
         &self.details
     }
 
+    /// The processes serving this file system: for a FUSE one, those holding its device
+    /// open (the daemon: ntfs-3g, mount.exfat-fuse). Empty for a kernel file system.
+    pub fn serving_pids(&self) -> Vec<u32> {
+        match (&self.details.device, self.details.fuse) {
+            (Some(dev), true) => super::holders_of(Path::new(dev)),
+            _ => Vec::new(),
+        }
+    }
+
     pub fn spec(&self) -> &FsSpec {
         &self.spec
     }

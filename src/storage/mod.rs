@@ -73,6 +73,26 @@ fn mount_of(path: &Path) -> Option<registry::MountEntry> {
         .max_by_key(|m| m.mount_point.as_os_str().len())
 }
 
+/// Processes holding `device` open (an fd in /proc/PID/fd naming it), this one aside.
+/// Processes this user cannot inspect are not seen.
+pub fn holders_of(device: &Path) -> Vec<u32> {
+    let Ok(want) = std::fs::canonicalize(device) else { return Vec::new() };
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else { return out };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else { continue };
+        if fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == want)) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
