@@ -9,7 +9,7 @@
 //! every later entry that needs it is counted as a loss without a system call.
 
 use crate::fs::walk::Meta;
-use rustix::fd::{AsRawFd, BorrowedFd};
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
@@ -240,6 +240,35 @@ pub struct Caps {
     /// Permission bits of every file and directory when it keeps no modes.
     pub fixed_file_perm: u32,
     pub fixed_dir_perm: u32,
+    /// Hard links can be made.
+    pub hard_links: bool,
+    /// An mtime set with the access time UTIME_OMIT is kept (exfat-fuse ignores it).
+    pub omit_ok: bool,
+    /// user.* xattrs, POSIX ACLs, FIFOs can be made.
+    pub xattrs: bool,
+    pub acls: bool,
+    pub specials: bool,
+}
+
+impl Caps {
+    /// What sync compares: a kind the destination cannot hold is not compared (it would
+    /// differ every time, and every sync would copy again).
+    pub fn compared(&self, keep: &Keep) -> Keep {
+        Keep { xattrs: keep.xattrs && self.xattrs, acls: keep.acls && self.acls, ..*keep }
+    }
+    /// Mark what the probe found missing as unsupported: no call is tried for it.
+    pub fn mark(&self, losses: &Losses) {
+        for (ok, kind) in [
+            (self.xattrs, Loss::Xattrs),
+            (self.acls, Loss::Acls),
+            (self.specials, Loss::Specials),
+            (self.hard_links, Loss::HardLinks),
+        ] {
+            if !ok {
+                losses.mark_unsupported(kind);
+            }
+        }
+    }
 }
 
 impl Default for Caps {
@@ -252,6 +281,11 @@ impl Default for Caps {
             fixed_gid: 0,
             fixed_file_perm: 0,
             fixed_dir_perm: 0,
+            omit_ok: true,
+            hard_links: true,
+            xattrs: true,
+            acls: true,
+            specials: true,
         }
     }
 }
@@ -292,7 +326,12 @@ pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
         caps.owner = fstat(&fd).is_ok_and(|st| st.st_uid == u && st.st_gid == g);
     }
     let want = Timespec { tv_sec: 1_000_000_001, tv_nsec: 123_456_789 };
-    let _ = rustix::fs::futimens(&fd, &Timestamps { last_access: want, last_modification: want });
+    let omit = Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_OMIT };
+    let _ = rustix::fs::futimens(&fd, &Timestamps { last_access: omit, last_modification: want });
+    caps.omit_ok = fstat(&fd).is_ok_and(|st| (st.st_mtime - want.tv_sec).abs() <= 2);
+    if !caps.omit_ok {
+        let _ = rustix::fs::futimens(&fd, &Timestamps { last_access: want, last_modification: want });
+    }
     if let Ok(st) = fstat(&fd) {
         let got = st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128;
         let diff = (got - (want.tv_sec as i128 * 1_000_000_000 + want.tv_nsec as i128)).unsigned_abs();
@@ -301,7 +340,24 @@ pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
             .find(|&g| (diff as u64) < g)
             .unwrap_or(2_000_000_000);
     }
+    // xattrs and a minimal access ACL (version 2; user::rw-, group::r--, other::r--).
+    caps.xattrs = set_raw(Loc::Fd(fd.as_fd()), c"user.manyfiles-probe", b"1").is_ok()
+        && get(Loc::Fd(fd.as_fd()), c"user.manyfiles-probe").is_ok_and(|v| v == b"1");
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm) in [(0x01u16, 6u16), (0x04, 4), (0x20, 4)] {
+        acl.extend_from_slice(&tag.to_le_bytes());
+        acl.extend_from_slice(&perm.to_le_bytes());
+        acl.extend_from_slice(&u32::MAX.to_le_bytes());
+    }
+    caps.acls = set_raw(Loc::Fd(fd.as_fd()), c"system.posix_acl_access", &acl).is_ok();
     drop(fd);
+    let link = super::file::tmp_name();
+    caps.hard_links = rustix::fs::linkat(dst, name.as_c_str(), dst, link.as_c_str(), AtFlags::empty()).is_ok();
+    let _ = unlinkat(dst, link.as_c_str(), AtFlags::empty());
+    let _ = unlinkat(dst, name.as_c_str(), AtFlags::empty());
+    // A FIFO (some FUSE file systems make the entry and then fail: removed either way).
+    caps.specials =
+        rustix::fs::mknodat(dst, name.as_c_str(), rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600), 0).is_ok();
     let _ = unlinkat(dst, name.as_c_str(), AtFlags::empty());
     if !caps.modes {
         let dname = super::file::tmp_name();
@@ -320,7 +376,16 @@ pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
 /// FUSE in general is taken as coarse (1 s … 2 s): a dry run never writes to find out.
 fn caps_of_type(dst: BorrowedFd<'_>) -> Caps {
     let Ok(st) = rustix::fs::fstatfs(dst) else { return Caps::default() };
-    let coarse = |window_ns| Caps { modes: false, owner: false, window_ns, ..Caps::default() };
+    let coarse = |window_ns| Caps {
+        modes: false,
+        owner: false,
+        window_ns,
+        xattrs: false,
+        acls: false,
+        specials: false,
+        hard_links: false,
+        ..Caps::default()
+    };
     match st.f_type as u64 {
         0x4d44 => coarse(2_000_000_000),      // msdos / vfat
         0x2011_BAB0 => coarse(10_000_000),    // exfat (kernel)
@@ -513,7 +578,11 @@ fn kept<'a>(list: &'a [u8], keep: &Keep) -> Vec<&'a [u8]> {
 
 /// Do `a` and `b` hold the same kept xattrs (names and values)?
 pub fn same(a: Loc<'_>, b: Loc<'_>, keep: &Keep) -> Result<bool, Errno> {
-    let (la, lb) = (list(a)?, list(b)?);
+    if !keep.any_xattr() {
+        return Ok(true);
+    }
+    let none = |e: Errno| if is_unsupported(e) { Ok(Vec::new()) } else { Err(e) };
+    let (la, lb) = (list(a).or_else(none)?, list(b).or_else(none)?);
     let (ka, kb) = (kept(&la, keep), kept(&lb, keep));
     if ka != kb {
         return Ok(false);

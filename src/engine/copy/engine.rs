@@ -310,6 +310,8 @@ pub fn run(o: &Options) -> Result<Summary> {
         None => Caps::default(),
     };
     let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
+    let losses = Losses::default();
+    caps.mark(&losses);
     let ctx = CopyShared {
         o,
         c: Counters::default(),
@@ -317,7 +319,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         big: None,
         walls,
         caps,
-        losses: Losses::default(),
+        losses,
         links: Links::default(),
         dst_root,
     };
@@ -489,7 +491,8 @@ pub(crate) fn release(ctx: &CopyShared, node: Arc<Node>) {
                         && finish::same_owner(&n.meta, &m, &a)
                 })
                 && (!ctx.o.keep.any_xattr()
-                    || attrs::same(Loc::Fd(n.src.as_fd()), Loc::Fd(d.as_fd()), &ctx.o.keep).unwrap_or(false));
+                    || attrs::same(Loc::Fd(n.src.as_fd()), Loc::Fd(d.as_fd()), &ctx.caps.compared(&ctx.o.keep))
+                        .unwrap_or(false));
             if !same && !ctx.o.dry_run && !ctx.stopping() {
                 let path = || join(&n.path, None);
                 if let Err(e) = finish_dir(n.src.as_fd(), d.as_fd(), &n.meta, &a, &path) {
@@ -611,7 +614,8 @@ fn entry(
     // become links to that copy (one inode in DST for one in SRC).
     let mut first = None;
     let mut link_to = None;
-    if s.m.kind == Kind::File && s.m.nlink > 1 && o.keep.hard_links && !o.dry_run && node.dst.is_some() {
+    let links = s.m.kind == Kind::File && s.m.nlink > 1 && o.keep.hard_links;
+    if links && caps.hard_links && !o.dry_run && node.dst.is_some() {
         match ctx.links.claim((s.m.dev, s.m.ino)) {
             Claim::First(g) => first = Some(g),
             Claim::To(rel, ino) => link_to = Some((rel, ino)),
@@ -624,7 +628,7 @@ fn entry(
         finish::same_owner(&s.m, &d.m, &a)
             && (!o.keep.any_xattr()
                 || node.dst.as_ref().is_some_and(|dd| {
-                    attrs::same(Loc::At(node.src.as_fd(), s.name), Loc::At(dd.as_fd(), d.name), &o.keep)
+                    attrs::same(Loc::At(node.src.as_fd(), s.name), Loc::At(dd.as_fd(), d.name), &caps.compared(&o.keep))
                         .unwrap_or(false)
                 }))
     };
@@ -795,6 +799,9 @@ fn entry(
         Ok(Some(n)) => {
             t.copied += 1;
             t.bytes += n;
+            if links && !caps.hard_links {
+                ctx.losses.add(Loss::HardLinks, lost);
+            }
             if let Some(g) = first {
                 // The copy's inode: later links of this inode that DST already has
                 // compare equal by it.

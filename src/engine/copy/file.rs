@@ -170,7 +170,13 @@ pub fn copy_special(
             a.losses.add(Loss::Specials, path);
             return Ok(false);
         }
-        Err(e) => return Err((Step::Create, e)),
+        Err(e) => {
+            // Some FUSE file systems make the entry, then fail.
+            if e != Errno::EXIST {
+                let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
+            }
+            return Err((Step::Create, e));
+        }
     }
     if let Err(e) = finish::apply(Loc::At(src_dir, name), Loc::At(dst_dir, dst_name), m, a, m.perm & 0o7000 != 0, path)
     {

@@ -26,8 +26,14 @@ pub struct Attr<'a> {
 pub type PathFn<'a> = &'a dyn Fn() -> String;
 
 pub fn mtime(m: &Meta) -> Timestamps {
+    times(m, true)
+}
+
+/// `m`'s mtime with the access time left alone, or (`omit` false: a file system that
+/// ignores the mtime when the access time is UTIME_OMIT, as exfat-fuse does) set to now.
+pub fn times(m: &Meta, omit: bool) -> Timestamps {
     Timestamps {
-        last_access: Timespec { tv_sec: 0, tv_nsec: UTIME_OMIT },
+        last_access: Timespec { tv_sec: 0, tv_nsec: if omit { UTIME_OMIT } else { rustix::fs::UTIME_NOW } },
         last_modification: Timespec { tv_sec: m.mtime_s, tv_nsec: m.mtime_ns as _ },
     }
 }
@@ -110,8 +116,8 @@ pub fn apply(src: Loc<'_>, dst: Loc<'_>, m: &Meta, a: &Attr, mut chmod: bool, pa
     }
     // Mtime, last of what changes it.
     match dst {
-        Loc::Fd(fd) => rustix::fs::futimens(fd, &mtime(m))?,
-        Loc::At(d, name) => rustix::fs::utimensat(d, name, &mtime(m), AtFlags::SYMLINK_NOFOLLOW)?,
+        Loc::Fd(fd) => rustix::fs::futimens(fd, &times(m, a.caps.omit_ok))?,
+        Loc::At(d, name) => rustix::fs::utimensat(d, name, &times(m, a.caps.omit_ok), AtFlags::SYMLINK_NOFOLLOW)?,
     }
     if time_lost(m, a.caps) {
         a.losses.add(Loss::Times, path);

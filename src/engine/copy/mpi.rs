@@ -326,6 +326,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             mine.fixed_gid,
             mine.fixed_file_perm,
             mine.fixed_dir_perm,
+            mine.xattrs as u32
+                | (mine.acls as u32) << 1
+                | (mine.specials as u32) << 2
+                | (mine.omit_ok as u32) << 3
+                | (mine.hard_links as u32) << 4,
         ]);
         Caps {
             modes: w[0] != 0,
@@ -335,9 +340,16 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             fixed_gid: w[5],
             fixed_file_perm: w[6],
             fixed_dir_perm: w[7],
+            xattrs: w[8] & 1 != 0,
+            acls: w[8] & 2 != 0,
+            specials: w[8] & 4 != 0,
+            omit_ok: w[8] & 8 != 0,
+            hard_links: w[8] & 16 != 0,
         }
     };
     let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
+    let losses = Losses::default();
+    caps.mark(&losses);
     let ctx = CopyShared {
         o,
         c: Counters::default(),
@@ -345,7 +357,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         big: Some(&big),
         walls,
         caps,
-        losses: Losses::default(),
+        losses,
         links: Links::default(),
         dst_root,
     };
