@@ -320,6 +320,7 @@ fn fill_sparse(src: &OwnedFd, dst: &OwnedFd, m: &Meta, buf: &mut [u8], a: &Attr,
 /// Make symlink `dst_name` in `dst_dir` with `target`, then its owner, xattrs and the
 /// source's mtime. A destination without symlinks (exFAT, FAT) is a loss
 /// ([`Loss::Symlinks`]): Ok(false), nothing made.
+#[allow(clippy::too_many_arguments)]
 pub fn copy_symlink(
     src_dir: BorrowedFd<'_>,
     name: &CStr,

@@ -589,7 +589,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     // copy past the first is a loss, never a silent split (rank 0 counts them).
     if o.keep.hard_links && !o.dry_run {
         let mine = serde_json::to_vec(&ctx.links.firsts()).expect("serialisable");
-        let all: Vec<Vec<((u64, u64), Vec<u8>)>> = ranks::all_gather(&mine)
+        type Firsts = Vec<((u64, u64), Vec<u8>)>;
+        let all: Vec<Firsts> = ranks::all_gather(&mine)
             .iter()
             .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
             .collect();
