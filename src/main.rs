@@ -315,6 +315,11 @@ fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Pa
             Some(v) => format!("{} failed, {} differences after verify", s.failed, v.differences),
             None => format!("{} failed", s.failed),
         };
+        let what = match s.losses.iter().map(|l| l.count).sum::<u64>() {
+            0 => what,
+            _ if s.losses_accepted => what,
+            n => format!("{what}, {n} losses (what the destination cannot hold; --lossy or --no-… accepts)"),
+        };
         return Err(Error::failed(what));
     }
     Ok(())

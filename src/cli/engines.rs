@@ -57,6 +57,31 @@ pub struct CopyCommonArgs {
     /// No progress on stderr
     #[arg(long, short)]
     pub quiet: bool,
+    /// Do not keep owner and group (kept by default: both as root, the group otherwise)
+    #[arg(long)]
+    pub no_owner: bool,
+    /// Do not keep extended attributes (user.*; trusted.* and security.* as root)
+    #[arg(long)]
+    pub no_xattrs: bool,
+    /// Do not keep POSIX ACLs (system.posix_acl_access/default)
+    #[arg(long)]
+    pub no_acls: bool,
+    /// Copy hard-linked files as separate files (default: one inode in DST for one in SRC)
+    #[arg(long)]
+    pub no_hard_links: bool,
+    /// Write holes of sparse files as zeros (default: holes found with SEEK_DATA/SEEK_HOLE kept)
+    #[arg(long)]
+    pub no_sparse: bool,
+    /// Leave out FIFOs, sockets and device nodes (default: made; devices need root)
+    #[arg(long)]
+    pub no_specials: bool,
+    /// Do not copy inode flags (chattr: immutable, append-only, nodump, compressed)
+    #[arg(long)]
+    pub no_flags: bool,
+    /// Accept what the destination cannot hold (owners, modes, fine mtimes, xattrs, links
+    /// on exFAT, say): still counted and listed, but not a failure (exit 0)
+    #[arg(long)]
+    pub lossy: bool,
 }
 
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
@@ -78,6 +103,16 @@ pub fn copy_config(
     let default = if writes { 2 * cores() } else { cores() };
     let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads_or(c.threads, default)?);
     o.quiet = c.quiet;
+    o.keep = manyfiles::engine::copy::attrs::Keep {
+        owner: !c.no_owner,
+        xattrs: !c.no_xattrs,
+        acls: !c.no_acls,
+        hard_links: !c.no_hard_links,
+        sparse: !c.no_sparse,
+        specials: !c.no_specials,
+        flags: !c.no_flags,
+        lossy: c.lossy,
+    };
     Ok((o, c.json.clone()))
 }
 

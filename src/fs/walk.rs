@@ -179,7 +179,9 @@ pub fn kind_of(dir: BorrowedFd<'_>, name: &CStr) -> Result<Kind, Errno> {
 }
 
 /// What the copy, sync and verify engines need of an entry: one `statx` (no symlink
-/// followed) gives type, permission bits, size, modification time and inode.
+/// followed) gives type, permission bits, size, modification time, inode, owner, link
+/// count, allocated blocks and the inode flags statx reports — everything needed to
+/// decide, without another call, whether an entry needs more than its bytes copied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
     pub kind: Kind,
@@ -191,6 +193,19 @@ pub struct Meta {
     /// The inode listed: what is opened later is checked to be this one (an entry
     /// swapped for another, a FIFO say, between the listing and the open is not read).
     pub ino: u64,
+    /// File type bits (mode & S_IFMT): which kind of [`Kind::Other`] it is.
+    pub ifmt: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    /// 512-byte blocks allocated (fewer than the size needs: a sparse file).
+    pub blocks: u64,
+    /// The device holding the entry (hard links are one inode of one device).
+    pub dev: u64,
+    /// The device a character or block device node stands for.
+    pub rdev: u64,
+    /// statx attributes (STATX_ATTR_*: immutable, append, nodump, compressed …).
+    pub attrs: u32,
 }
 
 impl Meta {
@@ -202,13 +217,49 @@ impl Meta {
             mtime_s: st.stx_mtime.tv_sec,
             mtime_ns: st.stx_mtime.tv_nsec,
             ino: st.stx_ino,
+            ifmt: st.stx_mode as u32 & 0o170000,
+            uid: st.stx_uid,
+            gid: st.stx_gid,
+            nlink: st.stx_nlink,
+            blocks: st.stx_blocks,
+            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            rdev: rustix::fs::makedev(st.stx_rdev_major, st.stx_rdev_minor),
+            attrs: (st.stx_attributes & st.stx_attributes_mask).bits() as u32,
+        }
+    }
+
+    /// Plain metadata for tests and synthetic entries.
+    pub fn plain(kind: Kind, perm: u32, size: u64) -> Meta {
+        Meta {
+            kind,
+            perm,
+            size,
+            mtime_s: 0,
+            mtime_ns: 0,
+            ino: 0,
+            ifmt: 0,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            blocks: size.div_ceil(512),
+            dev: 0,
+            rdev: 0,
+            attrs: 0,
         }
     }
 }
 
 /// [`Meta`] of `name` below `dir`, not following a symlink.
 pub fn meta_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Meta, Errno> {
-    let want = StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::SIZE | StatxFlags::MTIME | StatxFlags::INO;
+    let want = StatxFlags::TYPE
+        | StatxFlags::MODE
+        | StatxFlags::SIZE
+        | StatxFlags::MTIME
+        | StatxFlags::INO
+        | StatxFlags::UID
+        | StatxFlags::GID
+        | StatxFlags::NLINK
+        | StatxFlags::BLOCKS;
     Ok(Meta::of(&statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, want)?))
 }
 

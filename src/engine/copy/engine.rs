@@ -9,8 +9,10 @@
 //! filled before it becomes read-only), the fds are closed and the parent counts down in
 //! turn.
 
+use super::attrs::{self, Caps, Loc, Loss, Losses};
 use super::delete::{dir_is_empty, extraneous, remove, would_remove};
-use super::file::{self, Step, copy_file, copy_symlink, read_link, same_content, set_meta, tmp_name};
+use super::file::{self, Step, copy_file, copy_special, copy_symlink, finish_dir, read_link, same_content, tmp_name};
+use super::finish::{self, Attr};
 use super::listing::{Item, Listing, NO_MATCH, list};
 use super::summary::{Part, summary};
 use super::{Counters, Failures, Mode, Options, Summary, Walls};
@@ -45,6 +47,94 @@ pub(crate) struct CopyShared<'a> {
     /// Directories never entered: on the SRC side DST's root and its ancestors, on the
     /// DST side SRC's (a bind mount that shows one side inside the other).
     pub(crate) walls: Walls,
+    /// What DST holds (probed once).
+    pub(crate) caps: Caps,
+    /// What DST could not hold, per kind.
+    pub(crate) losses: Losses,
+    /// Files with more than one link: where the first of each inode went.
+    pub(crate) links: Links,
+    /// DST's root, for the relative paths hard links are made from.
+    pub(crate) dst_root: Option<OwnedFd>,
+}
+
+/// The hard-link map: (device, inode) of a SRC file with st_nlink > 1 → the DST path
+/// (relative to DST's root) and inode of its first copy. Only such files enter it, so
+/// it costs nothing on trees without hard links. A thread that meets an inode whose
+/// first copy is still being written waits for it (the writer waits on nothing).
+#[derive(Default)]
+pub(crate) struct Links {
+    map: std::sync::Mutex<std::collections::HashMap<(u64, u64), LinkState>>,
+    done: std::sync::Condvar,
+}
+
+#[derive(Clone)]
+enum LinkState {
+    Pending,
+    Done(Vec<u8>, u64),
+    Failed,
+}
+
+/// What [`Links::claim`] found.
+pub(crate) enum Claim<'a> {
+    /// This is the first: copy it, then [`LinkGuard::done`].
+    First(LinkGuard<'a>),
+    /// Link to this DST path (relative to DST's root), inode there.
+    To(Vec<u8>, u64),
+    /// The first copy failed: copy this one on its own.
+    Alone,
+}
+
+/// Marks a claimed inode failed unless [`LinkGuard::done`] was called.
+pub(crate) struct LinkGuard<'a> {
+    links: &'a Links,
+    key: (u64, u64),
+    set: bool,
+}
+
+impl LinkGuard<'_> {
+    pub(crate) fn done(mut self, rel: Vec<u8>, ino: u64) {
+        self.links.set(self.key, LinkState::Done(rel, ino));
+        self.set = true;
+    }
+}
+
+impl Drop for LinkGuard<'_> {
+    fn drop(&mut self) {
+        if !self.set {
+            self.links.set(self.key, LinkState::Failed);
+        }
+    }
+}
+
+impl Links {
+    pub(crate) fn claim(&self, key: (u64, u64)) -> Claim<'_> {
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match m.get(&key) {
+                None => {
+                    m.insert(key, LinkState::Pending);
+                    return Claim::First(LinkGuard { links: self, key, set: false });
+                }
+                Some(LinkState::Pending) => m = self.done.wait(m).unwrap_or_else(|p| p.into_inner()),
+                Some(LinkState::Done(rel, ino)) => return Claim::To(rel.clone(), *ino),
+                Some(LinkState::Failed) => return Claim::Alone,
+            }
+        }
+    }
+    fn set(&self, key: (u64, u64), st: LinkState) {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).insert(key, st);
+        self.done.notify_all();
+    }
+    /// The (device, inode) keys this process copied first, with their DST paths.
+    pub(crate) fn firsts(&self) -> Vec<((u64, u64), Vec<u8>)> {
+        let m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter()
+            .filter_map(|(k, v)| match v {
+                LinkState::Done(rel, _) => Some((*k, rel.clone())),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// See [`CopyShared::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
@@ -68,6 +158,15 @@ impl CopyShared<'_> {
         self.f.push(&self.c, format!("{}: {what}", join(path, name)));
     }
     /// Is the directory open at `fd` one the walk must not enter on this side?
+    /// The attribute context for entries of `node`.
+    pub(crate) fn attr(&self, node: &Node) -> Attr<'_> {
+        Attr {
+            keep: &self.o.keep,
+            caps: &self.caps,
+            losses: &self.losses,
+            dst_may_have: self.o.mode == Mode::Sync && node.dst_meta.is_some(),
+        }
+    }
     pub(crate) fn walled(&self, fd: BorrowedFd<'_>, src_side: bool) -> bool {
         let Ok(st) = rustix::fs::fstat(fd) else { return false };
         let id = (st.st_dev, st.st_ino);
@@ -92,6 +191,17 @@ pub(crate) fn join(path: &str, name: Option<&CStr>) -> String {
     }
 }
 
+/// `rel/name` as bytes.
+pub(crate) fn rel_join(rel: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(rel.len() + 1 + name.len());
+    if !rel.is_empty() {
+        v.extend_from_slice(rel);
+        v.push(b'/');
+    }
+    v.extend_from_slice(name);
+    v
+}
+
 /// One directory in flight.
 pub(crate) struct Node {
     pub(crate) src: OwnedFd,
@@ -99,6 +209,8 @@ pub(crate) struct Node {
     pub(crate) dst: Option<OwnedFd>,
     /// Relative path, for messages.
     pub(crate) path: String,
+    /// Relative path as bytes (names need not be UTF-8), for hard links.
+    pub(crate) rel: Vec<u8>,
     /// SRC's metadata, applied to DST when the countdown ends (unless already equal).
     pub(crate) meta: Meta,
     pub(crate) dst_meta: Option<Meta>,
@@ -193,13 +305,31 @@ pub fn run(o: &Options) -> Result<Summary> {
     {
         walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    let ctx = CopyShared { o, c: Counters::default(), f: Failures::default(), big: None, walls };
+    let caps = match &dst {
+        Some(fd) => attrs::probe(fd.as_fd(), o.dry_run),
+        None => Caps::default(),
+    };
+    let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
+    let losses = Losses::default();
+    caps.mark(&losses);
+    let ctx = CopyShared {
+        o,
+        c: Counters::default(),
+        f: Failures::default(),
+        big: None,
+        walls,
+        caps,
+        losses,
+        links: Links::default(),
+        dst_root,
+    };
     // Files are created with their final permission bits (one fchmod less per file).
     let umask = rustix::process::umask(FsMode::empty());
     let root = Arc::new(Node {
         src,
         dst,
         path: String::new(),
+        rel: Vec::new(),
         meta: src_meta,
         dst_meta,
         pending: AtomicUsize::new(1),
@@ -221,7 +351,9 @@ pub fn run(o: &Options) -> Result<Summary> {
     });
     rustix::process::umask(umask);
     let (u1, s1) = crate::measure::cpu_times();
-    Ok(summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, (u1 - u0, s1 - s0))], t0))
+    let mut s = summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0))], t0);
+    s.modify_window_ns = ctx.caps.window_ns;
+    Ok(s)
 }
 
 /// Open a subdirectory task's SRC and DST directories (making DST's when missing) and
@@ -285,6 +417,7 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
         src,
         dst,
         path,
+        rel: rel_join(&t.parent.rel, t.name.to_bytes()),
         meta: t.meta,
         dst_meta: t.dst_meta,
         pending: AtomicUsize::new(1),
@@ -350,13 +483,20 @@ pub(crate) fn release(ctx: &CopyShared, node: Arc<Node>) {
             return;
         }
         if let Some(d) = &n.dst {
+            let a = ctx.attr(&n);
             let same = !n.changed.load(Ordering::Relaxed)
                 && n.dst_meta.is_some_and(|m| {
-                    m.perm == n.meta.perm && m.mtime_s == n.meta.mtime_s && m.mtime_ns == n.meta.mtime_ns
-                });
+                    finish::same_perm(&m, &n.meta, &ctx.caps)
+                        && finish::same_time(&m, &n.meta, &ctx.caps)
+                        && finish::same_owner(&n.meta, &m, &a)
+                })
+                && (!ctx.o.keep.any_xattr()
+                    || attrs::same(Loc::Fd(n.src.as_fd()), Loc::Fd(d.as_fd()), &ctx.caps.compared(&ctx.o.keep))
+                        .unwrap_or(false));
             if !same && !ctx.o.dry_run && !ctx.stopping() {
-                if let Err(e) = set_meta(d.as_fd(), &n.meta) {
-                    ctx.fail(&n.path, None, "set directory mode/mtime", e);
+                let path = || join(&n.path, None);
+                if let Err(e) = finish_dir(n.src.as_fd(), d.as_fd(), &n.meta, &a, &path) {
+                    ctx.fail(&n.path, None, "set directory attributes", e);
                 }
             }
         }
@@ -467,19 +607,42 @@ fn entry(
 ) {
     let o = ctx.o;
     let path = node.path.as_str();
+    let a = ctx.attr(node);
+    let caps = &ctx.caps;
     let clock = Instant::now();
+    // A file with more links than one: the first of its inode is copied, the others
+    // become links to that copy (one inode in DST for one in SRC).
+    let mut first = None;
+    let mut link_to = None;
+    let links = s.m.kind == Kind::File && s.m.nlink > 1 && o.keep.hard_links;
+    if links && caps.hard_links && !o.dry_run && node.dst.is_some() {
+        match ctx.links.claim((s.m.dev, s.m.ino)) {
+            Claim::First(g) => first = Some(g),
+            Claim::To(rel, ino) => link_to = Some((rel, ino)),
+            Claim::Alone => {}
+        }
+    }
     // Decide: equal already, or (re)write; a DST entry of another kind goes first.
     let mut replace = false;
+    let same_attrs = |d: &Item| {
+        finish::same_owner(&s.m, &d.m, &a)
+            && (!o.keep.any_xattr()
+                || node.dst.as_ref().is_some_and(|dd| {
+                    attrs::same(Loc::At(node.src.as_fd(), s.name), Loc::At(dd.as_fd(), d.name), &caps.compared(&o.keep))
+                        .unwrap_or(false)
+                }))
+    };
     let equal = match d {
         None => false,
         Some(d) if d.m.kind != s.m.kind => {
             replace = true;
             false
         }
+        Some(d) if link_to.is_some() => link_to.as_ref().is_some_and(|(_, ino)| *ino == d.m.ino),
         Some(d) => match s.m.kind {
             Kind::File => {
-                let quick = d.m.size == s.m.size && d.m.perm == s.m.perm;
-                if o.checksum {
+                let quick = d.m.size == s.m.size && finish::same_perm(&s.m, &d.m, caps);
+                let equal = if o.checksum {
                     quick
                         && match &node.dst {
                             Some(dd) => {
@@ -488,19 +651,29 @@ fn entry(
                             None => false,
                         }
                 } else {
-                    quick && d.m.mtime_s == s.m.mtime_s && d.m.mtime_ns == s.m.mtime_ns
-                }
+                    quick && finish::same_time(&s.m, &d.m, caps)
+                };
+                // A DST file linked elsewhere (nlink > 1) where SRC's is not is rewritten.
+                equal && (d.m.nlink == 1 || s.m.nlink > 1 || !o.keep.hard_links) && same_attrs(d)
             }
             Kind::Symlink => {
-                d.m.mtime_s == s.m.mtime_s
-                    && d.m.mtime_ns == s.m.mtime_ns
+                finish::same_time(&s.m, &d.m, caps)
                     && node.dst.as_ref().is_some_and(|dd| {
                         let a = read_link(node.src.as_fd(), s.name);
                         let b = read_link(dd.as_fd(), d.name);
                         matches!((a, b), (Ok(a), Ok(b)) if a == b)
                     })
+                    && same_attrs(d)
             }
-            _ => false,
+            Kind::Other => {
+                o.keep.specials
+                    && d.m.ifmt == s.m.ifmt
+                    && d.m.rdev == s.m.rdev
+                    && finish::same_perm(&s.m, &d.m, caps)
+                    && finish::same_time(&s.m, &d.m, caps)
+                    && same_attrs(d)
+            }
+            Kind::Dir => false,
         },
     };
     t.phase[COMPARE] += clock.elapsed();
@@ -511,10 +684,14 @@ fn entry(
     }
     if equal {
         t.skipped += 1;
+        if let (Some(g), Some(d)) = (first, d) {
+            g.done(rel_join(&node.rel, s.name.to_bytes()), d.m.ino);
+        }
         return;
     }
-    if s.m.kind == Kind::Other {
-        ctx.fail_entry(path, Some(s.name), "not copied", Errno::OPNOTSUPP);
+    if s.m.kind == Kind::Other && !o.keep.specials {
+        // Left out on request (--no-specials): not made, not a loss.
+        ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
         return;
     }
     // No deletion without --delete: a DST directory where SRC has a file or symlink goes
@@ -570,6 +747,7 @@ fn entry(
     }
     let clock = Instant::now();
     if s.m.kind == Kind::File
+        && link_to.is_none()
         && let Some(big) = ctx.big
         && big(node, s.name, &s.m)
     {
@@ -583,29 +761,65 @@ fn entry(
     let direct = o.mode == Mode::Copy;
     let tmp = if direct { None } else { Some(tmp_name()) };
     let target = tmp.as_deref().unwrap_or(s.name);
-    let r: file::StepResult<u64> = match s.m.kind {
-        Kind::File => copy_file(node.src.as_fd(), s.name, &s.m, dst, target, o.reflink, buf),
+    let lost = || join(path, Some(s.name));
+    // Ok(None): not made (the destination cannot hold it; counted as a loss).
+    let r: file::StepResult<Option<u64>> = match s.m.kind {
+        Kind::File => {
+            let linked = link_to.as_ref().and_then(|(rel, _)| make_link(ctx, rel, dst, target, &lost));
+            match linked {
+                Some(r) => r.map(|_| Some(0)),
+                None => copy_file(node.src.as_fd(), s.name, &s.m, dst, target, o.reflink, buf, &a, &lost).map(Some),
+            }
+        }
         Kind::Symlink => match read_link(node.src.as_fd(), s.name) {
-            Ok(link) => copy_symlink(&link, &s.m, dst, target).map(|_| 0),
+            Ok(link) => copy_symlink(node.src.as_fd(), s.name, &link, &s.m, dst, target, &a, &lost)
+                .map(|made| made.then_some(0)),
             Err(e) => Err((Step::Read, e)),
         },
-        _ => unreachable!("dirs and others handled above"),
+        Kind::Other => copy_special(node.src.as_fd(), s.name, &s.m, dst, target, &a, &lost).map(|m| m.then_some(0)),
+        Kind::Dir => unreachable!("dirs handled above"),
     };
-    let r = r.and_then(|n| match &tmp {
-        Some(tmp) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| n).map_err(|e| {
+    let r = r.and_then(|n| match (&tmp, n) {
+        (Some(tmp), Some(n)) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| Some(n)).map_err(|e| {
             let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());
             (Step::Rename, e)
         }),
-        None => Ok(n),
+        (_, n) => Ok(n),
+    });
+    // Inode flags last: an immutable file can be neither written nor renamed.
+    let r = r.and_then(|n| match n {
+        Some(_) if s.m.attrs & attrs::FLAG_ATTRS != 0 && link_to.is_none() => {
+            finish::flags_at(node.src.as_fd(), s.name, dst, s.name, &s.m, &a, &lost)
+                .map(|_| n)
+                .map_err(|e| (Step::Metadata, e))
+        }
+        _ => Ok(n),
     });
     match r {
-        Ok(n) => {
+        Ok(Some(n)) => {
             t.copied += 1;
             t.bytes += n;
+            if links && !caps.hard_links {
+                ctx.losses.add(Loss::HardLinks, lost);
+            }
+            if let Some(g) = first {
+                // The copy's inode: later links of this inode that DST already has
+                // compare equal by it.
+                if let Ok(dm) = meta_at(dst, s.name) {
+                    g.done(rel_join(&node.rel, s.name.to_bytes()), dm.ino);
+                }
+            }
+        }
+        Ok(None) => {
+            ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
+            if let Some(tmp) = &tmp {
+                let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());
+            }
+            // A DST entry of the name that SRC's could not replace is left as it is.
         }
         Err((step, e)) => {
             // A symlink whose temporary could not be removed above is gone with unlinkat too.
-            if step == Step::Metadata && s.m.kind == Kind::Symlink {
+            if step == Step::Metadata && s.m.kind != Kind::File {
                 let _ = unlinkat(dst, target, AtFlags::empty());
             }
             if step == Step::Changed {
@@ -617,4 +831,35 @@ fn entry(
         }
     }
     t.phase[TRANSFER] += clock.elapsed();
+}
+
+/// Make `target` in `dst` a hard link to `rel` (below DST's root). None: no link could
+/// be made (a destination without hard links, too many links, the first copy out of
+/// reach): counted as a loss, and the caller copies the file on its own.
+fn make_link(
+    ctx: &CopyShared,
+    rel: &[u8],
+    dst: BorrowedFd<'_>,
+    target: &CStr,
+    lost: &dyn Fn() -> String,
+) -> Option<file::StepResult<()>> {
+    let root = ctx.dst_root.as_ref()?;
+    if ctx.losses.unsupported(Loss::HardLinks) {
+        ctx.losses.add(Loss::HardLinks, lost);
+        return None;
+    }
+    let from = CString::new(rel).ok()?;
+    match rustix::fs::linkat(root, from.as_c_str(), dst, target, AtFlags::empty()) {
+        Ok(()) => Some(Ok(())),
+        Err(e) => {
+            if matches!(e, Errno::PERM | Errno::OPNOTSUPP | Errno::NOSYS | Errno::XDEV) {
+                ctx.losses.mark_unsupported(Loss::HardLinks);
+            }
+            if e == Errno::EXIST {
+                return Some(Err((Step::Create, e)));
+            }
+            ctx.losses.add(Loss::HardLinks, lost);
+            None
+        }
+    }
 }

@@ -2,11 +2,11 @@
 //! a reused buffer for small files, copy_file_range for large ones), symlinks as symlinks,
 //! permission bits and mtime set on the open descriptor.
 
+use super::attrs::{Loc, Loss};
+use super::finish::{self, Attr, PathFn};
 use crate::fs::walk::Meta;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{
-    AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT, openat, readlinkat, symlinkat, unlinkat, utimensat,
-};
+use rustix::fs::{AtFlags, Mode, OFlags, openat, readlinkat, symlinkat, unlinkat};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,17 +62,18 @@ impl Step {
 
 pub type StepResult<T> = Result<T, (Step, Errno)>;
 
-fn mtime(m: &Meta) -> Timestamps {
-    Timestamps {
-        last_access: Timespec { tv_sec: 0, tv_nsec: UTIME_OMIT },
-        last_modification: Timespec { tv_sec: m.mtime_s, tv_nsec: m.mtime_ns as _ },
-    }
-}
-
 /// Set permission bits and mtime on an open file or directory.
 pub fn set_meta(fd: BorrowedFd<'_>, m: &Meta) -> Result<(), Errno> {
     rustix::fs::fchmod(fd, Mode::from_raw_mode(m.perm))?;
-    rustix::fs::futimens(fd, &mtime(m))
+    rustix::fs::futimens(fd, &finish::mtime(m))
+}
+
+/// A directory's attributes once its contents are in place: owner, permission bits,
+/// xattrs and ACLs (a default ACL set last cannot be inherited by what was made below
+/// it during the copy), mtime, then inode flags.
+pub fn finish_dir(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, m: &Meta, a: &Attr, path: PathFn) -> Result<(), Errno> {
+    finish::apply(Loc::Fd(src), Loc::Fd(dst), m, a, true, path)?;
+    finish::flags(src, dst, m, a, path)
 }
 
 /// Copy file `name` of `src_dir` (described by `m`) to `dst_name` in `dst_dir`, which
@@ -82,6 +83,7 @@ pub fn set_meta(fd: BorrowedFd<'_>, m: &Meta) -> Result<(), Errno> {
 /// The file is created with its final permission bits (the engine runs with umask 0),
 /// so only the mtime is set afterwards; setuid/setgid bits, which a write may clear,
 /// are set again with fchmod.
+#[allow(clippy::too_many_arguments)]
 pub fn copy_file(
     src_dir: BorrowedFd<'_>,
     name: &CStr,
@@ -90,9 +92,11 @@ pub fn copy_file(
     dst_name: &CStr,
     reflink: bool,
     buf: &mut [u8],
+    a: &Attr,
+    path: PathFn,
 ) -> StepResult<u64> {
     if m.size == 0 && m.perm & 0o7000 == 0 {
-        return copy_empty(m, dst_dir, dst_name);
+        return copy_empty(src_dir, name, m, dst_dir, dst_name, a, path);
     }
     let src = open_source(src_dir, name).map_err(|e| (Step::OpenSource, e))?;
     check_same(&src, m.ino)?;
@@ -104,11 +108,11 @@ pub fn copy_file(
     )
     .map_err(|e| (Step::Create, e))?;
     let meta = |n: u64| {
-        if m.perm & 0o7000 != 0 { set_meta(dst.as_fd(), m) } else { rustix::fs::futimens(&dst, &mtime(m)) }
+        finish::apply(Loc::Fd(src.as_fd()), Loc::Fd(dst.as_fd()), m, a, m.perm & 0o7000 != 0, path)
             .map(|_| n)
             .map_err(|e| (Step::Metadata, e))
     };
-    let r = fill(&src, &dst, m, reflink, buf).and_then(meta);
+    let r = fill(&src, &dst, m, reflink, buf, a, path).and_then(meta);
     if r.is_err() {
         let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
     }
@@ -117,17 +121,69 @@ pub fn copy_file(
 
 /// An empty file (as listed: a file that grows meanwhile is copied as it was, as for any
 /// size) needs neither the source opened nor a descriptor of the copy: mknodat with the
-/// final permission bits (umask is 0 in the engine), then utimensat. EEXIST on an existing
-/// name and no symlink followed, as with O_CREAT | O_EXCL. (setuid/setgid files take the
-/// general path: creation may strip those bits.)
-fn copy_empty(m: &Meta, dst_dir: BorrowedFd<'_>, dst_name: &CStr) -> StepResult<u64> {
+/// final permission bits (umask is 0 in the engine), then its attributes by name. EEXIST
+/// on an existing name and no symlink followed, as with O_CREAT | O_EXCL.
+/// (setuid/setgid files take the general path: creation may strip those bits.)
+fn copy_empty(
+    src_dir: BorrowedFd<'_>,
+    name: &CStr,
+    m: &Meta,
+    dst_dir: BorrowedFd<'_>,
+    dst_name: &CStr,
+    a: &Attr,
+    path: PathFn,
+) -> StepResult<u64> {
     rustix::fs::mknodat(dst_dir, dst_name, rustix::fs::FileType::RegularFile, Mode::from_raw_mode(m.perm & 0o777), 0)
         .map_err(|e| (Step::Create, e))?;
-    if let Err(e) = utimensat(dst_dir, dst_name, &mtime(m), AtFlags::SYMLINK_NOFOLLOW) {
+    if let Err(e) = finish::apply(Loc::At(src_dir, name), Loc::At(dst_dir, dst_name), m, a, false, path) {
         let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
         return Err((Step::Metadata, e));
     }
     Ok(0)
+}
+
+/// A FIFO, socket or device node: made with mknodat (devices need root), then its
+/// attributes by name. A destination that refuses is a loss ([`Loss::Specials`]):
+/// Ok(false), nothing made.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_special(
+    src_dir: BorrowedFd<'_>,
+    name: &CStr,
+    m: &Meta,
+    dst_dir: BorrowedFd<'_>,
+    dst_name: &CStr,
+    a: &Attr,
+    path: PathFn,
+) -> StepResult<bool> {
+    if a.losses.unsupported(Loss::Specials) {
+        a.losses.add(Loss::Specials, path);
+        return Ok(false);
+    }
+    let ft = rustix::fs::FileType::from_raw_mode(m.ifmt);
+    match rustix::fs::mknodat(dst_dir, dst_name, ft, Mode::from_raw_mode(m.perm), m.rdev) {
+        Ok(()) => {}
+        Err(e) if super::attrs::is_unsupported(e) => {
+            // EPERM: a device node without root (others may still be made).
+            if e != Errno::PERM {
+                a.losses.mark_unsupported(Loss::Specials);
+            }
+            a.losses.add(Loss::Specials, path);
+            return Ok(false);
+        }
+        Err(e) => {
+            // Some FUSE file systems make the entry, then fail.
+            if e != Errno::EXIST {
+                let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
+            }
+            return Err((Step::Create, e));
+        }
+    }
+    if let Err(e) = finish::apply(Loc::At(src_dir, name), Loc::At(dst_dir, dst_name), m, a, m.perm & 0o7000 != 0, path)
+    {
+        let _ = unlinkat(dst_dir, dst_name, AtFlags::empty());
+        return Err((Step::Metadata, e));
+    }
+    Ok(true)
 }
 
 /// Open a source file for reading without updating its access time where allowed (the
@@ -155,9 +211,21 @@ pub fn check_same(fd: &OwnedFd, ino: u64) -> StepResult<()> {
 }
 
 /// Move the bytes: reflink, then copy_file_range (large files), then read/write.
-fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -> StepResult<u64> {
+fn fill(
+    src: &OwnedFd,
+    dst: &OwnedFd,
+    m: &Meta,
+    reflink: bool,
+    buf: &mut [u8],
+    a: &Attr,
+    path: PathFn,
+) -> StepResult<u64> {
     if reflink && m.size > 0 && rustix::fs::ioctl_ficlone(dst, src).is_ok() {
         return Ok(m.size);
+    }
+    // Fewer blocks than the size needs (statx, no call): holes to keep.
+    if a.keep.sparse && m.size > 0 && m.blocks.saturating_mul(512) < m.size {
+        return fill_sparse(src, dst, m, buf, a, path);
     }
     let mut done = 0u64;
     if m.size == 0 {
@@ -206,10 +274,79 @@ fn fill(src: &OwnedFd, dst: &OwnedFd, m: &Meta, reflink: bool, buf: &mut [u8]) -
     }
 }
 
-/// Make symlink `dst_name` in `dst_dir` with `target` and the source's mtime.
-pub fn copy_symlink(target: &CStr, m: &Meta, dst_dir: BorrowedFd<'_>, dst_name: &CStr) -> StepResult<()> {
-    symlinkat(target, dst_dir, dst_name).map_err(|e| (Step::Create, e))?;
-    utimensat(dst_dir, dst_name, &mtime(m), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| (Step::Metadata, e))
+/// Copy a sparse file: only its data ranges (SEEK_DATA / SEEK_HOLE), then the size set
+/// with ftruncate, so holes stay holes. A destination that allocates them anyway (no
+/// sparse files: exFAT, FAT) is a loss ([`Loss::Sparse`]), seen by one fstat.
+fn fill_sparse(src: &OwnedFd, dst: &OwnedFd, m: &Meta, buf: &mut [u8], a: &Attr, path: PathFn) -> StepResult<u64> {
+    use rustix::fs::{SeekFrom, seek};
+    let mut off = 0u64;
+    let mut done = 0u64;
+    while off < m.size {
+        if crate::signals::pending() != 0 {
+            return Err((Step::Write, Errno::INTR));
+        }
+        let data = match seek(src, SeekFrom::Data(off)) {
+            Ok(d) => d,
+            Err(Errno::NXIO) => break,
+            Err(e) => return Err((Step::Read, e)),
+        };
+        let hole = seek(src, SeekFrom::Hole(data)).map_err(|e| (Step::Read, e))?.min(m.size);
+        let mut at = data;
+        while at < hole {
+            let want = ((hole - at) as usize).min(buf.len());
+            let n = rustix::io::pread(src, &mut buf[..want], at).map_err(|e| (Step::Read, e))?;
+            if n == 0 {
+                break;
+            }
+            let mut w = 0;
+            while w < n {
+                w += rustix::io::pwrite(dst, &buf[w..n], at + w as u64).map_err(|e| (Step::Write, e))?;
+            }
+            at += n as u64;
+            done += n as u64;
+        }
+        off = hole;
+    }
+    rustix::fs::ftruncate(dst, m.size).map_err(|e| (Step::Write, e))?;
+    if let Ok(st) = rustix::fs::fstat(dst)
+        && (st.st_blocks as u64).saturating_mul(512) >= m.size
+        && m.blocks.saturating_mul(512) < m.size
+    {
+        a.losses.add(Loss::Sparse, path);
+    }
+    Ok(done)
+}
+
+/// Make symlink `dst_name` in `dst_dir` with `target`, then its owner, xattrs and the
+/// source's mtime. A destination without symlinks (exFAT, FAT) is a loss
+/// ([`Loss::Symlinks`]): Ok(false), nothing made.
+#[allow(clippy::too_many_arguments)]
+pub fn copy_symlink(
+    src_dir: BorrowedFd<'_>,
+    name: &CStr,
+    target: &CStr,
+    m: &Meta,
+    dst_dir: BorrowedFd<'_>,
+    dst_name: &CStr,
+    a: &Attr,
+    path: PathFn,
+) -> StepResult<bool> {
+    if a.losses.unsupported(Loss::Symlinks) {
+        a.losses.add(Loss::Symlinks, path);
+        return Ok(false);
+    }
+    match symlinkat(target, dst_dir, dst_name) {
+        Ok(()) => {}
+        Err(e) if super::attrs::is_unsupported(e) => {
+            a.losses.mark_unsupported(Loss::Symlinks);
+            a.losses.add(Loss::Symlinks, path);
+            return Ok(false);
+        }
+        Err(e) => return Err((Step::Create, e)),
+    }
+    finish::apply(Loc::At(src_dir, name), Loc::At(dst_dir, dst_name), m, a, false, path)
+        .map(|_| true)
+        .map_err(|e| (Step::Metadata, e))
 }
 
 pub fn read_link(dir: BorrowedFd<'_>, name: &CStr) -> Result<CString, Errno> {
@@ -279,12 +416,15 @@ mod tests {
         std::fs::write(s.join("small"), b"hello").unwrap();
         let (sf, df) = (open_root(&s).unwrap(), open_root(&d).unwrap());
         let mut buf = vec![0u8; 64 * 1024];
+        let (keep, caps, losses) = (super::super::attrs::Keep::default(), Default::default(), Default::default());
+        let a = Attr { keep: &keep, caps: &caps, losses: &losses, dst_may_have: false };
+        let p = || String::new();
         for n in [c"big", c"small"] {
             let mut m = meta_at(sf.as_fd(), n).unwrap();
             m.perm = 0o640;
             m.mtime_s = 1_000_000_000;
             m.mtime_ns = 123;
-            let got = copy_file(sf.as_fd(), n, &m, df.as_fd(), n, false, &mut buf).unwrap();
+            let got = copy_file(sf.as_fd(), n, &m, df.as_fd(), n, false, &mut buf, &a, &p).unwrap();
             assert_eq!(got, m.size);
             let dm = meta_at(df.as_fd(), n).unwrap();
             assert_eq!((dm.perm, dm.mtime_s, dm.mtime_ns, dm.size), (0o640, 1_000_000_000, 123, m.size));
@@ -294,7 +434,7 @@ mod tests {
         // O_EXCL: an existing destination is never overwritten by copy_file.
         let m = meta_at(sf.as_fd(), c"small").unwrap();
         assert_eq!(
-            copy_file(sf.as_fd(), c"small", &m, df.as_fd(), c"small", false, &mut buf).unwrap_err().1,
+            copy_file(sf.as_fd(), c"small", &m, df.as_fd(), c"small", false, &mut buf, &a, &p).unwrap_err().1,
             Errno::EXIST
         );
         std::fs::write(d.join("small"), b"hellO").unwrap();

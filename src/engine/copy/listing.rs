@@ -151,7 +151,7 @@ mod tests {
 
     fn listing(names: &[&str]) -> Listing {
         let mut l = Listing::default();
-        let m = Meta { kind: Kind::File, perm: 0o644, size: 0, mtime_s: 0, mtime_ns: 0, ino: 0 };
+        let m = Meta::plain(Kind::File, 0o644, 0);
         for n in names {
             l.items.push((l.names.len() as u32, n.len() as u32, m));
             l.names.extend_from_slice(n.as_bytes());

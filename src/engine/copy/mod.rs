@@ -13,9 +13,11 @@
 //! pending children and is finished when the last one is (see `engine`).
 //! Memory is bounded by directories in flight, never by the tree: no global entry list.
 
+pub mod attrs;
 mod delete;
 pub mod engine;
 pub mod file;
+pub mod finish;
 mod listing;
 pub mod mpi;
 pub mod progress;
@@ -55,6 +57,8 @@ pub struct Options {
     /// copy: compare DST with SRC afterwards, content included.
     pub verify: bool,
     pub quiet: bool,
+    /// What is kept beyond bytes, modes, mtimes and symlinks (all of it by default).
+    pub keep: attrs::Keep,
 }
 
 impl Options {
@@ -70,6 +74,7 @@ impl Options {
             dry_run: false,
             verify: false,
             quiet: true,
+            keep: attrs::Keep::default(),
         }
     }
 }
@@ -119,6 +124,21 @@ pub struct Summary {
     /// copied + skipped + failed_entries = src_entries − src_dirs.
     #[serde(default)]
     pub failed_entries: u64,
+    /// SRC entries the destination could not hold at all (symlinks on exFAT, device
+    /// nodes without root): copied + skipped + failed_entries + lost_entries adds up.
+    #[serde(default)]
+    pub lost_entries: u64,
+    /// What the destination could not hold, per kind (owner, modes, times, xattrs, acls,
+    /// hard_links, symlinks, specials, flags, sparse) with the first paths.
+    #[serde(default)]
+    pub losses: Vec<attrs::LossRow>,
+    /// Losses were accepted (`--lossy`): reported, not a failure.
+    #[serde(default)]
+    pub losses_accepted: bool,
+    /// The destination's timestamp granularity in nanoseconds: mtimes closer than this
+    /// compared equal (1: exact).
+    #[serde(default)]
+    pub modify_window_ns: u64,
     pub bytes_transferred: u64,
     pub elapsed_s: f64,
     pub cpu_user_s: f64,
@@ -143,7 +163,10 @@ pub struct Summary {
 impl Summary {
     /// Anything failed, was interrupted, or verification found a difference.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && !self.interrupted && self.verify.as_ref().is_none_or(|v| v.differences == 0)
+        self.failed == 0
+            && !self.interrupted
+            && self.verify.as_ref().is_none_or(|v| v.differences == 0)
+            && (self.losses_accepted || self.losses.is_empty())
     }
 
     /// Human summary, several lines, ending in a newline.
@@ -177,6 +200,24 @@ impl Summary {
             self.failed,
             if self.failed > 0 { format!(" ({} entries not copied)", self.failed_entries) } else { String::new() }
         ));
+        if !self.losses.is_empty() {
+            let total: u64 = self.losses.iter().map(|l| l.count).sum();
+            s.push_str(&format!(
+                "lost: {total} ({}; {}{})\n",
+                self.losses.iter().map(|l| format!("{} {}", l.kind, l.count)).collect::<Vec<_>>().join(", "),
+                if self.losses_accepted {
+                    "accepted with --lossy"
+                } else {
+                    "the destination cannot hold them: --lossy or --no-… accepts"
+                },
+                if self.lost_entries > 0 { format!("; {} entries not made", self.lost_entries) } else { String::new() }
+            ));
+            for l in &self.losses {
+                let what = attrs::Loss::ALL.iter().find(|k| k.name() == l.kind).map_or("", |k| k.what());
+                let flag = attrs::Loss::ALL.iter().find(|k| k.name() == l.kind).map_or("--lossy", |k| k.flag());
+                s.push_str(&format!("  {} {}: {what} ({flag}), e.g. {}\n", l.kind, l.count, l.paths.join(", ")));
+            }
+        }
         let p = &self.phases;
         s.push_str(&format!(
             "elapsed {} ({}) on {} threads; thread time: scan source {}, scan destination {}, compare {}, transfer {}, delete {}; cpu user {} sys {}\n",
@@ -234,6 +275,7 @@ pub struct Counters {
     pub extraneous: AtomicU64,
     pub failed: AtomicU64,
     pub failed_entries: AtomicU64,
+    pub lost_entries: AtomicU64,
     pub bytes: AtomicU64,
     /// Phase times in nanoseconds, in [`PhaseTimes`] order.
     pub phase_ns: [AtomicU64; 5],

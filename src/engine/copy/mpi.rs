@@ -27,8 +27,10 @@
 //! chunk done — the creating rank sets the file's mode and mtime and renames it to its
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
-use crate::engine::copy::engine::{CopyShared, Node, Task, do_dir, join, release};
-use crate::engine::copy::file::{Step, copy_file, set_meta, tmp_name};
+use crate::engine::copy::attrs::{self, Caps, Loc, Loss, Losses};
+use crate::engine::copy::engine::{CopyShared, Links, Node, Task, do_dir, join, release};
+use crate::engine::copy::file::{Step, copy_file, finish_dir, tmp_name};
+use crate::engine::copy::finish::{self, Attr};
 use crate::engine::copy::summary::{Part, summary};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
 use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
@@ -138,7 +140,7 @@ fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> s
     Ok(())
 }
 
-const META: usize = 1 + 4 + 8 + 8 + 4 + 8;
+const META: usize = 1 + 4 + 8 + 8 + 4 + 8 + 4 * 5 + 8 * 3;
 
 fn put_meta(v: &mut Vec<u8>, m: &Meta) {
     v.push(kind_byte(m.kind));
@@ -147,16 +149,32 @@ fn put_meta(v: &mut Vec<u8>, m: &Meta) {
     v.extend_from_slice(&m.mtime_s.to_le_bytes());
     v.extend_from_slice(&m.mtime_ns.to_le_bytes());
     v.extend_from_slice(&m.ino.to_le_bytes());
+    for x in [m.ifmt, m.uid, m.gid, m.nlink, m.attrs] {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    for x in [m.blocks, m.dev, m.rdev] {
+        v.extend_from_slice(&x.to_le_bytes());
+    }
 }
 
 fn get_meta(b: &[u8]) -> Meta {
+    let u4 = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4"));
+    let u8_ = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
     Meta {
         kind: kind_of(b[0]),
-        perm: u32::from_le_bytes(b[1..5].try_into().expect("4")),
-        size: u64::from_le_bytes(b[5..13].try_into().expect("8")),
+        perm: u4(1),
+        size: u8_(5),
         mtime_s: i64::from_le_bytes(b[13..21].try_into().expect("8")),
-        mtime_ns: u32::from_le_bytes(b[21..25].try_into().expect("4")),
-        ino: u64::from_le_bytes(b[25..33].try_into().expect("8")),
+        mtime_ns: u4(21),
+        ino: u8_(25),
+        ifmt: u4(33),
+        uid: u4(37),
+        gid: u4(41),
+        nlink: u4(45),
+        attrs: u4(49),
+        blocks: u8_(53),
+        dev: u8_(61),
+        rdev: u8_(69),
     }
 }
 
@@ -241,6 +259,10 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let big = |node: &Node, name: &CStr, m: &Meta| -> bool {
         use rustix::fs::{OFlags, openat};
         let Some(dd) = &node.dst else { return false };
+        // Hard-linked and sparse files are the engine's own (the link map, the holes).
+        if (o.keep.hard_links && m.nlink > 1) || (o.keep.sparse && m.blocks.saturating_mul(512) < m.size) {
+            return false;
+        }
         if m.size < chunk {
             // A large directory: past the first BATCH files, any rank copies the rest.
             let seen = SEEN.with(|c| {
@@ -289,7 +311,56 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     {
         walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    let ctx = CopyShared { o, c: Counters::default(), f: Failures::default(), big: Some(&big), walls };
+    // What DST holds: probed by rank 0 (one scratch file), told to the others.
+    let caps = {
+        let mine = match (&dst, ranks::is_root()) {
+            (Some(fd), true) => attrs::probe(fd.as_fd(), o.dry_run),
+            _ => Caps::default(),
+        };
+        let w = ranks::from_root(vec![
+            mine.modes as u32,
+            mine.owner as u32,
+            (mine.window_ns >> 32) as u32,
+            mine.window_ns as u32,
+            mine.fixed_uid,
+            mine.fixed_gid,
+            mine.fixed_file_perm,
+            mine.fixed_dir_perm,
+            mine.xattrs as u32
+                | (mine.acls as u32) << 1
+                | (mine.specials as u32) << 2
+                | (mine.omit_ok as u32) << 3
+                | (mine.hard_links as u32) << 4,
+        ]);
+        Caps {
+            modes: w[0] != 0,
+            owner: w[1] != 0,
+            window_ns: ((w[2] as u64) << 32) | w[3] as u64,
+            fixed_uid: w[4],
+            fixed_gid: w[5],
+            fixed_file_perm: w[6],
+            fixed_dir_perm: w[7],
+            xattrs: w[8] & 1 != 0,
+            acls: w[8] & 2 != 0,
+            specials: w[8] & 4 != 0,
+            omit_ok: w[8] & 8 != 0,
+            hard_links: w[8] & 16 != 0,
+        }
+    };
+    let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
+    let losses = Losses::default();
+    caps.mark(&losses);
+    let ctx = CopyShared {
+        o,
+        c: Counters::default(),
+        f: Failures::default(),
+        big: Some(&big),
+        walls,
+        caps,
+        losses,
+        links: Links::default(),
+        dst_root,
+    };
     let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
     let umask = rustix::process::umask(FsMode::empty());
     let roots =
@@ -341,18 +412,19 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             // writes into the directory it made.
             let tmp = (o.mode == Mode::Sync).then(tmp_name);
             let target = tmp.as_deref().unwrap_or(&name);
-            let r =
-                copy_file(sdir.as_fd(), &name, &m, ddir.as_fd(), target, o.reflink, &mut buf).and_then(
-                    |n| match &tmp {
-                        Some(t) => {
-                            rustix::fs::renameat(&ddir, t.as_c_str(), &ddir, name.as_c_str()).map(|_| n).map_err(|e| {
-                                let _ = rustix::fs::unlinkat(&ddir, t.as_c_str(), rustix::fs::AtFlags::empty());
-                                (Step::Rename, e)
-                            })
-                        }
-                        None => Ok(n),
-                    },
-                );
+            let lost = || join(&path, Some(&name));
+            let a = Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: o.mode == Mode::Sync };
+            let r = copy_file(sdir.as_fd(), &name, &m, ddir.as_fd(), target, o.reflink, &mut buf, &a, &lost).and_then(
+                |n| match &tmp {
+                    Some(t) => {
+                        rustix::fs::renameat(&ddir, t.as_c_str(), &ddir, name.as_c_str()).map(|_| n).map_err(|e| {
+                            let _ = rustix::fs::unlinkat(&ddir, t.as_c_str(), rustix::fs::AtFlags::empty());
+                            (Step::Rename, e)
+                        })
+                    }
+                    None => Ok(n),
+                },
+            );
             match r {
                 Ok(_) => {
                     batch_written.fetch_add(1, Ordering::Relaxed);
@@ -393,6 +465,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             src: sfd,
             dst: dfd,
             path,
+            rel: rel.to_vec(),
             meta,
             dst_meta: dmeta,
             pending: AtomicUsize::new(2),
@@ -478,7 +551,12 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
                 FsMode::empty(),
             )
-            .and_then(|fd| set_meta(fd.as_fd(), &b.meta))
+            .and_then(|fd| {
+                let sdir = open_below(src.as_fd(), &b.rel)?;
+                let lost = || join(&path, Some(&b.name));
+                let a = Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: false };
+                finish::apply(Loc::At(sdir.as_fd(), &b.name), Loc::Fd(fd.as_fd()), &b.meta, &a, true, &lost)
+            })
             .and_then(|()| rustix::fs::renameat(&ddir, b.tmp.as_c_str(), &ddir, b.name.as_c_str()));
             if let Err(e) = r {
                 ctx.fail(&path, Some(&b.name), "finish chunked file", e);
@@ -493,19 +571,43 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         ranks::deepest_first(later.iter().map(|l| l.depth).max().unwrap_or(0), |at| {
             for l in later.iter().filter(|l| l.depth == at) {
                 let path = String::from_utf8_lossy(&l.rel).into_owned();
-                match open_below(d.as_fd(), &l.rel).and_then(|fd| set_meta(fd.as_fd(), &l.meta)) {
-                    Ok(()) => {}
-                    Err(e) => ctx.fail(&path, None, "set directory mode/mtime", e),
+                let a =
+                    Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: o.mode == Mode::Sync };
+                let lost = || join(&path, None);
+                let r = open_below(d.as_fd(), &l.rel).and_then(|fd| {
+                    let sfd = open_below(src.as_fd(), &l.rel)?;
+                    finish_dir(sfd.as_fd(), fd.as_fd(), &l.meta, &a, &lost)
+                });
+                if let Err(e) = r {
+                    ctx.fail(&path, None, "set directory attributes", e)
                 }
             }
         });
     }
     rustix::process::umask(umask);
+    // Hard links whose names fell to different ranks were copied once per rank: every
+    // copy past the first is a loss, never a silent split (rank 0 counts them).
+    if o.keep.hard_links && !o.dry_run {
+        let mine = serde_json::to_vec(&ctx.links.firsts()).expect("serialisable");
+        type Firsts = Vec<((u64, u64), Vec<u8>)>;
+        let all: Vec<Firsts> = ranks::all_gather(&mine)
+            .iter()
+            .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
+            .collect();
+        if ranks::is_root() && all.len() > 1 {
+            let mut seen = std::collections::HashSet::new();
+            for (k, rel) in all.iter().flatten() {
+                if !seen.insert(*k) {
+                    ctx.losses.add(Loss::HardLinks, || String::from_utf8_lossy(rel).into_owned());
+                }
+            }
+        }
+    }
     let (u1, s1) = crate::measure::cpu_times();
     let part = RankPart {
         written: (ctx.c.copied.load(Ordering::Relaxed) + batch_written.load(Ordering::Relaxed))
             .saturating_sub(deferred.load(Ordering::Relaxed)),
-        part: Part::of(&ctx.c, &ctx.f, (u1 - u0, s1 - s0)),
+        part: Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0)),
     };
     let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
         .iter()
@@ -521,6 +623,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let mut s = summary(o, o.threads * ranks::size(), &parts, t0);
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     s.ranks = Some(RankCounts::new(unit, work, walks));
+    s.modify_window_ns = ctx.caps.window_ns;
     if o.verify && !s.interrupted && ranks::is_root() {
         s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
     }

@@ -14,8 +14,10 @@ use std::time::Instant;
 pub(crate) struct Part {
     /// In [`Summary`] order: src_entries, src_files, src_dirs, src_bytes, dst_entries,
     /// copied, dirs_created, deleted, skipped, extraneous, failed, bytes_transferred,
-    /// failed_entries.
-    pub(crate) counts: [u64; 13],
+    /// failed_entries, lost_entries.
+    pub(crate) counts: [u64; 14],
+    /// Losses per kind with their first paths.
+    pub(crate) losses: Vec<super::attrs::LossRow>,
     pub(crate) phase_ns: [u64; 5],
     /// Failure lines, each with the number of failures it stands for.
     pub(crate) failures: Vec<(String, u64)>,
@@ -26,7 +28,7 @@ pub(crate) struct Part {
 
 impl Part {
     /// The counters now, the failures taken; interrupted if a signal came.
-    pub(crate) fn of(c: &Counters, f: &Failures, cpu: (f64, f64)) -> Part {
+    pub(crate) fn of(c: &Counters, f: &Failures, losses: &super::attrs::Losses, cpu: (f64, f64)) -> Part {
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         Part {
             counts: [
@@ -43,7 +45,9 @@ impl Part {
                 l(&c.failed),
                 l(&c.bytes),
                 l(&c.failed_entries),
+                l(&c.lost_entries),
             ],
+            losses: losses.rows(),
             phase_ns: std::array::from_fn(|i| l(&c.phase_ns[i])),
             failures: f.take(),
             interrupted: signals::pending() != 0,
@@ -83,6 +87,10 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         extraneous: total(9),
         failed: total(10),
         failed_entries: total(12),
+        lost_entries: total(13),
+        losses: super::attrs::merge_rows(parts.iter().map(|p| p.losses.clone())),
+        losses_accepted: o.keep.lossy,
+        modify_window_ns: 1,
         bytes_transferred: total(11),
         elapsed_s: t0.elapsed().as_secs_f64(),
         cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),

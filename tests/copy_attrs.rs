@@ -1,0 +1,261 @@
+//! Issue 28: copy and sync keep what `cp -a` / `rsync -aHAX` keep, and say what a
+//! destination cannot hold. A tricky tree (hard links inside and across directories,
+//! sparse files, xattrs of every namespace, ACLs on files and directories, FIFOs,
+//! sockets, device nodes, 255-byte names, depth 200, non-UTF-8 names, empty directories,
+//! files of 0, 1, 4096 bytes and 1 MiB + 1, owners, an immutable file) is copied and
+//! synced on ext4, xfs and btrfs (real file systems on loop devices) and checked with
+//! `rsync -aHAXn --itemize-changes` (must print nothing), `getfattr`/`getfacl` (equal),
+//! inode numbers (links) and allocated blocks (holes); onto exFAT every loss is listed
+//! by kind, exit 1 without `--lossy`, and a second sync copies nothing.
+//!
+//! Needs root and rsync, attr, acl, e2fsprogs, xfsprogs, btrfs-progs, exfat-fuse; without
+//! one of them a test prints why it is skipped.
+
+mod common;
+
+use common::{bin, is_root, load_json};
+use manyfiles::storage::fsspec::FsSpec;
+use manyfiles::storage::managed::ManagedFs;
+use serde_json::Value;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// Root and the tools, or the reason to skip.
+fn ready(fs_tools: &[&str]) -> Option<String> {
+    if !is_root() {
+        return Some("needs root".into());
+    }
+    for t in ["rsync", "getfattr", "setfattr", "getfacl", "setfacl", "chattr"].iter().chain(fs_tools) {
+        if !have(t) {
+            return Some(format!("{t} not found"));
+        }
+    }
+    None
+}
+
+fn sh(script: &str) {
+    let o = Command::new("sh").arg("-ec").arg(script).output().unwrap();
+    assert!(o.status.success(), "{script}\n{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn out(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+/// The tricky tree at `src`. `posix`: the full tree; else names and kinds exFAT can name
+/// (no non-UTF-8 names, no '\n'), the rest of the tree as it is.
+fn tricky_tree(src: &Path, posix: bool) {
+    let long = "L".repeat(255);
+    let deep = (0..200).map(|i| format!("{}", i % 10)).collect::<Vec<_>>().join("/");
+    let s = src.display();
+    sh(&format!(
+        r#"
+mkdir -p '{s}' && cd '{s}'
+mkdir -p dir1 dir2 empty/inner "{deep}"
+echo deep > "{deep}/leaf"
+: > zero; printf 1 > one; head -c 4096 /dev/urandom > k4; head -c 1048577 /dev/urandom > m1
+echo linked > dir1/orig; ln dir1/orig dir1/same-dir; ln dir1/orig dir2/other-dir; ln dir1/orig top-link
+truncate -s 200M sparse; printf data | dd of=sparse bs=1 seek=104857600 conv=notrunc 2>/dev/null
+head -c 8192 /dev/urandom > sparse2; truncate -s 50M sparse2
+echo x > "{long}"
+echo attrs > attrs
+setfattr -n user.one -v 1 attrs; setfattr -n user.two -v "two words" attrs
+setfattr -n trusted.t -v trusted attrs; setfattr -n security.s -v sec attrs
+setfattr -n user.dir -v d dir1
+setfacl -m u:nobody:rw,g:nogroup:r attrs; setfacl -m u:nobody:rx dir2; setfacl -d -m u:nobody:rwx dir2
+mkfifo fifo; mknod chr c 1 3; mknod blk b 7 200
+python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('sock')"
+chown nobody:nogroup one dir1; chown 4242:4343 k4; chown -h nobody:nogroup symlink 2>/dev/null || true
+ln -s ../nowhere symlink; ln -s dir1 dirlink; chown -h 4242:4343 symlink
+chmod 4755 one; chmod 0700 dir2
+echo keep > immutable; chattr +i immutable; echo append > appendonly; chattr +a appendonly
+touch -h -d '2001-02-03 04:05:06.123456789' symlink attrs dir2 empty
+"#
+    ));
+    if posix {
+        sh(&format!(
+            "cd '{s}' && mkdir \"$(printf 'bad\\377name')\" && echo x > \"$(printf 'bad\\377name')/f\" && echo n > \"$(printf 'new\\nline')\""
+        ));
+    }
+}
+
+/// chattr -i/-a everywhere below `root` (the tree can then be removed).
+fn unflag(root: &Path) {
+    for f in ["immutable", "appendonly"] {
+        let _ = Command::new("chattr").args(["-i", "-a"]).arg(root.join(f)).output();
+    }
+}
+
+fn manyfiles(args: &[&str]) -> (i32, String, Value, String) {
+    let j = tempfile::NamedTempFile::new().unwrap();
+    let o = Command::new(bin()).args(args).args(["-q", "--json"]).arg(j.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let v =
+        if std::fs::metadata(j.path()).map(|m| m.len()).unwrap_or(0) > 0 { load_json(j.path()) } else { Value::Null };
+    (o.status.code().unwrap_or(-1), text.clone(), v, text)
+}
+
+/// rsync -aHAXn --itemize-changes SRC/ DST/ prints nothing; xattrs and ACLs equal;
+/// links, holes and flags kept.
+fn assert_same(src: &Path, dst: &Path, what: &str) {
+    let r = out(Command::new("rsync")
+        .args(["-aHAXn", "--itemize-changes"])
+        .arg(format!("{}/", src.display()))
+        .arg(format!("{}/", dst.display())));
+    assert!(r.trim().is_empty(), "{what}: rsync -aHAXn --itemize-changes printed:\n{r}");
+    let attrs = |p: &Path| {
+        out(Command::new("sh").arg("-c").arg("getfattr -R -h -d -m - --absolute-names . | sort").current_dir(p))
+    };
+    assert_eq!(attrs(src), attrs(dst), "{what}: getfattr -d -m - differs");
+    let acls = |p: &Path| out(Command::new("getfacl").args(["-R", "-P", "."]).current_dir(p));
+    assert_eq!(acls(src), acls(dst), "{what}: getfacl -R differs");
+    let ino = |p: &Path| std::fs::symlink_metadata(p).unwrap().ino();
+    let links: Vec<&str> = ["dir1/orig", "dir1/same-dir", "dir2/other-dir", "top-link"]
+        .into_iter()
+        .filter(|l| src.join(l).exists())
+        .collect();
+    assert!(links.iter().all(|l| ino(&dst.join(l)) == ino(&dst.join(links[0]))), "{what}: hard links split");
+    for f in ["sparse", "sparse2"] {
+        let (s, d) = (std::fs::metadata(src.join(f)).unwrap(), std::fs::metadata(dst.join(f)).unwrap());
+        assert!(
+            d.blocks() <= s.blocks() + 64,
+            "{what}: {f} holes filled: {} blocks at source, {} at destination",
+            s.blocks(),
+            d.blocks()
+        );
+    }
+    let flags =
+        |p: &Path| out(Command::new("lsattr").arg("-d").arg(p)).split_whitespace().next().unwrap_or("").to_string();
+    for f in ["immutable", "appendonly"] {
+        assert_eq!(flags(&src.join(f)), flags(&dst.join(f)), "{what}: {f} flags");
+    }
+}
+
+fn tricky_on(spec: &str, tools: &[&str]) {
+    if let Some(why) = ready(tools) {
+        println!("skipped {spec}: {why}");
+        return;
+    }
+    let fs = ManagedFs::create(&FsSpec::parse(spec).unwrap(), 1 << 30).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    let mp = fs.mount_point().to_path_buf();
+    let (src, dst) = (mp.join("src"), mp.join("dst"));
+    tricky_tree(&src, true);
+    let (rc, text, v, _) = manyfiles(&["copy", src.to_str().unwrap(), dst.to_str().unwrap(), "--verify"]);
+    assert_eq!(rc, 0, "{spec}: copy: {text}");
+    assert!(v["losses"].as_array().is_none_or(|l| l.is_empty()), "{spec}: losses on a POSIX file system: {text}");
+    assert_same(&src, &dst, &format!("{spec}: copy"));
+    // Unchanged: a sync copies nothing.
+    let (rc, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    assert_eq!((rc, v["copied"].as_u64()), (0, Some(0)), "{spec}: sync of an unchanged tree: {text}");
+    // Changed attributes only (no byte, no mtime): a sync notices and fixes each.
+    sh(&format!(
+        "cd '{}' && setfattr -n user.one -v changed attrs && setfacl -m u:nobody:r attrs && chown 4343 zero && rm top-link && echo new > dir2/new && ln dir2/new dir1/new-link",
+        src.display()
+    ));
+    let (rc, text, _, _) = manyfiles(&["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "--delete"]);
+    assert_eq!(rc, 0, "{spec}: sync: {text}");
+    let r = out(Command::new("rsync")
+        .args(["-aHAXn", "--itemize-changes"])
+        .arg(format!("{}/", src.display()))
+        .arg(format!("{}/", dst.display())));
+    assert!(r.trim().is_empty(), "{spec}: after sync, rsync printed:\n{r}");
+    assert_eq!(
+        std::fs::metadata(dst.join("dir2/new")).unwrap().ino(),
+        std::fs::metadata(dst.join("dir1/new-link")).unwrap().ino(),
+        "{spec}: new hard link split by sync"
+    );
+    // A fresh sync into a new DST keeps all as copy does.
+    let dst2 = mp.join("dst2");
+    let (rc, text, _, _) = manyfiles(&["sync", src.to_str().unwrap(), dst2.to_str().unwrap()]);
+    assert_eq!(rc, 0, "{spec}: sync into new: {text}");
+    assert_same(&src, &dst2, &format!("{spec}: sync into a new DST"));
+    for d in [&src, &dst, &dst2] {
+        unflag(d);
+    }
+}
+
+#[test]
+fn tricky_tree_kept_on_ext4() {
+    tricky_on("ext4", &["mkfs.ext4"]);
+}
+
+#[test]
+fn tricky_tree_kept_on_xfs() {
+    tricky_on("xfs", &["mkfs.xfs"]);
+}
+
+#[test]
+fn tricky_tree_kept_on_btrfs() {
+    tricky_on("btrfs", &["mkfs.btrfs"]);
+}
+
+/// Onto exFAT: every loss listed by kind and counted, exit 1 unless --lossy, and a
+/// second sync copies nothing (mtimes compared within exFAT's granularity).
+#[test]
+fn exfat_losses_listed_and_second_sync_copies_nothing() {
+    if let Some(why) = ready(&["mkfs.exfat", "mount.exfat-fuse"]) {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    tricky_tree(&src, false);
+    let fs = ManagedFs::create(&FsSpec::parse("exfat").unwrap(), 1 << 30).unwrap_or_else(|e| panic!("exfat: {e}"));
+    let dst = fs.mount_point().join("dst");
+    let (rc, text, v, _) = manyfiles(&["copy", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    assert_eq!(rc, 1, "losses without --lossy must fail: {text}");
+    assert!(text.contains("losses"), "{text}");
+    let kinds: Vec<(String, u64)> = v["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["kind"].as_str().unwrap().to_string(), l["count"].as_u64().unwrap()))
+        .collect();
+    let count = |k: &str| kinds.iter().find(|x| x.0 == k).map_or(0, |x| x.1);
+    for (k, at_least) in [
+        ("owner", 3),
+        ("modes", 5),
+        ("times", 1),
+        ("xattrs", 2),
+        ("acls", 2),
+        ("hard_links", 4),
+        ("symlinks", 2),
+        ("specials", 4),
+        ("flags", 2),
+        ("sparse", 2),
+    ] {
+        assert!(count(k) >= at_least, "loss {k}: {} < {at_least}: {kinds:?}\n{text}", count(k));
+    }
+    let row = v["losses"].as_array().unwrap().iter().find(|l| l["kind"] == "symlinks").unwrap();
+    let paths: Vec<&str> = row["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert_eq!(paths, ["dirlink", "symlink"], "symlink losses name their paths");
+    assert_eq!(v["failed"].as_u64(), Some(0), "{text}");
+    assert_eq!(v["lost_entries"].as_u64(), Some(2 + 4), "symlinks and specials not made: {text}");
+    // Accepted: exit 0, still listed.
+    let (rc, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "--lossy"]);
+    assert_eq!(rc, 0, "{text}");
+    assert_eq!(v["copied"].as_u64(), Some(0), "second sync onto exFAT copies nothing: {text}");
+    assert!(v["modify_window_ns"].as_u64().unwrap() > 1, "{v}");
+    assert!(v["losses_accepted"].as_bool().unwrap());
+    // What is not kept on request is not a loss.
+    let (_, text, v, _) = manyfiles(&[
+        "sync",
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+        "--no-owner",
+        "--no-xattrs",
+        "--no-acls",
+        "--no-specials",
+    ]);
+    let kinds: Vec<&str> = v["losses"].as_array().unwrap().iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    for k in ["owner", "xattrs", "acls", "specials"] {
+        assert!(!kinds.contains(&k), "{k} reported although turned off: {text}");
+    }
+    unflag(&src);
+}
