@@ -206,6 +206,9 @@ pub struct Meta {
     pub rdev: u64,
     /// statx attributes (STATX_ATTR_*: immutable, append, nodump, compressed …).
     pub attrs: u32,
+    /// Inode change time: any change of the inode (xattrs, owner, mode, links) moves it.
+    pub ctime_s: i64,
+    pub ctime_ns: u32,
 }
 
 impl Meta {
@@ -225,7 +228,15 @@ impl Meta {
             dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
             rdev: rustix::fs::makedev(st.stx_rdev_major, st.stx_rdev_minor),
             attrs: (st.stx_attributes & st.stx_attributes_mask).bits() as u32,
+            ctime_s: st.stx_ctime.tv_sec,
+            ctime_ns: st.stx_ctime.tv_nsec,
         }
+    }
+
+    /// Changed after `other` was (inode change times): xattrs, owner or mode of this
+    /// entry may differ from what `other` got when it was last written.
+    pub fn changed_after(&self, other: &Meta) -> bool {
+        (self.ctime_s, self.ctime_ns) > (other.ctime_s, other.ctime_ns)
     }
 
     /// Plain metadata for tests and synthetic entries.
@@ -245,6 +256,8 @@ impl Meta {
             dev: 0,
             rdev: 0,
             attrs: 0,
+            ctime_s: 0,
+            ctime_ns: 0,
         }
     }
 }
@@ -255,6 +268,7 @@ pub fn meta_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Meta, Errno> {
         | StatxFlags::MODE
         | StatxFlags::SIZE
         | StatxFlags::MTIME
+        | StatxFlags::CTIME
         | StatxFlags::INO
         | StatxFlags::UID
         | StatxFlags::GID

@@ -140,7 +140,7 @@ fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> s
     Ok(())
 }
 
-const META: usize = 1 + 4 + 8 + 8 + 4 + 8 + 4 * 5 + 8 * 3;
+const META: usize = 1 + 4 + 8 + 8 + 4 + 8 + 4 * 5 + 8 * 3 + 8 + 4;
 
 fn put_meta(v: &mut Vec<u8>, m: &Meta) {
     v.push(kind_byte(m.kind));
@@ -155,6 +155,8 @@ fn put_meta(v: &mut Vec<u8>, m: &Meta) {
     for x in [m.blocks, m.dev, m.rdev] {
         v.extend_from_slice(&x.to_le_bytes());
     }
+    v.extend_from_slice(&m.ctime_s.to_le_bytes());
+    v.extend_from_slice(&m.ctime_ns.to_le_bytes());
 }
 
 fn get_meta(b: &[u8]) -> Meta {
@@ -175,6 +177,8 @@ fn get_meta(b: &[u8]) -> Meta {
         blocks: u8_(53),
         dev: u8_(61),
         rdev: u8_(69),
+        ctime_s: i64::from_le_bytes(b[77..85].try_into().expect("8")),
+        ctime_ns: u4(85),
     }
 }
 
