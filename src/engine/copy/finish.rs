@@ -79,8 +79,7 @@ pub fn apply(src: Loc<'_>, dst: Loc<'_>, m: &Meta, a: &Attr, mut chmod: bool, pa
                 a.losses.add(Loss::Owner, path);
             }
         } else {
-            let euid = rustix::process::geteuid().as_raw();
-            let egid = rustix::process::getegid().as_raw();
+            let (euid, egid) = attrs::effective_ids();
             let needed = a.dst_may_have || ids.0.is_some_and(|u| u != euid) || ids.1.is_some_and(|g| g != egid);
             if needed {
                 match attrs::chown(dst, ids) {
