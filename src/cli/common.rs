@@ -49,6 +49,11 @@ pub struct RunArgs {
     /// (repeat for several devices); everything on it is destroyed
     #[arg(long, value_name = "/dev/NAME")]
     pub destroy_device: Vec<PathBuf>,
+    /// Name the targets in tables, comparisons, charts and the JSON, in the order --target,
+    /// then --fs's specs; comma separated or repeated (default: what each is, e.g.
+    /// "/var/tmp (ext4 on vda)", "ext4@ram")
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub label: Vec<String>,
     /// Image size for --fs (default: twice the largest tree, at least 512 MiB)
     #[arg(long, value_parser = parse_size)]
     pub fs_size: Option<u64>,
@@ -339,6 +344,21 @@ impl RunArgs {
         Ok(targets)
     }
 
+    /// The --label names, checked against the targets they name.
+    pub(super) fn labels(&self) -> Result<Vec<String>> {
+        let n = self.targets()?.len();
+        if self.label.len() > n {
+            return Err(Error::bad(
+                "--label",
+                format!("{} names for {n} target(s) (--target, then each --fs spec)", self.label.len()),
+            ));
+        }
+        if let Some(l) = self.label.iter().find(|l| l.chars().any(char::is_control)) {
+            return Err(Error::bad("--label", format!("{l:?}: control characters are not allowed")));
+        }
+        Ok(self.label.iter().map(|l| l.trim().to_string()).collect())
+    }
+
     /// Attach each --destroy-device to the `@dev:` spec naming the same device (the
     /// engine refuses a device spec without one, or with one naming another device).
     pub(super) fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
@@ -397,6 +417,7 @@ impl RunArgs {
         Ok(TreeExperiment {
             name: name.into(),
             targets,
+            labels: self.labels()?,
             fs_size: self.fs_size,
             reuse: self.reuse,
             order: Order::parse(&self.order)?,

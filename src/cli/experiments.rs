@@ -187,6 +187,7 @@ pub fn bigfile_config(
     }
     Ok(manyfiles::experiment::bigfile::BigfileConfig {
         targets: r.targets()?,
+        labels: r.labels()?,
         fs_size: r.fs_size,
         reuse: r.reuse,
         order: Order::parse(&r.order)?,

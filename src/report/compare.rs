@@ -1,5 +1,6 @@
 //! `manyfiles compare` output: one row per cell measured in both result files.
 
+use crate::results::ResultSet;
 use crate::results::compare::Comparison;
 use crate::units::sig3;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
@@ -8,13 +9,13 @@ use comfy_table::{CellAlignment, Table};
 use super::table::fmt_mean_ci;
 
 /// The table, then how the verdicts were reached.
-pub fn table(cs: &[Comparison], a_name: &str, b_name: &str) -> String {
+pub fn table(cs: &[Comparison], a: &ResultSet, b: &ResultSet, a_name: &str, b_name: &str) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     t.set_header(vec!["op", "tree", "target", "A", "B", "B/A (95% CI)", "p (Welch)", "verdict"]);
     for c in cs {
-        let target =
-            if c.target_a == c.target_b { c.target_a.clone() } else { format!("{} → {}", c.target_a, c.target_b) };
+        let (ta, tb) = (super::target_name(a, &c.target_a), super::target_name(b, &c.target_b));
+        let target = if ta == tb { ta } else { format!("{ta} → {tb}") };
         let ratio = match c.ratio_ci95 {
             Some([lo, hi]) => format!("{} ({} … {})", sig3(c.ratio), sig3(lo), sig3(hi)),
             None => sig3(c.ratio),

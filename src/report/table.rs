@@ -77,11 +77,7 @@ pub fn title(rs: &ResultSet) -> String {
         ),
         _ => rs.summaries.first().map(|s| s.tree_key.clone()).unwrap_or_default(),
     };
-    let targets: Vec<String> = rs
-        .targets
-        .iter()
-        .map(|t| if t.managed.is_some() { t.id.clone() } else { format!("{} ({})", t.path.display(), t.fs_type) })
-        .collect();
+    let targets: Vec<String> = rs.targets.iter().map(|t| t.shown()).collect();
     format!("manyfiles {}: {trees} · ops {} · on {}", e.name, e.ops.join(", "), targets.join(", "))
 }
 
@@ -112,7 +108,7 @@ pub fn ladder(rs: &ResultSet) -> String {
         for (_, target, files, bytes) in rows.iter().filter(|r| r.0 == key) {
             let mut row = vec![files.to_string(), fmt_size(*bytes as f64 / (*files).max(1) as f64)];
             if many {
-                row.push(target.to_string());
+                row.push(super::target_name(rs, target));
             }
             for op in ops {
                 let cell = rs
@@ -164,7 +160,7 @@ pub fn models(rs: &ResultSet) -> String {
         let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
         let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
         if many {
-            row.insert(1, m.target.clone());
+            row.insert(1, super::target_name(rs, &m.target));
         }
         t.add_row(row);
     }
@@ -210,7 +206,11 @@ pub fn ops_detail(rs: &ResultSet) -> String {
         } else {
             "—".into()
         };
-        let tree = if rs.targets.len() > 1 { format!("{} on {}", s.tree_key, s.target) } else { s.tree_key.clone() };
+        let tree = if rs.targets.len() > 1 {
+            format!("{} on {}", s.tree_key, super::target_name(rs, &s.target))
+        } else {
+            s.tree_key.clone()
+        };
         t.add_row(vec![
             op_label(rs, &s.op),
             tree,
@@ -374,7 +374,7 @@ pub fn measured(rs: &ResultSet) -> String {
             "device {} (target {}): {} read, {} written, busy {} during the timed phases
 ",
             first.device,
-            t.id,
+            t.shown(),
             fmt_size(r as f64),
             fmt_size(w as f64),
             crate::units::fmt_secs(busy)
@@ -389,7 +389,7 @@ pub fn footer(rs: &ResultSet) -> String {
     // A long list hides the table: the first few here, all of them in the JSON.
     const SHOWN: usize = 8;
     for w in rs.warnings.iter().take(SHOWN) {
-        out.push_str(&format!("warning: {w}\n"));
+        out.push_str(&format!("warning: {}\n", super::named(rs, w)));
     }
     if rs.warnings.len() > SHOWN {
         out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
@@ -400,7 +400,7 @@ pub fn footer(rs: &ResultSet) -> String {
         let made = t.managed.as_ref().map(|m| format!(" · made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
         out.push_str(&format!(
             "target {}: {} · {} on {} ({}) · block {} · {} free{made}\n",
-            t.id,
+            t.shown(),
             t.path.display(),
             t.fs_type,
             t.mount_point,
@@ -421,7 +421,7 @@ pub fn detections(rs: &ResultSet, shown: usize) -> String {
         .detections
         .iter()
         .filter(|d| !matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }))
-        .map(|d| d.text())
+        .map(|d| super::detection_text(rs, d))
         .collect();
     let mut out = String::new();
     for l in lines.iter().take(shown) {
@@ -483,7 +483,7 @@ pub fn ranks(rs: &ResultSet) -> String {
             .map(|(_, s)| s.rank_elapsed_s.iter().cloned().fold(0.0, f64::max) / s.stonewall_s.max(1e-9))
             .collect();
         t.add_row(vec![
-            target,
+            super::target_name(rs, &target),
             op,
             tree,
             ms[0].0.result.files.to_string(),
