@@ -185,6 +185,16 @@ pub fn bigfile_config(
     if a.block > usize::MAX as u64 {
         return Err(Error::bad("--block", "too large"));
     }
+    // Flags bigfile shares with the tree experiments but has no use for: refused, not ignored.
+    if r.threads.is_some() {
+        return Err(Error::bad("--threads", "bigfile writes its one file from one thread"));
+    }
+    if r.portion != 10_000 {
+        return Err(Error::bad("--portion", "bigfile has one file: no portions of files"));
+    }
+    if r.shared_dir {
+        return Err(Error::bad("--shared-dir", "bigfile does not run under MPI"));
+    }
     Ok(manyfiles::experiment::bigfile::BigfileConfig {
         targets: r.targets()?,
         labels: r.labels()?,
