@@ -59,7 +59,11 @@ fn verdicts_ratio_and_gate() {
     let create = row(&r.stdout, "create");
     assert!(create.contains("slower") && create.contains("1.30"), "{create}");
     let read = row(&r.stdout, "read");
-    assert!(read.contains("no significant difference"), "{read}");
+    assert!(read.contains("no sig. diff."), "{read}");
+    // The table fits 100 columns; --wide has the verdict in full.
+    assert!(r.stdout.lines().all(|l| l.chars().count() <= 100 || !l.starts_with('│')), "{}", r.stdout);
+    let w = run(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--wide"]);
+    assert!(row(&w.stdout, "read").contains("no significant difference"), "{}", w.stdout);
     // The other way round B is faster.
     let r = run(["compare", b.to_str().unwrap(), a.to_str().unwrap()]);
     assert!(row(&r.stdout, "create").contains("faster"), "{}", r.stdout);

@@ -65,8 +65,12 @@ fn user_labels_reach_tables_compare_charts_and_html() {
     ladder(tmp.path(), &a, &["--label", "before upgrade"]).ok();
     ladder(tmp.path(), &b, &["--label=after upgrade"]).ok();
     assert_eq!(load_json(&a)["targets"][0]["label"], "before upgrade");
-    // compare: every line names both.
+    // compare: the pair every row shares is said once above the table; with --wide
+    // every row names it.
     let c = run(["compare".to_string(), a.display().to_string(), b.display().to_string()]);
+    c.ok();
+    assert!(c.stdout.lines().any(|l| l == "target: before upgrade → after upgrade"), "{}", c.stdout);
+    let c = run(["compare".to_string(), a.display().to_string(), b.display().to_string(), "--wide".into()]);
     c.ok();
     let rows: Vec<&str> = c.stdout.lines().filter(|l| l.starts_with("│ create") || l.starts_with("│ read")).collect();
     assert_eq!(rows.len(), 4, "{}", c.stdout);

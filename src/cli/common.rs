@@ -183,6 +183,10 @@ pub struct RunArgs {
     /// No progress bar
     #[arg(long, short)]
     pub quiet: bool,
+    /// Tables in full (intervals as [lo – hi], long headers, every column), however wide;
+    /// by default they fit 100 columns
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Args, Debug)]
@@ -469,6 +473,8 @@ impl RunArgs {
             check_output(j, "--json")?;
         }
         let targets = self.targets()?;
+        // A view setting, not the experiment's: the tables printed at the end.
+        manyfiles::report::table::set_wide(self.wide);
         Ok(TreeExperiment {
             name: name.into(),
             targets,

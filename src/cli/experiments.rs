@@ -198,6 +198,7 @@ pub fn bigfile_config(
     if r.shared_dir {
         return Err(Error::bad("--shared-dir", "bigfile does not run under MPI"));
     }
+    manyfiles::report::table::set_wide(r.wide);
     Ok(manyfiles::experiment::bigfile::BigfileConfig {
         targets: r.targets()?,
         labels: r.labels()?,

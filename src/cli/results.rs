@@ -40,6 +40,10 @@ pub struct CompareArgs {
     /// Exit with code 1 when B is significantly slower than A by more than PCT percent
     #[arg(long, value_name = "PCT")]
     pub fail_if_slower: Option<f64>,
+    /// Tables in full (intervals as [lo – hi], long headers, every column), however wide;
+    /// by default they fit 100 columns
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
@@ -99,6 +103,7 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
             return Err(Error::bad("--fail-if-slower", "must be a percentage of 0 or more"));
         }
     }
+    manyfiles::report::table::set_wide(a.wide);
     Ok(manyfiles::report::CompareConfig {
         a_name: a.a.display().to_string(),
         b_name: a.b.display().to_string(),
