@@ -14,6 +14,7 @@ const MIB: u64 = 1 << 20;
 fn config(target: &Path, size: u64, block: usize, runs: u32) -> BigfileConfig {
     BigfileConfig {
         targets: vec![TargetSpec::Dir(target.to_path_buf())],
+        labels: Vec::new(),
         fs_size: None,
         reuse: false,
         order: Order::Interleaved,

@@ -99,7 +99,21 @@ fn man_pages_render() {
     want.push("manyfiles.1".into());
     want.sort();
     assert_eq!(pages, want, "one page per command plus manyfiles.1");
-    assert_bad_input(&run(["man", "/nonexistent/dir"]), "DIR", "man into a missing dir");
+    // A missing DIR is made (parents too); a file where DIR should be is bad input.
+    let made = dir.path().join("new/man1");
+    run(["man", made.to_str().unwrap()]).ok();
+    assert_eq!(std::fs::read_dir(&made).unwrap().count(), pages.len(), "man made its missing DIR");
+    let file = dir.path().join("new/plain");
+    std::fs::write(&file, "x").unwrap();
+    assert_bad_input(&run(["man", file.to_str().unwrap()]), "DIR", "man into a regular file");
+    // Every page has the sections a man page is read for.
+    for p in &pages {
+        let text = std::fs::read_to_string(dir.path().join(p)).unwrap();
+        for sec in [".SH EXAMPLES", ".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH FILES", ".SH \"SEE ALSO\""] {
+            assert!(text.contains(sec), "{p} lacks {sec}");
+        }
+        assert!(text.contains("MANYFILES_HELPER_TIMEOUT") && text.contains("/run/manyfiles"), "{p}");
+    }
     if std::process::Command::new("man").arg("--version").output().is_err() {
         assert!(std::env::var_os("CI").is_none(), "man is missing in CI (.ci/run installs man-db)");
         println!("skipped rendering: `man` is not installed (apt-get install man-db)");
@@ -117,8 +131,14 @@ fn man_pages_render() {
         assert!(o.status.success(), "man -l {page}: {}", String::from_utf8_lossy(&o.stderr));
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(text.contains("NAME") && text.contains("SYNOPSIS"), "{page} rendered:\n{text}");
+        for sec in ["EXAMPLES", "EXIT STATUS", "ENVIRONMENT", "FILES", "SEE ALSO"] {
+            assert!(text.lines().any(|l| l.trim() == sec), "{page} rendered without {sec}:\n{text}");
+        }
         if page == "manyfiles-gen.1" {
             assert!(text.contains("--seed"), "gen's page lists its flags:\n{text}");
+            // Its own example (README's), and not ladder's.
+            assert!(text.contains("manyfiles gen data --files 100000"), "{text}");
+            assert!(!text.contains("manyfiles ladder --fs"), "{text}");
         }
     }
 }

@@ -59,7 +59,11 @@ fn verdicts_ratio_and_gate() {
     let create = row(&r.stdout, "create");
     assert!(create.contains("slower") && create.contains("1.30"), "{create}");
     let read = row(&r.stdout, "read");
-    assert!(read.contains("no significant difference"), "{read}");
+    assert!(read.contains("no sig. diff."), "{read}");
+    // The table fits 100 columns; --wide has the verdict in full.
+    assert!(r.stdout.lines().all(|l| l.chars().count() <= 100 || !l.starts_with('│')), "{}", r.stdout);
+    let w = run(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--wide"]);
+    assert!(row(&w.stdout, "read").contains("no significant difference"), "{}", w.stdout);
     // The other way round B is faster.
     let r = run(["compare", b.to_str().unwrap(), a.to_str().unwrap()]);
     assert!(row(&r.stdout, "create").contains("faster"), "{}", r.stdout);
@@ -112,13 +116,15 @@ fn equivalence_and_the_gate_at_the_interval_boundary() {
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let r = run(["compare", a, b, "--equivalence", "5"]);
     r.ok();
-    assert!(row(&r.stdout, "read").contains("same within the margin"), "{}", r.stdout);
+    assert!(row(&r.stdout, "read").contains("same ±5%"), "{}", r.stdout);
+    let wide = run(["compare", a, b, "--equivalence", "5", "--wide"]);
+    assert!(row(&wide.stdout, "read").contains("same within the margin"), "{}", wide.stdout);
     assert!(row(&r.stdout, "create").contains("slower"), "{}", r.stdout);
     assert!(r.stdout.contains("per cell at the 95% level: 1 of 2 cells differ"), "{}", r.stdout);
     // The point estimate is 12% slower, but the gate looks at the interval's low end.
     let lo: f64 = {
         // "… │ 1.12 (1.03 … 1.21) │ …": the number before the ellipsis.
-        let line = row(&r.stdout, "create");
+        let line = row(&wide.stdout, "create");
         let before = &line[..line.find(" … ").unwrap()];
         before.rsplit('(').next().unwrap().parse().unwrap()
     };

@@ -16,6 +16,43 @@ use manyfiles::tree::{Content, Layout, SizeDist, TreeSpec};
 use manyfiles::units::{parse_count, parse_size};
 use std::path::PathBuf;
 
+/// A string flag whose values shells complete (`--cache` → cold, warm, drop) while the
+/// command's own parser still judges the value (its one-line message, comma lists and
+/// forms such as `ext4:4k@disk` stay as they were). Help text lists the values itself.
+#[derive(Clone, Debug)]
+pub struct Hint(pub &'static [&'static str]);
+
+impl clap::builder::TypedValueParser for Hint {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<String, clap::Error> {
+        value
+            .to_str()
+            .map(String::from)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidUtf8).with_cmd(cmd))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().map(|v| clap::builder::PossibleValue::new(*v))))
+    }
+}
+
+/// What `--fs`, `--src-fs` and `--dst-fs` complete: the types, and a type on a disk image.
+pub const FS_HINTS: Hint = Hint(&["ext2", "ext3", "ext4", "xfs", "btrfs", "ntfs", "exfat", "tmpfs"]);
+pub const CACHE_HINTS: Hint = Hint(&["cold", "warm", "drop"]);
+pub const UNTIL_HINTS: Hint = Hint(&["durable", "returned"]);
+pub const ORDER_HINTS: Hint = Hint(&["interleaved", "sequential"]);
+pub const CONTENT_HINTS: Hint = Hint(&["random", "zeros", "compressible:2"]);
+pub const FSYNC_HINTS: Hint = Hint(&["none", "file", "dir", "end"]);
+pub const OPS_HINTS: Hint = Hint(&["create", "stat", "list", "read", "scan", "rescan", "delete", "reformat"]);
+pub const TREE_HINTS: Hint = Hint(&["nextcloud-like"]);
+pub const DB_HINTS: Hint = Hint(&["sqlite:", "postgres://"]);
+
 #[derive(Args, Debug)]
 pub struct TreeSizeArgs {
     /// Number of files
@@ -28,7 +65,13 @@ pub struct TreeSizeArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["files", "size", "tree"])]
     pub like: Option<PathBuf>,
     /// A preset tree shape: nextcloud-like (41,732 folders, 313,860 files, 3,075 MB)
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["files", "size"])]
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with_all = ["files", "size"],
+        value_parser = TREE_HINTS,
+        hide_possible_values = true
+    )]
     pub tree: Option<String>,
     /// Multiply the files and directories of --like or --tree by this
     #[arg(long, default_value = "1")]
@@ -43,12 +86,17 @@ pub struct RunArgs {
     pub target: Option<PathBuf>,
     /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME],
     /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
-    #[arg(long, value_name = "SPEC,...")]
+    #[arg(long, value_name = "SPEC,...", value_parser = FS_HINTS, hide_possible_values = true)]
     pub fs: Option<String>,
     /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here
     /// (repeat for several devices); everything on it is destroyed
     #[arg(long, value_name = "/dev/NAME")]
     pub destroy_device: Vec<PathBuf>,
+    /// Name the targets in tables, comparisons, charts and the JSON, in the order --target,
+    /// then --fs's specs; comma separated or repeated (default: what each is, e.g.
+    /// "/var/tmp (ext4 on vda)", "ext4@ram")
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub label: Vec<String>,
     /// Image size for --fs (default: twice the largest tree, at least 512 MiB)
     #[arg(long, value_parser = parse_size)]
     pub fs_size: Option<u64>,
@@ -56,17 +104,29 @@ pub struct RunArgs {
     #[arg(long)]
     pub reuse: bool,
     /// interleaved (run 1 on every tree and target, then run 2, ...) or sequential
-    #[arg(long, default_value = "interleaved")]
+    #[arg(long, default_value = "interleaved", value_parser = ORDER_HINTS, hide_possible_values = true)]
     pub order: String,
     /// Caches before each phase: cold (default: read-side phases start with the trees'
     /// data evicted, and as root every cache dropped), warm (left as they are), drop
     /// (root: every cache dropped before every phase)
-    #[arg(long, value_name = "cold|warm|drop", conflicts_with_all = ["cold", "drop_caches"])]
+    #[arg(
+        long,
+        value_name = "cold|warm|drop",
+        conflicts_with_all = ["cold", "drop_caches"],
+        value_parser = CACHE_HINTS,
+        hide_possible_values = true
+    )]
     pub cache: Option<String>,
     /// Which time tables, models and comparisons use for write phases: durable (until a
     /// syncfs/fsync of the target returned: the storage's cost) or returned (until the
     /// last close: what the application saw); both are in the JSON
-    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    #[arg(
+        long,
+        value_name = "durable|returned",
+        default_value = "durable",
+        value_parser = UNTIL_HINTS,
+        hide_possible_values = true
+    )]
     pub until: String,
     /// Same as --cache drop
     #[arg(long, conflicts_with = "cold")]
@@ -123,6 +183,10 @@ pub struct RunArgs {
     /// No progress bar
     #[arg(long, short)]
     pub quiet: bool,
+    /// Tables in full (intervals as [lo – hi], long headers, every column), however wide;
+    /// by default they fit 100 columns
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Args, Debug)]
@@ -143,7 +207,7 @@ pub struct ShapeArgs {
     #[arg(long, default_value = "16")]
     pub name_len: usize,
     /// File content: zeros, random or compressible:RATIO
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value = "random", value_parser = CONTENT_HINTS, hide_possible_values = true)]
     pub content: String,
     /// Seed: the same spec and seed give byte-identical trees
     #[arg(long, default_value = "1")]
@@ -156,7 +220,7 @@ pub struct WriteArgs {
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub block_size: u64,
     /// When to fsync while creating: none, file (each file), dir (each directory), end (one syncfs)
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = FSYNC_HINTS, hide_possible_values = true)]
     pub fsync: String,
     /// Write with O_DIRECT (block size a multiple of 4 KiB)
     #[arg(long)]
@@ -339,6 +403,21 @@ impl RunArgs {
         Ok(targets)
     }
 
+    /// The --label names, checked against the targets they name.
+    pub(super) fn labels(&self) -> Result<Vec<String>> {
+        let n = self.targets()?.len();
+        if self.label.len() > n {
+            return Err(Error::bad(
+                "--label",
+                format!("{} names for {n} target(s) (--target, then each --fs spec)", self.label.len()),
+            ));
+        }
+        if let Some(l) = self.label.iter().find(|l| l.chars().any(char::is_control)) {
+            return Err(Error::bad("--label", format!("{l:?}: control characters are not allowed")));
+        }
+        Ok(self.label.iter().map(|l| l.trim().to_string()).collect())
+    }
+
     /// Attach each --destroy-device to the `@dev:` spec naming the same device (the
     /// engine refuses a device spec without one, or with one naming another device).
     pub(super) fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
@@ -394,9 +473,12 @@ impl RunArgs {
             check_output(j, "--json")?;
         }
         let targets = self.targets()?;
+        // A view setting, not the experiment's: the tables printed at the end.
+        manyfiles::report::table::set_wide(self.wide);
         Ok(TreeExperiment {
             name: name.into(),
             targets,
+            labels: self.labels()?,
             fs_size: self.fs_size,
             reuse: self.reuse,
             order: Order::parse(&self.order)?,

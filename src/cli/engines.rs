@@ -154,7 +154,7 @@ pub struct ScanArgs {
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = super::common::DB_HINTS, hide_possible_values = true)]
     pub db: Option<String>,
     /// Also write the tree's shape (counts and histograms, no names) as JSON here
     #[arg(long, value_name = "FILE")]

@@ -1,7 +1,10 @@
 //! The experiments that generate trees and time them: ladder, ops, gen, bigfile,
 //! clusters, dirsize and pack (their arguments and their translation into configs).
 
-use super::common::{RunArgs, ShapeArgs, TreeSizeArgs, WriteArgs, check_output, check_runs, threads};
+use super::common::{
+    CACHE_HINTS, CONTENT_HINTS, FS_HINTS, Hint, OPS_HINTS, RunArgs, ShapeArgs, TreeSizeArgs, UNTIL_HINTS, WriteArgs,
+    check_output, check_runs, threads,
+};
 use clap::Args;
 use manyfiles::error::{Error, Result};
 use manyfiles::experiment::ladder::LadderSpec;
@@ -30,7 +33,7 @@ pub struct LadderArgs {
     pub step: u64,
     /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete;
     /// reformat on --fs targets: unmount, mkfs, mount with the tree on it, beside delete)
-    #[arg(long, default_value = "create,read,delete")]
+    #[arg(long, default_value = "create,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
     pub ops: String,
     #[command(flatten)]
     pub pair: PairArgs,
@@ -48,7 +51,7 @@ pub struct OpsArgs {
     pub tree: TreeSizeArgs,
     /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan,
     /// delete, reformat (--fs targets: unmount, mkfs, mount with the tree on it)
-    #[arg(long, default_value = "create,stat,list,read,delete")]
+    #[arg(long, default_value = "create,stat,list,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
     pub ops: String,
     #[command(flatten)]
     pub pair: PairArgs,
@@ -163,7 +166,7 @@ pub struct BigfileArgs {
     #[arg(long)]
     pub direct: bool,
     /// File content: zeros, random or compressible:RATIO
-    #[arg(long, default_value = "random")]
+    #[arg(long, default_value = "random", value_parser = CONTENT_HINTS, hide_possible_values = true)]
     pub content: String,
     /// Seed of the content
     #[arg(long, default_value = "1")]
@@ -185,8 +188,20 @@ pub fn bigfile_config(
     if a.block > usize::MAX as u64 {
         return Err(Error::bad("--block", "too large"));
     }
+    // Flags bigfile shares with the tree experiments but has no use for: refused, not ignored.
+    if r.threads.is_some() {
+        return Err(Error::bad("--threads", "bigfile writes its one file from one thread"));
+    }
+    if r.portion != 10_000 {
+        return Err(Error::bad("--portion", "bigfile has one file: no portions of files"));
+    }
+    if r.shared_dir {
+        return Err(Error::bad("--shared-dir", "bigfile does not run under MPI"));
+    }
+    manyfiles::report::table::set_wide(r.wide);
     Ok(manyfiles::experiment::bigfile::BigfileConfig {
         targets: r.targets()?,
+        labels: r.labels()?,
         fs_size: r.fs_size,
         reuse: r.reuse,
         order: Order::parse(&r.order)?,
@@ -307,13 +322,23 @@ pub struct PackArgs {
     pub total: u64,
     /// Containers, comma separated: tar, tar.zst, squashfs, erofs, ext4 (default: every one
     /// whose tools are installed; named ones must be)
-    #[arg(long, value_name = "NAME,...")]
+    #[arg(
+        long,
+        value_name = "NAME,...",
+        value_parser = Hint(&manyfiles::pack::NAMES),
+        hide_possible_values = true
+    )]
     pub containers: Option<String>,
     /// At the destination: unpack, mount (read every file of the mounted container), or both
-    #[arg(long, default_value = "unpack,mount")]
+    #[arg(
+        long,
+        default_value = "unpack,mount",
+        value_parser = Hint(&["unpack", "mount", "unpack,mount"]),
+        hide_possible_values = true
+    )]
     pub access: String,
     /// How containers are mounted: kernel (root), fuse (squashfuse, erofsfuse, fuse2fs) or auto
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = Hint(&["auto", "kernel", "fuse"]), hide_possible_values = true)]
     pub mount_with: String,
     /// k in "pack once, copy k times": totals for one copy and for k copies
     #[arg(long, default_value = "10")]
@@ -322,14 +347,14 @@ pub struct PackArgs {
     #[arg(long, conflicts_with = "src_fs")]
     pub src_target: Option<PathBuf>,
     /// Source test file system (root): TYPE[:BLOCK][@ram|@disk[:DIR]], e.g. tmpfs or ext4@ram
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", value_parser = FS_HINTS, hide_possible_values = true)]
     pub src_fs: Option<String>,
     /// Destination directory (default: the source target holds both ends)
     #[arg(long, conflicts_with = "dst_fs")]
     pub dst_target: Option<PathBuf>,
     /// Destination test file system (root), e.g. ext4@disk; a file system of its own even
     /// when the spec equals --src-fs
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", value_parser = FS_HINTS, hide_possible_values = true)]
     pub dst_fs: Option<String>,
     /// Image size of --src-fs / --dst-fs (default: from the tree, at least 512 MiB)
     #[arg(long, value_parser = parse_size)]
@@ -346,11 +371,23 @@ pub struct PackArgs {
     /// Caches before each step: cold (default: the files the step reads evicted, and as
     /// root every cache dropped), warm (left as they are), drop (root: every cache
     /// dropped before every step)
-    #[arg(long, value_name = "cold|warm|drop", default_value = "cold")]
+    #[arg(
+        long,
+        value_name = "cold|warm|drop",
+        default_value = "cold",
+        value_parser = CACHE_HINTS,
+        hide_possible_values = true
+    )]
     pub cache: String,
     /// Which time the tables use: durable (each step that writes ends with a syncfs of
     /// the file system it wrote to) or returned; both are in the JSON
-    #[arg(long, value_name = "durable|returned", default_value = "durable")]
+    #[arg(
+        long,
+        value_name = "durable|returned",
+        default_value = "durable",
+        value_parser = UNTIL_HINTS,
+        hide_possible_values = true
+    )]
     pub until: String,
     /// Write the results (versioned JSON) here, rewritten after every measurement
     #[arg(long, value_name = "FILE")]

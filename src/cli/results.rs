@@ -43,6 +43,10 @@ pub struct CompareArgs {
     /// Say "same within the margin" for a cell whose ratio interval lies within ±PCT percent
     #[arg(long, value_name = "PCT")]
     pub equivalence: Option<f64>,
+    /// Tables in full (intervals as [lo – hi], long headers, every column), however wide;
+    /// by default they fit 100 columns
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
@@ -107,6 +111,7 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
             return Err(Error::bad("--equivalence", "must be a percentage above 0"));
         }
     }
+    manyfiles::report::table::set_wide(a.wide);
     Ok(manyfiles::report::CompareConfig {
         a_name: a.a.display().to_string(),
         b_name: a.b.display().to_string(),

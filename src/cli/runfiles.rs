@@ -14,11 +14,37 @@ pub struct RunFileArgs {
     pub file: PathBuf,
 }
 
+/// Keys whose flag takes a comma-separated list although its value name does not say so.
+const LIST_KEYS: &[&str] = &["ops", "cluster", "sizes"];
+
+/// Keys a file may not hold although the command has the flag, and why: what they
+/// would seem to say is not what would happen.
+fn refused(command: &str, key: &str, v: &toml::Value) -> Option<String> {
+    match (command, key, v) {
+        (_, "cold", toml::Value::Boolean(false)) => Some(
+            "false is not a setting: cold reads are the default and --cold only says so; \
+             for warm reads write cache = \"warm\""
+                .into(),
+        ),
+        ("bigfile", "fsync", _) => Some(
+            "has no effect (kept for old command lines): the write phase always ends with a timed fsync; \
+             until = \"returned\" times the write loop alone"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
 /// Turn a TOML experiment file into the command line it stands for, so a file and
 /// the flags mean exactly the same thing (one parser, one validation).
 pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::bad("FILE", format!("{}: {e}", path.display())))?;
+    text_args(&text, path)
+}
+
+/// [`toml_args`] of a file's text (`path` names it in messages).
+fn text_args(text: &str, path: &std::path::Path) -> Result<Vec<String>> {
     let bad = |r: String| Error::bad("FILE", format!("{}: {r}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
     let mut args = vec!["manyfiles".to_string()];
     let command = match table.get("command") {
@@ -38,10 +64,29 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
             continue;
         }
         let flag = format!("--{}", k.replace('_', "-"));
-        let arg = sub.as_ref().and_then(|c| c.get_arguments().find(|a| a.get_long() == Some(&flag[2..])).cloned());
-        let switch = arg.as_ref().is_some_and(|a| !a.get_action().takes_values());
+        let arg = sub
+            .as_ref()
+            .and_then(|c| c.get_arguments().find(|a| a.get_long() == Some(&flag[2..]) && !a.is_hide_set()).cloned());
+        let Some(arg) = arg else {
+            return Err(bad(format!(
+                "key {k}: {command} has no {flag} (keys are its long flags; see manyfiles {command} --help)"
+            )));
+        };
+        let switch = !arg.get_action().takes_values();
         if switch && !matches!(v, toml::Value::Boolean(_)) {
             return Err(bad(format!("key {k}: must be true or false, not {v}")));
+        }
+        if let Some(why) = refused(&command, k, v) {
+            return Err(bad(format!("key {k}: {why}")));
+        }
+        // A list only where the flag takes one: `target = ["a", "b"]` would be one
+        // directory named "a,b".
+        let list = arg.get_value_delimiter().is_some()
+            || matches!(arg.get_action(), clap::ArgAction::Append)
+            || arg.get_value_names().is_some_and(|n| n.iter().any(|n| n.contains(",...")))
+            || LIST_KEYS.contains(&k.as_str());
+        if matches!(v, toml::Value::Array(_)) && !list {
+            return Err(bad(format!("key {k}: {flag} takes one value, not a list")));
         }
         match v {
             toml::Value::Boolean(true) => args.push(flag),
@@ -69,4 +114,97 @@ pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
         }
     }
     Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Command;
+    use clap::{CommandFactory, Parser};
+
+    /// The configuration a file stands for (Debug text, without the command line), or
+    /// the error it gets.
+    fn config_of(text: &str) -> std::result::Result<String, String> {
+        let args = text_args(text, std::path::Path::new("t.toml")).map_err(|e| e.to_string())?;
+        let cli = crate::cli::Cli::try_parse_from(&args).map_err(|e| e.to_string())?;
+        let c = match &cli.command {
+            Command::Ladder(a) => crate::cli::ladder_config(a, vec![]).map(|c| format!("{c:?}")),
+            Command::Ops(a) => crate::cli::ops_config(a, vec![]).map(|c| format!("{c:?}")),
+            Command::Bigfile(a) => crate::cli::bigfile_config(a, vec![]).map(|c| format!("{c:?}")),
+            Command::Clusters(a) => crate::cli::clusters_config(a, vec![]).map(|c| format!("{c:?}")),
+            Command::Dirsize(a) => crate::cli::dirsize_config(a, vec![]).map(|c| format!("{c:?}")),
+            other => panic!("not an experiment: {other:?}"),
+        };
+        c.map_err(|e| e.to_string())
+    }
+
+    /// Whether `v` is what the command does without the key (clap's default, or `.`
+    /// for --target).
+    fn is_default(command: &str, key: &str, v: &toml::Value) -> bool {
+        let long = key.replace('_', "-");
+        let sub = crate::cli::Cli::command().find_subcommand(command).cloned().unwrap();
+        let arg = sub.get_arguments().find(|a| a.get_long() == Some(long.as_str())).cloned().unwrap();
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), String::from))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        };
+        arg.get_default_values().iter().any(|d| d.to_str() == Some(text.as_str())) || (key == "target" && text == ".")
+    }
+
+    /// Every key of every example either changes the configuration (its removal
+    /// changes what the file builds) or states the command's default; and every
+    /// example builds.
+    #[test]
+    fn every_key_of_every_example_is_honoured() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        assert!(files.len() >= 6, "{files:?}");
+        let mut keys_checked = 0;
+        for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "toml")) {
+            let text = std::fs::read_to_string(f).unwrap();
+            let full = config_of(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let table: toml::Table = text.parse().unwrap();
+            let command = table["command"].as_str().unwrap().to_string();
+            for (k, v) in table.iter().filter(|(k, _)| *k != "command") {
+                let mut without = table.clone();
+                without.remove(k);
+                let other = config_of(&toml::to_string(&without).unwrap());
+                let changed = other.as_ref() != Ok(&full);
+                assert!(
+                    changed || is_default(&command, k, v),
+                    "{}: key {k} = {v} changed nothing and is not the default",
+                    f.display()
+                );
+                keys_checked += 1;
+            }
+        }
+        assert!(keys_checked >= 30, "{keys_checked}");
+    }
+
+    /// What a file would seem to say but not do is refused, naming the key.
+    #[test]
+    fn keys_that_would_be_ignored_are_refused() {
+        let refused = |text: &str, key: &str| {
+            let e = config_of(text).expect_err(text);
+            assert!(e.contains(&format!("key {key}:")), "{text}: {e}");
+        };
+        refused("command = \"ops\"\ncold = false\n", "cold");
+        refused("command = \"ops\"\nwarp = 9\n", "warp");
+        refused("command = \"ops\"\ntarget = [\"a\", \"b\"]\n", "target");
+        refused("command = \"bigfile\"\nfsync = true\n", "fsync");
+        refused("command = \"ops\"\nmock_timing = \"cv=0.1\"\n", "mock_timing");
+        let e = config_of("command = \"bigfile\"\nthreads = 4\n").unwrap_err();
+        assert!(e.contains("--threads"), "{e}");
+        // And what they should write instead is honoured: warm reads.
+        let warm = config_of("command = \"ops\"\ncache = \"warm\"\n").unwrap();
+        assert!(warm.contains("caches: Warm"), "{warm}");
+        assert!(config_of("command = \"ops\"\ncold = true\n").unwrap().contains("caches: Cold"));
+        assert!(config_of("command = \"ops\"\nkeep = false\n").is_ok(), "false for an off switch is its default");
+    }
 }

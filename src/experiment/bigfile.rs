@@ -43,6 +43,8 @@ use std::time::Instant;
 #[derive(Debug, Clone)]
 pub struct BigfileConfig {
     pub targets: Vec<TargetSpec>,
+    /// The user's names for the targets, in order (`--label`; empty: what each is).
+    pub labels: Vec<String>,
     /// Image size for managed file systems (None: from the file size).
     pub fs_size: Option<u64>,
     /// Keep a managed file system between trials instead of formatting it afresh.
@@ -141,7 +143,9 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     signals::install();
     validate(cfg)?;
     let tree = tree_spec(cfg);
-    let targets = LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, 1, cfg.keep, cfg.reuse)?;
+    let mut targets =
+        LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, 1, cfg.keep, cfg.reuse)?;
+    LiveTarget::set_labels(&mut targets, &cfg.labels);
     let experiment = ExperimentInfo {
         name: "bigfile".into(),
         ops: OPS.iter().map(|s| s.to_string()).collect(),

@@ -43,6 +43,8 @@ pub use targets::{LiveTarget, TargetSpec};
 pub struct TreeExperiment {
     pub name: String,
     pub targets: Vec<TargetSpec>,
+    /// The user's names for the targets, in order (`--label`; empty: what each is).
+    pub labels: Vec<String>,
     /// Image size for managed file systems (None: from the largest tree).
     pub fs_size: Option<u64>,
     /// Keep a managed file system between trials instead of formatting it afresh.
@@ -474,7 +476,8 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     }
     // A copy or sync op writes a second tree beside the first (one at a time).
     let copies = if cfg.ops.iter().any(|o| ops::copy::by_name(o).is_some() || o.starts_with("cmd:")) { 2 } else { 1 };
-    let targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
+    let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
+    LiveTarget::set_labels(&mut targets, &cfg.labels);
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
         ops: cfg.ops.clone(),

@@ -77,6 +77,7 @@ pub(crate) fn image_size(spec: &FsSpec, trees: &[TreeSpec], fs_size: Option<u64>
         read_only: false,
         managed: None,
         device: None,
+        label: String::new(),
     };
     // Entries: files and directories of the largest tree (times copies), the tree roots
     // and the run directory.
@@ -221,6 +222,7 @@ impl LiveTarget {
             if let Some(m) = &managed {
                 info.kind = "managed".into();
                 info.managed = Some(m.details().clone());
+                info.label = base_id.clone();
             }
             // The canonical path: a --target given as a symlink is the user's choice to follow.
             // With --shared-dir rank 0 makes the run directory; the others attach to it.
@@ -231,7 +233,23 @@ impl LiveTarget {
             info.device = watch.as_ref().map(|w| w.device().to_string());
             out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0, fresh: false });
         }
+        Self::set_labels(&mut out, &[]);
         Ok(out)
+    }
+
+    /// Name the targets: the user's `--label`s in order (an empty one keeps what the
+    /// target is), then every label made distinct (`x`, `x#2`).
+    pub fn set_labels(targets: &mut [LiveTarget], given: &[String]) {
+        for (t, l) in targets.iter_mut().zip(given) {
+            if !l.trim().is_empty() {
+                t.info.label = l.trim().to_string();
+            }
+        }
+        let mut labels: Vec<String> = targets.iter().map(|t| t.info.label.clone()).collect();
+        crate::storage::distinct_labels(&mut labels);
+        for (t, l) in targets.iter_mut().zip(labels) {
+            t.info.label = l;
+        }
     }
 
     /// The `reformat` op: format a managed file system afresh now (unmount, mkfs, mount,

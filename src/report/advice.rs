@@ -41,22 +41,27 @@ pub fn shape_line(s: &Shape) -> String {
     )
 }
 
-pub fn predictions(rows: &[PredictionRow], shape: &Shape, model_line: &str) -> String {
+pub fn predictions(
+    rows: &[PredictionRow],
+    shape: &Shape,
+    model_line: &str,
+    model: &crate::results::ResultSet,
+) -> String {
     let mut t = new_table(&["op", "target", "predicted time (95% prediction interval)", "calibrated range"]);
     let mut notes = Vec::new();
     for r in rows {
+        let target = super::target_name(model, &r.target);
         let range = if r.extrapolation.is_empty() {
             "inside".to_string()
         } else {
-            notes.push(format!("{} on {}: extrapolation: {}", r.op, r.target, r.extrapolation.join("; ")));
+            notes.push(format!("{} on {target}: extrapolation: {}", r.op, r.extrapolation.join("; ")));
             "OUTSIDE (extrapolation)".to_string()
         };
-        t.add_row(vec![r.op.clone(), r.target.clone(), fmt_prediction(&r.prediction), range]);
+        t.add_row(vec![r.op.clone(), target.clone(), fmt_prediction(&r.prediction), range]);
         if let Some([rp, hi]) = r.recovery_point_s {
             notes.push(format!(
-                "{} on {}: recovery point (worst case: interval + sync time) {} (up to {})",
+                "{} on {target}: recovery point (worst case: interval + sync time) {} (up to {})",
                 r.op,
-                r.target,
                 fmt_secs(rp),
                 fmt_secs(hi)
             ));

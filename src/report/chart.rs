@@ -143,7 +143,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                         pts
                     })
                     .unwrap_or_default();
-                Series { name: t.to_string(), means, runs, fit }
+                Series { name: super::target_name(rs, t), means, runs, fit }
             })
             .collect();
         out.push(Chart {
@@ -163,7 +163,11 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
             .map(|s| {
                 let (m, ci) = s.stats.headline();
                 let [lo, hi] = ci.unwrap_or([m, m]);
-                let label = if rs.targets.len() > 1 { format!("{} · {}", s.op, s.target) } else { s.op.clone() };
+                let label = if rs.targets.len() > 1 {
+                    format!("{} · {}", s.op, super::target_name(rs, &s.target))
+                } else {
+                    s.op.clone()
+                };
                 Bar { label, mean: m, lo: lo.max(0.0), hi }
             })
             .collect();
@@ -198,7 +202,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                 let per = median_per_file(&runs, portion.max(1));
                 (per.len() >= 3).then(|| {
                     (
-                        t.to_string(),
+                        super::target_name(rs, t),
                         per.iter().enumerate().map(|(k, s)| (((k + 1) as u64 * portion) as f64, s * 1e6)).collect(),
                     )
                 })

@@ -37,6 +37,12 @@ pub fn combine(mut sets: Vec<ResultSet>) -> Option<ResultSet> {
         }
         out.complete &= rs.complete;
     }
+    // Labels too: the same directory measured twice keeps a line, and a name, each.
+    let mut labels: Vec<String> = out.targets.iter().map(|t| t.shown()).collect();
+    crate::storage::distinct_labels(&mut labels);
+    for (t, l) in out.targets.iter_mut().zip(labels) {
+        t.label = l;
+    }
     out.derive();
     Some(out)
 }

@@ -76,7 +76,7 @@ pub fn run_compare(cfg: &CompareConfig) -> (String, Result<()>) {
             Err(Error::bad("B.json", "no measurement (target, op, tree) is present in both files")),
         );
     }
-    let text = super::compare::table(&cs, &cfg.a_name, &cfg.b_name, cfg.equivalence_pct);
+    let text = super::compare::table(&cs, &cfg.a, &cfg.b, &cfg.a_name, &cfg.b_name, cfg.equivalence_pct);
     let verdict = match cfg.fail_if_slower_pct {
         Some(pct) => {
             let bad = compare::regressions(&cs, pct);
@@ -142,7 +142,7 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
     if let Some(j) = &cfg.json {
         write_json(j, &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "predictions": rows }))?;
     }
-    let mut text = super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model));
+    let mut text = super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model);
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
     }

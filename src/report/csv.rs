@@ -5,9 +5,10 @@ use crate::results::ResultSet;
 
 pub struct CsvExporter;
 
-const HEADER: [&str; 24] = [
+const HEADER: [&str; 25] = [
     "experiment",
     "target",
+    "label",
     "fs_type",
     "block_size",
     "op",
@@ -43,6 +44,7 @@ impl Exporter for CsvExporter {
             w.write_record([
                 m.experiment.clone(),
                 m.target.clone(),
+                super::target_name(rs, &m.target),
                 t.map(|t| t.managed.as_ref().map_or(t.fs_type.clone(), |d| d.fs_type.clone())).unwrap_or_default(),
                 t.map(|t| t.block_size.to_string()).unwrap_or_default(),
                 m.op.clone(),

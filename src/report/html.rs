@@ -103,7 +103,7 @@ fn detections(rs: &ResultSet) -> String {
     } else {
         h.push_str("<ul>");
         for d in &rs.detections {
-            h.push_str(&format!("<li>{}</li>", esc(&d.text())));
+            h.push_str(&format!("<li>{}</li>", esc(&super::detection_text(rs, d))));
         }
         h.push_str("</ul>\n");
     }
@@ -111,7 +111,7 @@ fn detections(rs: &ResultSet) -> String {
     if !other.is_empty() {
         h.push_str("<h2>Warnings</h2>\n<ul>");
         for w in other {
-            h.push_str(&format!("<li>{}</li>", esc(w)));
+            h.push_str(&format!("<li>{}</li>", esc(&super::named(rs, w))));
         }
         h.push_str("</ul>\n");
     }
@@ -131,7 +131,7 @@ fn models(rs: &ResultSet) -> String {
         let dash = || "—".to_string();
         h.push_str(&format!(
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
-            esc(&m.target),
+            esc(&super::target_name(rs, &m.target)),
             esc(&m.op),
             fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
             c.bandwidth_bytes_per_s.map(|b| format!("{} MiB/s", sig3(b / 1048576.0))).unwrap_or_else(dash),
@@ -158,7 +158,7 @@ fn summaries(rs: &ResultSet) -> String {
         let st = &s.stats;
         h.push_str(&format!(
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&s.target),
+            esc(&super::target_name(rs, &s.target)),
             esc(&s.op),
             esc(&s.tree_key),
             st.n,
@@ -188,7 +188,7 @@ fn environment(rs: &ResultSet, sources: &[(String, Provenance)]) -> String {
         let made = t.managed.as_ref().map(|m| format!(", made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
         h.push_str(&format!(
             "<li>target {}: {} · {} on {} ({}) · block {}{}</li>",
-            esc(&t.id),
+            esc(&t.shown()),
             esc(&t.path.display().to_string()),
             esc(&t.fs_type),
             esc(&t.mount_point),

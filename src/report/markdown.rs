@@ -37,7 +37,7 @@ impl Exporter for MarkdownExporter {
             let st = &r.stats;
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                r.target,
+                super::target_name(rs, &r.target),
                 fs,
                 r.op,
                 r.tree_key,
@@ -53,7 +53,7 @@ impl Exporter for MarkdownExporter {
                 let c = &m.model;
                 s.push_str(&format!(
                     "| {} | {} | {} | {} | {} | {} | {} |\n",
-                    m.target,
+                    super::target_name(rs, &m.target),
                     m.op,
                     fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
                     c.bandwidth_bytes_per_s
@@ -71,13 +71,13 @@ impl Exporter for MarkdownExporter {
         if !rs.detections.is_empty() {
             s.push_str("\n**Detections**\n\n");
             for d in &rs.detections {
-                s.push_str(&format!("- {}\n", d.text()));
+                s.push_str(&format!("- {}\n", super::detection_text(rs, d)));
             }
         }
         if !rs.warnings.is_empty() {
             s.push_str("\n**Warnings**\n\n");
             for w in &rs.warnings {
-                s.push_str(&format!("- {w}\n"));
+                s.push_str(&format!("- {}\n", super::named(rs, w)));
             }
         }
         s.push_str("\n**Targets**\n\n");
@@ -86,7 +86,7 @@ impl Exporter for MarkdownExporter {
                 t.managed.as_ref().map(|m| format!(", made by `{}`", m.mkfs_command.join(" "))).unwrap_or_default();
             s.push_str(&format!(
                 "- {}: {} ({}, block {}){made}\n",
-                t.id,
+                t.shown(),
                 t.path.display(),
                 t.fs_type,
                 fmt_size(t.block_size as f64)

@@ -4,7 +4,69 @@
 use crate::results::{ResultSet, SummaryRow};
 use crate::units::{fmt_size, sig3};
 use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, Table};
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Tables at most this wide by default (`--wide`: every column in full, any width).
+pub const WIDTH: u16 = 100;
+
+static WIDE: AtomicBool = AtomicBool::new(false);
+
+/// `--wide`: the full form of every table (intervals as [lo – hi], long headers).
+pub fn set_wide(on: bool) {
+    WIDE.store(on, Ordering::Relaxed);
+}
+
+pub fn wide() -> bool {
+    WIDE.load(Ordering::Relaxed)
+}
+
+/// Cap a table at [`WIDTH`] columns unless `--wide` (a cell that cannot fit wraps).
+pub(crate) fn fit(t: &mut Table) {
+    // Only a table that would be wider wraps (comfy_table's dynamic layout wraps
+    // columns even where the natural width fits).
+    let natural = t.to_string().lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    if !wide() && natural > WIDTH as usize {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(WIDTH);
+    }
+}
+
+/// A count in three significant digits with k/M/G: `155000` → `155k`.
+pub fn short_count(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e9 {
+        format!("{}G", sig3(x / 1e9))
+    } else if a >= 1e6 {
+        format!("{}M", sig3(x / 1e6))
+    } else if a >= 1e3 {
+        format!("{}k", sig3(x / 1e3))
+    } else {
+        sig3(x)
+    }
+}
+
+/// A summary's headline in a column whose unit is in the header: `41.5 ±22%`, where
+/// the 95% interval of the median lies within ± that share of it; `78.3 (n=2)` when
+/// there are too few runs for an interval, `78.3 (scattered)` when it is wider than
+/// the value.
+pub fn fmt_compact(st: &crate::analysis::stats::Summary, scale: f64) -> String {
+    let m = st.median_s;
+    let v = sig3(m * scale);
+    match crate::analysis::stats::printable_interval(m, st.median_ci95_s, st.n) {
+        Ok([lo, hi]) if m > 0.0 => {
+            let p = (hi - m).max(m - lo) / m * 100.0;
+            let p = if p < 9.95 { format!("{p:.1}") } else { format!("{p:.0}") };
+            format!("{v} ±{p}%")
+        }
+        Ok(_) => v,
+        Err(why) if why.starts_with("too few") => format!("{v} (n={})", st.n),
+        Err(_) => format!("{v} (scattered)"),
+    }
+}
+
+/// Cells from this many files on get files/s beside their time.
+pub const RATE_FROM_FILES: u64 = 1000;
 
 /// `mean ± half` in one unit chosen by the mean: `12.3 ± 0.41 ms`.
 pub fn fmt_mean_ci(mean: f64, half: Option<f64>) -> String {
@@ -77,16 +139,130 @@ pub fn title(rs: &ResultSet) -> String {
         ),
         _ => rs.summaries.first().map(|s| s.tree_key.clone()).unwrap_or_default(),
     };
-    let targets: Vec<String> = rs
-        .targets
-        .iter()
-        .map(|t| if t.managed.is_some() { t.id.clone() } else { format!("{} ({})", t.path.display(), t.fs_type) })
-        .collect();
+    let targets: Vec<String> = rs.targets.iter().map(|t| t.shown()).collect();
     format!("manyfiles {}: {trees} · ops {} · on {}", e.name, e.ops.join(", "), targets.join(", "))
 }
 
-/// Ladder: one row per tree (and target, when there are several), one column per op.
+/// Ladder: one row per tree (and target, when there are several), one column per op
+/// (time in the unit its header names, ±% of the median's 95% interval) and, where a
+/// rung has many files, files/s beside it. `--wide`: the full form.
 pub fn ladder(rs: &ResultSet) -> String {
+    if wide() {
+        return ladder_wide(rs);
+    }
+    let ops = &rs.experiment.ops;
+    let many = rs.targets.len() > 1;
+    let rows = ladder_rows(rs);
+    let rated = rows.iter().any(|r| r.2 >= RATE_FROM_FILES);
+    // One unit per op column: the one its middle value reads best in.
+    let units: Vec<(f64, &str)> = ops
+        .iter()
+        .map(|op| {
+            let mut v: Vec<f64> = rs.summaries.iter().filter(|s| &s.op == op).map(|s| s.stats.median_s).collect();
+            v.sort_by(f64::total_cmp);
+            unit_for(v.get(v.len() / 2).copied().unwrap_or(0.0))
+        })
+        .collect();
+    let mut header = vec!["files".to_string(), "size".to_string()];
+    if many {
+        header.push("target".into());
+    }
+    for (op, (_, unit)) in ops.iter().zip(&units) {
+        header.push(format!("{op} ({unit})"));
+        if rated {
+            header.push("files/s".into());
+        }
+    }
+    let mut t = new_table(header);
+    for (key, target, files, bytes) in &rows {
+        let mut row = vec![files.to_string(), fmt_size(*bytes as f64 / (*files).max(1) as f64)];
+        if many {
+            row.push(super::target_name(rs, target));
+        }
+        for (op, (scale, _)) in ops.iter().zip(&units) {
+            let s = rs.summaries.iter().find(|s| s.tree_key == *key && s.target == *target && &s.op == op);
+            row.push(s.map(|s| fmt_compact(&s.stats, *scale)).unwrap_or_else(|| "—".into()));
+            if rated {
+                row.push(match s {
+                    Some(s) if *files >= RATE_FROM_FILES && s.stats.median_s > 0.0 => {
+                        short_count(*files as f64 / s.stats.median_s)
+                    }
+                    _ => String::new(),
+                });
+            }
+        }
+        t.add_row(row);
+    }
+    right_align(&mut t, 0);
+    if many {
+        if let Some(c) = t.column_mut(2) {
+            c.set_cell_alignment(CellAlignment::Left);
+        }
+    }
+    fit(&mut t);
+    let mut notes = vec!["medians; ±%: their 95% interval lies within ± that share".to_string()];
+    if rated {
+        notes.push(format!("files/s at the median, from {RATE_FROM_FILES} files"));
+    }
+    // What each time means (`create, durable`), said once instead of in every header.
+    let mut by: Vec<(String, Vec<String>)> = Vec::new();
+    for l in ops.iter().map(|o| op_label(rs, o)) {
+        if let Some((op, q)) = l.split_once(", ") {
+            match by.iter_mut().find(|(k, _)| k == q) {
+                Some((_, v)) => v.push(op.to_string()),
+                None => by.push((q.to_string(), vec![op.to_string()])),
+            }
+        }
+    }
+    notes.extend(by.iter().map(|(q, v)| format!("{}: {q}", v.join(", "))));
+    let cells = t.to_string();
+    if cells.contains("(n=") {
+        notes.push("(n=N): too few runs for an interval".into());
+    }
+    if cells.contains("(scattered)") {
+        notes.push("(scattered): runs too scattered for an interval".into());
+    }
+    notes.push("--wide: intervals in full".into());
+    format!("{cells}\n{}", wrap_notes(&notes))
+}
+
+/// Notes joined by ` · `, on lines of at most [`WIDTH`] columns.
+pub(crate) fn wrap_notes(notes: &[String]) -> String {
+    let mut lines: Vec<String> = vec![String::new()];
+    for n in notes {
+        let last = lines.last_mut().expect("one line");
+        if last.is_empty() {
+            last.push_str(n);
+        } else if last.chars().count() + 3 + n.chars().count() <= WIDTH as usize {
+            last.push_str(" · ");
+            last.push_str(n);
+        } else {
+            lines.push(n.clone());
+        }
+    }
+    lines.join("\n")
+}
+
+/// The ladder's rows: (tree key, target id, files, bytes), a tree's targets together,
+/// trees in experiment order.
+fn ladder_rows(rs: &ResultSet) -> Vec<(String, String, u64, u64)> {
+    let mut rows: Vec<(String, String, u64, u64)> = Vec::new();
+    for s in &rs.summaries {
+        if !rows.iter().any(|(k, g, _, _)| *k == s.tree_key && *g == s.target) {
+            rows.push((s.tree_key.clone(), s.target.clone(), s.tree_files, s.tree_bytes));
+        }
+    }
+    let mut keys: Vec<String> = Vec::new();
+    for (k, ..) in &rows {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    keys.iter().flat_map(|k| rows.iter().filter(|r| &r.0 == k).cloned().collect::<Vec<_>>()).collect()
+}
+
+/// The ladder in full: `41.5 ms [32.5 – 43.6]` under `create, durable (median [95% CI])`.
+fn ladder_wide(rs: &ResultSet) -> String {
     let ops = &rs.experiment.ops;
     let many = rs.targets.len() > 1;
     let mut header = vec!["files".to_string(), "file size".to_string()];
@@ -112,7 +288,7 @@ pub fn ladder(rs: &ResultSet) -> String {
         for (_, target, files, bytes) in rows.iter().filter(|r| r.0 == key) {
             let mut row = vec![files.to_string(), fmt_size(*bytes as f64 / (*files).max(1) as f64)];
             if many {
-                row.push(target.to_string());
+                row.push(super::target_name(rs, target));
             }
             for op in ops {
                 let cell = rs
@@ -136,51 +312,132 @@ pub fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let many = rs.targets.len() > 1;
-    let mut header: Vec<String> =
+    let names: [&str; 7] = if wide() {
         ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "per dir (± s.e.)", "break-even file size", "R²", "points"]
-            .map(String::from)
-            .to_vec();
+    } else {
+        ["op", "per file ±s.e.", "MiB/s ±s.e.", "per dir ±s.e.", "break-even", "R²", "cells"]
+    };
+    let mut header: Vec<String> = names.map(String::from).to_vec();
     if many {
         header.insert(1, "target".into());
     }
     let mut t = new_table(header);
     for m in &rs.models {
         let c = &m.model;
+        let w = wide();
         let per_file = if c.per_file_s > 0.0 {
             fmt_mean_ci(c.per_file_s, Some(c.per_file_se)).replace(" (1 run)", "")
-        } else {
+        } else if w {
             "≈ 0 (not resolved)".into()
+        } else {
+            "≈ 0".into()
         };
         let bw = match c.bandwidth_bytes_per_s {
             Some(bw) => {
                 // s.e. of 1/b by the delta method: se_b / b²
                 let se = c.per_byte_se / (c.per_byte_s * c.per_byte_s);
-                format!("{} ± {} MiB/s", sig3(bw / 1048576.0), sig3(se / 1048576.0))
+                let unit = if w { " MiB/s" } else { "" };
+                format!("{} ± {}{unit}", sig3(bw / 1048576.0), sig3(se / 1048576.0))
             }
-            None => "not resolved".into(),
+            None if w => "not resolved".into(),
+            None => "—".into(),
         };
-        let per_dir =
-            if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "— (not resolved)".into() };
+        let per_dir = if c.per_dir_s > 0.0 {
+            fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se))
+        } else if w {
+            "— (not resolved)".into()
+        } else {
+            "—".into()
+        };
         let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
         let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
         if many {
-            row.insert(1, m.target.clone());
+            row.insert(1, super::target_name(rs, &m.target));
         }
         t.add_row(row);
     }
     right_align(&mut t, 1);
+    fit(&mut t);
     let mut notes = String::new();
     for l in super::dir_entry_notes(rs) {
         notes.push_str(&format!("\n{l}"));
     }
     format!(
-        "fitted cost: time = a·files + b·bytes + c·dirs + d·Σn² (n: files per directory; non-negative least squares on relative error of each tree's median; s.e. with the trees as the unit)\n{t}\n\
-         break-even: a file costs as much time as moving this many bytes; a directory cost, and the directory-size cost d, are shown only when the data resolve them{notes}"
+        "fitted cost: time = a·files + b·bytes + c·dirs + d·Σn² (n: files per directory; non-negative least squares\n\
+         on relative error of each tree's median; s.e. with the trees as the unit)\n{t}\n\
+         break-even: a file costs as much time as moving this many bytes; a directory cost, and the\n\
+         directory-size cost d, are shown only when the data resolve them (—: not resolved){notes}"
     )
 }
 
-/// One tree, several ops: detail per op.
+/// One tree, several ops: detail per op (median ±% of its 95% interval, CV, files/s
+/// and MiB/s, latency); `--wide` adds the interval in full, mean ± CI and the range.
 pub fn ops_detail(rs: &ResultSet) -> String {
+    if wide() {
+        return ops_detail_wide(rs);
+    }
+    // One tree on one target: the title names it, no column needed.
+    let mut trees: Vec<(&str, &str)> = rs.summaries.iter().map(|s| (s.tree_key.as_str(), s.target.as_str())).collect();
+    trees.sort();
+    trees.dedup();
+    let tree_col = trees.len() > 1;
+    let mut header: Vec<String> =
+        ["op", "runs", "median", "CV", "files/s", "MiB/s", "p50 / p99 µs"].map(String::from).to_vec();
+    if tree_col {
+        header.insert(1, "tree".into());
+    }
+    let mut t = new_table(header);
+    for s in &rs.summaries {
+        let st = &s.stats;
+        let (scale, unit) = unit_for(st.median_s);
+        let (rate, mib) = if st.median_s > 0.0 {
+            let mib = if s.op == "create" || s.op == "read" {
+                sig3(s.tree_bytes as f64 / st.median_s / 1048576.0)
+            } else {
+                "—".into()
+            };
+            (short_count(s.tree_files as f64 / st.median_s), mib)
+        } else {
+            ("—".into(), "—".into())
+        };
+        let tree = if rs.targets.len() > 1 {
+            format!("{} on {}", s.tree_key, super::target_name(rs, &s.target))
+        } else {
+            s.tree_key.clone()
+        };
+        let median = fmt_compact(st, scale);
+        let median = match median.split_once(' ') {
+            Some((v, rest)) => format!("{v} {unit} {rest}"),
+            None => format!("{median} {unit}"),
+        };
+        let mut row = vec![
+            s.op.clone(),
+            s.runs_text(),
+            median,
+            st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into()),
+            rate,
+            mib,
+            latency_cell(rs, s).trim_end_matches(" µs").to_string(),
+        ];
+        if tree_col {
+            row.insert(1, tree);
+        }
+        t.add_row(row);
+    }
+    right_align(&mut t, if tree_col { 2 } else { 1 });
+    fit(&mut t);
+    let mut notes: Vec<String> =
+        vec!["median: its 95% interval lies within ±%".into(), "files/s and MiB/s at the median".into()];
+    let mut ops: Vec<&str> = rs.summaries.iter().map(|s| s.op.as_str()).collect();
+    ops.dedup();
+    notes.extend(
+        ops.iter().map(|o| op_label(rs, o)).filter_map(|l| l.split_once(", ").map(|(o, q)| format!("{o}: {q}"))),
+    );
+    notes.push("--wide: interval in full, mean ± CI, range".into());
+    format!("{t}\n{}", wrap_notes(&notes))
+}
+
+fn ops_detail_wide(rs: &ResultSet) -> String {
     let mut t = new_table(
         [
             "op",
@@ -210,7 +467,11 @@ pub fn ops_detail(rs: &ResultSet) -> String {
         } else {
             "—".into()
         };
-        let tree = if rs.targets.len() > 1 { format!("{} on {}", s.tree_key, s.target) } else { s.tree_key.clone() };
+        let tree = if rs.targets.len() > 1 {
+            format!("{} on {}", s.tree_key, super::target_name(rs, &s.target))
+        } else {
+            s.tree_key.clone()
+        };
         t.add_row(vec![
             op_label(rs, &s.op),
             tree,
@@ -390,7 +651,7 @@ pub fn measured(rs: &ResultSet) -> String {
             "device {} (target {}): {} read, {} written, busy {} during the timed phases
 ",
             first.device,
-            t.id,
+            t.shown(),
             fmt_size(r as f64),
             fmt_size(w as f64),
             crate::units::fmt_secs(busy)
@@ -405,7 +666,7 @@ pub fn footer(rs: &ResultSet) -> String {
     // A long list hides the table: the first few here, all of them in the JSON.
     const SHOWN: usize = 8;
     for w in rs.warnings.iter().take(SHOWN) {
-        out.push_str(&format!("warning: {w}\n"));
+        out.push_str(&format!("warning: {}\n", super::named(rs, w)));
     }
     if rs.warnings.len() > SHOWN {
         out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
@@ -416,7 +677,7 @@ pub fn footer(rs: &ResultSet) -> String {
         let made = t.managed.as_ref().map(|m| format!(" · made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
         out.push_str(&format!(
             "target {}: {} · {} on {} ({}) · block {} · {} free{made}\n",
-            t.id,
+            t.shown(),
             t.path.display(),
             t.fs_type,
             t.mount_point,
@@ -437,7 +698,7 @@ pub fn detections(rs: &ResultSet, shown: usize) -> String {
         .detections
         .iter()
         .filter(|d| !matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }))
-        .map(|d| d.text())
+        .map(|d| super::detection_text(rs, d))
         .collect();
     let mut out = String::new();
     for l in lines.iter().take(shown) {
@@ -499,7 +760,7 @@ pub fn ranks(rs: &ResultSet) -> String {
             .map(|(_, s)| s.rank_elapsed_s.iter().cloned().fold(0.0, f64::max) / s.stonewall_s.max(1e-9))
             .collect();
         t.add_row(vec![
-            target,
+            super::target_name(rs, &target),
             op,
             tree,
             ms[0].0.result.files.to_string(),

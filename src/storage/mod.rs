@@ -31,6 +31,13 @@ pub struct TargetInfo {
     /// The block device whose activity measurements record (`vda`, `loop3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// What the target is, as every table, comparison, chart and page names it:
+    /// `/var/tmp (ext4 on vda)` for a directory, `TYPE[:BLOCK]@BACKING` for a managed
+    /// file system (`xfs@dev:/dev/sdb` on a real device), or the user's `--label`.
+    /// Empty in files written before labels existed (then [`TargetInfo::shown`] makes
+    /// one from the rest). `id` stays the key measurements are matched by.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
 }
 
 impl TargetInfo {
@@ -39,13 +46,16 @@ impl TargetInfo {
         let abs = std::fs::canonicalize(path)?;
         let vfs = statvfs(&abs).map_err(std::io::Error::from)?;
         let mount = mount_of(&abs);
+        let fs_type = mount.as_ref().map(|m| m.fs_type.clone()).unwrap_or_default();
+        let source = mount.as_ref().map(|m| m.source.clone()).unwrap_or_default();
+        let label = dir_label(&abs, &fs_type, &source);
         Ok(TargetInfo {
             id: id.to_string(),
             kind: "dir".into(),
             path: abs,
-            fs_type: mount.as_ref().map(|m| m.fs_type.clone()).unwrap_or_default(),
+            fs_type,
             mount_point: mount.as_ref().map(|m| m.mount_point.display().to_string()).unwrap_or_default(),
-            mount_source: mount.as_ref().map(|m| m.source.clone()).unwrap_or_default(),
+            mount_source: source,
             mount_options: mount.as_ref().map(|m| m.options.clone()).unwrap_or_default(),
             block_size: vfs.f_bsize,
             free_bytes: vfs.f_bavail.saturating_mul(vfs.f_frsize),
@@ -53,7 +63,20 @@ impl TargetInfo {
             read_only: vfs.f_flag.contains(StatVfsMountFlags::RDONLY),
             managed: None,
             device: None,
+            label,
         })
+    }
+
+    /// The name views show: the label, or for a file written before labels existed one
+    /// made from what it recorded (a managed target's id is already its spec).
+    pub fn shown(&self) -> String {
+        if !self.label.is_empty() {
+            self.label.clone()
+        } else if self.managed.is_some() || self.path.as_os_str().is_empty() {
+            self.id.clone()
+        } else {
+            dir_label(&self.path, &self.fs_type, &self.mount_source)
+        }
     }
 
     /// Bytes a file of `size` bytes occupies (rounded up to whole blocks, at least one
@@ -61,6 +84,38 @@ impl TargetInfo {
     pub fn allocated(&self, size: u64) -> u64 {
         let b = self.block_size.max(512);
         size.div_ceil(b).max(1) * b
+    }
+}
+
+/// A directory's label: its path and what holds it, `/var/tmp (ext4 on vda)`,
+/// `/dev/shm (tmpfs)`, `/mnt/x (nfs4 on srv:/export)`.
+pub fn dir_label(path: &Path, fs_type: &str, source: &str) -> String {
+    let on = if let Some(dev) = source.strip_prefix("/dev/") {
+        let dev = dev.strip_prefix("mapper/").unwrap_or(dev);
+        format!(" on {dev}")
+    } else if source.contains(':') || source.starts_with("//") {
+        format!(" on {source}")
+    } else {
+        String::new()
+    };
+    match (fs_type.is_empty(), on.is_empty()) {
+        (true, true) => path.display().to_string(),
+        (true, false) => format!("{} ({})", path.display(), on.trim_start()),
+        _ => format!("{} ({fs_type}{on})", path.display()),
+    }
+}
+
+/// Make every label in `labels` distinct: the second `x` becomes `x#2`, and so on.
+pub fn distinct_labels(labels: &mut [String]) {
+    for i in 1..labels.len() {
+        if labels[..i].contains(&labels[i]) {
+            let base = labels[i].clone();
+            let mut k = 2;
+            while labels.iter().any(|l| *l == format!("{base}#{k}")) {
+                k += 1;
+            }
+            labels[i] = format!("{base}#{k}");
+        }
     }
 }
 
@@ -105,5 +160,20 @@ mod tests {
         assert!(t.block_size >= 512);
         assert_eq!(t.allocated(1), t.block_size);
         assert_eq!(t.allocated(0), t.block_size);
+        assert!(t.label.starts_with("/ ("), "{}", t.label);
+        assert_eq!(t.shown(), t.label);
+    }
+
+    #[test]
+    fn labels_say_what_a_directory_is() {
+        let p = Path::new("/var/tmp");
+        assert_eq!(dir_label(p, "ext4", "/dev/vda"), "/var/tmp (ext4 on vda)");
+        assert_eq!(dir_label(p, "xfs", "/dev/mapper/vg-root"), "/var/tmp (xfs on vg-root)");
+        assert_eq!(dir_label(Path::new("/dev/shm"), "tmpfs", "tmpfs"), "/dev/shm (tmpfs)");
+        assert_eq!(dir_label(p, "nfs4", "srv:/export"), "/var/tmp (nfs4 on srv:/export)");
+        assert_eq!(dir_label(p, "", ""), "/var/tmp");
+        let mut l = vec!["a".to_string(), "b".into(), "a".into(), "a".into()];
+        distinct_labels(&mut l);
+        assert_eq!(l, ["a", "b", "a#2", "a#3"]);
     }
 }
