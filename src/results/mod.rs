@@ -311,10 +311,27 @@ impl ResultSet {
             let disturbed = ms.iter().filter(|m| m.result.disturbed()).count();
             let (used, left_out) = split_disturbed(&ms, self.experiment.adaptive.is_some());
             if self.experiment.adaptive.is_some() && disturbed > 0 && left_out.is_empty() {
+                let fired = |sig: &str| {
+                    ms.iter()
+                        .any(|m| m.result.machine.as_ref().is_some_and(|a| a.disturbed_by.iter().any(|b| b == sig)))
+                };
+                let mut why = Vec::new();
+                if fired("cpu") || !fired("io") {
+                    why.push(format!(
+                        "more than {} cores busy besides this one",
+                        crate::measure::machine::DISTURBED_CORES
+                    ));
+                }
+                if fired("io") {
+                    why.push(format!(
+                        "others' storage traffic above {} MiB/s",
+                        crate::measure::machine::DISTURBED_IO_BPS / 1048576.0
+                    ));
+                }
                 self.warnings.push(format!(
-                    "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes (more than {} cores busy besides this one), too many to leave out: the figures measure the neighbours too",
+                    "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes ({}), too many to leave out: the figures measure the neighbours too",
                     ms.len(),
-                    crate::measure::machine::DISTURBED_CORES
+                    why.join("; ")
                 ));
             }
             let raw: Vec<f64> = used.iter().map(|m| m.seconds(until)).collect();
