@@ -117,6 +117,24 @@ fn disturbed_runs_are_left_out_and_replaced() {
     }
     // 30% of about 150 runs: the draw is deterministic, and far from 0.
     assert!(left_out >= 20, "{left_out} runs left out");
+    // Where leaving them out moved the median past its own interval, a warning shows both
+    // figures; nowhere else.
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    for s in summaries(&v) {
+        let mut all: Vec<f64> = s["raw_s"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let out = s["disturbed_s"].as_array().map_or(0, |x| x.len());
+        all.extend(s["disturbed_s"].as_array().into_iter().flatten().map(|x| x.as_f64().unwrap()));
+        all.sort_by(f64::total_cmp);
+        let m = all.len() / 2;
+        let with = if all.len() % 2 == 1 { all[m] } else { (all[m - 1] + all[m]) / 2.0 };
+        let moved = match s["median_ci95_s"].as_array() {
+            Some(ci) if out > 0 => with < ci[0].as_f64().unwrap() || with > ci[1].as_f64().unwrap(),
+            _ => false,
+        };
+        let key = format!("{} on {} (", s["op"].as_str().unwrap(), s["tree_key"].as_str().unwrap());
+        let warned = warnings.iter().any(|w| w.starts_with(&key) && w.contains("moved it past its interval"));
+        assert_eq!(warned, moved, "{s}\n{warnings:?}");
+    }
     assert!(r.stdout.contains(&format!("{left_out} left out of the statistics")), "{}", r.stdout);
     for m in v["measurements"].as_array().unwrap() {
         assert!(m["machine"].is_object(), "every measurement says what the machine did: {m}");

@@ -338,6 +338,23 @@ impl ResultSet {
             let Some(stats) = stats::summarize(&raw) else {
                 continue;
             };
+            // Leaving the disturbed runs out moved the median past its own interval: say
+            // so with both figures, so a reader sees what the neighbours did.
+            if !left_out.is_empty() {
+                let all: Vec<f64> = ms.iter().map(|m| m.seconds(until)).collect();
+                if let (Some(with), Some([lo, hi])) = (stats::summarize(&all), stats.median_ci95_s) {
+                    if with.median_s < lo || with.median_s > hi {
+                        self.warnings.push(format!(
+                            "{op} on {tree_key} ({target}): median {} without the {} disturbed runs [{} – {}], {} with them: the disturbance moved it past its interval",
+                            crate::units::fmt_secs(stats.median_s),
+                            left_out.len(),
+                            crate::units::fmt_secs(lo),
+                            crate::units::fmt_secs(hi),
+                            crate::units::fmt_secs(with.median_s)
+                        ));
+                    }
+                }
+            }
             let stopped = self.experiment.adaptive.map(|a| stop_reason(&a, &stats, ms.len(), disturbed, self.complete));
             for d in detect::of_runs(target, op, tree_key, &raw, &stats) {
                 // Adaptive runs say per cell what precision they reached: no "more runs
