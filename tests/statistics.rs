@@ -135,6 +135,28 @@ fn disturbed_runs_are_left_out_and_replaced() {
         let warned = warnings.iter().any(|w| w.starts_with(&key) && w.contains("moved it past its interval"));
         assert_eq!(warned, moved, "{s}\n{warnings:?}");
     }
+}
+
+#[test]
+fn a_median_moved_by_the_disturbed_runs_is_shown_both_ways() {
+    // 45% of the runs disturbed (twice slower): leaving them out moves medians past
+    // their intervals, and the warning gives both figures.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let r = ladder(dir.path(), &json, "--mock-timing cv=0.05,disturbed=0.45,seed=3 --precision 1% --max-runs 12");
+    r.ok();
+    let v = load_json(&json);
+    let moved: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .filter(|w| w.contains("moved it past its interval"))
+        .collect();
+    assert!(!moved.is_empty(), "{:?}", v["warnings"]);
+    for w in moved {
+        assert!(w.contains(" without the ") && w.contains(" with them"), "{w}");
+    }
     assert!(r.stdout.contains(&format!("{left_out} left out of the statistics")), "{}", r.stdout);
     for m in v["measurements"].as_array().unwrap() {
         assert!(m["machine"].is_object(), "every measurement says what the machine did: {m}");
