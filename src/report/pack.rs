@@ -5,7 +5,7 @@
 //! themselves are run by `experiment::pack`.
 
 use super::table::{new_table, right_align};
-use crate::pack;
+use crate::pack::{self, Consumer};
 use crate::results::ResultSet;
 use crate::units::{fmt_secs, fmt_size, sig3};
 
@@ -153,14 +153,15 @@ pub fn pays_from(trees: &[TreeRoutes], label: &str, k: u32) -> Option<(Option<u6
 }
 
 /// The tables, where each route pays off, and a recommendation with its reasons.
-pub fn report(rs: &ResultSet, k: u32) -> String {
+/// `consumer`: `--consumer` (None: from the destination's file system).
+pub fn report(rs: &ResultSet, k: u32, consumer: Option<Consumer>) -> String {
     let trees = routes(rs);
     let mut out = String::new();
     if trees.is_empty() {
         return "no complete measurement to report\n".into();
     }
     let mut t = new_table(
-        ["files", "route", "pack", "per copy", "1 copy", "×", &format!("{k} copies"), "×", "space"]
+        ["files", "route", "opens", "pack", "per copy", "1 copy", "×", &format!("{k} copies"), "×", "space"]
             .map(String::from)
             .to_vec(),
     );
@@ -170,6 +171,7 @@ pub fn report(rs: &ResultSet, k: u32) -> String {
         t.add_row(vec![
             tr.files.to_string(),
             "loose".into(),
+            "any".into(),
             "–".into(),
             fmt_secs(tr.loose_s),
             fmt_secs(tr.loose_s),
@@ -183,6 +185,7 @@ pub fn report(rs: &ResultSet, k: u32) -> String {
             t.add_row(vec![
                 String::new(),
                 r.label(),
+                opened_by(&r.container).into(),
                 fmt_secs(r.pack_s),
                 fmt_secs(r.per_copy_s),
                 fmt_secs(one),
@@ -193,9 +196,14 @@ pub fn report(rs: &ResultSet, k: u32) -> String {
             ]);
         }
     }
-    right_align(&mut t, 2);
+    right_align(&mut t, 3);
     out.push_str(&format!("{t}\n"));
-    out.push_str("per copy: copy the container + unpack it, or mount + read every file + unmount; × = loose / packed\n(above 1 packing is faster); space: the container, or what the loose copy took; medians of complete runs\n\n");
+    out.push_str(concat!(
+        "per copy: copy the container + unpack it, or mount + read every file + unmount; × = loose / packed\n",
+        "(above 1 packing is faster); opens: who can open the container (only Linux mounts squashfs, EROFS\n",
+        "and ext4 images; any system unpacks tar and tar.zst); space: the container, or what the loose copy\n",
+        "took; medians of complete runs\n\n"
+    ));
     let labels: Vec<String> = trees.last().map(|t| t.routes.iter().map(Route::label).collect()).unwrap_or_default();
     if trees.len() > 1 {
         out.push_str("where packing starts to pay (it pays at this rung and every larger one):\n");
@@ -216,53 +224,145 @@ pub fn report(rs: &ResultSet, k: u32) -> String {
         }
         out.push('\n');
     }
-    out.push_str(&recommend(&trees, k));
+    let (who, why) = self::consumer(rs, consumer);
+    out.push_str(&recommend(&trees, k, who, &why));
     out
 }
 
-/// The fastest way for k copies of the largest tree, and why.
-pub fn recommend(trees: &[TreeRoutes], k: u32) -> String {
+/// Who opens the containers at the destination, and why: `given` (`--consumer`), or
+/// from the destination's file system (the target named "destination …", or the one
+/// target that held both ends).
+pub fn consumer(rs: &ResultSet, given: Option<Consumer>) -> (Consumer, String) {
+    if let Some(c) = given {
+        return (c, format!("--consumer {}", c.name()));
+    }
+    let dst = rs.targets.iter().find(|t| t.id.starts_with("destination ")).or_else(|| rs.targets.first());
+    let fs = dst.map(|t| t.fs_type.as_str()).filter(|f| !f.is_empty()).unwrap_or("of unknown type");
+    (Consumer::for_destination(fs), format!("the destination's file system is {fs}"))
+}
+
+/// Which of two ways is faster, judged by intervals: the medians' 95% intervals when
+/// both have enough runs, the ranges of the runs otherwise.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Faster {
+    Packed,
+    Loose,
+    /// The intervals overlap (or too few runs): why, to print.
+    Unclear(String),
+}
+
+/// Judge per-run totals of a packed route against loose ones. "Faster" only when the
+/// intervals do not overlap and the printed medians (`packed_s`, `loose_s`) differ, in
+/// the same direction.
+pub fn judge(label: &str, packed: &[f64], loose: &[f64], packed_s: f64, loose_s: f64) -> Faster {
+    use crate::analysis::stats::median_ci95;
+    let range = |v: &[f64]| {
+        (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    };
+    let (how, p, l) = match (median_ci95(packed), median_ci95(loose)) {
+        (Some([a, b]), Some([c, d])) => ("the medians' 95% intervals", (a, b), (c, d)),
+        _ if packed.len() >= 2 && loose.len() >= 2 => ("the ranges of the runs", range(packed), range(loose)),
+        _ => {
+            return Faster::Unclear(format!(
+                "{} and {} complete runs: more --runs would tell",
+                packed.len(),
+                loose.len()
+            ));
+        }
+    };
+    let shown_differ = fmt_secs(packed_s) != fmt_secs(loose_s);
+    if p.1 < l.0 && packed_s < loose_s && shown_differ {
+        Faster::Packed
+    } else if l.1 < p.0 && loose_s < packed_s && shown_differ {
+        Faster::Loose
+    } else {
+        Faster::Unclear(format!(
+            "{how} overlap: {label} {}–{}, loose {}–{}; more --runs would settle it",
+            fmt_secs(p.0),
+            fmt_secs(p.1),
+            fmt_secs(l.0),
+            fmt_secs(l.1)
+        ))
+    }
+}
+
+/// `route` against loose with k copies.
+fn judge_k(t: &TreeRoutes, r: &Route, k: u32) -> Faster {
+    let packed: Vec<f64> = r.runs.iter().map(|(p, c)| p + k as f64 * c).collect();
+    let loose: Vec<f64> = t.loose_runs.iter().map(|l| l * k as f64).collect();
+    judge(&r.label(), &packed, &loose, r.total(k), t.loose_s * k as f64)
+}
+
+/// Who can open a container, as the table shows it.
+fn opened_by(container: &str) -> &'static str {
+    if pack::linux_only(container) { "Linux" } else { "any" }
+}
+
+/// The fastest way for k copies of the largest tree that `consumer` can open, and why;
+/// `why` says where the consumer came from.
+pub fn recommend(trees: &[TreeRoutes], k: u32, consumer: Consumer, why: &str) -> String {
     let Some(big) = trees.last() else { return String::new() };
     let loose_k = big.loose_s * k as f64;
-    let best = big.routes.iter().min_by(|a, b| a.total(k).total_cmp(&b.total(k)));
-    let mut s = format!("recommendation for {} files ({}), {k} copies: ", big.files, fmt_size(big.bytes as f64));
-    match best {
-        Some(r) if r.total(k) < loose_k => {
-            s.push_str(&format!(
-                "pack into {} and {} at the destination: {} against {} loose ({}× faster).\n",
-                r.container,
-                if r.access == "mount" { "mount it (read-only)" } else { "unpack it" },
-                fmt_secs(r.total(k)),
-                fmt_secs(loose_k),
-                sig3(loose_k / r.total(k))
-            ));
-            s.push_str(&format!(
-                "  why: packing costs {} once; each copy then costs {} instead of {} loose",
-                fmt_secs(r.pack_s),
-                fmt_secs(r.per_copy_s),
-                fmt_secs(big.loose_s)
-            ));
-            if r.total(1) >= big.loose_s {
-                s.push_str(&format!(
-                    " (for a single copy loose is faster: {} vs {})",
-                    fmt_secs(big.loose_s),
-                    fmt_secs(r.total(1))
-                ));
-            }
-            if let (Some(c), Some(l)) = (r.container_bytes, big.loose_bytes) {
-                s.push_str(&format!(
-                    "; the container takes {} against {} for the loose tree",
-                    fmt_size(c),
-                    fmt_size(l)
-                ));
-            }
-            s.push_str(".\n");
-            if r.access == "mount" {
-                s.push_str("  a mounted container is read-only: unpack it (slower) if the files must change.\n");
-            }
+    let best =
+        big.routes.iter().filter(|r| consumer.opens(&r.container)).min_by(|a, b| a.total(k).total_cmp(&b.total(k)));
+    let mut left_out: Vec<&str> = Vec::new();
+    for r in big.routes.iter().filter(|r| !consumer.opens(&r.container)) {
+        if !left_out.contains(&r.container.as_str()) {
+            left_out.push(&r.container);
         }
-        Some(r) => {
-            s.push_str(&format!(
+    }
+    let who = match consumer {
+        Consumer::Linux => "Linux",
+        Consumer::Any => "any system",
+    };
+    let mut s = format!(
+        "recommendation for {} files ({}), {k} copies, opened on {who} ({why}): ",
+        big.files,
+        fmt_size(big.bytes as f64)
+    );
+    match best {
+        Some(r) => match judge_k(big, r, k) {
+            Faster::Packed => {
+                s.push_str(&format!(
+                    "pack into {} and {} at the destination: {} against {} loose ({}× faster).\n",
+                    r.container,
+                    if r.access == "mount" { "mount it (read-only)" } else { "unpack it" },
+                    fmt_secs(r.total(k)),
+                    fmt_secs(loose_k),
+                    sig3(loose_k / r.total(k))
+                ));
+                s.push_str(&format!(
+                    "  why: packing costs {} once; each copy then costs {} instead of {} loose",
+                    fmt_secs(r.pack_s),
+                    fmt_secs(r.per_copy_s),
+                    fmt_secs(big.loose_s)
+                ));
+                match judge_k(big, r, 1) {
+                    Faster::Packed => {}
+                    Faster::Loose => s.push_str(&format!(
+                        " (for a single copy loose is faster: {} vs {})",
+                        fmt_secs(big.loose_s),
+                        fmt_secs(r.total(1))
+                    )),
+                    Faster::Unclear(_) => s.push_str(&format!(
+                        " (for a single copy no clear difference: {} loose vs {})",
+                        fmt_secs(big.loose_s),
+                        fmt_secs(r.total(1))
+                    )),
+                }
+                if let (Some(c), Some(l)) = (r.container_bytes, big.loose_bytes) {
+                    s.push_str(&format!(
+                        "; the container takes {} against {} for the loose tree",
+                        fmt_size(c),
+                        fmt_size(l)
+                    ));
+                }
+                s.push_str(".\n");
+                if r.access == "mount" {
+                    s.push_str("  a mounted container is read-only: unpack it (slower) if the files must change.\n");
+                }
+            }
+            Faster::Loose => s.push_str(&format!(
                 "copy loose: {} against {} for the fastest container route, {} — packing costs {} and each copy of it {}, more than the {} a loose copy takes.\n",
                 fmt_secs(loose_k),
                 fmt_secs(r.total(k)),
@@ -270,37 +370,24 @@ pub fn recommend(trees: &[TreeRoutes], k: u32) -> String {
                 fmt_secs(r.pack_s),
                 fmt_secs(r.per_copy_s),
                 fmt_secs(big.loose_s)
-            ));
-        }
-        None => s.push_str("no container route completed.\n"),
+            )),
+            Faster::Unclear(how) => s.push_str(&format!(
+                "no clear difference: {} loose vs {} for the fastest container route, {} ({how}).\n",
+                fmt_secs(loose_k),
+                fmt_secs(r.total(k)),
+                r.label()
+            )),
+        },
+        None if left_out.is_empty() => s.push_str("no container route completed.\n"),
+        None => s.push_str(&format!("copy loose ({}): no container route that {who} opens completed.\n", fmt_secs(loose_k))),
     }
-    if let Some(r) = best {
-        s.push_str(&spread_note(big, r, k));
+    if !left_out.is_empty() {
+        s.push_str(&format!(
+            "  left out: {} (only Linux mounts them; --consumer linux to consider them).\n",
+            left_out.join(", ")
+        ));
     }
     s
-}
-
-/// A note when the runs of the chosen route and of loose overlap (k copies): the
-/// medians then differ by less than the run-to-run spread.
-fn spread_note(t: &TreeRoutes, r: &Route, k: u32) -> String {
-    let range = |v: &[f64]| -> Option<(f64, f64)> {
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (v.len() > 1).then_some((lo, hi))
-    };
-    let packed: Vec<f64> = r.runs.iter().map(|(p, c)| p + k as f64 * c).collect();
-    let loose: Vec<f64> = t.loose_runs.iter().map(|l| l * k as f64).collect();
-    match (range(&packed), range(&loose)) {
-        (Some((a, b)), Some((c, d))) if a <= d && c <= b => format!(
-            "  but the runs overlap ({}: {}–{}, loose: {}–{} for {k} copies): the difference is within the run-to-run spread; more --runs would settle it.\n",
-            r.label(),
-            fmt_secs(a),
-            fmt_secs(b),
-            fmt_secs(c),
-            fmt_secs(d)
-        ),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]
