@@ -91,7 +91,7 @@ impl Consumer {
     /// how ntfs-3g and exfat-fuse show), `linux` otherwise.
     pub fn for_destination(fs_type: &str) -> Consumer {
         match fs_type {
-            "exfat" | "ntfs" | "ntfs3" | "vfat" | "msdos" | "fat" | "fuseblk" => Consumer::Any,
+            "exfat" | "ntfs" | "ntfs3" | "vfat" | "msdos" | "fuseblk" => Consumer::Any,
             _ => Consumer::Linux,
         }
     }

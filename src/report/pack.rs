@@ -431,14 +431,208 @@ mod tests {
 
     #[test]
     fn recommendation_says_why() {
-        let r = recommend(&[tree(256, 9.0, 3.0)], 10);
+        let r = recommend(&[tree(256, 9.0, 3.0)], 10, Consumer::Linux, "test");
         assert!(r.contains("pack into tar and unpack it"), "{r}");
         assert!(r.contains("packing costs 1.00 s once; each copy then costs 3.00 s instead of 9.00 s"), "{r}");
-        assert!(!r.contains("overlap"), "{r}");
-        // 1 + 10·0.95 = 10.5 (runs 10.5–11.45) against loose 10–10.5: overlapping runs.
-        let r = recommend(&[tree(256, 1.0, 0.95)], 10);
-        assert!(r.contains("but the runs overlap"), "{r}");
-        let r = recommend(&[tree(256, 1.0, 3.0)], 10);
-        assert!(r.starts_with("recommendation for 256 files (1 MiB), 10 copies: copy loose"), "{r}");
+        assert!(!r.contains("no clear difference"), "{r}");
+        // 1 + 10·0.95 = 10.5 (runs 10.5–11.45) against loose 10–10.5: the runs' ranges
+        // touch, so neither is called faster.
+        let r = recommend(&[tree(256, 1.0, 0.95)], 10, Consumer::Linux, "test");
+        assert!(r.contains("no clear difference: 10.0 s loose vs 10.5 s"), "{r}");
+        assert!(r.contains("the ranges of the runs overlap"), "{r}");
+        assert!(!r.contains("faster"), "{r}");
+        let r = recommend(&[tree(256, 1.0, 3.0)], 10, Consumer::Linux, "test");
+        assert!(
+            r.starts_with("recommendation for 256 files (1 MiB), 10 copies, opened on Linux (test): copy loose"),
+            "{r}"
+        );
+    }
+
+    /// A synthetic pack ResultSet: one tree of 256 files, `runs` runs; per op the
+    /// seconds of run i are `secs · (1 + 0.01·i)`; the destination's file system `fs`.
+    fn result_set(fs: &str, ops: &[(&str, f64)], runs: u32) -> ResultSet {
+        use crate::measure::PhaseResult;
+        use crate::measure::provenance::Provenance;
+        use crate::results::{ExperimentInfo, Measurement};
+        use crate::storage::TargetInfo;
+        use crate::tree::{Content, Layout, SizeDist, TreeSpec};
+        let target = |id: &str, fs: &str| TargetInfo {
+            id: id.into(),
+            kind: "dir".into(),
+            path: "/x".into(),
+            fs_type: fs.into(),
+            mount_point: "/x".into(),
+            mount_source: "/dev/x".into(),
+            mount_options: String::new(),
+            block_size: 4096,
+            free_bytes: 1 << 30,
+            total_bytes: 1 << 31,
+            read_only: false,
+            managed: None,
+            device: None,
+            label: String::new(),
+        };
+        let experiment = ExperimentInfo {
+            name: "pack".into(),
+            ops: ops.iter().map(|(o, _)| o.to_string()).collect(),
+            runs,
+            warmup: 0,
+            threads: 1,
+            portion_files: 10_000,
+            order: "interleaved".into(),
+            create: Default::default(),
+            caches: Default::default(),
+            until: Default::default(),
+            adaptive: None,
+        };
+        let targets = vec![target(&format!("destination {fs}"), fs), target("source ext4", "ext4")];
+        let mut rs = ResultSet::new(Provenance::collect(Vec::new()), experiment, targets);
+        let tree = TreeSpec {
+            files: 256,
+            size: SizeDist::Fixed { bytes: 4096 },
+            layout: Layout::Flat,
+            name_len: 16,
+            content: Content::Random,
+            seed: 1,
+        };
+        for run in 1..=runs {
+            for (op, secs) in ops {
+                rs.measurements.push(Measurement {
+                    experiment: "pack".into(),
+                    target: format!("ext4 → {fs}"),
+                    op: op.to_string(),
+                    tree: tree.clone(),
+                    tree_key: "t".into(),
+                    tree_files: 256,
+                    tree_bytes: 256 * 4096,
+                    tree_dirs: 0,
+                    run,
+                    order: 0,
+                    result: PhaseResult { elapsed_s: secs * (1.0 + 0.01 * run as f64), ..Default::default() },
+                });
+            }
+        }
+        rs.derive();
+        rs
+    }
+
+    /// erofs (mount) far faster than loose, tar (unpack) a little faster.
+    const ROUTES: [(&str, f64); 9] = [
+        ("loose", 10.0),
+        ("tar:pack", 1.0),
+        ("tar:copy", 2.0),
+        ("tar:unpack", 5.0),
+        ("erofs:pack", 1.0),
+        ("erofs:copy", 1.0),
+        ("erofs:mount", 0.1),
+        ("erofs:read", 1.0),
+        ("erofs:umount", 0.1),
+    ];
+
+    #[test]
+    fn an_exfat_destination_gets_no_linux_only_container_unless_asked() {
+        for fs in ["exfat", "ntfs3", "vfat", "fuseblk"] {
+            let rs = result_set(fs, &ROUTES, 3);
+            let r = report(&rs, 10, None);
+            let rec = &r[r.find("recommendation").expect("a recommendation")..];
+            assert!(rec.contains("opened on any system (the destination's file system is"), "{rec}");
+            assert!(rec.contains("pack into tar and unpack it"), "{rec}");
+            assert!(!rec.contains("pack into erofs"), "{rec}");
+            assert!(rec.contains("left out: erofs (only Linux mounts them; --consumer linux"), "{rec}");
+            // The table marks who opens each container.
+            let erofs_row = r.lines().find(|l| l.contains("erofs (mount)")).expect("an erofs row");
+            assert!(erofs_row.contains("Linux"), "{erofs_row}");
+            let tar_row = r.lines().find(|l| l.contains("tar (unpack)")).expect("a tar row");
+            assert!(tar_row.contains("any"), "{tar_row}");
+            // Asked for Linux: erofs, the fastest.
+            let r = report(&rs, 10, Some(Consumer::Linux));
+            assert!(r.contains("opened on Linux (--consumer linux): pack into erofs and mount it"), "{r}");
+            assert!(!r.contains("left out"), "{r}");
+        }
+        // A Linux file system as destination: Linux by default.
+        let r = report(&result_set("ext4", &ROUTES, 3), 10, None);
+        assert!(r.contains("opened on Linux (the destination's file system is ext4): pack into erofs"), "{r}");
+        // --consumer any on ext4 holds too.
+        let r = report(&result_set("ext4", &ROUTES, 3), 10, Some(Consumer::Any));
+        assert!(r.contains("pack into tar and unpack it") && !r.contains("pack into erofs"), "{r}");
+        // Only Linux-only containers measured, for any system: copy loose, saying why.
+        let only: Vec<(&str, f64)> = ROUTES.iter().copied().filter(|(o, _)| !o.starts_with("tar")).collect();
+        let r = report(&result_set("exfat", &only, 3), 10, None);
+        assert!(r.contains("copy loose (102 s): no container route that any system opens completed"), "{r}");
+    }
+
+    #[test]
+    fn overlapping_intervals_never_say_faster() {
+        // The case: 1.13 s against 1.13 s.
+        let t = |runs: Vec<f64>, loose: Vec<f64>| judge("tar (unpack)", &runs, &loose, 1.13, 1.13);
+        assert!(matches!(t(vec![1.12, 1.14], vec![1.13, 1.131]), Faster::Unclear(_)));
+        // Non-overlapping ranges that still print alike are no difference either.
+        let f = judge("x", &[1.1301, 1.1302], &[1.1303, 1.1304], 1.1301, 1.1304);
+        assert!(matches!(f, Faster::Unclear(_)), "{f:?}");
+        // One run each: nothing to judge by.
+        assert!(matches!(judge("x", &[1.0], &[3.0], 1.0, 3.0), Faster::Unclear(_)));
+        // Apart: faster, either way.
+        assert_eq!(judge("x", &[1.0, 1.1], &[2.0, 2.1], 1.05, 2.05), Faster::Packed);
+        assert_eq!(judge("x", &[2.0, 2.1], &[1.0, 1.1], 2.05, 1.05), Faster::Loose);
+        // Six runs or more: the medians' 95% intervals decide, not the ranges (one wild
+        // loose run overlaps the ranges, not the intervals).
+        let packed = [1.0, 1.01, 1.02, 0.99, 1.0, 1.01, 1.0, 0.98];
+        let loose = [2.0, 2.01, 1.99, 2.02, 2.0, 0.5, 2.0, 1.98];
+        assert_eq!(judge("x", &packed, &loose, 1.0, 2.0), Faster::Packed);
+        // Over many random trees, whenever the runs' ranges overlap, the recommendation
+        // says no "faster" (neither "× faster" nor "loose is faster").
+        let mut x: u64 = 11;
+        let mut rnd = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut overlapping = 0;
+        for _ in 0..2000 {
+            let (loose, per_copy, spread) = (0.5 + rnd(), 0.05 + rnd(), rnd() * 0.3);
+            let mut tr = tree(256, loose, per_copy);
+            tr.routes[0].runs = vec![(1.0, per_copy), (1.0, per_copy * (1.0 + spread))];
+            tr.loose_runs = vec![loose, loose * (1.0 + spread)];
+            let k = 1 + (rnd() * 20.0) as u32;
+            let packed: Vec<f64> = tr.routes[0].runs.iter().map(|(p, c)| p + k as f64 * c).collect();
+            let lk: Vec<f64> = tr.loose_runs.iter().map(|l| l * k as f64).collect();
+            let overlap = packed[0] <= lk[1] && lk[0] <= packed[1];
+            let r = recommend(&[tr], k, Consumer::Linux, "test");
+            if overlap {
+                overlapping += 1;
+                assert!(!r.contains("faster"), "{r}");
+                assert!(r.contains("no clear difference"), "{r}");
+            } else {
+                // Apart for k copies: a verdict (the single-copy note may still be unclear).
+                let first = r.lines().next().unwrap_or_default();
+                assert!(!first.contains("no clear difference"), "{r}");
+                assert!(first.contains("× faster") || first.contains("copy loose"), "{r}");
+            }
+        }
+        assert!(overlapping > 100, "the test must try overlapping runs: {overlapping}");
+    }
+
+    #[test]
+    fn a_compressed_container_written_in_full_gets_no_cache_warning() {
+        use crate::measure::diskstats::DeviceIo;
+        let mut rs = result_set("ext4", &[("loose", 1.0), ("tar.zst:pack", 1.0), ("tar:pack", 1.0)], 1);
+        for m in &mut rs.measurements {
+            let r = &mut m.result;
+            r.bytes = 64 << 20; // the tree
+            r.flush_s = Some(0.1);
+            let (container, written) = match m.op.as_str() {
+                // 8 MiB compressed container, all of it on the device: no cache.
+                "tar.zst:pack" => (8 << 20, 8 << 20),
+                // 64 MiB container, 1 MiB on the device: absorbed by a cache.
+                "tar:pack" => (64 << 20, 1 << 20),
+                _ => (64 << 20, 64 << 20),
+            };
+            r.space_used_bytes = Some(container);
+            r.device = Some(DeviceIo { device: "vdb".into(), write_bytes: written, ..Default::default() });
+        }
+        rs.derive();
+        let cache: Vec<&String> = rs.warnings.iter().filter(|w| w.contains("absorbed by a cache")).collect();
+        assert_eq!(cache.len(), 1, "{:?}", rs.warnings);
+        assert!(cache[0].starts_with("tar:pack ("), "{cache:?}");
+        assert!(cache[0].contains("(1 MiB of 64 MiB)"), "{cache:?}");
     }
 }
