@@ -1,7 +1,9 @@
 //! The `pack` experiment's report, computed from a finished ResultSet: per tree the
 //! loose copy and every container route (pack once, then per copy: copy + unpack, or
-//! mount + read + umount), from which rung packing pays with 1 and k copies, and a
-//! recommendation with its reasons (and a note when the runs overlap). The trials
+//! mount + read + umount; `*` marks the containers only Linux opens), from which rung
+//! packing pays with 1 and k copies, and a recommendation with its reasons: among the
+//! containers the consumer opens (`--consumer`, or from the destination's file system),
+//! and "faster" only when the intervals of the per-run totals do not overlap. The trials
 //! themselves are run by `experiment::pack`.
 
 use super::table::{new_table, right_align};
@@ -161,7 +163,7 @@ pub fn report(rs: &ResultSet, k: u32, consumer: Option<Consumer>) -> String {
         return "no complete measurement to report\n".into();
     }
     let mut t = new_table(
-        ["files", "route", "opens", "pack", "per copy", "1 copy", "×", &format!("{k} copies"), "×", "space"]
+        ["files", "route", "pack", "per copy", "1 copy", "×", &format!("{k} copies"), "×", "space"]
             .map(String::from)
             .to_vec(),
     );
@@ -171,7 +173,6 @@ pub fn report(rs: &ResultSet, k: u32, consumer: Option<Consumer>) -> String {
         t.add_row(vec![
             tr.files.to_string(),
             "loose".into(),
-            "any".into(),
             "–".into(),
             fmt_secs(tr.loose_s),
             fmt_secs(tr.loose_s),
@@ -184,8 +185,7 @@ pub fn report(rs: &ResultSet, k: u32, consumer: Option<Consumer>) -> String {
             let (one, many) = (r.total(1), r.total(k));
             t.add_row(vec![
                 String::new(),
-                r.label(),
-                opened_by(&r.container).into(),
+                shown_label(r),
                 fmt_secs(r.pack_s),
                 fmt_secs(r.per_copy_s),
                 fmt_secs(one),
@@ -196,13 +196,13 @@ pub fn report(rs: &ResultSet, k: u32, consumer: Option<Consumer>) -> String {
             ]);
         }
     }
-    right_align(&mut t, 3);
+    right_align(&mut t, 2);
     out.push_str(&format!("{t}\n"));
     out.push_str(concat!(
         "per copy: copy the container + unpack it, or mount + read every file + unmount; × = loose / packed\n",
-        "(above 1 packing is faster); opens: who can open the container (only Linux mounts squashfs, EROFS\n",
-        "and ext4 images; any system unpacks tar and tar.zst); space: the container, or what the loose copy\n",
-        "took; medians of complete runs\n\n"
+        "(above 1 packing is faster); * only Linux opens the container (squashfs, EROFS and ext4 images:\n",
+        "Windows and macOS mount none); tar and tar.zst every system unpacks; space: the container, or\n",
+        "what the loose copy took; medians of complete runs\n\n"
     ));
     let labels: Vec<String> = trees.last().map(|t| t.routes.iter().map(Route::label).collect()).unwrap_or_default();
     if trees.len() > 1 {
@@ -293,9 +293,9 @@ fn judge_k(t: &TreeRoutes, r: &Route, k: u32) -> Faster {
     judge(&r.label(), &packed, &loose, r.total(k), t.loose_s * k as f64)
 }
 
-/// Who can open a container, as the table shows it.
-fn opened_by(container: &str) -> &'static str {
-    if pack::linux_only(container) { "Linux" } else { "any" }
+/// A route as the table shows it: marked `*` when only Linux opens its container.
+fn shown_label(r: &Route) -> String {
+    if pack::linux_only(&r.container) { format!("{} *", r.label()) } else { r.label() }
 }
 
 /// The fastest way for k copies of the largest tree that `consumer` can open, and why;
@@ -539,11 +539,12 @@ mod tests {
             assert!(rec.contains("pack into tar and unpack it"), "{rec}");
             assert!(!rec.contains("pack into erofs"), "{rec}");
             assert!(rec.contains("left out: erofs (only Linux mounts them; --consumer linux"), "{rec}");
-            // The table marks who opens each container.
+            // The table marks the containers only Linux opens.
             let erofs_row = r.lines().find(|l| l.contains("erofs (mount)")).expect("an erofs row");
-            assert!(erofs_row.contains("Linux"), "{erofs_row}");
+            assert!(erofs_row.contains("erofs (mount) *"), "{erofs_row}");
             let tar_row = r.lines().find(|l| l.contains("tar (unpack)")).expect("a tar row");
-            assert!(tar_row.contains("any"), "{tar_row}");
+            assert!(!tar_row.contains('*'), "{tar_row}");
+            assert!(r.contains("* only Linux opens the container"), "{r}");
             // Asked for Linux: erofs, the fastest.
             let r = report(&rs, 10, Some(Consumer::Linux));
             assert!(r.contains("opened on Linux (--consumer linux): pack into erofs and mount it"), "{r}");
