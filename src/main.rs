@@ -220,7 +220,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
                     fmt_size(bytes as f64)
                 ));
             }
-            body.push_str(&manyfiles::report::pack::report(&o.results, cfg.copies));
+            body.push_str(&manyfiles::report::pack::report(&o.results, cfg.copies, cfg.consumer));
             for w in &o.skipped {
                 body.push_str(&format!("skipped: {w}\n"));
             }

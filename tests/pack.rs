@@ -211,9 +211,13 @@ fn ladder_with_every_container() {
             assert!(cache == Some(want) || cache == Some("not-applicable"), "{op} starts cold: {cache:?}");
         }
     }
-    for want in ["loose", "5 copies", "where packing starts to pay", "recommendation for 256 files"] {
+    for want in ["loose", "5 copies", "where packing starts to pay", "recommendation for 256 files", "only Linux opens"]
+    {
         assert!(r.stdout.contains(want), "output lacks '{want}':\n{}", r.stdout);
     }
+    // No --consumer: from the destination's file system (a temporary directory: not
+    // exFAT, NTFS nor FAT, so Linux).
+    assert!(r.stdout.contains("opened on Linux (the destination's file system is "), "{}", r.stdout);
     assert!(run_dirs(t.path()).is_empty(), "run directory left");
 }
 
@@ -227,7 +231,7 @@ fn real_directory_is_only_read() {
     std::fs::create_dir(&work).unwrap();
     let json = t.path().join("r.json");
     let args = format!(
-        "pack {} --runs 1 -q --containers {} --access {} --src-target {} --json {}",
+        "pack {} --runs 1 -q --consumer any --containers {} --access {} --src-target {} --json {}",
         src.display(),
         names(),
         access(),
@@ -241,6 +245,11 @@ fn real_directory_is_only_read() {
     assert!(ops.iter().all(|o| o.2 && o.1 == 54), "54 files, all complete: {ops:?}");
     assert!(ops.iter().any(|o| o.0 == "tar:unpack"));
     assert!(r.stdout.contains("recommendation for 54 files"), "{}", r.stdout);
+    // --consumer any: never a container only Linux opens.
+    assert!(r.stdout.contains("opened on any system (--consumer any)"), "{}", r.stdout);
+    for c in ["squashfs", "erofs", "ext4"] {
+        assert!(!r.stdout.contains(&format!("pack into {c}")), "{}", r.stdout);
+    }
     assert!(run_dirs(&work).is_empty());
 }
 
@@ -277,6 +286,7 @@ fn bad_input_is_refused_before_anything_is_made() {
         (format!("pack --files 10 --runs 0 --src-target {tp}"), "--runs"),
         (format!("pack --files 10 --cache lukewarm --src-target {tp}"), "--cache"),
         (format!("pack --files 10 --until later --src-target {tp}"), "--until"),
+        (format!("pack --files 10 --consumer windows --src-target {tp}"), "--consumer"),
         (format!("pack {} --src-target {tp}", file.display()), "PATH"),
         (format!("pack {tp}/missing --src-target {tp}"), "PATH"),
         // The run directory would be inside the tree it packs.

@@ -343,6 +343,12 @@ pub struct PackArgs {
     /// k in "pack once, copy k times": totals for one copy and for k copies
     #[arg(long, default_value = "10")]
     pub copies: u32,
+    /// Who opens the containers at the destination: linux (every container) or any
+    /// (tar, tar.zst only: Windows and macOS mount no squashfs, EROFS or ext4 image);
+    /// the recommendation picks only what they can open (default: any when the
+    /// destination is exFAT, NTFS or FAT, linux otherwise)
+    #[arg(long, value_name = "linux|any", value_parser = Hint(&["linux", "any"]), hide_possible_values = true)]
+    pub consumer: Option<String>,
     /// Source directory (a run directory is made inside; default .)
     #[arg(long, conflicts_with = "src_fs")]
     pub src_target: Option<PathBuf>,
@@ -453,6 +459,13 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         check_output(j, "--json")?;
     }
     let runs = check_runs(a.runs)?;
+    let consumer = match &a.consumer {
+        None => None,
+        Some(c) => Some(
+            manyfiles::pack::Consumer::parse(c)
+                .ok_or_else(|| Error::bad("--consumer", format!("'{c}': expected linux or any")))?,
+        ),
+    };
     Ok(PackExperiment {
         source,
         src,
@@ -464,6 +477,7 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         mount,
         mount_with,
         copies: a.copies,
+        consumer,
         runs,
         warmup: a.warmup,
         threads: threads(a.threads)?,

@@ -70,6 +70,10 @@ pub struct PackExperiment {
     pub mount_with: MountWith,
     /// k in "pack once, copy k times".
     pub copies: u32,
+    /// Who opens the containers at the destination (the recommendation only picks what
+    /// they can open); None: from the destination's file system
+    /// (`pack::Consumer::for_destination`).
+    pub consumer: Option<pack::Consumer>,
     pub runs: u32,
     pub warmup: u32,
     pub threads: usize,

@@ -63,6 +63,50 @@ pub fn by_name(name: &str) -> Option<Box<dyn Container>> {
     })
 }
 
+/// Who will open the containers at the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consumer {
+    /// Linux: every container (squashfs, EROFS and ext4 images mount there).
+    Linux,
+    /// Any system (Windows, macOS too): only what they open without extra software.
+    Any,
+}
+
+impl Consumer {
+    pub fn parse(s: &str) -> Option<Consumer> {
+        match s {
+            "linux" => Some(Consumer::Linux),
+            "any" => Some(Consumer::Any),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Consumer::Linux => "linux",
+            Consumer::Any => "any",
+        }
+    }
+    /// The default for a destination of file system type `fs_type`: `any` on the file
+    /// systems removable media and Windows volumes use (exFAT, NTFS, FAT; `fuseblk` is
+    /// how ntfs-3g and exfat-fuse show), `linux` otherwise.
+    pub fn for_destination(fs_type: &str) -> Consumer {
+        match fs_type {
+            "exfat" | "ntfs" | "ntfs3" | "vfat" | "msdos" | "fuseblk" => Consumer::Any,
+            _ => Consumer::Linux,
+        }
+    }
+    /// Whether this consumer can open the container `name`.
+    pub fn opens(self, name: &str) -> bool {
+        self == Consumer::Linux || !linux_only(name)
+    }
+}
+
+/// Containers only Linux opens (mounts): squashfs, EROFS, an ext4 image. tar and
+/// tar.zst every system can unpack.
+pub fn linux_only(name: &str) -> bool {
+    matches!(name, "squashfs" | "erofs" | "ext4")
+}
+
 /// How containers are mounted at the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MountWith {

@@ -230,15 +230,22 @@ impl ResultSet {
                 let back = d.backing.as_ref().map_or(0, |b| if w { b.write_bytes } else { b.read_bytes });
                 own.max(back)
             };
+            // What reached the device: a pack step (`C:pack`) writes its container, which
+            // compression makes smaller than the tree its `bytes` count, so it is judged
+            // by the container's size (`space_used_bytes`, its allocated blocks).
+            let written = match r.space_used_bytes {
+                Some(c) if m.op.ends_with(":pack") => c.max(0) as u64,
+                _ => r.bytes,
+            };
             if let Some(d) = &r.device {
-                if is_write_phase(m) && r.bytes >= MIN && seen(d, true) < r.bytes / 2 {
+                if is_write_phase(m) && written >= MIN && seen(d, true) < written / 2 {
                     push(format!(
                         "{} ({}): the device {} saw less than half of the bytes written ({} of {}): absorbed by a cache",
                         m.op,
                         m.target,
                         d.device,
                         crate::units::fmt_size(seen(d, true) as f64),
-                        crate::units::fmt_size(r.bytes as f64)
+                        crate::units::fmt_size(written as f64)
                     ));
                 }
                 let cold = matches!(r.cache.as_deref(), Some("data-evicted" | "all-dropped"));
