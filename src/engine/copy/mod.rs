@@ -18,6 +18,7 @@ mod delete;
 pub mod engine;
 pub mod file;
 pub mod finish;
+mod links;
 mod listing;
 pub mod mpi;
 pub mod progress;

@@ -28,9 +28,10 @@
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
 use crate::engine::copy::attrs::{self, Caps, Loc, Loss, Losses};
-use crate::engine::copy::engine::{CopyShared, Links, Node, Task, do_dir, join, release};
+use crate::engine::copy::engine::{CopyShared, Node, Task, do_dir, join, release};
 use crate::engine::copy::file::{Step, copy_file, finish_dir, tmp_name};
 use crate::engine::copy::finish::{self, Attr};
+use crate::engine::copy::links::Links;
 use crate::engine::copy::summary::{Part, summary};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
 use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
