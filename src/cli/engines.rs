@@ -57,6 +57,11 @@ pub struct CopyCommonArgs {
     /// No progress on stderr
     #[arg(long, short)]
     pub quiet: bool,
+    /// List every change on stdout, one line each as it happens, in dry runs too: `new file
+    /// a/b`, `changed file a/c (size, time)`, `type changed a/d (symlink, was file)`,
+    /// `deleted a/e (and 12 entries below)`
+    #[arg(long, short = 'i')]
+    pub itemize: bool,
     /// Do not keep owner and group (kept by default: both as root, the group otherwise)
     #[arg(long)]
     pub no_owner: bool,
@@ -103,6 +108,7 @@ pub fn copy_config(
     let default = if writes { 2 * cores() } else { cores() };
     let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads_or(c.threads, default)?);
     o.quiet = c.quiet;
+    o.itemize = c.itemize;
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,

@@ -18,6 +18,7 @@ mod delete;
 pub mod engine;
 pub mod file;
 pub mod finish;
+pub mod itemize;
 mod links;
 mod listing;
 pub mod mpi;
@@ -58,6 +59,8 @@ pub struct Options {
     /// copy: compare DST with SRC afterwards, content included.
     pub verify: bool,
     pub quiet: bool,
+    /// Print one line per change on stdout as it happens (`--itemize`).
+    pub itemize: bool,
     /// What is kept beyond bytes, modes, mtimes and symlinks (all of it by default).
     pub keep: attrs::Keep,
 }
@@ -75,6 +78,7 @@ impl Options {
             dry_run: false,
             verify: false,
             quiet: true,
+            itemize: false,
             keep: attrs::Keep::default(),
         }
     }
