@@ -207,10 +207,12 @@ pub fn run(o: &Options) -> Result<Summary> {
     let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     // DST itself: made if missing (not in a dry run).
+    let mut made = false;
     let dst = match walk::open_root(&o.dst) {
         Ok(fd) => Some(fd),
         Err(Errno::NOENT) if o.dry_run => None,
         Err(Errno::NOENT) => {
+            made = true;
             // Nothing was made yet: a DST that cannot be made is bad input (exit 2).
             rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
                 .map_err(|e| Error::bad("DST", format!("cannot create {}: {e}", o.dst.display())))?;
@@ -218,7 +220,12 @@ pub fn run(o: &Options) -> Result<Summary> {
         }
         Err(e) => return Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
     };
+    if o.itemize && dst.is_none() | made {
+        itemize::line(itemize::fmt("new dir", b"", &[]));
+    }
+    // A DST made here has nothing of SRC's yet (its root is finished as a new directory).
     let dst_meta = match &dst {
+        Some(_) if made => None,
         Some(fd) => Some(meta_of(fd.as_fd()).map_err(|e| Error::failed(format!("{}: {e}", o.dst.display())))?),
         None => None,
     };
@@ -826,10 +833,7 @@ fn describe(
     {
         extra.push("content");
     }
-    if s.m.kind == Kind::File
-        && o.keep.hard_links
-        && (link_to.is_some() || (d.m.nlink > 1 && s.m.nlink == 1))
-    {
+    if s.m.kind == Kind::File && o.keep.hard_links && (link_to.is_some() || (d.m.nlink > 1 && s.m.nlink == 1)) {
         extra.push("link");
     }
     if s.m.kind == Kind::Symlink

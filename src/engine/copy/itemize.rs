@@ -94,7 +94,9 @@ pub(super) fn reasons(
     if s.kind == Kind::File && s.size != d.size {
         r.push("size");
     }
-    if !finish::same_time(s, d, caps) && !(checksum && s.kind == Kind::File) {
+    // With --checksum a file's mtime decides nothing (its content does).
+    let time_decides = !(checksum && s.kind == Kind::File);
+    if time_decides && !finish::same_time(s, d, caps) {
         r.push("time");
     }
     if !finish::same_perm(s, d, caps) {
