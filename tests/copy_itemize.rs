@@ -119,3 +119,68 @@ setfattr -n user.k -v v '{s}/a/x.txt'; rm '{s}/a/t'; ln -s nowhere '{s}/a/t'; ch
         assert!(lines.is_empty(), "unchanged tree (dry run: {dry}) listed changes:\n{all}");
     }
 }
+
+#[test]
+fn verify_reports_attribute_differences_by_kind() {
+    if !is_root() {
+        eprintln!("skipped: needs root (owners)");
+        return;
+    }
+    for t in ["setfattr", "setfacl"] {
+        if !have(t) {
+            eprintln!("skipped: {t} not found");
+            return;
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst, json) = (tmp.path().join("src"), tmp.path().join("dst"), tmp.path().join("v.json"));
+    let (s, d, j) = (src.to_str().unwrap(), dst.to_str().unwrap(), json.to_str().unwrap());
+    sh(&format!(
+        r#"mkdir -p '{s}/x' '{s}/l' '{s}/h'
+echo x > '{s}/x/attr'; setfattr -n user.k -v one '{s}/x/attr'
+echo o > '{s}/x/own'; chown 4242:4343 '{s}/x/own'
+echo a > '{s}/x/acl'; chmod 644 '{s}/x/acl'
+echo linked > '{s}/l/first'; ln '{s}/l/first' '{s}/l/second'
+truncate -s 8M '{s}/h/sparse'; printf data | dd of='{s}/h/sparse' bs=1 seek=4194304 conv=notrunc 2>/dev/null"#
+    ));
+    // A fresh copy verifies clean: every kept attribute compared, none differs.
+    let o = Command::new(bin()).args(["copy", "-q", "--verify", "--json", j, s, d]).output().unwrap();
+    let all = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    let v = common::load_json(&json);
+    assert_eq!(v["verify"]["differences"], 0, "{all}");
+    assert_eq!(v["verify"]["attrs_checked"], true, "{all}");
+
+    // Tampering with DST, one difference of each kind; directory mtimes put back so that
+    // only the tampered attributes differ.
+    sh(&format!(
+        r#"setfattr -n user.k -v two '{d}/x/attr'
+chown 1:1 '{d}/x/own'
+setfacl -m u:nobody:r '{d}/x/acl'
+cp -p '{d}/l/second' '{d}/l/tmp' && mv '{d}/l/tmp' '{d}/l/second'
+cp -p --sparse=never '{d}/h/sparse' '{d}/h/tmp' && mv '{d}/h/tmp' '{d}/h/sparse'
+touch -r '{s}/l' '{d}/l'; touch -r '{s}/h' '{d}/h'"#
+    ));
+    // sync --dry-run --verify: nothing written, DST compared as it is.
+    let o = Command::new(bin()).args(["sync", "-q", "-n", "--verify", "--json", j, s, d]).output().unwrap();
+    let all = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    let v = common::load_json(&json);
+    let kinds = &v["verify"]["kinds"];
+    assert_eq!(kinds, &serde_json::json!({"xattrs": 1, "owner": 1, "acls": 1, "hard_links": 1, "sparse": 1}), "{all}");
+    assert_eq!(v["verify"]["differences"], 5, "{all}");
+    let examples: Vec<&str> = v["verify"]["examples"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    for want in [
+        "x/attr: extended attributes differ",
+        "x/own: owner 4242:4343 in source, 1:1 in destination",
+        "x/acl: ACLs differ",
+        "h/sparse: holes not kept",
+    ] {
+        assert!(examples.iter().any(|e| e.starts_with(want)), "{want} not in {examples:?}");
+    }
+    assert!(
+        examples.iter().any(|e| e.contains("hard link to l/") && e.contains("a separate file in destination")),
+        "{examples:?}"
+    );
+    assert!(all.contains("5 differences"), "{all}");
+}

@@ -421,7 +421,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let mut s = engine::run(o)?;
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     if o.verify && !s.interrupted {
-        s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
+        let checks = verify::Checks { content: true, meta: true };
+        let kept = verify::Kept::new(&o.keep, &s.losses);
+        s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
 }

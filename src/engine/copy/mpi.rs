@@ -630,7 +630,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     s.ranks = Some(RankCounts::new(unit, work, walks));
     s.modify_window_ns = ctx.caps.window_ns;
     if o.verify && !s.interrupted && ranks::is_root() {
-        s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
+        let checks = verify::Checks { content: true, meta: true };
+        let kept = verify::Kept::new(&o.keep, &s.losses);
+        s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
 }
