@@ -426,22 +426,8 @@ pub(crate) fn release(ctx: &CopyShared, node: Arc<Node>) {
                     || !n.dst_meta.is_some_and(|m| n.meta.changed_after(&m))
                     || attrs::same(Loc::Fd(n.src.as_fd()), Loc::Fd(d.as_fd()), &ctx.caps.compared(&ctx.o.keep))
                         .unwrap_or(false));
-            if ctx.o.itemize
-                && let Some(m) = &n.dst_meta
-            {
-                let why = itemize::reasons(
-                    &n.meta,
-                    m,
-                    &a,
-                    &ctx.caps,
-                    &ctx.o.keep,
-                    false,
-                    Some((Loc::Fd(n.src.as_fd()), Loc::Fd(d.as_fd()))),
-                    &[],
-                );
-                if !why.is_empty() {
-                    itemize::line(itemize::fmt("changed dir", &n.rel, &why));
-                }
+            if ctx.o.itemize {
+                itemize::dir(ctx, &n, d.as_fd(), &a);
             }
             if !same && !ctx.o.dry_run && !ctx.stopping() {
                 let path = || join(&n.path, None);
@@ -667,7 +653,7 @@ fn entry(
         return;
     }
     // --itemize: the change, described before DST is touched (printed once made).
-    let change = o.itemize.then(|| describe(ctx, node, s, d, replace, link_to.as_ref().map(|l| &l.0), buf));
+    let change = o.itemize.then(|| itemize::describe(ctx, node, s, d, replace, link_to.as_ref().map(|l| &l.0), buf));
     let said = || {
         if let Some(c) = &change {
             itemize::line(c.clone());
@@ -799,50 +785,4 @@ fn entry(
         }
     }
     t.phase[TRANSFER] += clock.elapsed();
-}
-
-/// The `--itemize` line for SRC's entry `s` (not equal to DST's `d`, if any).
-fn describe(
-    ctx: &CopyShared,
-    node: &Node,
-    s: &Item,
-    d: Option<&Item>,
-    replace: bool,
-    link_to: Option<&Vec<u8>>,
-    buf: &mut [u8],
-) -> String {
-    let rel = rel_join(&node.rel, s.name.to_bytes());
-    let kind = itemize::kind_word(&s.m);
-    let Some(d) = d else {
-        return match link_to {
-            Some(to) => format!("new link {} (to {})", itemize::escape(&rel), itemize::escape(to)),
-            None => itemize::fmt(&format!("new {kind}"), &rel, &[]),
-        };
-    };
-    if replace {
-        return format!("type changed {} ({kind}, was {})", itemize::escape(&rel), itemize::kind_word(&d.m));
-    }
-    let o = ctx.o;
-    let mut extra = Vec::new();
-    let dd = node.dst.as_ref().map(|f| f.as_fd());
-    if s.m.kind == Kind::File
-        && o.checksum
-        && s.m.size == d.m.size
-        && let Some(dd) = dd
-        && !same_content(node.src.as_fd(), s.name, dd, d.name, buf).unwrap_or(false)
-    {
-        extra.push("content");
-    }
-    if s.m.kind == Kind::File && o.keep.hard_links && (link_to.is_some() || (d.m.nlink > 1 && s.m.nlink == 1)) {
-        extra.push("link");
-    }
-    if s.m.kind == Kind::Symlink
-        && let Some(dd) = dd
-        && read_link(node.src.as_fd(), s.name).ok() != read_link(dd, d.name).ok()
-    {
-        extra.push("target");
-    }
-    let xattrs = dd.map(|dd| itemize::at(node.src.as_fd(), s.name, dd, d.name));
-    let why = itemize::reasons(&s.m, &d.m, &ctx.attr(node), &ctx.caps, &o.keep, o.checksum, xattrs, &extra);
-    itemize::fmt(&format!("changed {kind}"), &rel, &why)
 }

@@ -14,9 +14,12 @@
 //! untouched.
 
 use super::attrs::{self, Caps, Keep, Loc};
+use super::engine::{CopyShared, Node, rel_join};
+use super::file::{read_link, same_content};
 use super::finish::{self, Attr};
+use super::listing::Item;
 use crate::fs::walk::{Kind, Meta};
-use rustix::fd::BorrowedFd;
+use rustix::fd::{AsFd, BorrowedFd};
 use std::ffi::CStr;
 use std::io::Write;
 
@@ -122,4 +125,60 @@ pub(super) fn reasons(
 /// The pair of locations of an entry's xattrs.
 pub(super) fn at<'a>(sd: BorrowedFd<'a>, sn: &'a CStr, dd: BorrowedFd<'a>, dn: &'a CStr) -> (Loc<'a>, Loc<'a>) {
     (Loc::At(sd, sn), Loc::At(dd, dn))
+}
+
+/// A directory whose own attributes differ from SRC's (a new one was said when made).
+pub(super) fn dir(ctx: &CopyShared, n: &Node, d: BorrowedFd<'_>, a: &Attr) {
+    let Some(m) = &n.dst_meta else { return };
+    let xattrs = Some((Loc::Fd(n.src.as_fd()), Loc::Fd(d)));
+    let why = reasons(&n.meta, m, a, &ctx.caps, &ctx.o.keep, false, xattrs, &[]);
+    if !why.is_empty() {
+        line(fmt("changed dir", &n.rel, &why));
+    }
+}
+
+/// The `--itemize` line for SRC's entry `s` (not equal to DST's `d`, if any).
+pub(super) fn describe(
+    ctx: &CopyShared,
+    node: &Node,
+    s: &Item,
+    d: Option<&Item>,
+    replace: bool,
+    link_to: Option<&Vec<u8>>,
+    buf: &mut [u8],
+) -> String {
+    let rel = rel_join(&node.rel, s.name.to_bytes());
+    let kind = kind_word(&s.m);
+    let Some(d) = d else {
+        return match link_to {
+            Some(to) => format!("new link {} (to {})", escape(&rel), escape(to)),
+            None => fmt(&format!("new {kind}"), &rel, &[]),
+        };
+    };
+    if replace {
+        return format!("type changed {} ({kind}, was {})", escape(&rel), kind_word(&d.m));
+    }
+    let o = ctx.o;
+    let mut extra = Vec::new();
+    let dd = node.dst.as_ref().map(|f| f.as_fd());
+    if s.m.kind == Kind::File
+        && o.checksum
+        && s.m.size == d.m.size
+        && let Some(dd) = dd
+        && !same_content(node.src.as_fd(), s.name, dd, d.name, buf).unwrap_or(false)
+    {
+        extra.push("content");
+    }
+    if s.m.kind == Kind::File && o.keep.hard_links && (link_to.is_some() || (d.m.nlink > 1 && s.m.nlink == 1)) {
+        extra.push("link");
+    }
+    if s.m.kind == Kind::Symlink
+        && let Some(dd) = dd
+        && read_link(node.src.as_fd(), s.name).ok() != read_link(dd, d.name).ok()
+    {
+        extra.push("target");
+    }
+    let xattrs = dd.map(|dd| at(node.src.as_fd(), s.name, dd, d.name));
+    let why = reasons(&s.m, &d.m, &ctx.attr(node), &ctx.caps, &o.keep, o.checksum, xattrs, &extra);
+    fmt(&format!("changed {kind}"), &rel, &why)
 }
