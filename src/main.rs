@@ -177,7 +177,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
         Command::Copy(a) => {
             let (mut o, json) = cli::copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common, true)?;
-            (o.reflink, o.verify) = (a.reflink, a.verify);
+            o.reflink = a.reflink;
             return ranks::agree(copy_report(&o, json.as_deref(), args));
         }
         Command::Sync(a) => {

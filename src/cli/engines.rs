@@ -17,9 +17,6 @@ pub struct CopyArgs {
     /// Try a reflink (shared extents) first for every file
     #[arg(long)]
     pub reflink: bool,
-    /// Compare DST with SRC afterwards (contents, modes, mtimes)
-    #[arg(long)]
-    pub verify: bool,
     #[command(flatten)]
     pub common: CopyCommonArgs,
 }
@@ -57,6 +54,16 @@ pub struct CopyCommonArgs {
     /// No progress on stderr
     #[arg(long, short)]
     pub quiet: bool,
+    /// Compare DST with SRC afterwards: contents, modes, mtimes and every attribute kept
+    /// (owner, xattrs, ACLs, hard links, holes, flags); differences listed by kind, exit 1.
+    /// After sync --dry-run: what differs now
+    #[arg(long)]
+    pub verify: bool,
+    /// List every change on stdout, one line each as it happens, in dry runs too: `new file
+    /// a/b`, `changed file a/c (size, time)`, `type changed a/d (symlink, was file)`,
+    /// `deleted a/e (and 12 entries below)`
+    #[arg(long, short = 'i')]
+    pub itemize: bool,
     /// Do not keep owner and group (kept by default: both as root, the group otherwise)
     #[arg(long)]
     pub no_owner: bool,
@@ -103,6 +110,8 @@ pub fn copy_config(
     let default = if writes { 2 * cores() } else { cores() };
     let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads_or(c.threads, default)?);
     o.quiet = c.quiet;
+    o.itemize = c.itemize;
+    o.verify = c.verify;
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,

@@ -4,6 +4,7 @@
 
 use super::engine::{CopyShared, DELETE, Node, Tally};
 use super::file::is_tmp_name;
+use super::itemize;
 use super::listing::Item;
 use crate::fs::remove::remove_contents_counted;
 use crate::fs::walk::{self, Kind, open_dir_at};
@@ -22,7 +23,11 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
         return;
     }
     if ctx.o.dry_run {
-        t.deleted += would_remove(node, d);
+        let n = would_remove(node, d);
+        t.deleted += n;
+        if ctx.o.itemize && !own_tmp {
+            itemize::line(deleted(node, d, n));
+        }
         return;
     }
     let Some(dst) = &node.dst else { return };
@@ -30,6 +35,7 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
     let (gone, r) = remove(ctx, dst.as_fd(), d.name, d.m.kind);
     t.deleted += gone;
     match r {
+        Ok(()) if ctx.o.itemize && !own_tmp => itemize::line(deleted(node, d, gone)),
         Ok(()) => {}
         Err(Errno::XDEV) => ctx.refuse(
             &node.path,
@@ -39,6 +45,15 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
         Err(e) => ctx.fail(&node.path, Some(d.name), "delete", e),
     }
     t.phase[DELETE] += clock.elapsed();
+}
+
+/// The `--itemize` line of a deletion of `n` entries, `d` included.
+fn deleted(node: &Node, d: &Item, n: u64) -> String {
+    let rel = itemize::escape(&super::engine::rel_join(&node.rel, d.name.to_bytes()));
+    match n {
+        0 | 1 => format!("deleted {rel}"),
+        n => format!("deleted {rel} (and {} entries below)", n - 1),
+    }
 }
 
 /// Is directory `name` of `dir` empty? (Unreadable or gone: not known to be empty.)

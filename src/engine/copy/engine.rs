@@ -13,6 +13,8 @@ use super::attrs::{self, Caps, Loc, Loss, Losses};
 use super::delete::{dir_is_empty, extraneous, remove, would_remove};
 use super::file::{self, Step, copy_file, copy_special, copy_symlink, finish_dir, read_link, same_content, tmp_name};
 use super::finish::{self, Attr};
+use super::itemize;
+use super::links::{Claim, Links, make_link};
 use super::listing::{Item, Listing, NO_MATCH, list};
 use super::summary::{Part, summary};
 use super::{Counters, Failures, Mode, Options, Summary, Walls};
@@ -55,86 +57,6 @@ pub(crate) struct CopyShared<'a> {
     pub(crate) links: Links,
     /// DST's root, for the relative paths hard links are made from.
     pub(crate) dst_root: Option<OwnedFd>,
-}
-
-/// The hard-link map: (device, inode) of a SRC file with st_nlink > 1 → the DST path
-/// (relative to DST's root) and inode of its first copy. Only such files enter it, so
-/// it costs nothing on trees without hard links. A thread that meets an inode whose
-/// first copy is still being written waits for it (the writer waits on nothing).
-#[derive(Default)]
-pub(crate) struct Links {
-    map: std::sync::Mutex<std::collections::HashMap<(u64, u64), LinkState>>,
-    done: std::sync::Condvar,
-}
-
-#[derive(Clone)]
-enum LinkState {
-    Pending,
-    Done(Vec<u8>, u64),
-    Failed,
-}
-
-/// What [`Links::claim`] found.
-pub(crate) enum Claim<'a> {
-    /// This is the first: copy it, then [`LinkGuard::done`].
-    First(LinkGuard<'a>),
-    /// Link to this DST path (relative to DST's root), inode there.
-    To(Vec<u8>, u64),
-    /// The first copy failed: copy this one on its own.
-    Alone,
-}
-
-/// Marks a claimed inode failed unless [`LinkGuard::done`] was called.
-pub(crate) struct LinkGuard<'a> {
-    links: &'a Links,
-    key: (u64, u64),
-    set: bool,
-}
-
-impl LinkGuard<'_> {
-    pub(crate) fn done(mut self, rel: Vec<u8>, ino: u64) {
-        self.links.set(self.key, LinkState::Done(rel, ino));
-        self.set = true;
-    }
-}
-
-impl Drop for LinkGuard<'_> {
-    fn drop(&mut self) {
-        if !self.set {
-            self.links.set(self.key, LinkState::Failed);
-        }
-    }
-}
-
-impl Links {
-    pub(crate) fn claim(&self, key: (u64, u64)) -> Claim<'_> {
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            match m.get(&key) {
-                None => {
-                    m.insert(key, LinkState::Pending);
-                    return Claim::First(LinkGuard { links: self, key, set: false });
-                }
-                Some(LinkState::Pending) => m = self.done.wait(m).unwrap_or_else(|p| p.into_inner()),
-                Some(LinkState::Done(rel, ino)) => return Claim::To(rel.clone(), *ino),
-                Some(LinkState::Failed) => return Claim::Alone,
-            }
-        }
-    }
-    fn set(&self, key: (u64, u64), st: LinkState) {
-        self.map.lock().unwrap_or_else(|p| p.into_inner()).insert(key, st);
-        self.done.notify_all();
-    }
-    /// The (device, inode) keys this process copied first, with their DST paths.
-    pub(crate) fn firsts(&self) -> Vec<((u64, u64), Vec<u8>)> {
-        let m = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        m.iter()
-            .filter_map(|(k, v)| match v {
-                LinkState::Done(rel, _) => Some((*k, rel.clone())),
-                _ => None,
-            })
-            .collect()
-    }
 }
 
 /// See [`CopyShared::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
@@ -285,10 +207,12 @@ pub fn run(o: &Options) -> Result<Summary> {
     let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
     // DST itself: made if missing (not in a dry run).
+    let mut made = false;
     let dst = match walk::open_root(&o.dst) {
         Ok(fd) => Some(fd),
         Err(Errno::NOENT) if o.dry_run => None,
         Err(Errno::NOENT) => {
+            made = true;
             // Nothing was made yet: a DST that cannot be made is bad input (exit 2).
             rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
                 .map_err(|e| Error::bad("DST", format!("cannot create {}: {e}", o.dst.display())))?;
@@ -296,7 +220,12 @@ pub fn run(o: &Options) -> Result<Summary> {
         }
         Err(e) => return Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
     };
+    if o.itemize && dst.is_none() | made {
+        itemize::line(itemize::fmt("new dir", b"", &[]));
+    }
+    // A DST made here has nothing of SRC's yet (its root is finished as a new directory).
     let dst_meta = match &dst {
+        Some(_) if made => None,
         Some(fd) => Some(meta_of(fd.as_fd()).map_err(|e| Error::failed(format!("{}: {e}", o.dst.display())))?),
         None => None,
     };
@@ -497,6 +426,9 @@ pub(crate) fn release(ctx: &CopyShared, node: Arc<Node>) {
                     || !n.dst_meta.is_some_and(|m| n.meta.changed_after(&m))
                     || attrs::same(Loc::Fd(n.src.as_fd()), Loc::Fd(d.as_fd()), &ctx.caps.compared(&ctx.o.keep))
                         .unwrap_or(false));
+            if ctx.o.itemize {
+                itemize::dir(ctx, &n, d.as_fd(), &a);
+            }
             if !same && !ctx.o.dry_run && !ctx.stopping() {
                 let path = || join(&n.path, None);
                 if let Err(e) = finish_dir(n.src.as_fd(), d.as_fd(), &n.meta, &a, &path) {
@@ -686,6 +618,9 @@ fn entry(
     };
     t.phase[COMPARE] += clock.elapsed();
     if s.m.kind == Kind::Dir && !replace {
+        if o.itemize && d.is_none() {
+            itemize::line(itemize::fmt("new dir", &rel_join(&node.rel, s.name.to_bytes()), &[]));
+        }
         node.pending.fetch_add(1, Ordering::Relaxed);
         spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: d.map(|d| d.m) });
         return;
@@ -717,7 +652,15 @@ fn entry(
         ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    // --itemize: the change, described before DST is touched (printed once made).
+    let change = o.itemize.then(|| itemize::describe(ctx, node, s, d, replace, link_to.as_ref().map(|l| &l.0), buf));
+    let said = || {
+        if let Some(c) = &change {
+            itemize::line(c.clone());
+        }
+    };
     if o.dry_run || node.dst.is_none() {
+        said();
         if replace {
             t.deleted += d.map_or(1, |d| would_remove(node, d));
         }
@@ -748,6 +691,7 @@ fn entry(
         }
         t.phase[DELETE] += clock.elapsed();
         if s.m.kind == Kind::Dir {
+            said();
             node.pending.fetch_add(1, Ordering::Relaxed);
             spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: None });
             return;
@@ -759,6 +703,7 @@ fn entry(
         && let Some(big) = ctx.big
         && big(node, s.name, &s.m)
     {
+        said();
         t.copied += 1;
         t.bytes += s.m.size;
         t.phase[TRANSFER] += clock.elapsed();
@@ -805,6 +750,7 @@ fn entry(
     });
     match r {
         Ok(Some(n)) => {
+            said();
             t.copied += 1;
             t.bytes += n;
             if links && !caps.hard_links {
@@ -839,35 +785,4 @@ fn entry(
         }
     }
     t.phase[TRANSFER] += clock.elapsed();
-}
-
-/// Make `target` in `dst` a hard link to `rel` (below DST's root). None: no link could
-/// be made (a destination without hard links, too many links, the first copy out of
-/// reach): counted as a loss, and the caller copies the file on its own.
-fn make_link(
-    ctx: &CopyShared,
-    rel: &[u8],
-    dst: BorrowedFd<'_>,
-    target: &CStr,
-    lost: &dyn Fn() -> String,
-) -> Option<file::StepResult<()>> {
-    let root = ctx.dst_root.as_ref()?;
-    if ctx.losses.unsupported(Loss::HardLinks) {
-        ctx.losses.add(Loss::HardLinks, lost);
-        return None;
-    }
-    let from = CString::new(rel).ok()?;
-    match rustix::fs::linkat(root, from.as_c_str(), dst, target, AtFlags::empty()) {
-        Ok(()) => Some(Ok(())),
-        Err(e) => {
-            if matches!(e, Errno::PERM | Errno::OPNOTSUPP | Errno::NOSYS | Errno::XDEV) {
-                ctx.losses.mark_unsupported(Loss::HardLinks);
-            }
-            if e == Errno::EXIST {
-                return Some(Err((Step::Create, e)));
-            }
-            ctx.losses.add(Loss::HardLinks, lost);
-            None
-        }
-    }
 }

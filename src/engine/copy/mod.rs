@@ -18,6 +18,8 @@ mod delete;
 pub mod engine;
 pub mod file;
 pub mod finish;
+pub mod itemize;
+mod links;
 mod listing;
 pub mod mpi;
 pub mod progress;
@@ -57,6 +59,8 @@ pub struct Options {
     /// copy: compare DST with SRC afterwards, content included.
     pub verify: bool,
     pub quiet: bool,
+    /// Print one line per change on stdout as it happens (`--itemize`).
+    pub itemize: bool,
     /// What is kept beyond bytes, modes, mtimes and symlinks (all of it by default).
     pub keep: attrs::Keep,
 }
@@ -74,6 +78,7 @@ impl Options {
             dry_run: false,
             verify: false,
             quiet: true,
+            itemize: false,
             keep: attrs::Keep::default(),
         }
     }
@@ -416,7 +421,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let mut s = engine::run(o)?;
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     if o.verify && !s.interrupted {
-        s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
+        let checks = verify::Checks { content: true, meta: true };
+        let kept = verify::Kept::new(&o.keep, &s.losses);
+        s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
 }

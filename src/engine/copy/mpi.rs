@@ -28,9 +28,10 @@
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
 use crate::engine::copy::attrs::{self, Caps, Loc, Loss, Losses};
-use crate::engine::copy::engine::{CopyShared, Links, Node, Task, do_dir, join, release};
+use crate::engine::copy::engine::{CopyShared, Node, Task, do_dir, join, release};
 use crate::engine::copy::file::{Step, copy_file, finish_dir, tmp_name};
 use crate::engine::copy::finish::{self, Attr};
+use crate::engine::copy::links::Links;
 use crate::engine::copy::summary::{Part, summary};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
 use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
@@ -629,7 +630,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     s.ranks = Some(RankCounts::new(unit, work, walks));
     s.modify_window_ns = ctx.caps.window_ns;
     if o.verify && !s.interrupted && ranks::is_root() {
-        s.verify = Some(verify::compare(&o.src, &o.dst, &verify::Checks { content: true, meta: true }, o.threads));
+        let checks = verify::Checks { content: true, meta: true };
+        let kept = verify::Kept::new(&o.keep, &s.losses);
+        s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
 }

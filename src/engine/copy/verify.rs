@@ -1,16 +1,22 @@
 //! Compare a destination tree with its source: names, kinds, sizes and symlink targets
-//! always; file contents and (for our own copies) permission bits and mtimes on request.
+//! always; file contents and (for our own copies) permission bits and mtimes on request,
+//! and every other attribute the copy kept ([`Kept`]: owner, xattrs, ACLs, hard-link
+//! groups, holes, inode flags, special files' type and device), each difference named by
+//! its kind.
 //! Used by `copy --verify` and to check what an external tool produced. Walks both
 //! trees in parallel (one task per directory), never following a symlink.
 
+use super::attrs::{self, FLAG_ATTRS, Keep, Loc, LossRow};
 use super::file::{read_link, same_content};
 use super::{Failures, MAX_FAILURES};
-use crate::fs::walk::{self, Kind, meta_at, open_dir_at};
+use crate::fs::walk::{self, Kind, Meta, meta_at, open_dir_at};
 use rustix::fd::{AsFd, OwnedFd};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What to compare beyond names, kinds, sizes and symlink targets.
@@ -21,6 +27,32 @@ pub struct Checks {
     pub meta: bool,
 }
 
+/// The attributes a copy kept, checked beyond contents, modes and mtimes: what `keep`
+/// asked for, less the kinds the destination could not hold (already reported as losses).
+#[derive(Debug, Clone, Copy)]
+pub struct Kept {
+    pub keep: Keep,
+}
+
+impl Kept {
+    /// `keep` less every kind with losses.
+    pub fn new(keep: &Keep, losses: &[LossRow]) -> Kept {
+        let lost = |k: &str| losses.iter().any(|l| l.kind == k && l.count > 0);
+        Kept {
+            keep: Keep {
+                owner: keep.owner && !lost("owner"),
+                xattrs: keep.xattrs && !lost("xattrs"),
+                acls: keep.acls && !lost("acls"),
+                hard_links: keep.hard_links && !lost("hard_links"),
+                sparse: keep.sparse && !lost("sparse"),
+                specials: keep.specials && !lost("specials"),
+                flags: keep.flags && !lost("flags"),
+                lossy: keep.lossy,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub files: u64,
@@ -29,6 +61,14 @@ pub struct Report {
     pub bytes: u64,
     pub content_checked: bool,
     pub differences: u64,
+    /// Attributes were compared too (owner, xattrs, ACLs, hard links, holes, flags).
+    #[serde(default)]
+    pub attrs_checked: bool,
+    /// Differences per kind (`missing`, `extra`, `kind`, `size`, `content`, `mode_mtime`,
+    /// `symlink`, `owner`, `xattrs`, `acls`, `hard_links`, `sparse`, `flags`, `special`,
+    /// `error`).
+    #[serde(default)]
+    pub kinds: BTreeMap<String, u64>,
     /// The first differences, "path: what".
     pub examples: Vec<String>,
     pub elapsed_s: f64,
@@ -39,7 +79,12 @@ impl Report {
         self.differences == 0
     }
     pub fn text(&self) -> String {
-        let what = if self.content_checked { "names, kinds, sizes, contents" } else { "names, kinds, sizes" };
+        let what = match (self.content_checked, self.attrs_checked) {
+            (true, true) => "names, kinds, sizes, contents, attributes",
+            (true, false) => "names, kinds, sizes, contents",
+            (false, true) => "names, kinds, sizes, attributes",
+            (false, false) => "names, kinds, sizes",
+        };
         let mut s = format!(
             "{} files, {} dirs, {} symlinks ({} bytes) compared ({what}) in {}: {} differences",
             self.files,
@@ -49,6 +94,10 @@ impl Report {
             crate::units::fmt_secs(self.elapsed_s),
             self.differences
         );
+        if !self.kinds.is_empty() {
+            let k: Vec<String> = self.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            s.push_str(&format!(" ({})", k.join(", ")));
+        }
         for e in self.examples.iter().take(10) {
             s.push_str(&format!("\n  {e}"));
         }
@@ -58,6 +107,10 @@ impl Report {
 
 struct VerifyShared {
     checks: Checks,
+    kept: Option<Kept>,
+    /// Hard links: SRC (device, inode) → DST inode and path of the first one met.
+    links: Mutex<HashMap<(u64, u64), (u64, String)>>,
+    kinds: Mutex<BTreeMap<&'static str, u64>>,
     files: AtomicU64,
     dirs: AtomicU64,
     symlinks: AtomicU64,
@@ -71,11 +124,27 @@ fn rel(path: &str, name: &CStr) -> String {
     if path.is_empty() { n.into_owned() } else { format!("{path}/{n}") }
 }
 
+impl VerifyShared {
+    /// Count one difference of `kind`, listed as "path: what".
+    fn diff(&self, kind: &'static str, what: String) {
+        *self.kinds.lock().unwrap_or_else(|p| p.into_inner()).entry(kind).or_default() += 1;
+        self.list.push(&self.diffs, what);
+    }
+}
+
 /// Compare `dst` with `src` on `threads` threads.
 pub fn compare(src: &Path, dst: &Path, checks: &Checks, threads: usize) -> Report {
+    compare_kept(src, dst, checks, None, threads)
+}
+
+/// [`compare`], and with `kept` every attribute the copy kept.
+pub fn compare_kept(src: &Path, dst: &Path, checks: &Checks, kept: Option<&Kept>, threads: usize) -> Report {
     let t0 = std::time::Instant::now();
     let ctx = VerifyShared {
         checks: *checks,
+        kept: kept.copied(),
+        links: Mutex::default(),
+        kinds: Mutex::default(),
         files: AtomicU64::new(0),
         dirs: AtomicU64::new(0),
         symlinks: AtomicU64::new(0),
@@ -83,12 +152,10 @@ pub fn compare(src: &Path, dst: &Path, checks: &Checks, threads: usize) -> Repor
         diffs: super::Counters::default(),
         list: Failures::default(),
     };
-    let diff = |what: String| ctx.list.push(&ctx.diffs, what);
+    let diff = |what: String| ctx.diff("error", what);
     match (walk::open_root(src), walk::open_root(dst)) {
         (Ok(s), Ok(d)) => {
-            if checks.meta {
-                dir_meta(&ctx, &s, &d, ".");
-            }
+            dir_meta(&ctx, &s, &d, ".");
             walk::par_tasks(threads, vec![(s, d, String::new())], |(s, d, path): (OwnedFd, OwnedFd, String), spawn| {
                 one_dir(&ctx, &s, &d, &path, &mut |t| spawn(t))
             })
@@ -107,16 +174,88 @@ pub fn compare(src: &Path, dst: &Path, checks: &Checks, threads: usize) -> Repor
         bytes: ld(&ctx.bytes),
         content_checked: checks.content,
         differences: ld(&ctx.diffs.failed),
+        attrs_checked: kept.is_some(),
+        kinds: ctx
+            .kinds
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .into_iter()
+            .map(|(k, n)| (k.into(), n))
+            .collect(),
         examples,
         elapsed_s: t0.elapsed().as_secs_f64(),
     }
 }
 
 fn dir_meta(ctx: &VerifyShared, s: &OwnedFd, d: &OwnedFd, path: &str) {
+    if !ctx.checks.meta && ctx.kept.is_none() {
+        return;
+    }
     if let (Ok(a), Ok(b)) = (walk::meta_of(s.as_fd()), walk::meta_of(d.as_fd())) {
-        if a.perm != b.perm || a.mtime_s != b.mtime_s || a.mtime_ns != b.mtime_ns {
-            ctx.list.push(&ctx.diffs, format!("{path}: directory mode/mtime differ"));
+        if ctx.checks.meta && (a.perm != b.perm || a.mtime_s != b.mtime_s || a.mtime_ns != b.mtime_ns) {
+            ctx.diff("mode_mtime", format!("{path}: directory mode/mtime differ"));
         }
+        same_attrs(ctx, &a, &b, Loc::Fd(s.as_fd()), Loc::Fd(d.as_fd()), path);
+    }
+}
+
+/// Owner, xattrs, ACLs and inode flags of one entry (with [`Kept`]).
+fn same_attrs(ctx: &VerifyShared, ms: &Meta, md: &Meta, ls: Loc<'_>, ld: Loc<'_>, p: &str) {
+    let Some(k) = &ctx.kept else { return };
+    let keep = &k.keep;
+    if let Some((u, g)) = attrs::owner_for(ms, keep)
+        && (u.is_some_and(|u| u != md.uid) || g.is_some_and(|g| g != md.gid))
+    {
+        ctx.diff("owner", format!("{p}: owner {}:{} in source, {}:{} in destination", ms.uid, ms.gid, md.uid, md.gid));
+    }
+    let only = |xattrs: bool, acls: bool| Keep { xattrs: keep.xattrs && xattrs, acls: keep.acls && acls, ..*keep };
+    for (kind, which, k) in [("xattrs", "extended attributes", only(true, false)), ("acls", "ACLs", only(false, true))]
+    {
+        if !k.any_xattr() {
+            continue;
+        }
+        match attrs::same(ls, ld, &k) {
+            Ok(true) => {}
+            Ok(false) => ctx.diff(kind, format!("{p}: {which} differ")),
+            Err(e) => ctx.diff(kind, format!("{p}: {which}: {e}")),
+        }
+    }
+    if keep.flags && (ms.attrs ^ md.attrs) & FLAG_ATTRS != 0 {
+        ctx.diff("flags", format!("{p}: inode flags differ"));
+    }
+}
+
+/// Hard-link groups and holes of a regular file (with [`Kept`]).
+fn file_attrs(ctx: &VerifyShared, ms: &Meta, md: &Meta, p: &str) {
+    let Some(k) = &ctx.kept else { return };
+    if k.keep.hard_links {
+        if ms.nlink > 1 {
+            let mut m = ctx.links.lock().unwrap_or_else(|e| e.into_inner());
+            match m.get(&(ms.dev, ms.ino)) {
+                None => {
+                    m.insert((ms.dev, ms.ino), (md.ino, p.to_string()));
+                }
+                Some((ino, _)) if *ino == md.ino => {}
+                Some((_, first)) => {
+                    let what = format!("{p}: hard link to {first} in source, a separate file in destination");
+                    drop(m);
+                    ctx.diff("hard_links", what);
+                }
+            }
+        } else if md.nlink > 1 {
+            ctx.diff("hard_links", format!("{p}: one link in source, {} in destination", md.nlink));
+        }
+    }
+    let sparse = |m: &Meta| m.blocks.saturating_mul(512) < m.size;
+    if k.keep.sparse && sparse(ms) && !sparse(md) {
+        ctx.diff(
+            "sparse",
+            format!(
+                "{p}: holes not kept ({} B allocated in source, {} B in destination)",
+                ms.blocks * 512,
+                md.blocks * 512
+            ),
+        );
     }
 }
 
@@ -127,11 +266,11 @@ fn one_dir(
     path: &str,
     spawn: &mut dyn FnMut((OwnedFd, OwnedFd, String)),
 ) {
-    let diff = |what: String| ctx.list.push(&ctx.diffs, what);
+    let diff = |kind: &'static str, what: String| ctx.diff(kind, what);
     let (mut a, mut b) = match (walk::read_dir(s.as_fd()), walk::read_dir(d.as_fd())) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => {
-            return diff(format!("{}: cannot list: {e}", if path.is_empty() { "." } else { path }));
+            return diff("error", format!("{}: cannot list: {e}", if path.is_empty() { "." } else { path }));
         }
     };
     a.sort_by(|x, y| x.name.cmp(&y.name));
@@ -140,22 +279,22 @@ fn one_dir(
     let mut buf = vec![0u8; 128 * 1024];
     for e in &a {
         while let Some(x) = bi.next_if(|x| x.name < e.name) {
-            diff(format!("{}: only in destination", rel(path, &x.name)));
+            diff("extra", format!("{}: only in destination", rel(path, &x.name)));
         }
         let p = rel(path, &e.name);
         let Some(x) = bi.next_if(|x| x.name == e.name) else {
-            diff(format!("{p}: missing in destination"));
+            diff("missing", format!("{p}: missing in destination"));
             continue;
         };
         let (ms, md) = match (meta_at(s.as_fd(), &e.name), meta_at(d.as_fd(), &x.name)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(err), _) | (_, Err(err)) => {
-                diff(format!("{p}: stat: {err}"));
+                diff("error", format!("{p}: stat: {err}"));
                 continue;
             }
         };
         if ms.kind != md.kind {
-            diff(format!("{p}: {} in source, {} in destination", ms.kind.name(), md.kind.name()));
+            diff("kind", format!("{p}: {} in source, {} in destination", ms.kind.name(), md.kind.name()));
             continue;
         }
         let meta_differs = ms.mtime_s != md.mtime_s || ms.mtime_ns != md.mtime_ns;
@@ -164,39 +303,51 @@ fn one_dir(
                 ctx.files.fetch_add(1, Ordering::Relaxed);
                 ctx.bytes.fetch_add(ms.size, Ordering::Relaxed);
                 if ms.size != md.size {
-                    diff(format!("{p}: size {} in source, {} in destination", ms.size, md.size));
+                    diff("size", format!("{p}: size {} in source, {} in destination", ms.size, md.size));
                 } else if ctx.checks.content
                     && !same_content(s.as_fd(), &e.name, d.as_fd(), &x.name, &mut buf).unwrap_or(false)
                 {
-                    diff(format!("{p}: content differs"));
+                    diff("content", format!("{p}: content differs"));
                 } else if ctx.checks.meta && (meta_differs || ms.perm != md.perm) {
-                    diff(format!("{p}: mode/mtime differ"));
+                    diff("mode_mtime", format!("{p}: mode/mtime differ"));
                 }
+                file_attrs(ctx, &ms, &md, &p);
+                same_attrs(ctx, &ms, &md, Loc::At(s.as_fd(), &e.name), Loc::At(d.as_fd(), &x.name), &p);
             }
             Kind::Symlink => {
                 ctx.symlinks.fetch_add(1, Ordering::Relaxed);
                 if read_link(s.as_fd(), &e.name).ok() != read_link(d.as_fd(), &x.name).ok() {
-                    diff(format!("{p}: symlink target differs"));
+                    diff("symlink", format!("{p}: symlink target differs"));
                 } else if ctx.checks.meta && meta_differs {
-                    diff(format!("{p}: symlink mtime differs"));
+                    diff("mode_mtime", format!("{p}: symlink mtime differs"));
                 }
+                same_attrs(ctx, &ms, &md, Loc::At(s.as_fd(), &e.name), Loc::At(d.as_fd(), &x.name), &p);
             }
             Kind::Dir => {
                 ctx.dirs.fetch_add(1, Ordering::Relaxed);
                 match (open_dir_at(s.as_fd(), &e.name), open_dir_at(d.as_fd(), &x.name)) {
                     (Ok(a), Ok(b)) => {
-                        if ctx.checks.meta {
-                            dir_meta(ctx, &a, &b, &p);
-                        }
+                        dir_meta(ctx, &a, &b, &p);
                         spawn((a, b, p))
                     }
-                    (Err(err), _) | (_, Err(err)) => diff(format!("{p}: open: {err}")),
+                    (Err(err), _) | (_, Err(err)) => diff("error", format!("{p}: open: {err}")),
                 }
             }
-            Kind::Other => {}
+            Kind::Other => {
+                if let Some(k) = &ctx.kept
+                    && k.keep.specials
+                {
+                    if ms.ifmt != md.ifmt || ms.rdev != md.rdev {
+                        diff("special", format!("{p}: special file type or device differs"));
+                    } else if ctx.checks.meta && (meta_differs || ms.perm != md.perm) {
+                        diff("mode_mtime", format!("{p}: mode/mtime differ"));
+                    }
+                    same_attrs(ctx, &ms, &md, Loc::At(s.as_fd(), &e.name), Loc::At(d.as_fd(), &x.name), &p);
+                }
+            }
         }
     }
     for x in bi {
-        diff(format!("{}: only in destination", rel(path, &x.name)));
+        diff("extra", format!("{}: only in destination", rel(path, &x.name)));
     }
 }
