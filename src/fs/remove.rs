@@ -63,7 +63,8 @@ impl Listed {
 }
 
 /// List directory `dir` completely: each subdirectory's name goes to `on_dir` as it is
-/// read, the other names are kept ([`Listed`], inode order). A listing that fails part
+/// read, the other names are kept ([`Listed`], inode order). `dir` must be a fresh open
+/// (at offset 0: getdents goes on from where the fd was). A listing that fails part
 /// way keeps what it read and returns the error beside it. Entry types come from
 /// getdents' `d_type` (a statx only where the file system gives none).
 pub fn list(dir: BorrowedFd<'_>, mut on_dir: impl FnMut(&CStr)) -> (Listed, Result<(), Errno>) {
@@ -217,7 +218,9 @@ fn empty_files(dir: BorrowedFd<'_>, removed: &mut u64, first_err: &mut Option<Er
 }
 
 fn remove_below(dir: BorrowedFd<'_>, removed: &mut u64) -> Result<(), Errno> {
-    let root = rustix::io::fcntl_dupfd_cloexec(dir, 0)?;
+    // A fresh open, not a dup: a dup shares the caller's directory offset, and a run
+    // directory's fd that was listed before would list nothing (and its rmdir fail).
+    let root = openat(dir, c".", DIR_FLAGS, Mode::empty())?;
     let id = dev_ino(root.as_fd())?;
     let mut first_err = None;
     let subdirs = empty_files(root.as_fd(), removed, &mut first_err);
@@ -335,6 +338,22 @@ mod tests {
         let mut back = Vec::new();
         let n = unlink_names(fd.as_fd(), b"x\0", |n| back.push(n.to_owned()), |n, e| panic!("{n:?}: {e}"));
         assert_eq!((n, back), (0, vec![c"x".to_owned()]));
+    }
+
+    #[test]
+    fn an_fd_that_was_listed_before_is_emptied_all_the_same() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(t.path().join(format!("f{i}")), b"x").unwrap();
+        }
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        let fd = walk::open_root(t.path()).unwrap();
+        // Read to the end on this very fd, as a run directory's owner may have.
+        walk::for_each_entry(fd.as_fd(), fd.as_fd(), |_, _, _| {}).unwrap();
+        let mut n = 0;
+        remove_contents_counted(fd.as_fd(), &mut n).unwrap();
+        assert_eq!(n, 51);
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
     }
 
     #[test]
