@@ -129,7 +129,20 @@ fn reliability_pidns_cleanup_leaves_live_run_alone() {
             // cleanup did not remove it (the run reformats, so the image may be new).
             let (imgs2, loops2) = images_and_loops(backing.path());
             for i in &imgs {
-                assert!(imgs2.contains(i) || child.try_wait().unwrap().is_some(), "trial {trial}: image {i} removed");
+                if !imgs2.contains(i) {
+                    // Gone: either the run itself is tearing down at its end (then it exits
+                    // within moments) or cleanup took a live run's image (then it does not).
+                    let t0 = Instant::now();
+                    let mut ended = false;
+                    while !ended && t0.elapsed() < Duration::from_secs(20) {
+                        ended = child.try_wait().unwrap().is_some();
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    assert!(ended, "trial {trial}: image {i} removed while the run lives on");
+                }
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
             }
             assert!(!loops.is_empty() && !loops2.is_empty(), "trial {trial}: loop device gone: {loops:?} {loops2:?}");
             for r in &recs {
