@@ -266,7 +266,7 @@ fn print_report(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) {
     let mut s = table::title(rs);
     s.push('\n');
     s.push_str(body);
-    s.push_str(&table::ranks(rs));
+    s.push_str(&manyfiles::report::ranks::table(rs));
     s.push_str(&table::footer(rs));
     if let Some(p) = json {
         s.push_str(&format!("results: {}\n", p.display()));

@@ -256,7 +256,7 @@ fn documented_defaults() {
     let flat: String = ladder.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains("(default: adaptive runs to --precision)"), "{flat}");
     assert_eq!(default_of(&ladder, "--precision"), "5%");
-    assert_eq!(default_of(&ladder, "--min-runs"), "3");
+    assert_eq!(default_of(&ladder, "--min-runs"), "6");
     assert_eq!(default_of(&ladder, "--max-runs"), "30");
     assert_eq!(default_of(&ladder, "--max-time"), "3m");
     assert_eq!(default_of(&ladder, "--portion"), "10000");

@@ -178,15 +178,24 @@ fn small_ladder_end_to_end() {
     let ms = arr(&v, "measurements");
     assert_eq!(ms.len(), 5 * 3 * 2, "5 rungs × 3 ops × 2 runs");
     let rungs = [1u64, 4, 16, 64, 256];
+    for pass in ms.chunks(15) {
+        let mut seen: Vec<u64> = pass.iter().map(|m| u(m, "tree_files")).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen, rungs, "every rung once per pass");
+    }
     for (i, m) in ms.iter().enumerate() {
         check_measurement(m, &tid);
         assert_eq!(u(m, "order"), i as u64, "order is the position in the experiment");
-        // Interleaved: all of run 1 (rung by rung, op by op), then run 2.
+        // Interleaved: all of run 1 (every rung once, in a shuffled order, op by op),
+        // then run 2; runs 1 and 2 are block 0.
         let run = 1 + i / 15;
-        let rung = rungs[(i % 15) / 3];
         let op = ["create", "read", "delete"][i % 3];
         assert_eq!(u(m, "run"), run as u64, "measurement {i}");
-        assert_eq!(u(m, "tree_files"), rung, "measurement {i}");
+        assert_eq!(u(m, "block"), 0, "measurement {i}");
+        let rung = u(m, "tree_files");
+        assert!(rungs.contains(&rung), "measurement {i}");
+        assert_eq!(u(m, "tree_files"), u(&ms[i - i % 3], "tree_files"), "a trial's ops on one tree");
         assert_eq!(s(m, "op"), op, "measurement {i}");
         assert_eq!(u(m, "tree_bytes"), (1 << 20) / rung * rung);
         assert_eq!(u(m, "tree_dirs"), 0, "≤ 1000 files sit in the tree root");
@@ -291,7 +300,9 @@ fn rungs_follow_from_to_step_and_round_sizes_down() {
     r.ok();
     let v = load_json(&json);
     let ms = arr(&v, "measurements");
-    let files: Vec<u64> = ms.iter().map(|m| u(m, "tree_files")).collect();
+    // The trials of a pass run in a shuffled order: the rungs, sorted.
+    let mut files: Vec<u64> = ms.iter().map(|m| u(m, "tree_files")).collect();
+    files.sort_unstable();
     assert_eq!(files, vec![3, 9, 27], "rungs 3, 9, 27 (81 > --to 30)");
     for m in ms {
         let n = u(m, "tree_files");

@@ -45,6 +45,15 @@ pub struct Summary {
     /// when n < 6. Absent in files written before it existed.
     #[serde(default)]
     pub median_ci95_s: Option<[f64; 2]>,
+    /// Blocks the runs fell in (see `analysis::blocks`); 0 when not blocked (then
+    /// `median_ci95_s` takes the runs as independent).
+    #[serde(default)]
+    pub blocks: usize,
+    /// With blocks: the distribution-free interval of the median with the runs taken
+    /// as independent (within one invocation), beside the headline's, which adds the
+    /// variation between blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_ci95_s: Option<[f64; 2]>,
     /// Coefficient of variation stddev/mean; `None` when n < 2 or mean == 0.
     pub cv: Option<f64>,
     /// The first run is an outlier. Rule: with n >= 3, the first sample is
@@ -129,6 +138,8 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         max_s,
         ci95_s,
         median_ci95_s: median_ci95(samples),
+        blocks: 0,
+        within_ci95_s: None,
         cv,
         first_run_outlier: first_run_outlier(samples),
         noisy,

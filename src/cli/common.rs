@@ -138,18 +138,20 @@ pub struct RunArgs {
     /// --precision)
     #[arg(long, conflicts_with_all = ["precision", "min_runs", "max_runs", "max_time"])]
     pub runs: Option<u32>,
-    /// Adaptive runs (the default): run each cell until the 95% interval of its median
-    /// is within ±P% (judged from 6 undisturbed runs on)
+    /// Adaptive runs (the default): run each cell until the 95% interval of its median,
+    /// within and between blocks of runs, is within ±P% (judged from 10 undisturbed
+    /// runs on)
     #[arg(long, value_name = "P%", default_value = "5%")]
     pub precision: String,
-    /// Adaptive: runs every cell gets, whatever the budget
-    #[arg(long, default_value = "3")]
+    /// Adaptive: runs every cell gets while the budget lasts (6: the fewest with an
+    /// interval)
+    #[arg(long, default_value = "6")]
     pub min_runs: u32,
     /// Adaptive: most runs of a cell (disturbed runs are replaced and not counted)
     #[arg(long, default_value = "30")]
     pub max_runs: u32,
-    /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); past each cell's
-    /// minimum runs, no trial starts that would overrun it
+    /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); no trial starts
+    /// that would overrun it, not even a minimum run
     #[arg(long, value_name = "DURATION", default_value = "3m")]
     pub max_time: String,
     /// Synthetic times for tests of the statistics (cv=,slow=,disturbed=,seed=)

@@ -27,6 +27,11 @@ pub struct ReportArgs {
     /// Write the result set again as JSON, summaries and models derived by this version
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// The files are invocations of one experiment: pool their runs, each file's
+    /// blocks its own, so every interval carries the variation between invocations
+    /// (without it, several files are shown side by side)
+    #[arg(long)]
+    pub pool: bool,
 }
 
 #[derive(Args, Debug)]
@@ -40,6 +45,13 @@ pub struct CompareArgs {
     /// Exit with code 1 when B is slower than A by more than PCT percent at the low end of the ratio's 95% interval
     #[arg(long, value_name = "PCT")]
     pub fail_if_slower: Option<f64>,
+    /// A further invocation of A's experiment, pooled with A (its runs are blocks of
+    /// their own); repeat for more
+    #[arg(long, value_name = "FILE")]
+    pub pool_a: Vec<PathBuf>,
+    /// A further invocation of B's experiment, pooled with B; repeat for more
+    #[arg(long, value_name = "FILE")]
+    pub pool_b: Vec<PathBuf>,
     /// Say "same within the margin" for a cell whose ratio interval lies within ±PCT percent
     #[arg(long, value_name = "PCT")]
     pub equivalence: Option<f64>,
@@ -59,6 +71,20 @@ pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::res
         rs.derive();
     }
     Ok(rs)
+}
+
+/// `first` with the invocations `more` pooled in (`results::pool`); `first` alone when
+/// there are none.
+fn pooled(first: &std::path::Path, first_flag: &str, more: &[PathBuf], flag: &str) -> Result<manyfiles::results::ResultSet> {
+    let rs = read_results(first, first_flag)?;
+    if more.is_empty() {
+        return Ok(rs);
+    }
+    let mut named = vec![(first.display().to_string(), rs)];
+    for f in more {
+        named.push((f.display().to_string(), read_results(f, flag)?));
+    }
+    manyfiles::results::pool::pool(named).map_err(|e| Error::bad(flag, e))
 }
 
 pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
@@ -90,7 +116,11 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
             check_output(d, "--png")?;
         }
     }
-    let sets = a.files.iter().map(|f| read_results(f, "RESULTS.json")).collect::<Result<Vec<_>>>()?;
+    let mut sets = a.files.iter().map(|f| read_results(f, "RESULTS.json")).collect::<Result<Vec<_>>>()?;
+    if a.pool {
+        let named = a.files.iter().map(|f| f.display().to_string()).zip(sets).collect();
+        sets = vec![manyfiles::results::pool::pool(named).map_err(|e| Error::bad("--pool", e))?];
+    }
     Ok(manyfiles::report::ReportConfig {
         files: a.files.clone(),
         sets,
@@ -115,8 +145,8 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
     Ok(manyfiles::report::CompareConfig {
         a_name: a.a.display().to_string(),
         b_name: a.b.display().to_string(),
-        a: read_results(&a.a, "A.json")?,
-        b: read_results(&a.b, "B.json")?,
+        a: pooled(&a.a, "A.json", &a.pool_a, "--pool-a")?,
+        b: pooled(&a.b, "B.json", &a.pool_b, "--pool-b")?,
         fail_if_slower_pct: a.fail_if_slower,
         equivalence_pct: a.equivalence,
     })

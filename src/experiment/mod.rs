@@ -12,6 +12,7 @@ pub mod pack;
 pub mod rounds;
 pub mod targets;
 
+use crate::analysis::blocks;
 use crate::error::{Error, Result};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
@@ -211,17 +212,18 @@ pub(crate) enum Stop {
 /// early, if it did.
 pub(crate) type TrialOutcome = (Vec<(String, PhaseResult)>, Option<Stop>);
 
-/// One trial: (pass, tree index, target index), in `order`.
-fn trials(order: Order, passes: u32, trees: usize, targets: usize) -> Vec<(u32, usize, usize)> {
+/// One trial: (pass, tree index, target index), in `order`. Interleaved passes are
+/// shuffled with `seed` (each pass holds every cell once, in its own order), so no
+/// cell always follows the same neighbour.
+fn trials(order: Order, passes: u32, trees: usize, targets: usize, seed: u64) -> Vec<(u32, usize, usize)> {
     let mut v = Vec::with_capacity(passes as usize * trees * targets);
     match order {
         Order::Interleaved => {
             for p in 0..passes {
-                for t in 0..trees {
-                    for g in 0..targets {
-                        v.push((p, t, g));
-                    }
-                }
+                let mut pass: Vec<(u32, usize, usize)> =
+                    (0..trees).flat_map(|t| (0..targets).map(move |g| (p, t, g))).collect();
+                rounds::shuffle(&mut pass, seed, p as u64);
+                v.extend(pass);
             }
         }
         Order::Sequential => {
@@ -294,17 +296,45 @@ pub(crate) fn drive(
     // Recorded trials per cell so far (run numbers are per cell).
     let mut runs_of = vec![vec![0u32; trees.len()]; targets.len()];
     let mut cells: Vec<Vec<rounds::CellState>> = Vec::new();
+    // The order's seed: rank 0's, so every rank runs the same trials.
+    let seed = {
+        let mine = d.mock.map_or_else(rounds::clock_seed, |m| m.seed);
+        let s = crate::ranks::from_root(vec![mine as u32, (mine >> 32) as u32]);
+        s[0] as u64 | (s[1] as u64) << 32
+    };
     let mut batch: std::collections::VecDeque<(u32, usize, usize)> = match d.runs {
-        rounds::Runs::Fixed(n) => trials(d.order, d.warmup + n, trees.len(), targets.len()),
+        rounds::Runs::Fixed(n) => trials(d.order, d.warmup + n, trees.len(), targets.len(), seed),
         // Warmups first (unrecorded), then rounds decided as results come in.
-        rounds::Runs::Adaptive(_) => trials(d.order, d.warmup, trees.len(), targets.len()),
+        rounds::Runs::Adaptive(_) => trials(d.order, d.warmup, trees.len(), targets.len(), seed),
     }
     .into();
+    // The last block each target began (`LiveTarget::new_block` before each next one).
+    let mut block_of_target = vec![0u32; targets.len()];
+    let mut round_no = 0u64;
     loop {
         if batch.is_empty() {
             let rounds::Runs::Adaptive(a) = d.runs else { break };
             cells = rounds::states(&rs, &target_ids, &tree_keys, &cells);
-            let next = rounds::next_round(&a, &cells, started.elapsed(), d.order == Order::Sequential);
+            if round_no == 1 {
+                // After the first round: what the minimum runs will take, said before
+                // the budget cuts them.
+                let round: std::time::Duration = cells.iter().flatten().map(|c| c.last).sum();
+                let need = started.elapsed() + round * a.min_runs.saturating_sub(1);
+                if need.as_secs_f64() > a.max_time_s && crate::ranks::is_root() {
+                    progress.println(&format!(
+                        "manyfiles: {} runs of every cell would take about {} (a round takes {}); --max-time {} stops sooner: cells will have fewer runs, below 6 no interval",
+                        a.min_runs,
+                        crate::units::fmt_secs(need.as_secs_f64()),
+                        crate::units::fmt_secs(round.as_secs_f64()),
+                        crate::units::fmt_secs(a.max_time_s)
+                    ));
+                }
+            }
+            let mut next = rounds::next_round(&a, &cells, started.elapsed(), d.order == Order::Sequential);
+            round_no += 1;
+            if let (rounds::Next::Round(r), Order::Interleaved) = (&mut next, d.order) {
+                rounds::shuffle(r, seed, 1 << 32 | round_no);
+            }
             // Every rank runs what rank 0 decided (clocks and machine activity differ).
             let next = crate::ranks::from_root(match next {
                 rounds::Next::Round(r) => r.iter().flat_map(|&(t, g)| [t as u32, g as u32]).collect(),
@@ -335,6 +365,15 @@ pub(crate) fn drive(
             }
         };
         progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
+        let block = blocks::block_of_run(run);
+        if recorded && block > block_of_target[gi] {
+            block_of_target[gi] = block;
+            if let Err(e) = target.new_block() {
+                progress.finish();
+                save(&mut rs, export::Stage::Final)?;
+                return Err(e);
+            }
+        }
         let t0 = std::time::Instant::now();
         let begun = target.begin_trial().map(|_| ());
         // Cloned after the trial's mount: the processes serving it are current.
@@ -377,6 +416,7 @@ pub(crate) fn drive(
                     tree_dirs: tree.dirs * ranks,
                     run,
                     order,
+                    block: Some(block),
                     result,
                 });
                 order += 1;
@@ -744,8 +784,24 @@ mod tests {
     #[test]
     fn trial_order() {
         // (pass, tree, target)
-        assert_eq!(trials(Order::Interleaved, 2, 1, 2), vec![(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]);
-        assert_eq!(trials(Order::Sequential, 2, 1, 2), vec![(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
-        assert_eq!(trials(Order::Interleaved, 1, 2, 2), vec![(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1)]);
+        assert_eq!(trials(Order::Sequential, 2, 1, 2, 7), vec![(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
+        // Interleaved: each pass holds every cell once, passes in order, the cells of a
+        // pass shuffled (some seed gives an order other than the plain one).
+        let cells = |v: &[(u32, usize, usize)]| {
+            let mut c: Vec<(usize, usize)> = v.iter().map(|&(_, t, g)| (t, g)).collect();
+            c.sort_unstable();
+            c
+        };
+        let mut moved = false;
+        for seed in 0..20 {
+            let v = trials(Order::Interleaved, 3, 3, 2, seed);
+            assert_eq!(v.len(), 18);
+            for (p, pass) in v.chunks(6).enumerate() {
+                assert!(pass.iter().all(|&(q, _, _)| q == p as u32));
+                assert_eq!(cells(pass), (0..3).flat_map(|t| (0..2).map(move |g| (t, g))).collect::<Vec<_>>());
+            }
+            moved |= v[..6].iter().map(|&(_, t, g)| (t, g)).collect::<Vec<_>>() != cells(&v[..6]);
+        }
+        assert!(moved, "the passes are shuffled");
     }
 }

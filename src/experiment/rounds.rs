@@ -16,6 +16,7 @@
 //! Under MPI every rank must run the same trials: rank 0 decides each round and
 //! every rank follows (the machine activity and clocks of ranks differ).
 
+use crate::analysis::blocks::summarize_blocked;
 use crate::results::adaptive::Adaptive;
 use crate::results::{Measurement, ResultSet};
 use std::time::Duration;
@@ -65,9 +66,9 @@ impl CellState {
         let mut precision = Some(0.0f64);
         for op in ops {
             let of_op: Vec<&Measurement> = ms.iter().copied().filter(|m| &m.op == op && m.result.complete()).collect();
-            let xs: Vec<f64> =
-                crate::results::split_disturbed(&of_op, true).0.iter().map(|m| m.seconds(until)).collect();
-            let p = crate::analysis::stats::summarize(&xs).and_then(|s| s.precision());
+            let used = crate::results::split_disturbed(&of_op, true).0;
+            let xs: Vec<f64> = used.iter().map(|m| m.seconds(until)).collect();
+            let p = summarize_blocked(&xs, &crate::results::block_ids(&used)).and_then(|s| s.precision());
             precision = match (precision, p) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 _ => None,
@@ -76,15 +77,38 @@ impl CellState {
         CellState { runs, disturbed: disturbed_runs.len() as u32, precision, last: Duration::ZERO }
     }
 
-    /// The cell needs no more runs: its precision is reached (after min_runs), or it
-    /// used its runs.
+    /// The cell needs no more runs: its precision is reached (looked at from
+    /// [`FIRST_LOOK`] counted runs on, and after min_runs), or it used its runs.
     pub fn done(&self, a: &Adaptive) -> bool {
         let counted = self.runs.saturating_sub(self.disturbed);
         if self.runs < a.min_runs {
             return false;
         }
-        self.precision.is_some_and(|p| p <= a.precision) || counted >= a.max_runs || self.runs >= 2 * a.max_runs
+        let precise = counted >= FIRST_LOOK && self.precision.is_some_and(|p| p <= a.precision);
+        precise || counted >= a.max_runs || self.runs >= 2 * a.max_runs
     }
+}
+
+/// Counted runs before the precision is first looked at. Stopping at the first look
+/// that is within ±precision favours intervals that happen to be narrow: looking from
+/// the 6th run on covered 92 – 93.6% at a CV of 6 – 10% (simulated through the
+/// stopping rule, issue 27); from the 10th, with blocks, the coverage test below
+/// holds ≥ 94%.
+pub const FIRST_LOOK: u32 = 10;
+
+/// Shuffle `v` in place (Fisher–Yates), deterministic in (`seed`, `stream`).
+pub fn shuffle<T>(v: &mut [T], seed: u64, stream: u64) {
+    use crate::tree::rng::{hash3, unit_f64};
+    for i in (1..v.len()).rev() {
+        let j = ((unit_f64(hash3(seed, stream, i as u64)) * (i + 1) as f64) as usize).min(i);
+        v.swap(i, j);
+    }
+}
+
+/// A seed for the trial order from the clock: each invocation its own order.
+pub fn clock_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    now.as_nanos() as u64 ^ (std::process::id() as u64) << 32
 }
 
 /// What to run next.
@@ -107,8 +131,10 @@ pub fn next_round(a: &Adaptive, cells: &[Vec<CellState>], elapsed: Duration, seq
             if c.done(a) {
                 continue;
             }
-            // min_runs are owed whatever the budget; past them, the budget decides.
-            if c.runs >= a.min_runs && predicted + c.last > budget {
+            // No trial starts that would take the experiment past the budget, not even
+            // one of the minimum runs (`--max-time` is a promise); a cell not run yet
+            // has no estimate and gets its first run.
+            if c.runs > 0 && predicted + c.last > budget {
                 spent = true;
                 continue;
             }
@@ -226,8 +252,10 @@ mod tests {
     fn cells_stop_at_precision_max_runs_or_twice_max() {
         let a = Adaptive::default_settings();
         assert!(!cell(2, 0, Some(0.01), 0.0).done(&a), "min runs first");
-        assert!(cell(6, 0, Some(0.04), 0.0).done(&a));
-        assert!(!cell(6, 0, Some(0.06), 0.0).done(&a));
+        assert!(!cell(6, 0, Some(0.04), 0.0).done(&a), "no look before 10 runs");
+        assert!(cell(10, 0, Some(0.04), 0.0).done(&a));
+        assert!(!cell(10, 1, Some(0.04), 0.0).done(&a), "10 counted runs");
+        assert!(!cell(10, 0, Some(0.06), 0.0).done(&a));
         assert!(!cell(6, 0, None, 0.0).done(&a));
         assert!(cell(30, 0, Some(0.2), 0.0).done(&a));
         assert!(!cell(30, 3, Some(0.2), 0.0).done(&a), "disturbed runs are replaced");
@@ -240,7 +268,7 @@ mod tests {
         // 2 targets × 2 trees; target 1 tree 0 is done.
         let cells = vec![
             vec![cell(3, 0, Some(0.2), 1.0), cell(3, 0, None, 1.0)],
-            vec![cell(8, 0, Some(0.01), 1.0), cell(3, 0, Some(0.1), 1.0)],
+            vec![cell(12, 0, Some(0.01), 1.0), cell(3, 0, Some(0.1), 1.0)],
         ];
         match next_round(&a, &cells, Duration::from_secs(2), false) {
             Next::Round(r) => assert_eq!(r, vec![(0, 0), (1, 0), (1, 1)]),
@@ -255,68 +283,100 @@ mod tests {
             Next::Finished { budget_spent } => assert!(budget_spent),
             Next::Round(r) => panic!("over budget: {r:?}"),
         }
-        // Owed minimum runs run even past the budget.
+        // Minimum runs do not overrun the budget either; a cell never run gets its first.
         let owed = vec![vec![cell(1, 0, None, 5.0)]];
-        assert!(matches!(next_round(&a, &owed, Duration::from_secs(60), false), Next::Round(_)));
+        assert!(matches!(next_round(&a, &owed, Duration::from_secs(60), false), Next::Finished { budget_spent: true }));
+        let new = vec![vec![cell(0, 0, None, 0.0)]];
+        assert!(matches!(next_round(&a, &new, Duration::from_secs(60), false), Next::Round(_)));
         // Sequential: target 0's cells first.
         match next_round(&a, &cells, Duration::ZERO, true) {
             Next::Round(r) => assert_eq!(r, vec![(0, 0), (1, 0)]),
             Next::Finished { .. } => panic!("work left"),
         }
-        let done = vec![vec![cell(6, 0, Some(0.01), 1.0)]];
+        let done = vec![vec![cell(10, 0, Some(0.01), 1.0)]];
         assert!(matches!(next_round(&a, &done, Duration::ZERO, false), Next::Finished { budget_spent: false }));
     }
 
-    /// Coverage of the median interval when cells stop adaptively (stopping when the
-    /// interval is narrow could favour intervals that happen to be narrow): 1,000
-    /// simulated cells per distribution, adaptive to ±5% within 6…30 runs.
+    /// Coverage of the adaptive driver's interval (the stopping rule `CellState::done`,
+    /// blocks of `BLOCK_RUNS` and `summarize_blocked`, as the driver uses them): cells
+    /// run until `done` under the default settings, and the interval they stop with
+    /// must hold the true median of the process (what another invocation's median
+    /// estimates) in ≥ 94% of cells, for CV 2 – 15%, a bimodal cell, runs correlated
+    /// within blocks (each invocation draws its own block effects) and a level that
+    /// drifts during the invocation; two seeds each.
     #[test]
     fn adaptive_stopping_keeps_the_coverage() {
-        use crate::analysis::stats::summarize;
+        use crate::analysis::blocks::block_of_run;
         use crate::tree::rng::{hash3, unit_f64};
         let a = Adaptive::default_settings();
-        let sigma = (1.0f64 + 0.3 * 0.3).ln().sqrt();
-        // (name, draw(u1, u2, u3) → time, true median)
-        let normal = |u1: f64, u2: f64| (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-        type Draw = Box<dyn Fn(f64, f64, f64) -> f64>;
-        let cases: [(&str, Draw, f64); 3] = [
-            ("normal cv 5%", Box::new(move |u1, u2, _| 1.0 + 0.05 * normal(u1, u2)), 1.0),
-            ("lognormal cv 30%", Box::new(move |u1, u2, _| (sigma * normal(u1, u2)).exp()), 1.0),
-            (
-                "10% of runs 3x slower",
-                Box::new(move |u1, u2, u3| {
-                    let x = 1.0 + 0.05 * normal(u1, u2);
-                    if u3 < 0.1 { 3.0 * x } else { x }
-                }),
-                1.0 + 0.05 * 0.139_710_298_881_862,
-            ),
+        struct Case {
+            name: &'static str,
+            cv: f64,
+            slow_share: f64,
+            slow: f64,
+            block_sd: f64,
+            drift: f64,
+        }
+        let case = |name, cv, slow_share, slow, block_sd, drift| Case { name, cv, slow_share, slow, block_sd, drift };
+        let cases = [
+            case("lognormal cv 2%", 0.02, 0.0, 1.0, 0.0, 0.0),
+            case("lognormal cv 5%", 0.05, 0.0, 1.0, 0.0, 0.0),
+            case("lognormal cv 10%", 0.10, 0.0, 1.0, 0.0, 0.0),
+            case("lognormal cv 15%", 0.15, 0.0, 1.0, 0.0, 0.0),
+            case("bimodal: 30% of runs 1.3x", 0.03, 0.3, 1.3, 0.0, 0.0),
+            case("10% of runs 3x slower", 0.05, 0.1, 3.0, 0.0, 0.0),
+            case("correlated: block sd 3%, cv 3%", 0.03, 0.0, 1.0, 0.03, 0.0),
+            case("correlated: block sd 5%, cv 8%", 0.08, 0.0, 1.0, 0.05, 0.0),
+            case("drifting ±4% over 7 runs, cv 3%", 0.03, 0.0, 1.0, 0.0, 0.04),
         ];
-        for (ci, (name, draw, truth)) in cases.iter().enumerate() {
-            let mut hits = 0;
-            let cells = 1000;
-            for cell in 0..cells {
-                let mut xs = Vec::new();
-                let s = loop {
-                    let i = xs.len() as u64;
-                    let u = |k: u64| unit_f64(hash3(0xC0FE + ci as u64, cell * 64 + i, k)).max(1e-300);
-                    xs.push(draw(u(1), u(2), u(3)));
-                    let s = summarize(&xs).unwrap();
-                    let state = CellState {
-                        runs: xs.len() as u32,
-                        disturbed: 0,
-                        precision: s.precision(),
-                        last: Duration::ZERO,
+        let normal = |seed: u64, i: u64, k: u64| {
+            let u1 = unit_f64(hash3(seed, i, 2 * k)).max(1e-300);
+            let u2 = unit_f64(hash3(seed, i, 2 * k + 1));
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        };
+        // Run `r` (from 1) of cell `c`; `phase` and the block effect are the cell's own.
+        let draw = |k: &Case, seed: u64, c: u64, r: u64| {
+            let sigma = (1.0 + k.cv * k.cv).ln().sqrt();
+            let block = k.block_sd * normal(seed, c * 1000 + block_of_run(r as u32) as u64, 7);
+            let phase = 2.0 * std::f64::consts::PI * unit_f64(hash3(seed, c, 99));
+            let drift = k.drift * (2.0 * std::f64::consts::PI * r as f64 / 7.0 + phase).sin();
+            let slow = if unit_f64(hash3(seed, c * 1000 + r, 5)) < k.slow_share { k.slow } else { 1.0 };
+            (sigma * normal(seed, c * 1000 + r, 1) + block + drift).exp() * slow
+        };
+        for (ci, k) in cases.iter().enumerate() {
+            // The true median: of 200,001 draws from the whole process (every draw its
+            // own cell, so block effects and drift phases are drawn too).
+            let truth = {
+                let mut big: Vec<f64> = (0..200_001u64).map(|c| draw(k, 0xFEED + ci as u64, c + 1_000_000, 1)).collect();
+                big.sort_by(f64::total_cmp);
+                big[100_000]
+            };
+            for seed in [0xC0FE_u64, 0xBEEF] {
+                let seed = seed + ci as u64;
+                let (mut hits, mut runs) = (0, 0);
+                let cells = 600u64;
+                for c in 0..cells {
+                    let mut xs = Vec::new();
+                    let mut ids = Vec::new();
+                    let s = loop {
+                        let r = xs.len() as u64 + 1;
+                        xs.push(draw(k, seed, c, r));
+                        ids.push(block_of_run(r as u32));
+                        let s = summarize_blocked(&xs, &ids).unwrap();
+                        let state =
+                            CellState { runs: r as u32, disturbed: 0, precision: s.precision(), last: Duration::ZERO };
+                        if state.done(&a) {
+                            break s;
+                        }
                     };
-                    if state.done(&a) && s.median_ci95_s.is_some() || xs.len() >= a.max_runs as usize {
-                        break s;
-                    }
-                };
-                let [lo, hi] = s.median_ci95_s.unwrap();
-                hits += (lo <= *truth && *truth <= hi) as usize;
+                    runs += s.n;
+                    let [lo, hi] = s.median_ci95_s.expect("an interval at the stop");
+                    hits += (lo <= truth && truth <= hi) as usize;
+                }
+                let cov = hits as f64 / cells as f64;
+                eprintln!("{}: coverage {cov:.3}, {:.1} runs per cell (seed {seed:#x})", k.name, runs as f64 / cells as f64);
+                assert!(cov >= 0.94, "{}: coverage {cov} (seed {seed:#x})", k.name);
             }
-            let c = hits as f64 / cells as f64;
-            eprintln!("adaptive stopping, {name}: coverage {c}");
-            assert!((0.93..=0.97).contains(&c), "{name}: coverage {c}");
         }
     }
 

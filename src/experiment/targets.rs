@@ -38,6 +38,10 @@ pub struct LiveTarget {
     fresh: bool,
 }
 
+/// The pause between two blocks of runs ([`LiveTarget::new_block`]): writeback and
+/// daemons the last block started settle, as they would between two invocations.
+const BLOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Smallest image each type formats into (mkfs refuses smaller), in bytes.
 fn min_image(spec: &FsSpec) -> u64 {
     crate::storage::managed::min_image_bytes(spec)
@@ -293,6 +297,34 @@ impl LiveTarget {
         }
         self.trials += 1;
         self.rundir.as_ref().ok_or_else(|| Error::failed("run directory missing"))
+    }
+
+    /// Start a new block of runs (`analysis::blocks`): undo what one invocation shares
+    /// across its runs. A directory target gets a new run directory (a new inode, and
+    /// on ext4 and XFS a new place on the device); a managed file system is formatted
+    /// afresh before every trial anyway. Then the target's file system is synced, the
+    /// page cache dropped where allowed (as root), and the machine left alone for a
+    /// moment, as between two invocations. Under MPI, or with `--keep`, the run
+    /// directory stays (ranks share it; the user asked to keep it).
+    pub fn new_block(&mut self) -> Result<()> {
+        let movable = self.managed.is_none() && !self.keep && ranks::size() == 1;
+        if movable {
+            if let Some(mut old) = self.rundir.take() {
+                // The new one first, so it cannot take the old one's freed inode.
+                self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
+                old.remove()
+                    .map_err(|e| Error::failed(format!("cannot remove run directory {}: {e}", old.path.display())))?;
+                old.set_keep(true); // removed above
+            }
+        }
+        if let Some(rd) = self.rundir.as_ref() {
+            let _ = rustix::fs::syncfs(rd.fd());
+        }
+        if rustix::process::geteuid().is_root() {
+            let _ = crate::storage::cache::drop_caches();
+        }
+        std::thread::sleep(BLOCK_PAUSE);
+        Ok(())
     }
 
     /// The run directory of the current trial (after [`LiveTarget::begin_trial`]).

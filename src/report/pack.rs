@@ -508,6 +508,7 @@ mod tests {
                     tree_dirs: 0,
                     run,
                     order: 0,
+                    block: None,
                     result: PhaseResult { elapsed_s: secs * (1.0 + 0.01 * run as f64), ..Default::default() },
                 });
             }

@@ -7,8 +7,12 @@
 pub mod adaptive;
 pub mod compare;
 pub mod plan;
+pub mod pool;
 pub mod predict;
+#[cfg(test)]
+pub(crate) mod testing;
 
+use crate::analysis::blocks;
 use crate::analysis::detect::{self, Detection};
 use crate::analysis::model::{self, CostModel, Point};
 use crate::analysis::stats::{self, Summary};
@@ -101,6 +105,11 @@ pub struct Measurement {
     pub run: u32,
     /// Position in the whole experiment (0-based), to see drift.
     pub order: u64,
+    /// The block of runs this one belongs to (`analysis::blocks`): blocks are
+    /// separated by what makes invocations differ. Absent in files from before
+    /// blocks: each such run is a block of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<u32>,
     #[serde(flatten)]
     pub result: PhaseResult,
 }
@@ -189,6 +198,13 @@ pub fn split_disturbed<'a>(ms: &[&'a Measurement], adaptive: bool) -> (Vec<&'a M
     } else {
         (ms.to_vec(), Vec::new())
     }
+}
+
+/// The block of each run (`Measurement::block`); a run from before blocks is a block
+/// of its own (ids above every recorded block, so they never merge with one).
+pub fn block_ids(ms: &[&Measurement]) -> Vec<u32> {
+    let base = ms.iter().filter_map(|m| m.block).max().map_or(0, |b| b + 1);
+    ms.iter().enumerate().map(|(i, m)| m.block.unwrap_or(base + i as u32)).collect()
 }
 
 /// How an adaptive cell ended, for its summary: `precision reached: ±3.1%`, `max runs
@@ -300,14 +316,26 @@ impl ResultSet {
         self.models.clear();
         self.warnings.clear();
         self.detections.clear();
-        // Groups in first-seen order so tables follow the experiment's order.
+        // Groups in the experiment's order, so tables follow it: targets and ops as
+        // listed, trees by size (runs are shuffled within each round, so the order in
+        // which cells were first seen says nothing).
         let mut keys: Vec<(String, String, String)> = Vec::new();
+        let mut size_of: Vec<(String, (u64, u64))> = Vec::new();
         for m in &self.measurements {
             let k = (m.target.clone(), m.op.clone(), m.tree_key.clone());
             if !keys.contains(&k) {
                 keys.push(k);
             }
+            if !size_of.iter().any(|(t, _)| *t == m.tree_key) {
+                size_of.push((m.tree_key.clone(), (m.tree_files, m.tree_bytes)));
+            }
         }
+        let position = |list: &[String], x: &str| list.iter().position(|y| y == x).unwrap_or(usize::MAX);
+        let target_ids: Vec<String> = self.targets.iter().map(|t| t.id.clone()).collect();
+        let ops = self.experiment.ops.clone();
+        let size = |k: &str| size_of.iter().find(|(t, _)| t == k).map_or((0, 0), |(_, s)| *s);
+        // Stable: keys of equal rank keep their first-seen order.
+        keys.sort_by_key(|(t, o, k)| (position(&target_ids, t), position(&ops, o), size(k)));
         for (target, op, tree_key) in &keys {
             let ms: Vec<&Measurement> = self
                 .measurements
@@ -342,14 +370,14 @@ impl ResultSet {
                 ));
             }
             let raw: Vec<f64> = used.iter().map(|m| m.seconds(until)).collect();
-            let Some(stats) = stats::summarize(&raw) else {
+            let Some(stats) = blocks::summarize_blocked(&raw, &block_ids(&used)) else {
                 continue;
             };
             // Leaving the disturbed runs out moved the median past its own interval: say
             // so with both figures, so a reader sees what the neighbours did.
             if !left_out.is_empty() {
                 let all: Vec<f64> = ms.iter().map(|m| m.seconds(until)).collect();
-                if let (Some(with), Some([lo, hi])) = (stats::summarize(&all), stats.median_ci95_s) {
+                if let (Some(with), Some([lo, hi])) = (blocks::summarize_blocked(&all, &block_ids(&ms)), stats.median_ci95_s) {
                     if with.median_s < lo || with.median_s > hi {
                         self.warnings.push(format!(
                             "{op} on {tree_key} ({target}): median {} without the {} disturbed runs [{} – {}], {} with them: the disturbance moved it past its interval",

@@ -42,7 +42,13 @@ impl RunDir {
     pub fn create(parent: &Path, keep: bool) -> Result<RunDir> {
         let pfd = openat(rustix::fs::CWD, parent, DIR_FLAGS, Mode::empty())
             .map_err(|e| Error::bad("--target", format!("cannot open {}: {e}", parent.display())))?;
-        let name = format!("manyfiles-run-{}", run_id());
+        // A second run directory of this process (a new block of runs, another target
+        // on the same parent) within the same second gets a count of its own.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = match MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+            0 => format!("manyfiles-run-{}", run_id()),
+            n => format!("manyfiles-run-{}.{n}", run_id()),
+        };
         let cname = CString::new(name.clone()).expect("no NUL");
         mkdirat(&pfd, cname.as_c_str(), Mode::from_raw_mode(0o755)).map_err(|e| {
             Error::bad("--target", format!("cannot create a run directory in {}: {e}", parent.display()))
