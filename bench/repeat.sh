@@ -66,3 +66,47 @@ for i, r in enumerate(runs, 1):
     print(f"| {i} | {len(s)} | {min(ns)}–{max(ns)} | {reached} | {a.get('budget_spent')} | {a.get('spent_s', 0):.0f} | "
           f"{sum(x.get('disturbed', 0) for x in s)} | {wide} (printed as 'too scattered') |")
 EOF
+# Cell by cell (issue 27): does each invocation's interval of a cell's median contain the
+# median of the other invocations' medians? And what does `compare` say of every pair?
+python3 - "$WORK" "$N" <<'EOF2'
+import json, sys, statistics as st
+work, n = sys.argv[1], int(sys.argv[2])
+runs = [json.load(open(f"{work}/r{i}.json")) for i in range(1, n + 1)]
+key = lambda s: (s["target"], s["op"], s["tree_key"])
+cells = {}
+for i, r in enumerate(runs):
+    for s in r["summaries"]:
+        cells.setdefault(key(s), {})[i] = s
+hits = total = noint = 0
+by_op = {}
+for k, per in cells.items():
+    for i, s in per.items():
+        others = [o["median_s"] for j, o in per.items() if j != i]
+        if not others:
+            continue
+        ci = s.get("median_ci95_s")
+        if not ci:
+            noint += 1
+            continue
+        m = st.median(others)
+        ok = ci[0] <= m <= ci[1]
+        total += 1
+        hits += ok
+        h = by_op.setdefault(k[1], [0, 0])
+        h[0] += ok
+        h[1] += 1
+print(f"\nCells: each invocation's 95% interval of a cell's median against the median of the other {n - 1} invocations' medians: "
+      f"{hits} of {total} contain it ({100 * hits / max(total, 1):.1f}%); {noint} cell-invocations without an interval.\n")
+print("| op | covered |")
+print("|---|---:|")
+for op, (h, t) in by_op.items():
+    print(f"| {op} | {h}/{t} |")
+EOF2
+echo
+echo "compare of every pair of invocations (cells flagged slower or faster):"
+for ((i = 1; i <= N; i++)); do
+    for ((j = i + 1; j <= N; j++)); do
+        line=$("$MF" compare "$WORK/r$i.json" "$WORK/r$j.json" 2>&1 | grep -o '[0-9]* of [0-9]* cells differ' || true)
+        echo "- r$i vs r$j: ${line:-no verdict line}"
+    done
+done

@@ -180,7 +180,8 @@ mod tests {
     /// interval is checked to fail where blocks differ, so the test can tell.
     #[test]
     fn coverage_with_block_effects() {
-        for (ci, &(runs, sigma_b)) in [(10u32, 0.0), (10, 0.03), (10, 0.06), (20, 0.03), (20, 0.06)].iter().enumerate() {
+        for (ci, &(runs, sigma_b)) in [(10u32, 0.0), (10, 0.03), (10, 0.06), (20, 0.03), (20, 0.06)].iter().enumerate()
+        {
             let (mut hits, mut within_hits) = (0, 0);
             let trials = 2000u64;
             for t in 0..trials {

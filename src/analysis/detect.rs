@@ -48,6 +48,9 @@ pub enum Detection {
     Outlier { target: String, op: String, tree_key: String, run: usize, seconds: f64, median_s: f64, z: f64 },
     /// CV above 10%: more runs needed for a ±5% interval.
     HighCv { target: String, op: String, tree_key: String, cv: f64, runs: usize, runs_needed: usize },
+    /// The runs fall into two groups far apart (see [`bimodal`]): the median lies
+    /// between two behaviours, each of which is a figure of its own.
+    Bimodal { target: String, op: String, tree_key: String, modes_s: [f64; 2], shares: [f64; 2] },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,6 +94,13 @@ impl Detection {
                 fmt_secs(*seconds),
                 fmt_secs(*median_s),
                 sig3(*z)
+            ),
+            Detection::Bimodal { target, op, tree_key, modes_s, shares } => format!(
+                "bimodal: {op} on {tree_key} ({target}): two groups of runs, {} ({:.0}% of runs) and {} ({:.0}%): the median lies between two behaviours",
+                fmt_secs(modes_s[0]),
+                shares[0] * 100.0,
+                fmt_secs(modes_s[1]),
+                shares[1] * 100.0
             ),
             Detection::HighCv { target, op, tree_key, cv, runs, runs_needed } => format!(
                 "{op} on {tree_key} ({target}): noisy (CV {}% over {runs} runs): more runs needed, about {runs_needed} for a ±5% interval",
@@ -168,7 +178,18 @@ pub fn of_runs(target: &str, op: &str, tree_key: &str, raw: &[f64], s: &Summary)
             median_s: s.median_s,
         });
     }
-    if raw.len() >= OUTLIER_MIN_RUNS {
+    let two = bimodal(raw);
+    if let Some((modes_s, shares, _)) = two {
+        out.push(Detection::Bimodal {
+            target: target.clone(),
+            op: op.clone(),
+            tree_key: tree_key.clone(),
+            modes_s,
+            shares,
+        });
+    }
+    // Runs of the other group of a bimodal cell are not outliers: they are its second mode.
+    if raw.len() >= OUTLIER_MIN_RUNS && two.is_none() {
         let z = modified_z_scores(raw);
         for (i, (&x, &zi)) in raw.iter().zip(&z).enumerate() {
             // Run 1 is judged by the first-run rule above.
@@ -190,6 +211,49 @@ pub fn of_runs(target: &str, op: &str, tree_key: &str, raw: &[f64], s: &Summary)
         out.push(Detection::HighCv { target, op, tree_key, cv, runs: s.n, runs_needed: needed });
     }
     out
+}
+
+/// Fewest runs for the bimodal rule, and the smallest share of runs in either group.
+const BIMODAL_MIN_RUNS: usize = 10;
+const BIMODAL_MIN_SHARE: f64 = 0.2;
+/// The gap between the groups must be at least this (log scale: 15%) and this many
+/// times the pooled standard deviation within them.
+const BIMODAL_MIN_GAP: f64 = 0.14;
+const BIMODAL_GAP_SD: f64 = 4.0;
+
+/// Two modes: the runs, sorted on a log scale, split at the widest gap such that each
+/// side holds at least 20% of them, and the gap is at least 15% and 4 pooled
+/// within-group standard deviations wide (no unimodal sample of this size shows such a
+/// gap except in its thin tails, which the 20% share excludes). Returns the two groups'
+/// medians, their shares and the split's gap/sd ratio.
+pub fn bimodal(raw: &[f64]) -> Option<([f64; 2], [f64; 2], f64)> {
+    let n = raw.len();
+    if n < BIMODAL_MIN_RUNS || raw.iter().any(|x| !(*x > 0.0 && x.is_finite())) {
+        return None;
+    }
+    let mut logs: Vec<f64> = raw.iter().map(|x| x.ln()).collect();
+    logs.sort_by(f64::total_cmp);
+    let min_side = ((n as f64 * BIMODAL_MIN_SHARE).ceil() as usize).max(3);
+    let sd = |v: &[f64]| {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>(), v.len() - 1)
+    };
+    let mut best: Option<(usize, f64)> = None;
+    for k in min_side..=n - min_side {
+        let gap = logs[k] - logs[k - 1];
+        if gap < BIMODAL_MIN_GAP {
+            continue;
+        }
+        let ((a, da), (b, db)) = (sd(&logs[..k]), sd(&logs[k..]));
+        let pooled = ((a + b) / (da + db) as f64).sqrt().max(1e-9);
+        let ratio = gap / pooled;
+        if ratio >= BIMODAL_GAP_SD && best.is_none_or(|(_, r)| ratio > r) {
+            best = Some((k, ratio));
+        }
+    }
+    let (k, ratio) = best?;
+    let modes = [median(&logs[..k]).exp(), median(&logs[k..]).exp()];
+    Some((modes, [k as f64 / n as f64, (n - k) as f64 / n as f64], ratio))
 }
 
 /// One target's times for one op at one file count.
@@ -347,5 +411,27 @@ mod tests {
             _ => unreachable!(),
         }
         assert!(d[0].text().contains("x is faster below"));
+    }
+    #[test]
+    fn two_groups_of_runs_are_two_modes_not_outliers() {
+        // 12 runs near 10 ms and 8 near 14 ms.
+        let mut raw: Vec<f64> = (0..12).map(|i| 0.010 * (1.0 + 0.004 * (i % 5) as f64)).collect();
+        raw.extend((0..8).map(|i| 0.014 * (1.0 + 0.004 * (i % 4) as f64)));
+        let (modes, shares, _) = bimodal(&raw).expect("two modes");
+        assert!((modes[0] - 0.0101).abs() < 3e-4 && (modes[1] - 0.0141).abs() < 3e-4, "{modes:?}");
+        assert_eq!(shares, [0.6, 0.4]);
+        let s = crate::analysis::stats::summarize(&raw).unwrap();
+        let found = of_runs("t", "create", "k", &raw, &s);
+        assert!(found.iter().any(|d| matches!(d, Detection::Bimodal { .. })), "{found:?}");
+        assert!(!found.iter().any(|d| matches!(d, Detection::Outlier { .. })), "{found:?}");
+        assert!(found.iter().find(|d| matches!(d, Detection::Bimodal { .. })).unwrap().text().contains("40%"));
+        // One slow run among 20 is an outlier, not a mode; a unimodal spread is neither.
+        let mut one = vec![0.010; 19];
+        one.iter_mut().enumerate().for_each(|(i, x)| *x *= 1.0 + 0.003 * i as f64);
+        one.push(0.03);
+        assert!(bimodal(&one).is_none());
+        let spread: Vec<f64> = (0..30).map(|i| 0.01 * (1.0 + 0.01 * i as f64)).collect();
+        assert!(bimodal(&spread).is_none());
+        assert!(bimodal(&raw[..9]).is_none(), "too few runs");
     }
 }

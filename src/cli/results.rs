@@ -75,7 +75,12 @@ pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::res
 
 /// `first` with the invocations `more` pooled in (`results::pool`); `first` alone when
 /// there are none.
-fn pooled(first: &std::path::Path, first_flag: &str, more: &[PathBuf], flag: &str) -> Result<manyfiles::results::ResultSet> {
+fn pooled(
+    first: &std::path::Path,
+    first_flag: &str,
+    more: &[PathBuf],
+    flag: &str,
+) -> Result<manyfiles::results::ResultSet> {
     let rs = read_results(first, first_flag)?;
     if more.is_empty() {
         return Ok(rs);

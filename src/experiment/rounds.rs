@@ -347,7 +347,8 @@ mod tests {
             // The true median: of 200,001 draws from the whole process (every draw its
             // own cell, so block effects and drift phases are drawn too).
             let truth = {
-                let mut big: Vec<f64> = (0..200_001u64).map(|c| draw(k, 0xFEED + ci as u64, c + 1_000_000, 1)).collect();
+                let mut big: Vec<f64> =
+                    (0..200_001u64).map(|c| draw(k, 0xFEED + ci as u64, c + 1_000_000, 1)).collect();
                 big.sort_by(f64::total_cmp);
                 big[100_000]
             };
@@ -374,7 +375,11 @@ mod tests {
                     hits += (lo <= truth && truth <= hi) as usize;
                 }
                 let cov = hits as f64 / cells as f64;
-                eprintln!("{}: coverage {cov:.3}, {:.1} runs per cell (seed {seed:#x})", k.name, runs as f64 / cells as f64);
+                eprintln!(
+                    "{}: coverage {cov:.3}, {:.1} runs per cell (seed {seed:#x})",
+                    k.name,
+                    runs as f64 / cells as f64
+                );
                 assert!(cov >= 0.94, "{}: coverage {cov} (seed {seed:#x})", k.name);
             }
         }

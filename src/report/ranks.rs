@@ -2,8 +2,8 @@
 //! finisher and from the first (stonewall), and how far apart the ranks finished.
 
 use super::table::{new_table, right_align};
-use crate::units::sig3;
 use crate::results::ResultSet;
+use crate::units::sig3;
 
 /// Under MPI: per op and tree, the job's rate from the last finisher and from the first
 /// (stonewall), and how far apart the ranks finished. Empty with one rank.
@@ -70,4 +70,3 @@ pub fn table(rs: &ResultSet) -> String {
         rs.provenance.ranks
     )
 }
-

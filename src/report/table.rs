@@ -215,8 +215,9 @@ pub fn ladder(rs: &ResultSet) -> String {
         }
     }
     fit(&mut t);
-    let mut notes =
-        vec!["medians; ±%: their 95% interval, within and between blocks of runs, lies within ± that share".to_string()];
+    let mut notes = vec![
+        "medians; ±%: their 95% interval, within and between blocks of runs, lies within ± that share".to_string(),
+    ];
     if rated {
         notes.push(format!("files/s at the median, from {RATE_FROM_FILES} files"));
     }

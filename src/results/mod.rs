@@ -377,7 +377,9 @@ impl ResultSet {
             // so with both figures, so a reader sees what the neighbours did.
             if !left_out.is_empty() {
                 let all: Vec<f64> = ms.iter().map(|m| m.seconds(until)).collect();
-                if let (Some(with), Some([lo, hi])) = (blocks::summarize_blocked(&all, &block_ids(&ms)), stats.median_ci95_s) {
+                if let (Some(with), Some([lo, hi])) =
+                    (blocks::summarize_blocked(&all, &block_ids(&ms)), stats.median_ci95_s)
+                {
                     if with.median_s < lo || with.median_s > hi {
                         self.warnings.push(format!(
                             "{op} on {tree_key} ({target}): median {} without the {} disturbed runs [{} – {}], {} with them: the disturbance moved it past its interval",
