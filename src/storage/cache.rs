@@ -4,7 +4,8 @@
 //! of the trees to be read; with root, the page, dentry and inode caches are dropped
 //! as well (`/proc/sys/vm/drop_caches`), which also takes the directories' blocks and
 //! a loop device's backing image out of memory. Memory file systems have no cache apart
-//! from their storage: nothing to do there, and the results say so.
+//! from their storage: nothing to do there, and the results say so. The engines' `--cold`
+//! (copy, sync, scan, rm: `engine::timing`) uses the same [`evict`].
 
 use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
