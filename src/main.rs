@@ -320,6 +320,10 @@ fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Pa
             _ if s.losses_accepted => what,
             n => format!("{what}, {n} losses (what the destination cannot hold; --lossy or --no-… accepts)"),
         };
+        let what = match &s.timing.sync_error {
+            Some(e) => format!("{what}; --durable: {e}"),
+            None => what,
+        };
         return Err(Error::failed(what));
     }
     Ok(())
@@ -343,6 +347,9 @@ fn rm(a: &cli::RmArgs) -> Result<()> {
         let what = if s.failed == 1 { "1 entry" } else { &format!("{} entries", s.failed) };
         return Err(Error::failed(format!("{what} could not be removed")));
     }
+    if let Some(e) = &s.timing.sync_error {
+        return Err(Error::failed(format!("--durable: {e} (what was removed may not be on the storage)")));
+    }
     Ok(())
 }
 
@@ -361,6 +368,9 @@ fn scan(a: &cli::ScanArgs, args: Vec<String>) -> Result<()> {
             "scan incomplete: {} directories denied, {} other errors (the rest was scanned)",
             r.denied, r.errors
         )));
+    }
+    if let Some(e) = &r.timing.sync_error {
+        return Err(manyfiles::error::Error::failed(format!("--durable: {e} (the index may not be on the storage)")));
     }
     Ok(())
 }

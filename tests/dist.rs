@@ -374,3 +374,45 @@ fn one_huge_directory_is_copied_by_every_rank() {
 fn s_of<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
     v.get(key).and_then(|x| x.as_str()).unwrap_or_default()
 }
+
+/// `--cold` and `--durable` under MPI: every rank evicts before the common start and
+/// syncs before the common end; the JSON says cold and durable, the tree is right.
+#[test]
+fn cold_and_durable_under_mpirun() {
+    let _one_at_a_time = serial();
+    if !mpirun_available() {
+        return;
+    }
+    // Eviction needs a disk-backed file system (tmpfs refuses --cold).
+    let base = ["/var/tmp", "/tmp"].into_iter().find(|d| {
+        tempfile::tempdir_in(d).is_ok_and(|t| manyfiles::storage::cache::memory_fs(t.path()).is_ok_and(|m| m.is_none()))
+    });
+    let Some(base) = base else {
+        println!("skipped: no disk-backed directory to evict from");
+        return;
+    };
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let src = dir.path().join("src");
+    uneven_tree(&src, 200);
+    let (s, dst, json) = (src.to_str().unwrap(), dir.path().join("dst"), dir.path().join("j.json"));
+    let (d, j) = (dst.to_str().unwrap(), json.to_str().unwrap());
+    let said = |what: &str| {
+        let v = load_json(&json);
+        assert_eq!((s_of(&v, "cache"), s_of(&v, "until")), ("cold", "durable"), "{what}: {v}");
+        assert!(v["sync_s"].as_f64().is_some(), "{what}: the syncfs is timed");
+    };
+    let r = mpirun(2, &["copy", "--cold", "--durable", s, d, "--threads", "2", "--json", j]);
+    r.ok();
+    assert!(r.stdout.contains("ranks: 2 on") && r.stdout.contains("timing: cold ("), "{}", r.stdout);
+    said("copy");
+    assert_same_tree(&src, &dst);
+    let db = format!("sqlite:{}", dir.path().join("ix.db").display());
+    mpirun(2, &["scan", "--cold", "--durable", "--db", &db, s, "--json", j]).ok();
+    said("scan");
+    mpirun(2, &["rm", "--cold", "--durable", d, "--json", j]).ok();
+    said("rm");
+    assert!(!dst.exists());
+    let r = mpirun(2, &["scan", "--durable", s]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("--durable: scan without --db writes nothing"), "{}", r.stderr);
+}

@@ -89,6 +89,16 @@ pub struct CopyCommonArgs {
     /// on exFAT, say): still counted and listed, but not a failure (exit 0)
     #[arg(long)]
     pub lossy: bool,
+    /// Start cold, as the ladder's cold phases do: before the clock starts, SRC's files
+    /// (and sync's DST) are evicted from the page cache, and as root every cache is
+    /// dropped (directories and inodes too); the summary says which. Refused (exit 2)
+    /// when SRC is on a memory file system
+    #[arg(long)]
+    pub cold: bool,
+    /// End the time durable: a syncfs of DST's file system inside the reported time
+    /// (also shown apart as sync_s); without it the time ends when the copy returned
+    #[arg(long)]
+    pub durable: bool,
 }
 
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
@@ -112,6 +122,7 @@ pub fn copy_config(
     o.quiet = c.quiet;
     o.itemize = c.itemize;
     o.verify = c.verify;
+    (o.cold, o.durable) = (c.cold, c.durable);
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,
@@ -142,6 +153,14 @@ pub struct RmArgs {
     /// Write the summary as JSON here (`-`: standard output)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Start cold: before the clock starts, the trees are evicted from the page cache, and
+    /// as root every cache is dropped (directories and inodes too); the summary says which
+    #[arg(long)]
+    pub cold: bool,
+    /// End the time durable: a syncfs of every file system removed from inside the
+    /// reported time (also shown apart as sync_s)
+    #[arg(long)]
+    pub durable: bool,
 }
 
 pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
@@ -153,6 +172,8 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
         threads: threads(a.threads)?,
         cross_mounts: a.cross_mounts,
         quiet: a.quiet,
+        cold: a.cold,
+        durable: a.durable,
     };
     Ok((o, a.json.clone()))
 }
@@ -174,6 +195,15 @@ pub struct ScanArgs {
     /// Write the scan report (counts, diff, phase times, provenance) as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Start cold: before the clock starts, the tree is evicted from the page cache, and as
+    /// root every cache is dropped (directories and inodes too); the report says which
+    #[arg(long)]
+    pub cold: bool,
+    /// End the time durable: a syncfs of the SQLite index's file system inside the reported
+    /// time (also shown apart as sync_s). Needs --db sqlite:FILE (without --db nothing is
+    /// written)
+    #[arg(long)]
+    pub durable: bool,
 }
 
 pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
@@ -184,12 +214,16 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
             check_output(p, flag)?;
         }
     }
-    Ok(manyfiles::engine::scan::ScanConfig {
+    // --cold and --durable are judged by the scan (ScanConfig::check_timing), after PATH.
+    let cfg = manyfiles::engine::scan::ScanConfig {
         root: a.path.clone(),
         db,
         inventory: a.inventory.clone(),
         threads: threads(a.threads)?,
         json: a.json.clone(),
         command_line,
-    })
+        cold: a.cold,
+        durable: a.durable,
+    };
+    Ok(cfg)
 }

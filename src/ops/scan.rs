@@ -53,6 +53,8 @@ impl Op for Scan {
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             json: None,
             command_line: Vec::new(),
+            cold: false,
+            durable: false,
         };
         match scan(&cfg) {
             Ok(r) => {

@@ -4,7 +4,8 @@
 //! of the trees to be read; with root, the page, dentry and inode caches are dropped
 //! as well (`/proc/sys/vm/drop_caches`), which also takes the directories' blocks and
 //! a loop device's backing image out of memory. Memory file systems have no cache apart
-//! from their storage: nothing to do there, and the results say so.
+//! from their storage: nothing to do there, and the results say so. The engines' `--cold`
+//! (copy, sync, scan, rm: `engine::timing`) uses the same [`evict`].
 
 use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
@@ -43,30 +44,66 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 const RAMFS_MAGIC: i64 = 0x8584_58f6;
 const FUSE_MAGIC: i64 = 0x6573_5546;
 
-/// Make the trees below `roots` (all on one file system) cold for reading. Returns
-/// what could be done, and a caveat when the phase may still be partly warm.
+/// Make the trees below `roots` cold for reading. Returns what could be done, and a
+/// caveat when the phase may still be partly warm.
 pub fn make_cold(roots: &[&Path], threads: usize) -> Result<(CacheState, Option<String>), String> {
-    let Some(first) = roots.first() else { return Ok((CacheState::Warm, None)) };
-    let fd = walk::open_root(first).map_err(|e| format!("cannot open {}: {e}", first.display()))?;
-    let magic = rustix::fs::fstatfs(&fd).map_err(|e| format!("statfs {}: {e}", first.display()))?.f_type as i64;
-    if magic == TMPFS_MAGIC || magic == RAMFS_MAGIC {
-        return Ok((CacheState::NotApplicable, None));
-    }
-    rustix::fs::syncfs(&fd).map_err(|e| format!("syncfs {}: {e}", first.display()))?;
+    evict(roots, threads).map(|e| (e.state, e.caveat))
+}
+
+/// What [`evict`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Eviction {
+    pub state: CacheState,
+    /// What may still be cached (no root: metadata; FUSE: the daemon's own cache).
+    pub caveat: Option<String>,
+    /// Regular files whose cached pages were dropped (fadvise DONTNEED).
+    pub files: u64,
+}
+
+/// The kind of memory file system `path` is on (its storage is the page cache: nothing
+/// can be evicted from it), or None.
+pub fn memory_fs(path: &Path) -> Result<Option<&'static str>, String> {
+    let fd = walk::open_root(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let magic = rustix::fs::fstatfs(&fd).map_err(|e| format!("statfs {}: {e}", path.display()))?.f_type as i64;
+    Ok(match magic {
+        TMPFS_MAGIC => Some("tmpfs"),
+        RAMFS_MAGIC => Some("ramfs"),
+        _ => None,
+    })
+}
+
+/// Make the trees below `roots` cold for reading: on each root's file system (roots on
+/// a memory file system are left out) a syncfs, then every file's pages evicted; with
+/// root, every cache dropped once. NotApplicable when every root is on memory.
+pub fn evict(roots: &[&Path], threads: usize) -> Result<Eviction, String> {
+    let mut files = 0;
+    let mut fuse = false;
+    let mut on_disk = 0;
     for r in roots {
-        evict_tree(r, threads)?;
+        let fd = walk::open_root(r).map_err(|e| format!("cannot open {}: {e}", r.display()))?;
+        let magic = rustix::fs::fstatfs(&fd).map_err(|e| format!("statfs {}: {e}", r.display()))?.f_type as i64;
+        if magic == TMPFS_MAGIC || magic == RAMFS_MAGIC {
+            continue;
+        }
+        on_disk += 1;
+        fuse |= magic == FUSE_MAGIC;
+        rustix::fs::syncfs(&fd).map_err(|e| format!("syncfs {}: {e}", r.display()))?;
+        files += evict_tree(r, threads)?;
     }
-    let fuse = magic == FUSE_MAGIC;
+    if on_disk == 0 {
+        let state = if roots.is_empty() { CacheState::Warm } else { CacheState::NotApplicable };
+        return Ok(Eviction { state, caveat: None, files });
+    }
     if rustix::process::geteuid().is_root() {
         drop_caches().map_err(|e| e.to_string())?;
         let caveat = fuse.then(|| "a FUSE file system's daemon may keep a cache of its own".to_string());
-        return Ok((CacheState::AllDropped, caveat));
+        return Ok(Eviction { state: CacheState::AllDropped, caveat, files });
     }
     let mut caveat = String::from("without root only file data are evicted: directories and inodes stay cached");
     if fuse {
         caveat.push_str("; a FUSE file system's daemon may keep a cache of its own");
     }
-    Ok((CacheState::DataEvicted, Some(caveat)))
+    Ok(Eviction { state: CacheState::DataEvicted, caveat: Some(caveat), files })
 }
 
 /// fadvise(DONTNEED) on every regular file below `root`, one task per directory.

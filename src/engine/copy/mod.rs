@@ -27,6 +27,7 @@ pub mod summary;
 pub mod verify;
 
 use super::overlap;
+use super::timing::Timing;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -63,6 +64,10 @@ pub struct Options {
     pub itemize: bool,
     /// What is kept beyond bytes, modes, mtimes and symlinks (all of it by default).
     pub keep: attrs::Keep,
+    /// Evict SRC (and sync's DST) from the caches before the clock starts (`--cold`).
+    pub cold: bool,
+    /// End the time with a syncfs of DST's file system (`--durable`).
+    pub durable: bool,
 }
 
 impl Options {
@@ -80,6 +85,8 @@ impl Options {
             quiet: true,
             itemize: false,
             keep: attrs::Keep::default(),
+            cold: false,
+            durable: false,
         }
     }
 }
@@ -163,6 +170,9 @@ pub struct Summary {
     /// Under MPI: how the work spread over the ranks (absent with one rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::engine::walker::RankCounts>,
+    /// Cold or warm, durable or returned: what `elapsed_s` includes.
+    #[serde(flatten)]
+    pub timing: Timing,
 }
 
 impl Summary {
@@ -172,6 +182,7 @@ impl Summary {
             && !self.interrupted
             && self.verify.as_ref().is_none_or(|v| v.differences == 0)
             && (self.losses_accepted || self.losses.is_empty())
+            && self.timing.ok()
     }
 
     /// Human summary, several lines, ending in a newline.
@@ -237,6 +248,7 @@ impl Summary {
             fmt_secs(self.cpu_user_s),
             fmt_secs(self.cpu_sys_s)
         ));
+        s.push_str(&self.timing.text());
         if let Some(r) = &self.ranks {
             s.push_str(&r.text());
         }
@@ -359,7 +371,34 @@ pub fn check(o: &Options) -> Result<()> {
     if o.threads == 0 {
         return Err(Error::bad("--threads", "must be at least 1"));
     }
+    if o.durable && o.dry_run {
+        return Err(Error::bad("--durable", "sync --dry-run writes nothing to make durable"));
+    }
+    if o.cold {
+        super::timing::check_cold(&[("SRC", &o.src)])?;
+    }
     Ok(())
+}
+
+/// What the timed work reads, evicted by `--cold`: SRC, and the DST sync lists.
+pub(crate) fn cold_roots(o: &Options) -> Vec<&Path> {
+    let dst = o.mode == Mode::Sync && o.dst.is_dir();
+    std::iter::once(o.src.as_path()).chain(dst.then_some(o.dst.as_path())).collect()
+}
+
+/// End a copy's time: with `--durable` (and not interrupted) a syncfs of DST's file
+/// system inside `elapsed_s` (every rank's under MPI).
+pub(crate) fn end_timing(o: &Options, s: &mut Summary) {
+    let durable = o.durable && !s.interrupted;
+    let dst = if durable { Some(crate::fs::walk::open_root(&o.dst)) } else { None };
+    let fds: Vec<(String, rustix::fd::BorrowedFd<'_>)> = match &dst {
+        Some(Ok(fd)) => vec![(o.dst.display().to_string(), rustix::fd::AsFd::as_fd(fd))],
+        _ => Vec::new(),
+    };
+    s.elapsed_s = s.timing.end(s.elapsed_s, durable, &fds);
+    if let Some(Err(e)) = dst {
+        s.timing.sync_error = Some(format!("cannot open {} to sync it: {e}", o.dst.display()));
+    }
 }
 
 /// The identities of SRC and DST and of their ancestors: the walk never enters, on one
@@ -418,7 +457,10 @@ pub fn walls(o: &Options) -> Result<Walls> {
 pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     crate::signals::install();
     check(o)?;
+    let timing = Timing::start(o.cold, &cold_roots(o), o.threads)?;
     let mut s = engine::run(o)?;
+    s.timing = timing;
+    end_timing(o, &mut s);
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     if o.verify && !s.interrupted {
         let checks = verify::Checks { content: true, meta: true };

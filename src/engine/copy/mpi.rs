@@ -232,6 +232,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     } else {
         Ok(())
     })?;
+    // --cold: every rank evicts from its own caches, then all start together.
+    let timing = ranks::agree(crate::engine::timing::Timing::start(o.cold, &copy::cold_roots(o), o.threads))?;
     ranks::barrier();
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
@@ -626,6 +628,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     };
     let parts: Vec<Part> = parts.into_iter().map(|p| p.part).collect();
     let mut s = summary(o, o.threads * ranks::size(), &parts, t0);
+    s.timing = timing;
+    copy::end_timing(o, &mut s);
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     s.ranks = Some(RankCounts::new(unit, work, walks));
     s.modify_window_ns = ctx.caps.window_ns;

@@ -108,5 +108,6 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         verify: None,
         provenance: None,
         ranks: None,
+        timing: Default::default(),
     }
 }

@@ -21,6 +21,7 @@
 
 pub mod mpi;
 
+use crate::engine::timing::{self, Timing};
 use crate::error::{Error, Result};
 use crate::fs::remove::{self, BATCH};
 use crate::fs::walk::{self, Kind};
@@ -44,6 +45,10 @@ pub struct Options {
     pub cross_mounts: bool,
     /// No progress line.
     pub quiet: bool,
+    /// Evict the trees from the caches before the clock starts (`--cold`).
+    pub cold: bool,
+    /// End the time with a syncfs of every file system removed from (`--durable`).
+    pub durable: bool,
 }
 
 /// Failures listed in the summary; the rest are counted.
@@ -79,6 +84,9 @@ pub struct Summary {
     /// Under MPI: how the work spread over the ranks (absent with one rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::engine::walker::RankCounts>,
+    /// Cold or warm, durable or returned: what `elapsed_s` includes.
+    #[serde(flatten)]
+    pub timing: Timing,
 }
 
 impl Summary {
@@ -105,11 +113,12 @@ impl Summary {
             failures,
             interrupted: parts.iter().any(|p| p.interrupted),
             ranks,
+            timing: Timing::default(),
         }
     }
 
     pub fn ok(&self) -> bool {
-        self.failed == 0 && !self.interrupted
+        self.failed == 0 && !self.interrupted && self.timing.ok()
     }
 
     pub fn text(&self) -> String {
@@ -123,6 +132,7 @@ impl Summary {
             sig3((self.files + self.dirs) as f64 / self.elapsed_s.max(1e-9)),
             self.threads
         );
+        s.push_str(&self.timing.text());
         if let Some(r) = &self.ranks {
             s.push_str(&r.text());
         }
@@ -205,11 +215,24 @@ pub(crate) fn targets(
     if o.paths.is_empty() {
         return Err(Error::bad("PATH", "name at least one path to remove"));
     }
-    let mut targets = agree(o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>())?;
+    let resolved = o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>().and_then(|t| {
+        if o.cold {
+            let dirs: Vec<(&str, &Path)> = cold_roots(&t).into_iter().map(|p| ("PATH", p)).collect();
+            timing::check_cold(&dirs)?;
+        }
+        Ok(t)
+    });
+    let mut targets = agree(resolved)?;
     // The same entry named twice is removed once.
     let mut seen = std::collections::HashSet::new();
     targets.retain(|t| seen.insert((t.dev, t.ino)));
     Ok(targets)
+}
+
+/// What `--cold` evicts: the directories among the PATHs (a file PATH's inode goes with
+/// the caches dropped as root).
+pub(crate) fn cold_roots(targets: &[Target]) -> Vec<&Path> {
+    targets.iter().filter(|t| t.kind == Kind::Dir).map(|t| t.shown.as_path()).collect()
 }
 
 /// Resolve one PATH: a bad one is bad input (exit 2).
@@ -291,6 +314,8 @@ enum Task {
 
 /// Free space of one file system when first met, and an fd to ask it again at the end.
 struct FsFree {
+    /// The first PATH (or mount entered) met on it.
+    shown: String,
     dev: u64,
     fd: OwnedFd,
     free_before: u64,
@@ -310,14 +335,14 @@ fn free_bytes(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
 impl RmShared {
     /// Remember the free space of `fd`'s file system before anything on it is removed
     /// (called for each PATH before the removal starts, and for each mount entered).
-    fn note_fs(&self, fd: rustix::fd::BorrowedFd<'_>) {
+    fn note_fs(&self, fd: rustix::fd::BorrowedFd<'_>, shown: impl FnOnce() -> String) {
         let Ok(st) = rustix::fs::fstat(fd) else { return };
         let mut fs = self.fs.lock().unwrap_or_else(|p| p.into_inner());
         if fs.iter().any(|f| f.dev == st.st_dev) {
             return;
         }
         if let (Some(free_before), Ok(fd)) = (free_bytes(fd), fd.try_clone_to_owned()) {
-            fs.push(FsFree { dev: st.st_dev, fd, free_before });
+            fs.push(FsFree { shown: shown(), dev: st.st_dev, fd, free_before });
         }
     }
 
@@ -418,7 +443,7 @@ impl RmShared {
                         self.fail(&parent, &name, "a mount point: not crossed (use --cross-mounts)");
                         return self.finish(parent);
                     }
-                    self.note_fs(fd.as_fd());
+                    self.note_fs(fd.as_fd(), || path_of(&parent, &name));
                 }
                 let node = Arc::new(Node {
                     fd,
@@ -486,11 +511,13 @@ pub fn run(o: &Options) -> Result<Summary> {
     let targets = targets(o, |r| r)?;
     crate::signals::install();
     walk::raise_fd_limit();
+    let mut timing = Timing::start(o.cold, &cold_roots(&targets), o.threads)?;
     let ctx = RmShared { o: o.clone(), t: Tally::default(), fs: Mutex::new(Vec::new()) };
     for t in &targets {
+        let shown = || t.shown.display().to_string();
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
-            Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd()),
-            _ => ctx.note_fs(t.parent.as_fd()),
+            Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd(), shown),
+            _ => ctx.note_fs(t.parent.as_fd(), shown),
         }
     }
     let t0 = Instant::now();
@@ -533,9 +560,17 @@ pub fn run(o: &Options) -> Result<Summary> {
         walk::par_tasks(o.threads, roots, |t, spawn| c.task(t, spawn));
         reporter.stop();
     });
-    let elapsed_s = t0.elapsed().as_secs_f64();
+    let returned_s = t0.elapsed().as_secs_f64();
+    let part = ctx.t.part();
+    let elapsed_s = {
+        let fs = ctx.fs.lock().unwrap_or_else(|p| p.into_inner());
+        let fds: Vec<_> = fs.iter().map(|f| (f.shown.clone(), f.fd.as_fd())).collect();
+        timing.end(returned_s, o.durable && !part.interrupted, &fds)
+    };
     let bytes_freed = ctx.freed();
-    Ok(Summary::of(shown, &[ctx.t.part()], bytes_freed, elapsed_s, o.threads, None))
+    let mut s = Summary::of(shown, &[part], bytes_freed, elapsed_s, o.threads, None);
+    s.timing = timing;
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -544,7 +579,14 @@ pub(crate) mod tests {
     use rustix::fs::{Mode, OFlags, openat};
 
     fn opts(p: &Path) -> Options {
-        Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
+        Options {
+            paths: vec![p.to_path_buf()],
+            threads: 3,
+            cross_mounts: false,
+            quiet: true,
+            cold: false,
+            durable: false,
+        }
     }
 
     /// `top` with 4 × 3 directories of 5 files holding `content` (61 non-directories

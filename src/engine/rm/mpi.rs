@@ -19,6 +19,7 @@
 //! `--cross-mounts`.
 
 use crate::engine::rm::{Options, Part, Summary, Tally, targets};
+use crate::engine::timing::Timing;
 use crate::engine::walker::{MpiWalk, Walker, depth, join, open_below, split_last};
 use crate::engine::walker::{RankCounts, WalkTotals};
 use crate::error::{Error, Result};
@@ -248,6 +249,9 @@ pub fn run(o: &Options) -> Result<Summary> {
     let fds: Vec<BorrowedFd<'_>> =
         ctx.roots.iter().map(|r| r.fd.as_fd()).chain(others.iter().map(|t| t.parent.as_fd())).collect();
     let before = free_space(&fds);
+    // --cold: every rank evicts from its own caches, then all start together.
+    let cold: Vec<&std::path::Path> = ctx.roots.iter().map(|r| std::path::Path::new(&r.shown)).collect();
+    let mut timing = ranks::agree(Timing::start(o.cold, &cold, o.threads))?;
     ranks::barrier();
     let t0 = Instant::now();
     // PATHs that are not directories: rank 0 unlinks them.
@@ -271,7 +275,11 @@ pub fn run(o: &Options) -> Result<Summary> {
         let deepest = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
         ranks::deepest_first(deepest, |d| ctx.remove_dirs(d, troubled));
     }
-    let elapsed_s = t0.elapsed().as_secs_f64();
+    // --durable: every rank syncs the file systems, the time ends when all have.
+    let shown_all =
+        ctx.roots.iter().map(|r| r.shown.clone()).chain(others.iter().map(|t| t.shown.display().to_string()));
+    let shown_fds: Vec<(String, BorrowedFd<'_>)> = shown_all.zip(&fds).map(|(s, fd)| (s, *fd)).collect();
+    let elapsed_s = timing.end(t0.elapsed().as_secs_f64(), o.durable && !interrupted_anywhere, &shown_fds);
     let after = free_space(&fds);
     let bytes_freed: u64 = before
         .iter()
@@ -284,7 +292,9 @@ pub fn run(o: &Options) -> Result<Summary> {
         .collect();
     let walks = WalkTotals::gather(stats);
     let counts = RankCounts::new("entries removed", parts.iter().map(|p| p.files + p.dirs).collect(), walks);
-    Ok(Summary::of(shown, &parts, bytes_freed, elapsed_s, o.threads * ranks::size(), Some(counts)))
+    let mut s = Summary::of(shown, &parts, bytes_freed, elapsed_s, o.threads * ranks::size(), Some(counts));
+    s.timing = timing;
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -293,7 +303,14 @@ mod tests {
     use std::path::Path;
 
     fn opts(p: &Path) -> Options {
-        Options { paths: vec![p.to_path_buf()], threads: 3, cross_mounts: false, quiet: true }
+        Options {
+            paths: vec![p.to_path_buf()],
+            threads: 3,
+            cross_mounts: false,
+            quiet: true,
+            cold: false,
+            durable: false,
+        }
     }
 
     #[test]

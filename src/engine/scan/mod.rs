@@ -17,6 +17,7 @@ pub mod sqlite;
 
 pub use backend::IndexBackend;
 
+use crate::engine::timing::{self, Timing};
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
 use crate::measure::provenance::Provenance;
@@ -88,6 +89,57 @@ pub struct ScanConfig {
     pub threads: usize,
     pub json: Option<PathBuf>,
     pub command_line: Vec<String>,
+    /// Evict the tree from the caches before the clock starts (`--cold`).
+    pub cold: bool,
+    /// End the time with a syncfs of the SQLite index's file system (`--durable`).
+    pub durable: bool,
+}
+
+impl ScanConfig {
+    /// `--cold` and `--durable` possible here? Bad input (exit 2) before anything is
+    /// opened or written: a tree on a memory file system cannot be made cold; a scan
+    /// without an index writes nothing to make durable, and a PostgreSQL index is made
+    /// durable by its server's commit, not by a syncfs here.
+    pub fn check_timing(&self) -> Result<()> {
+        if self.durable {
+            match &self.db {
+                None => return Err(Error::bad("--durable", "scan without --db writes nothing to make durable")),
+                Some(DbUrl::Postgres(_)) => {
+                    return Err(Error::bad(
+                        "--durable",
+                        "a PostgreSQL index is made durable by the server's commit, not by a syncfs here (give sqlite:FILE)",
+                    ));
+                }
+                Some(DbUrl::Sqlite(_)) => {}
+            }
+        }
+        if self.cold {
+            timing::check_cold(&[("PATH", &self.root)])?;
+        }
+        Ok(())
+    }
+
+    /// The directory holding the SQLite index, opened for `--durable`'s syncfs.
+    pub(crate) fn durable_dir(&self) -> Option<(String, std::io::Result<OwnedFd>)> {
+        let Some(DbUrl::Sqlite(p)) = self.db.as_ref().filter(|_| self.durable) else { return None };
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some((p.display().to_string(), walk::open_root(dir).map_err(std::io::Error::from)))
+    }
+}
+
+/// End a scan's time: with `--durable` (and a complete walk) a syncfs of the index's file
+/// system (on rank 0, which writes it), inside `elapsed_s`.
+pub(crate) fn end_timing(cfg: &ScanConfig, report: &mut ScanReport, returned_s: f64, writes: bool) {
+    let durable = cfg.durable && report.interrupted_by.is_none();
+    let dir = cfg.durable_dir().filter(|_| writes && durable);
+    let fds: Vec<(String, rustix::fd::BorrowedFd<'_>)> = match &dir {
+        Some((shown, Ok(fd))) => vec![(shown.clone(), rustix::fd::AsFd::as_fd(fd))],
+        _ => Vec::new(),
+    };
+    report.elapsed_s = report.timing.end(returned_s, durable, &fds);
+    if let Some((shown, Err(e))) = &dir {
+        report.timing.sync_error = Some(format!("cannot open the directory of {shown} to sync it: {e}"));
+    }
 }
 
 /// Phase times. Walk, stat and blocked are summed over the walk threads
@@ -141,6 +193,9 @@ pub struct ScanReport {
     /// Under MPI: how the entries spread over the ranks (absent with one rank).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::engine::walker::RankCounts>,
+    /// Cold or warm, durable or returned: what `elapsed_s` includes.
+    #[serde(flatten)]
+    pub timing: Timing,
 }
 
 /// Give the walk room for many open directories (soft limit up to the hard one).
@@ -273,11 +328,13 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     signals::install();
     crate::fs::walk::raise_fd_limit();
     let (root_fd, root) = open_root(&cfg.root)?;
+    cfg.check_timing()?;
     let mut db = match &cfg.db {
         Some(u) => Some(u.open()?),
         None => None,
     };
     let provenance = Provenance::collect(cfg.command_line.clone());
+    let timing = Timing::start(cfg.cold, &[Path::new(&root)], cfg.threads)?;
     let start = Instant::now();
     let mut phases = Phases::default();
     let index = load_index(db.as_deref_mut(), &root, &mut phases)?;
@@ -326,8 +383,11 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     if let Some(e) = failure {
         return Err(Error::failed(format!("writing the index failed after {} entries: {e}", totals.entries)));
     }
+    let returned_s = start.elapsed().as_secs_f64();
     let db = db.as_ref().map(|d| d.describe());
     let mut report = report(root, db, cfg.threads, start, phases, &totals, indexed_before, diff, walked, provenance);
+    report.timing = timing;
+    end_timing(cfg, &mut report, returned_s, true);
     save(cfg, &mut report, stats.take_inventory())?;
     Ok(report)
 }
@@ -433,6 +493,7 @@ pub(crate) fn report(
         inventory: None,
         provenance,
         ranks: None,
+        timing: Timing::default(),
     }
 }
 
@@ -477,6 +538,7 @@ impl ScanReport {
             rate(self.entries, self.elapsed_s),
             self.threads
         ));
+        s.push_str(&self.timing.text());
         match &self.db {
             Some(db) => {
                 let d = &self.diff;

@@ -266,12 +266,17 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         "PATH",
         "not the same directory on every rank: scan under MPI needs a file system every rank sees",
     )?;
+    ranks::agree(cfg.check_timing())?;
     let me_root = ranks::is_root();
     let mut db = ranks::agree(match (&cfg.db, me_root) {
         (Some(u), true) => u.open().map(Some),
         _ => Ok(None),
     })?;
     let provenance = Provenance::collect(cfg.command_line.clone());
+    // --cold: every rank evicts from its own caches, then all start together.
+    let timing =
+        ranks::agree(crate::engine::timing::Timing::start(cfg.cold, &[std::path::Path::new(&root)], cfg.threads))?;
+    ranks::barrier();
     let start = Instant::now();
     let mut phases = Phases::default();
     let index = ranks::agree(load_index(db.as_deref_mut(), &root, &mut phases))?;
@@ -464,8 +469,11 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     let counts = RankCounts::new("entries", all.iter().map(|r| r.rows).collect(), walks);
     let db = db.as_ref().map(|d| d.describe()).or(cfg.db.as_ref().map(|_| "rank 0's index".into()));
     let threads = cfg.threads * ranks::size();
+    let returned_s = start.elapsed().as_secs_f64();
     let mut report = report(root, db, threads, start, phases, &totals, indexed_before, diff, walked, provenance);
     report.ranks = Some(counts);
+    report.timing = timing;
+    super::end_timing(cfg, &mut report, returned_s, me_root);
     if me_root {
         let mut inv: Option<Inventory> = None;
         for r in &all {
