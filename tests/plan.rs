@@ -127,3 +127,73 @@ fn model_predicts_write_time_and_recommends() {
     let r = run(["plan", tree.to_str().unwrap(), "--cluster", "64k", "--model", model.to_str().unwrap()]);
     assert_bad_input(&r, "--model", "no matching cluster size");
 }
+
+/// `plan --fs exfat|ntfs` counts what df shows after a real copy: a mixed tree (empty,
+/// tiny, resident-sized and larger files, long and non-ASCII names, a directory of 600
+/// entries, empty directories) copied with `cp -r` onto fresh exFAT and NTFS file
+/// systems at several cluster sizes; the used space grows by the plan's allocation
+/// within 5% (issue 29). Needs root and exfatprogs, exfat-fuse, ntfs-3g.
+#[test]
+fn plan_fs_matches_df_after_a_real_copy() {
+    use manyfiles::storage::fsspec::FsSpec;
+    use manyfiles::storage::managed::ManagedFs;
+    let have = |t: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {t}"))
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let missing: Vec<&str> =
+        ["mkfs.exfat", "mount.exfat-fuse", "mkfs.ntfs", "ntfs-3g"].into_iter().filter(|t| !have(t)).collect();
+    if !is_root() || !missing.is_empty() {
+        let why = if is_root() { format!("{missing:?} not found") } else { "needs root".into() };
+        assert!(std::env::var_os("CI").is_none(), "CI must run this: {why}");
+        eprintln!("skipped: plan_fs_matches_df_after_a_real_copy: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let sizes = [0usize, 100, 600, 700, 2000, 5000, 40_000, 300_000];
+    for d in 0..30 {
+        let dir = tree.join(format!("dir-{d}")).join(if d % 3 == 0 { "sub-ä-директория" } else { "sub" });
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..40 {
+            let name = format!("file-{i:03}-{}", "n".repeat(i % 37));
+            std::fs::write(dir.join(name), vec![b'x'; sizes[(i + d) % sizes.len()]]).unwrap();
+        }
+    }
+    let big = tree.join("big");
+    std::fs::create_dir_all(&big).unwrap();
+    for i in 0..600 {
+        std::fs::write(big.join(format!("entry-with-a-longer-name-{i:04}")), vec![b'y'; (i % 5) * 900]).unwrap();
+    }
+    for e in 0..20 {
+        std::fs::create_dir_all(tree.join(format!("empty-{e}"))).unwrap();
+    }
+    let used = |p: &Path| {
+        let v = rustix::fs::statvfs(p).unwrap();
+        (v.f_blocks - v.f_bfree) * v.f_frsize
+    };
+    for spec in ["exfat:4k", "exfat:32k", "exfat:64k", "ntfs:4k", "ntfs:64k"] {
+        let (fs, cluster) = spec.split_once(':').unwrap();
+        let cluster = parse_printed_size(&cluster[..cluster.len() - 1], "KiB") as u64;
+        let json = tmp.path().join(format!("plan-{fs}-{cluster}.json"));
+        let (_, v) = plan_json(&[tree.to_str().unwrap(), "--fs", fs, "--cluster", &cluster.to_string()], &json);
+        let planned = u(&arr(&v, "rows")[0], "allocated_bytes");
+        let m = ManagedFs::create(&FsSpec::parse(spec).unwrap(), 1 << 30).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let mnt = m.mount_point().to_path_buf();
+        let before = used(&mnt);
+        let cp = std::process::Command::new("cp").arg("-r").arg(&tree).arg(mnt.join("t")).status().unwrap();
+        assert!(cp.success(), "{spec}: cp -r");
+        rustix::fs::sync();
+        let grew = used(&mnt) - before;
+        let err = planned as f64 / grew as f64 - 1.0;
+        eprintln!("{spec}: plan {planned}, df grew {grew}: {:+.2}%", err * 100.0);
+        assert!(err.abs() <= 0.05, "{spec}: plan {planned} bytes, df grew {grew} ({:+.1}%)", err * 100.0);
+        drop(m);
+    }
+    // An inventory has no names: --fs needs PATH.
+    let r = run(["plan", "--inventory", "x.json", "--fs", "exfat"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+}

@@ -190,6 +190,10 @@ pub struct PlanArgs {
     /// Cluster sizes to compare
     #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_CLUSTERS)]
     pub cluster: String,
+    /// Count this file system's directories and metadata too, as df will show them
+    /// after the copy (needs PATH: an inventory has no names)
+    #[arg(long, value_name = "exfat|ntfs", value_parser = ["exfat", "ntfs"], conflicts_with = "inventory")]
+    pub fs: Option<String>,
     /// Result file of a clusters experiment: predicted write time per cluster size
     #[arg(long, value_name = "RESULTS.json")]
     pub model: Option<PathBuf>,
@@ -280,5 +284,16 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
             ));
         }
     }
-    Ok(manyfiles::report::PlanConfig { tree, clusters, model, json: a.json.clone(), threads: threads(a.threads)? })
+    let layout = match &a.fs {
+        Some(f) => manyfiles::storage::allocation::Layout::parse(f).map_err(|e| Error::bad("--fs", e))?,
+        None => manyfiles::storage::allocation::Layout::Files,
+    };
+    Ok(manyfiles::report::PlanConfig {
+        tree,
+        clusters,
+        layout,
+        model,
+        json: a.json.clone(),
+        threads: threads(a.threads)?,
+    })
 }

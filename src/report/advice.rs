@@ -102,10 +102,21 @@ pub fn plan(p: &Plan, model_line: Option<&str>) -> String {
     }
     right(&mut t, 0..5);
     let mut out = format!("tree: {}\n{t}\n", shape_line(&p.shape));
-    out.push_str(
-        "allocated: every file rounded up to whole clusters (an empty file takes none; file systems that keep tiny files \
-         in metadata, e.g. NTFS, waste less); slack % = share of the allocation not holding data\n",
-    );
+    use crate::storage::allocation::Layout;
+    out.push_str(match p.layout {
+        Layout::Files => {
+            "allocated: every file rounded up to whole clusters (an empty file takes none; directories and metadata not \
+             counted: name the file system with --fs exfat|ntfs for what df will show); slack % = share of the allocation not holding data\n"
+        }
+        Layout::Exfat => {
+            "allocated: what df will show after the copy onto a fresh exFAT: every file in whole clusters (an empty one \
+             takes none) and every directory at least one cluster of 32-byte entries; slack % = share not holding data\n"
+        }
+        Layout::Ntfs => {
+            "allocated: what df will show after the copy onto a fresh NTFS (ntfs-3g): files in whole clusters unless they fit \
+             in their 1 KiB MFT record, a record per file and directory, 4 KiB index blocks for large directories; slack % = share not holding data\n"
+        }
+    });
     match p.recommended_cluster {
         Some(c) => out.push_str(&format!("recommendation: {} — {}\n", fmt_size(c as f64), p.reasoning)),
         None => out.push_str(&format!("no recommendation: {}\n", p.reasoning)),

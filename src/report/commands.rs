@@ -154,6 +154,8 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
 pub struct PlanConfig {
     pub tree: TreeInput,
     pub clusters: Vec<u64>,
+    /// Whose directories and metadata to count beside the files (`plan --fs`).
+    pub layout: crate::storage::allocation::Layout,
     pub model: Option<(String, ResultSet)>,
     pub json: Option<PathBuf>,
     pub threads: usize,
@@ -165,7 +167,7 @@ pub fn run_plan(cfg: PlanConfig) -> Result<String> {
         TreeInput::Path(p) => plan::walk_sizes(&p, cfg.threads)?,
         TreeInput::Inventory(i) => Source::Inventory(i),
     };
-    let p = plan::plan(&src, &cfg.clusters, cfg.model.as_ref().map(|m| &m.1));
+    let p = plan::plan(&src, cfg.layout, &cfg.clusters, cfg.model.as_ref().map(|m| &m.1));
     if let Some(j) = &cfg.json {
         write_json(j, &p)?;
     }

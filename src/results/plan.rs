@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
 use crate::results::ResultSet;
 use crate::signals;
-use crate::tree::inventory::{Inventory, cluster_allocation};
+use crate::storage::allocation::{Allocation, DirNames, Layout, allocate, utf16_units};
+use crate::tree::inventory::Inventory;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::Serialize;
@@ -20,9 +21,11 @@ pub const AFFORDABLE_SLACK: f64 = 0.05;
 
 /// Where the file sizes come from.
 pub enum Source {
-    /// Every regular file's size, read by walking the tree.
-    Sizes { shape: Shape, sizes: Vec<u64> },
-    /// An inventory: exact for the cluster sizes it holds.
+    /// Every regular file's size and name length, and every directory's entry names,
+    /// read by walking the tree.
+    Sizes { shape: Shape, files: Vec<(u16, u64)>, dirs: Vec<DirNames> },
+    /// An inventory: exact for the cluster sizes it holds; it has no names, so no
+    /// file system's directories and metadata can be counted from it.
     Inventory(Box<Inventory>),
 }
 
@@ -34,38 +37,56 @@ impl Source {
         }
     }
 
-    /// Bytes the files occupy in clusters of `cluster` bytes (an empty file takes none).
-    pub fn allocated(&self, cluster: u64) -> Option<u64> {
-        match self {
-            Source::Sizes { sizes, .. } => Some(sizes.iter().map(|&s| cluster_allocation(s, cluster)).sum()),
-            Source::Inventory(i) => i.per_cluster_allocated(cluster),
+    /// What the tree takes in clusters of `cluster` bytes on `layout` (an empty file
+    /// takes none); None where the source cannot say.
+    pub fn allocated(&self, layout: Layout, cluster: u64) -> Option<Allocation> {
+        match (self, layout) {
+            (Source::Sizes { files, dirs, .. }, _) => Some(allocate(layout, cluster, files, dirs)),
+            (Source::Inventory(i), Layout::Files) => {
+                i.per_cluster_allocated(cluster).map(|files_bytes| Allocation { files_bytes, metadata_bytes: 0 })
+            }
+            (Source::Inventory(_), _) => None,
         }
     }
 }
 
-/// Sizes of every regular file below `path` (symlinks are not followed, hard links
-/// count once per link, as in the inventory), with the tree's counts.
+/// What the walk gathers.
+#[derive(Default)]
+struct Walked {
+    files: Vec<(u16, u64)>,
+    dirs: Vec<DirNames>,
+    unreadable: u64,
+    /// Σ files-per-directory².
+    dir_sq: f64,
+    max_files_per_dir: u64,
+}
+
+/// Sizes and name lengths of every regular file below `path` (symlinks are not
+/// followed, hard links count once per link, as in the inventory), every directory's
+/// entry names, with the tree's counts.
 pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
     let root = walk::open_root(path)
         .map_err(|e| Error::bad("PATH", format!("{}: cannot open as a directory: {e}", path.display())))?;
-    // sizes, dirs, unreadable, Σ files-per-directory², most files in one directory
-    let acc = Mutex::new((Vec::<u64>::new(), 0u64, 0u64, 0f64, 0u64));
+    let acc = Mutex::new(Walked::default());
     walk::par_tasks(threads, vec![root], |fd: OwnedFd, spawn| {
         if signals::pending() != 0 {
             return;
         }
         let Ok(entries) = walk::read_dir(fd.as_fd()) else {
             let mut a = acc.lock().expect("walk lock");
-            a.1 += 1;
-            a.2 += 1;
+            a.dirs.push(DirNames::default());
+            a.unreadable += 1;
             return;
         };
-        let mut sizes = Vec::new();
+        let mut files = Vec::new();
+        let mut names = DirNames::default();
         for e in entries {
+            let units = utf16_units(e.name.as_bytes());
+            names.add(units);
             match e.kind {
                 Kind::File => {
                     if let Ok(st) = statx(&fd, &e.name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::SIZE) {
-                        sizes.push(st.stx_size);
+                        files.push((units.min(u16::MAX as u64) as u16, st.stx_size));
                     }
                 }
                 Kind::Dir => {
@@ -77,28 +98,37 @@ pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
             }
         }
         let mut a = acc.lock().expect("walk lock");
-        let n = sizes.len() as u64;
-        a.3 += (n as f64) * (n as f64);
-        a.4 = a.4.max(n);
-        a.0.extend(sizes);
-        a.1 += 1;
+        let n = files.len() as u64;
+        a.dir_sq += (n as f64) * (n as f64);
+        a.max_files_per_dir = a.max_files_per_dir.max(n);
+        a.files.extend(files);
+        a.dirs.push(names);
     });
     let signal = signals::pending();
     if signal != 0 {
         return Err(Error::Interrupted { signal });
     }
-    let (sizes, dirs, unreadable, dir_sq, max_files_per_dir) = acc.into_inner().expect("walk finished");
-    if unreadable > 0 {
-        eprintln!("manyfiles: warning: {unreadable} directories could not be read; their files are not counted");
+    let w = acc.into_inner().expect("walk finished");
+    if w.unreadable > 0 {
+        eprintln!("manyfiles: warning: {} directories could not be read; their files are not counted", w.unreadable);
     }
-    let shape = Shape { files: sizes.len() as u64, bytes: sizes.iter().sum(), dirs, dir_sq, max_files_per_dir };
-    Ok(Source::Sizes { shape, sizes })
+    let shape = Shape {
+        files: w.files.len() as u64,
+        bytes: w.files.iter().map(|f| f.1).sum(),
+        dirs: w.dirs.len() as u64,
+        dir_sq: w.dir_sq,
+        max_files_per_dir: w.max_files_per_dir,
+    };
+    Ok(Source::Sizes { shape, files: w.files, dirs: w.dirs })
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ClusterRow {
     pub cluster_bytes: u64,
+    /// The files' clusters plus, with a file system named, its directories and
+    /// metadata records (`metadata_bytes`): what `df` shows after the copy.
     pub allocated_bytes: u64,
+    pub metadata_bytes: u64,
     pub slack_bytes: u64,
     /// Share of the allocated space not holding data.
     pub slack_share: f64,
@@ -113,6 +143,8 @@ pub struct ClusterRow {
 pub struct Plan {
     #[serde(flatten)]
     pub shape: Shape,
+    /// Which file system's directories and metadata are counted (`files`: none).
+    pub layout: Layout,
     pub rows: Vec<ClusterRow>,
     pub recommended_cluster: Option<u64>,
     pub reasoning: String,
@@ -120,7 +152,7 @@ pub struct Plan {
 
 /// Cluster sizes the source cannot answer exactly (only an inventory has such).
 pub fn unsupported(src: &Source, clusters: &[u64]) -> Vec<u64> {
-    clusters.iter().copied().filter(|&c| src.allocated(c).is_none()).collect()
+    clusters.iter().copied().filter(|&c| src.allocated(Layout::Files, c).is_none()).collect()
 }
 
 /// The create model of a target formatted with `cluster`-byte blocks.
@@ -130,17 +162,19 @@ fn model_for(rs: &ResultSet, cluster: u64) -> Option<&crate::results::ModelRow> 
         .find(|m| m.op == "create" && rs.targets.iter().any(|t| t.id == m.target && t.block_size == cluster))
 }
 
-pub fn plan(src: &Source, clusters: &[u64], model: Option<&ResultSet>) -> Plan {
+pub fn plan(src: &Source, layout: Layout, clusters: &[u64], model: Option<&ResultSet>) -> Plan {
     let shape = src.shape();
     let rows: Vec<ClusterRow> = clusters
         .iter()
         .filter_map(|&c| {
-            let allocated = src.allocated(c)?;
+            let a = src.allocated(layout, c)?;
+            let allocated = a.files_bytes + a.metadata_bytes;
             let slack = allocated.saturating_sub(shape.bytes);
             let m = model.and_then(|rs| model_for(rs, c));
             Some(ClusterRow {
                 cluster_bytes: c,
                 allocated_bytes: allocated,
+                metadata_bytes: a.metadata_bytes,
                 slack_bytes: slack,
                 slack_share: if allocated > 0 { slack as f64 / allocated as f64 } else { 0.0 },
                 write_time: m.map(|m| shape.predict(&m.model)),
@@ -149,7 +183,7 @@ pub fn plan(src: &Source, clusters: &[u64], model: Option<&ResultSet>) -> Plan {
         })
         .collect();
     let (recommended_cluster, reasoning) = recommend(&rows, shape.bytes);
-    Plan { shape, rows, recommended_cluster, reasoning }
+    Plan { shape, layout, rows, recommended_cluster, reasoning }
 }
 
 /// With write times: the least slack among the clusters whose time is not told apart

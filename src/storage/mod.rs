@@ -1,6 +1,7 @@
 //! Target: where the work happens. For now an existing directory; the tool works only
 //! inside a run directory it creates there (see [`rundir`]).
 
+pub mod allocation;
 pub mod cache;
 pub mod device;
 pub mod fsspec;
