@@ -75,7 +75,7 @@ fn html_report_renders_every_chart_in_headless_chromium() {
     for want in ["time-vs-files-create", "time-vs-files-read", "bars-largest-tree", "portions-create"] {
         assert!(ids.iter().any(|i| i == want), "chart {want} in {ids:?}");
     }
-    assert!(page.contains("<h2>Detections</h2>") && page.contains("<h2>Environment</h2>"));
+    assert!(page.contains("<h2 id=\"detections\">Detections</h2>") && page.contains("<footer class=\"provenance\">"));
     assert!(page.contains("Fitted costs"));
     // Every chart also as PNG, drawn with the bundled font.
     for id in &ids {

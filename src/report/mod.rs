@@ -13,6 +13,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod pack;
+pub mod pack_html;
 pub mod ranks;
 pub mod table;
 
