@@ -46,6 +46,8 @@ pub enum Kind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Axis {
     Seconds,
+    /// Predicted seconds with prediction intervals (predict).
+    Predicted,
     /// B/A (compare): a log axis around 1.
     Ratio,
 }
@@ -431,6 +433,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
             let log = *axis == Axis::Ratio || hi / lo > 20.0 * 1.6 * 1.6;
             let x_desc = match axis {
                 Axis::Seconds => "time (median, 95% interval)",
+                Axis::Predicted => "predicted time (95% prediction interval)",
                 Axis::Ratio => "ratio B/A (95% interval; 1 = no change)",
             };
             let fmt = move |v: &f64| if *axis == Axis::Ratio { format!("{}×", sig3(*v)) } else { secs_label(*v) };
