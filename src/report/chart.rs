@@ -232,21 +232,30 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
     }
     // A dot per (op, target) at the largest tree.
     if let Some(big) = rs.summaries.iter().max_by_key(|s| s.tree_files) {
+        // Every tree of the largest file count (clusters: one per file size).
         let rows: Vec<&crate::results::SummaryRow> =
-            rs.summaries.iter().filter(|s| s.tree_key == big.tree_key).collect();
+            rs.summaries.iter().filter(|s| s.tree_files == big.tree_files).collect();
+        let trees = rows.iter().any(|s| s.tree_key != big.tree_key);
         let dots: Vec<Dot> = rows
             .iter()
             .map(|s| {
                 let (m, ci) = headline(s);
                 let group = legend_ids.iter().position(|t| *t == s.target).unwrap_or(0);
-                let label = if legend.len() > 1 { format!("{} · {}", s.op, legend[group]) } else { s.op.clone() };
+                let mut label = if legend.len() > 1 { format!("{} · {}", s.op, legend[group]) } else { s.op.clone() };
+                if trees {
+                    label = format!("{} · {label}", s.tree_key);
+                }
                 Dot { label, group, value: m, ci }
             })
             .collect();
         if !dots.is_empty() {
             out.push(Chart {
                 id: "bars-largest-tree".into(),
-                title: format!("{}: median time per op and target, 95% interval", big.tree_key),
+                title: if trees {
+                    format!("{} files: median time per tree, op and target, 95% interval", big.tree_files)
+                } else {
+                    format!("{}: median time per op and target, 95% interval", big.tree_key)
+                },
                 kind: Kind::Dots { dots, axis: Axis::Seconds, reference: None },
                 legend: legend.clone(),
                 notes: missing_interval_note(&rows).into_iter().collect(),
