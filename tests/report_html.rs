@@ -270,7 +270,7 @@ fn check_page(html: &Path, name: &str, e: Expect) {
     assert!(var > 100.0 && ink > 0.005, "{name}: blank screenshot: mean {mean}, variance {var}, ink {ink}");
 }
 
-const MOCK: &str = "--mock-timing cv=0.03 --quiet";
+const MOCK: &str = "--quiet --mock-timing cv=0.03";
 
 /// An experiment's result file, rendered with `report --html`, checked.
 fn experiment_page(name: &str, cmd: &str, e: Expect) {
@@ -322,8 +322,9 @@ fn every_experiment_page_in_chromium_ladder_compare_predict() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().display().to_string();
     let j = |n: &str| tmp.path().join(n).display().to_string();
-    for (f, label) in [("a.json", "disk-a"), ("b.json", "disk-b")] {
-        let cmd = format!("ladder --total 64k --to 256 --runs 6 --label {label} {MOCK}");
+    // Different seeds, or the two targets' lines would lie on each other.
+    for (f, label, seed) in [("a.json", "disk-a", 1), ("b.json", "disk-b", 3)] {
+        let cmd = format!("ladder --total 64k --to 256 --runs 6 --label {label} {MOCK},seed={seed}");
         ok(&args(&cmd, &["--target", &dir, "--json", &j(f)]));
     }
     // Two ladders as one report: two targets, each a legend entry of every chart.
