@@ -59,6 +59,9 @@ pub struct CompareArgs {
     /// by default they fit 100 columns
     #[arg(long)]
     pub wide: bool,
+    /// Also write the comparison as one self-contained HTML file (ratio table, forest plot)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
@@ -121,13 +124,31 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
             check_output(d, "--png")?;
         }
     }
-    let mut sets = a.files.iter().map(|f| read_results(f, "RESULTS.json")).collect::<Result<Vec<_>>>()?;
-    if a.pool {
+    // A `predict --json` file is read as one when it is no result file.
+    let mut sets = Vec::new();
+    let mut predict = Vec::new();
+    for f in &a.files {
+        match read_results(f, "RESULTS.json") {
+            Ok(rs) => sets.push(rs),
+            Err(e) => match manyfiles::report::predict_html::read(f) {
+                Ok(p) => predict.push((f.clone(), p)),
+                Err(_) => return Err(e),
+            },
+        }
+    }
+    if !predict.is_empty() && (predict.len() > 1 || !sets.is_empty()) {
+        return Err(Error::bad("RESULTS.json", "a predict --json file is reported alone (one file, no result files)"));
+    }
+    if !predict.is_empty() && (a.html.is_none() || !exports.is_empty() || a.png.is_some()) {
+        return Err(Error::bad("--html", "a predict --json file gives --html FILE only"));
+    }
+    if a.pool && !sets.is_empty() {
         let named = a.files.iter().map(|f| f.display().to_string()).zip(sets).collect();
         sets = vec![manyfiles::results::pool::pool(named).map_err(|e| Error::bad("--pool", e))?];
     }
     Ok(manyfiles::report::ReportConfig {
         files: a.files.clone(),
+        predict: predict.pop(),
         sets,
         html: a.html.clone(),
         png: a.png.clone(),
@@ -146,6 +167,9 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
             return Err(Error::bad("--equivalence", "must be a percentage above 0"));
         }
     }
+    if let Some(h) = &a.html {
+        check_output(h, "--html")?;
+    }
     manyfiles::report::table::set_wide(a.wide);
     Ok(manyfiles::report::CompareConfig {
         a_name: a.a.display().to_string(),
@@ -154,6 +178,7 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
         b: pooled(&a.b, "B.json", &a.pool_b, "--pool-b")?,
         fail_if_slower_pct: a.fail_if_slower,
         equivalence_pct: a.equivalence,
+        html: a.html.clone(),
     })
 }
 

@@ -23,23 +23,39 @@ pub struct Chart {
     pub id: String,
     pub title: String,
     pub kind: Kind,
+    /// What the series' colours stand for, in colour order (targets, by their labels;
+    /// pack: routes; compare: targets): the HTML page draws this legend beside the chart.
+    pub legend: Vec<String>,
+    /// Said under the chart: which marks have no interval and why, what a line means.
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
 pub enum Kind {
-    /// Time against file count on log-log axes, one series per target: means with
-    /// 95% CI bars, every run as a dot, and the fitted model as a dashed line.
+    /// Time against file count on log-log axes, one series per legend entry: medians
+    /// with their 95% interval bars, every run as a dot, the fitted model dashed.
     LogLog { series: Vec<Series> },
-    /// One bar per (target, op) with its 95% CI.
-    Bars { bars: Vec<Bar> },
+    /// One row per figure (label on the left, so long labels never overlap): the
+    /// median as a dot, its 95% interval as a whisker, coloured by legend entry.
+    Dots { dots: Vec<Dot>, axis: Axis, reference: Option<f64> },
     /// Per-portion cost (µs per file) against files done, one line per target.
     Portions { series: Vec<(String, Vec<(f64, f64)>)> },
+}
+
+/// What a dot plot's horizontal axis measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Axis {
+    Seconds,
+    /// Predicted seconds with prediction intervals (predict).
+    Predicted,
+    /// B/A (compare): a log axis around 1.
+    Ratio,
 }
 
 #[derive(Debug, Clone)]
 pub struct Series {
     pub name: String,
-    /// (files, mean s, CI low, CI high)
+    /// (files, median s, interval low, interval high); low = high = median: no interval.
     pub means: Vec<(f64, f64, f64, f64)>,
     /// (files, seconds) of every run.
     pub runs: Vec<(f64, f64)>,
@@ -48,11 +64,13 @@ pub struct Series {
 }
 
 #[derive(Debug, Clone)]
-pub struct Bar {
+pub struct Dot {
     pub label: String,
-    pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
+    /// Index into the chart's legend (its colour).
+    pub group: usize,
+    pub value: f64,
+    /// The 95% interval, when there is one (the chart's notes say why not).
+    pub ci: Option<[f64; 2]>,
 }
 
 /// Colours that stay apart on white and in grey print.
@@ -67,7 +85,13 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-fn slug(s: &str) -> String {
+/// Legend entry `i`'s colour as CSS (`#1f77b4`), for the HTML legend.
+pub fn css_color(i: usize) -> String {
+    let c = COLORS[i % COLORS.len()];
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+pub fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {
@@ -99,9 +123,58 @@ fn targets_of<'a>(rs: &'a ResultSet, op: &str) -> Vec<&'a str> {
     v
 }
 
-/// Every chart the data supports, in reading order.
+/// Every target id in the summaries, in first-appearance order (the legend's order).
+fn all_targets(rs: &ResultSet) -> Vec<&str> {
+    let mut v: Vec<&str> = Vec::new();
+    for s in &rs.summaries {
+        if !v.contains(&s.target.as_str()) {
+            v.push(&s.target);
+        }
+    }
+    v
+}
+
+/// The note a chart carries when some of its figures have no interval: how many, and
+/// why (the reasons `stats::printable_interval` gives).
+pub fn missing_interval_note(rows: &[&crate::results::SummaryRow]) -> Option<String> {
+    let why: Vec<String> = rows
+        .iter()
+        .filter_map(|s| {
+            crate::analysis::stats::printable_interval(s.stats.median_s, s.stats.median_ci95_s, s.stats.n).err()
+        })
+        .collect();
+    if why.is_empty() {
+        return None;
+    }
+    let mut kinds: Vec<&str> = why.iter().map(|w| w.split(", n=").next().unwrap_or(w)).collect();
+    kinds.sort();
+    kinds.dedup();
+    let ns: Vec<usize> = rows.iter().map(|s| s.stats.n).collect();
+    let (lo, hi) = (ns.iter().min().copied().unwrap_or(0), ns.iter().max().copied().unwrap_or(0));
+    let n = if lo == hi { lo.to_string() } else { format!("{lo}–{hi}") };
+    Some(format!(
+        "no interval bar on {} of {} medians: {} (n = {n} runs per cell; the distribution-free 95% interval of a median needs 6)",
+        why.len(),
+        rows.len(),
+        kinds.join("; ")
+    ))
+}
+
+/// A summary's median and its printable interval.
+fn headline(s: &crate::results::SummaryRow) -> (f64, Option<[f64; 2]>) {
+    let st = &s.stats;
+    (st.median_s, crate::analysis::stats::printable_interval(st.median_s, st.median_ci95_s, st.n).ok())
+}
+
+/// Every chart the data supports, in reading order. A pack result gets its routes'
+/// charts instead of one per op (`report::pack::charts`).
 pub fn charts(rs: &ResultSet) -> Vec<Chart> {
+    if rs.experiment.name == "pack" {
+        return super::pack_html::charts(rs);
+    }
     let mut out = Vec::new();
+    let legend_ids = all_targets(rs);
+    let legend: Vec<String> = legend_ids.iter().map(|t| super::target_name(rs, t)).collect();
     for op in ops(rs) {
         let mut files: Vec<u64> = rs.summaries.iter().filter(|s| s.op == op).map(|s| s.tree_files).collect();
         files.sort();
@@ -109,14 +182,15 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
         if files.len() < 2 {
             continue;
         }
-        let series = targets_of(rs, op)
-            .into_iter()
-            .map(|t| {
+        let rows: Vec<&crate::results::SummaryRow> = rs.summaries.iter().filter(|s| s.op == op).collect();
+        let series = legend_ids
+            .iter()
+            .map(|&t| {
                 let cells: Vec<_> = rs.summaries.iter().filter(|s| s.op == op && s.target == t).collect();
                 let means = cells
                     .iter()
                     .map(|s| {
-                        let (m, ci) = s.stats.headline();
+                        let (m, ci) = headline(s);
                         let [lo, hi] = ci.unwrap_or([m, m]);
                         (s.tree_files as f64, m, lo, hi)
                     })
@@ -146,36 +220,45 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                 Series { name: super::target_name(rs, t), means, runs, fit }
             })
             .collect();
+        let mut notes: Vec<String> = missing_interval_note(&rows).into_iter().collect();
+        notes.push("dots: every run; bars: the median's 95% interval; dashed: the fitted cost model".into());
         out.push(Chart {
             id: format!("time-vs-files-{}", slug(op)),
-            title: format!(
-                "{op}: time against file count (log-log), median and its 95% interval, dashed: fitted model"
-            ),
+            title: format!("{op}: time against file count (log-log), median and its 95% interval"),
             kind: Kind::LogLog { series },
+            legend: legend.clone(),
+            notes,
         });
     }
-    // Bars at the largest tree: every (target, op).
+    // A dot per (op, target) at the largest tree.
     if let Some(big) = rs.summaries.iter().max_by_key(|s| s.tree_files) {
-        let bars: Vec<Bar> = rs
-            .summaries
+        // Every tree of the largest file count (clusters: one per file size).
+        let rows: Vec<&crate::results::SummaryRow> =
+            rs.summaries.iter().filter(|s| s.tree_files == big.tree_files).collect();
+        let trees = rows.iter().any(|s| s.tree_key != big.tree_key);
+        let dots: Vec<Dot> = rows
             .iter()
-            .filter(|s| s.tree_key == big.tree_key)
             .map(|s| {
-                let (m, ci) = s.stats.headline();
-                let [lo, hi] = ci.unwrap_or([m, m]);
-                let label = if rs.targets.len() > 1 {
-                    format!("{} · {}", s.op, super::target_name(rs, &s.target))
-                } else {
-                    s.op.clone()
-                };
-                Bar { label, mean: m, lo: lo.max(0.0), hi }
+                let (m, ci) = headline(s);
+                let group = legend_ids.iter().position(|t| *t == s.target).unwrap_or(0);
+                let mut label = if legend.len() > 1 { format!("{} · {}", s.op, legend[group]) } else { s.op.clone() };
+                if trees {
+                    label = format!("{} · {label}", s.tree_key);
+                }
+                Dot { label, group, value: m, ci }
             })
             .collect();
-        if !bars.is_empty() {
+        if !dots.is_empty() {
             out.push(Chart {
                 id: "bars-largest-tree".into(),
-                title: format!("{}: mean time per target and op, 95% CI", big.tree_key),
-                kind: Kind::Bars { bars },
+                title: if trees {
+                    format!("{} files: median time per tree, op and target, 95% interval", big.tree_files)
+                } else {
+                    format!("{}: median time per op and target, 95% interval", big.tree_key)
+                },
+                kind: Kind::Dots { dots, axis: Axis::Seconds, reference: None },
+                legend: legend.clone(),
+                notes: missing_interval_note(&rows).into_iter().collect(),
             });
         }
     }
@@ -212,6 +295,10 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
             out.push(Chart {
                 id: format!("portions-{}", slug(op)),
                 title: format!("{op}: µs per file, portion by portion (median of runs, {portion} files per portion)"),
+                legend: series.iter().map(|s| s.0.clone()).collect(),
+                notes: vec![
+                    "each point: the median over the runs of that portion's time per file (no interval drawn: the table holds the whole phase's interval)".into(),
+                ],
                 kind: Kind::Portions { series },
             });
         }
@@ -227,23 +314,32 @@ fn register_font() {
     });
 }
 
-/// The chart as an SVG document (for inlining into HTML).
+/// Pixel size of the chart: a dot plot grows with its rows (one label line each).
+pub fn size(chart: &Chart) -> (u32, u32) {
+    match &chart.kind {
+        Kind::Dots { dots, .. } => (WIDTH, (110 + 24 * dots.len() as u32).max(200)),
+        _ => (WIDTH, HEIGHT),
+    }
+}
+
+/// The chart as an SVG document (for inlining into HTML, which draws the legend
+/// beside it: none inside).
 pub fn svg(chart: &Chart) -> Result<String, String> {
     register_font();
     let mut s = String::new();
     {
-        let root = SVGBackend::with_string(&mut s, (WIDTH, HEIGHT)).into_drawing_area();
-        draw(chart, &root)?;
+        let root = SVGBackend::with_string(&mut s, size(chart)).into_drawing_area();
+        draw(chart, &root, false)?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(s)
 }
 
-/// The chart as a PNG file.
+/// The chart as a PNG file, its legend drawn inside.
 pub fn png(chart: &Chart, path: &Path) -> Result<(), String> {
     register_font();
-    let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    draw(chart, &root)?;
+    let root = BitMapBackend::new(path, size(chart)).into_drawing_area();
+    draw(chart, &root, true)?;
     root.present().map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -261,7 +357,25 @@ fn secs_label(v: f64) -> String {
     crate::units::fmt_secs(v)
 }
 
-fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+/// Width in pixels the left label area needs for `labels` at 13 px (DejaVu Sans
+/// averages about 7.6 px per character at that size), within [80, 440].
+fn label_width(labels: impl Iterator<Item = usize>) -> u32 {
+    let chars = labels.max().unwrap_or(0) as f64;
+    (chars * 7.6 + 16.0).clamp(80.0, 440.0) as u32
+}
+
+/// A label cut to what fits in `max` characters (the table beside the chart has it whole).
+fn cut(label: &str, max: usize) -> String {
+    if label.chars().count() <= max {
+        label.to_string()
+    } else {
+        let mut s: String = label.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend: bool) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
     let title = ("sans-serif", 17).into_font();
@@ -283,8 +397,8 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Res
                 .build_cartesian_2d((xs.0..xs.1).log_scale(), (ys.0..ys.1).log_scale())
                 .map_err(err)?;
             c.configure_mesh()
-                .x_desc("files")
-                .y_desc("time")
+                .x_desc("files (count)")
+                .y_desc("time (median, 95% interval)")
                 .y_label_formatter(&|v| secs_label(*v))
                 .x_label_formatter(&|v| sig3(*v))
                 .label_style(("sans-serif", 13))
@@ -297,7 +411,10 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Res
                     .label(s.name.clone())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
                 c.draw_series(
-                    s.means.iter().map(|m| ErrorBar::new_vertical(m.0, m.2, m.1, m.3, col.stroke_width(1), 8)),
+                    s.means
+                        .iter()
+                        .filter(|m| m.3 > m.2)
+                        .map(|m| ErrorBar::new_vertical(m.0, m.2, m.1, m.3, col.stroke_width(2), 10)),
                 )
                 .map_err(err)?;
                 c.draw_series(s.runs.iter().map(|r| Circle::new(*r, 2, col.mix(0.5).filled()))).map_err(err)?;
@@ -306,48 +423,77 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Res
                         .map_err(err)?;
                 }
             }
-            c.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .label_font(("sans-serif", 13))
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(err)?;
+            if legend {
+                c.configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .label_font(("sans-serif", 13))
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .draw()
+                    .map_err(err)?;
+            }
         }
-        Kind::Bars { bars } => {
-            let top = bars.iter().map(|b| b.hi.max(b.mean)).fold(0.0f64, f64::max).max(1e-9) * 1.15;
-            let n = bars.len();
-            let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-            let mut c = ChartBuilder::on(root)
-                .caption(&chart.title, title)
-                .margin(14)
-                .x_label_area_size(44)
-                .y_label_area_size(78)
-                .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0.0..top)
-                .map_err(err)?;
-            c.configure_mesh()
-                .disable_x_mesh()
-                .x_labels(n.max(1))
-                .x_label_formatter(&|v| {
-                    let i = v.round();
-                    if (v - i).abs() < 0.01 && i >= 0.0 {
-                        labels.get(i as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
+        Kind::Dots { dots, axis, reference } => {
+            let n = dots.len();
+            let labels: Vec<String> = dots.iter().map(|d| cut(&d.label, 56)).collect();
+            let vals = || dots.iter().flat_map(|d| [d.value].into_iter().chain(d.ci.into_iter().flatten()));
+            let (lo, hi) = log_range(vals().chain(*reference));
+            // A log axis when the figures span more than 20×, or for ratios.
+            let log = *axis == Axis::Ratio || hi / lo > 20.0 * 1.6 * 1.6;
+            let x_desc = match axis {
+                Axis::Seconds => "time (median, 95% interval)",
+                Axis::Predicted => "predicted time (95% prediction interval)",
+                Axis::Ratio => "ratio B/A (95% interval; 1 = no change)",
+            };
+            let fmt = move |v: &f64| if *axis == Axis::Ratio { format!("{}×", sig3(*v)) } else { secs_label(*v) };
+            let ylab = |v: &f64| {
+                // Row i sits at y = n − 1 − i (the first row on top).
+                let i = n as f64 - 1.0 - v.round();
+                if (v - v.round()).abs() < 0.01 && i >= 0.0 {
+                    labels.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            };
+            let left = label_width(labels.iter().map(|l| l.chars().count()));
+            let y_range = -0.6f64..n as f64 - 0.4;
+            macro_rules! body {
+                ($c:expr) => {{
+                    let mut c = $c;
+                    c.configure_mesh()
+                        .disable_y_mesh()
+                        .y_labels(n.max(1))
+                        .y_label_formatter(&ylab)
+                        .x_labels(6)
+                        .x_desc(x_desc)
+                        .x_label_formatter(&fmt)
+                        .label_style(("sans-serif", 13))
+                        .draw()
+                        .map_err(err)?;
+                    if let Some(r) = reference {
+                        c.draw_series([PathElement::new(
+                            vec![(*r, -0.6), (*r, n as f64 - 0.4)],
+                            BLACK.stroke_width(1),
+                        )])
+                        .map_err(err)?;
                     }
-                })
-                .y_desc("time")
-                .y_label_formatter(&|v| secs_label(*v))
-                .label_style(("sans-serif", 13))
-                .draw()
-                .map_err(err)?;
-            for (i, b) in bars.iter().enumerate() {
-                let x = i as f64;
-                let col = COLORS[i % COLORS.len()];
-                c.draw_series([Rectangle::new([(x - 0.35, 0.0), (x + 0.35, b.mean)], col.mix(0.75).filled())])
-                    .map_err(err)?;
-                c.draw_series([ErrorBar::new_vertical(x, b.lo, b.mean, b.hi, BLACK.stroke_width(1), 12)])
-                    .map_err(err)?;
+                    for (i, d) in dots.iter().enumerate() {
+                        let y = (n - 1 - i) as f64;
+                        let col = COLORS[d.group % COLORS.len()];
+                        if let Some([a, b]) = d.ci {
+                            c.draw_series([ErrorBar::new_horizontal(y, a, d.value, b, col.stroke_width(2), 10)])
+                                .map_err(err)?;
+                        }
+                        c.draw_series([Circle::new((d.value, y), 5, col.filled())]).map_err(err)?;
+                    }
+                }};
+            }
+            let mut b = ChartBuilder::on(root);
+            b.caption(&chart.title, title).margin(14).x_label_area_size(44).y_label_area_size(left);
+            if log {
+                body!(b.build_cartesian_2d((lo..hi).log_scale(), y_range).map_err(err)?);
+            } else {
+                body!(b.build_cartesian_2d(0.0..hi / 1.6 * 1.1, y_range).map_err(err)?);
             }
         }
         Kind::Portions { series } => {
@@ -361,8 +507,8 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Res
                 .build_cartesian_2d(0.0..xmax * 1.02, 0.0..ymax)
                 .map_err(err)?;
             c.configure_mesh()
-                .x_desc("files done")
-                .y_desc("µs per file")
+                .x_desc("files done (count)")
+                .y_desc("µs per file (median of runs)")
                 .x_label_formatter(&|v| sig3(*v))
                 .y_label_formatter(&|v| sig3(*v))
                 .label_style(("sans-serif", 13))
@@ -376,13 +522,15 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Res
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
                 c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, col.filled()))).map_err(err)?;
             }
-            c.configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .label_font(("sans-serif", 13))
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(err)?;
+            if legend {
+                c.configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK.mix(0.3))
+                    .label_font(("sans-serif", 13))
+                    .position(SeriesLabelPosition::UpperRight)
+                    .draw()
+                    .map_err(err)?;
+            }
         }
     }
     Ok(())
@@ -411,9 +559,11 @@ mod tests {
                     fit: vec![(1.0, 0.1), (1000.0, 2.0)],
                 }],
             },
+            legend: vec!["ext4".into()],
+            notes: Vec::new(),
         };
         let s = svg(&c).unwrap();
-        assert!(s.starts_with("<svg") && s.contains("create: time") && s.contains("ext4"), "{}", &s[..200]);
+        assert!(s.starts_with("<svg") && s.contains("create: time"), "{}", &s[..200]);
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.png");
         png(&c, &p).unwrap();

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 pub struct ReportConfig {
     pub files: Vec<PathBuf>,
     pub sets: Vec<ResultSet>,
+    /// A `predict --json` file instead of result files (HTML only).
+    pub predict: Option<(PathBuf, super::predict_html::PredictFile)>,
     pub html: Option<PathBuf>,
     pub png: Option<PathBuf>,
     pub exports: Vec<Output>,
@@ -20,6 +22,11 @@ pub struct ReportConfig {
 pub fn run_report(cfg: ReportConfig) -> Result<String> {
     let sources: Vec<(String, crate::measure::provenance::Provenance)> =
         cfg.files.iter().zip(&cfg.sets).map(|(f, rs)| (f.display().to_string(), rs.provenance.clone())).collect();
+    if let (Some((file, p)), Some(h)) = (&cfg.predict, &cfg.html) {
+        let page = super::predict_html::render(p, &file.display().to_string()).map_err(Error::failed)?;
+        crate::fs::output::write_file(h, page.as_bytes())?;
+        return Ok(format!("html: {} (predictions)\n", h.display()));
+    }
     let Some(rs) = super::combine::combine(cfg.sets) else {
         return Err(Error::bad("RESULTS.json", "no result file given"));
     };
@@ -64,6 +71,8 @@ pub struct CompareConfig {
     pub fail_if_slower_pct: Option<f64>,
     /// `--equivalence PCT`: a ratio interval within ±PCT% says "the same within PCT".
     pub equivalence_pct: Option<f64>,
+    /// `--html FILE`: the comparison as a page too.
+    pub html: Option<PathBuf>,
 }
 
 /// The comparison table, and an error (exit 1) when a regression passes the threshold
@@ -76,7 +85,16 @@ pub fn run_compare(cfg: &CompareConfig) -> (String, Result<()>) {
             Err(Error::bad("B.json", "no measurement (target, op, tree) is present in both files")),
         );
     }
-    let text = super::compare::table(&cs, &cfg.a, &cfg.b, &cfg.a_name, &cfg.b_name, cfg.equivalence_pct);
+    let mut text = super::compare::table(&cs, &cfg.a, &cfg.b, &cfg.a_name, &cfg.b_name, cfg.equivalence_pct);
+    if let Some(h) = &cfg.html {
+        let page = super::compare_html::render(&cs, &cfg.a, &cfg.b, (&cfg.a_name, &cfg.b_name), cfg.equivalence_pct)
+            .map_err(Error::failed)
+            .and_then(|page| crate::fs::output::write_file(h, page.as_bytes()));
+        if let Err(e) = page {
+            return (text, Err(e));
+        }
+        text.push_str(&format!("html: {}\n", h.display()));
+    }
     let verdict = match cfg.fail_if_slower_pct {
         Some(pct) => {
             let bad = compare::regressions(&cs, pct);
@@ -140,7 +158,15 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
     };
     let rows = predict::predict(&cfg.model, &shape, cfg.interval_s);
     if let Some(j) = &cfg.json {
-        write_json(j, &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "predictions": rows }))?;
+        // The model's file, target labels and provenance: what `report --html` names.
+        let targets: Vec<serde_json::Value> =
+            cfg.model.targets.iter().map(|t| serde_json::json!({ "id": t.id, "label": t.shown() })).collect();
+        let model =
+            serde_json::json!({ "file": cfg.model_name, "targets": targets, "provenance": cfg.model.provenance });
+        write_json(
+            j,
+            &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "predictions": rows, "model": model }),
+        )?;
     }
     let mut text = super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model);
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {

@@ -1,10 +1,16 @@
-//! One self-contained HTML report: inline SVG charts, the summary and fitted costs,
-//! detections, warnings and the environment. No scripts, no external resources.
+//! One self-contained HTML report, the frame every experiment's page shares: a heading
+//! naming the experiment and its targets by label, the experiment's own section (pack:
+//! routes and recommendation), the measurements (medians with their 95% intervals),
+//! inline SVG charts with their legends and notes, fitted costs (± on every column),
+//! detections grouped by kind, and a provenance footer. No scripts, no external
+//! resources. Stable hooks for tests: `data-target-label` on legend entries and on the
+//! heading's targets, `data-ci` (or `data-no-ci` with the reason) on every figure.
 //! Opening `report.html#CHART-ID` shows that chart alone (CSS :target), which is how
 //! the test screenshots every chart.
 
 use super::chart::{self, Chart};
 use super::table::fmt_mean_ci;
+use crate::analysis::detect::Detection;
 use crate::measure::provenance::Provenance;
 use crate::results::ResultSet;
 use crate::units::{fmt_size, sig3};
@@ -25,49 +31,137 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-const STYLE: &str = "body,svg text{font-family:'DejaVu Sans',sans-serif}body{margin:2em auto;max-width:960px;color:#222;background:#fff}\
-h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}\
+const STYLE: &str = "body,svg text{font-family:'DejaVu Sans',sans-serif}body{margin:2em auto;max-width:1300px;padding:0 1em;color:#222;background:#fff}\
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}\
 td:first-child,th:first-child,td.l{text-align:left}.chart svg{display:block;max-width:100%;height:auto}\
-section.c:target{position:fixed;inset:0;z-index:10;background:#fff;margin:0;padding:0}\
+.ci,.why{color:#555;font-size:.9em}ul.legend{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.4em 1.4em;font-size:.9em}\
+ul.legend i{display:inline-block;width:1.6em;height:.35em;margin-right:.4em;vertical-align:middle}\
+.recommendation{border-left:4px solid #2c7;padding:.2em 1em;background:#f4fbf6}.recommendation p{margin:.4em 0}\
+section.c:target{position:fixed;inset:0;z-index:10;background:#fff;margin:0;padding:0 1em;overflow:auto}\
 section.c:target h2{display:none}section.c:target svg{max-width:none}\
-.muted{color:#666;font-size:.85em}";
+details{margin:.3em 0}summary{cursor:pointer}footer{margin-top:2em;border-top:1px solid #ccc}\
+.muted,.note,footer{color:#555;font-size:.85em}";
+
+/// The page's head and heading: `title`, and the targets by their labels.
+pub fn head(title: &str, targets: &[String]) -> String {
+    let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    // The charts' text was laid out with the bundled font's metrics: embed that font so
+    // every browser draws it the same way (and none needs fonts of its own).
+    h.push_str(&format!(
+        "<title>{}</title><style>@font-face{{font-family:'DejaVu Sans';src:url(data:font/ttf;base64,{})}}{STYLE}</style></head><body>\n",
+        esc(title),
+        base64(chart::FONT)
+    ));
+    h.push_str(&format!("<h1>{}</h1>\n", esc(title)));
+    if !targets.is_empty() {
+        h.push_str("<p class=\"targets\">targets: ");
+        let spans: Vec<String> =
+            targets.iter().map(|t| format!("<b data-target-label=\"{}\">{}</b>", esc(t), esc(t))).collect();
+        h.push_str(&spans.join(", "));
+        h.push_str("</p>\n");
+    }
+    h
+}
+
+/// One figure as a table cell: the median (or prediction) with its 95% interval in
+/// `data-ci` and in the text, or the reason there is none in `data-no-ci`.
+pub fn fig_secs(value: f64, ci: Option<[f64; 2]>, n: usize) -> String {
+    if !value.is_finite() {
+        return "<td class=\"fig\" data-no-ci=\"no complete run\">–</td>".into();
+    }
+    let (scale, unit) = super::table::unit_for(value);
+    let v = format!("{} {unit}", sig3(value * scale));
+    match ci {
+        Some([lo, hi]) => format!(
+            "<td class=\"fig\" data-ci=\"{lo:e},{hi:e}\">{v} <span class=\"ci\">[{} – {}]</span></td>",
+            sig3(lo * scale),
+            sig3(hi * scale)
+        ),
+        None => {
+            let why = if n < crate::analysis::stats::MEDIAN_CI_MIN_N {
+                format!("too few runs for an interval, n={n}")
+            } else {
+                format!("runs too scattered for an interval, n={n}")
+            };
+            format!("<td class=\"fig\" data-no-ci=\"{why}\">{v} <span class=\"why\">({why})</span></td>")
+        }
+    }
+}
+
+/// A chart with its legend (`data-target-label` on entries that are targets) and notes.
+pub fn chart_section(c: &Chart, targets: &[String]) -> Result<String, String> {
+    let svg = chart::svg(c)?;
+    // Drop the XML declaration, if any: inline SVG is plain markup.
+    let svg = svg.trim_start_matches(|ch| ch != '<');
+    let svg = if svg.starts_with("<?xml") { svg.split_once("?>").map_or(svg, |x| x.1) } else { svg };
+    let mut legend = String::from("<ul class=\"legend\">");
+    for (i, l) in c.legend.iter().enumerate() {
+        let target = if targets.contains(l) { format!(" data-target-label=\"{}\"", esc(l)) } else { String::new() };
+        legend.push_str(&format!(
+            "<li data-label=\"{}\"{target}><i style=\"background:{}\"></i>{}</li>",
+            esc(l),
+            chart::css_color(i),
+            esc(l)
+        ));
+    }
+    legend.push_str("</ul>");
+    let notes: String = c.notes.iter().map(|n| format!("<p class=\"note\">{}</p>", esc(n))).collect();
+    let (w, h) = chart::size(c);
+    Ok(format!(
+        "<section class=\"c\" id=\"{}\" data-width=\"{w}\" data-height=\"{h}\"><h2>{}</h2>{legend}<div class=\"chart\">{}</div>{notes}</section>\n",
+        c.id,
+        esc(&c.title),
+        svg.trim()
+    ))
+}
 
 /// The report for `rs` (possibly several files combined); `sources` are the files
 /// it was read from with their provenance.
 pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String, String> {
     let charts = chart::charts(rs);
-    let mut h = String::new();
-    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    // The charts' text was laid out with the bundled font's metrics: embed that font so
-    // every browser draws it the same way (and none needs fonts of its own).
+    let labels: Vec<String> = rs.targets.iter().map(|t| t.shown()).collect();
+    let mut title = super::table::title(rs);
+    if rs.experiment.ops.len() > 6 {
+        // pack's 20 ops make a heading of five lines: the table lists them.
+        title = title.replace(&rs.experiment.ops.join(", "), &format!("{} ops", rs.experiment.ops.len()));
+    }
+    let mut h = head(&title, &labels);
     h.push_str(&format!(
-        "<title>{}</title><style>@font-face{{font-family:'DejaVu Sans';src:url(data:font/ttf;base64,{})}}{STYLE}</style></head><body>\n",
-        esc(&super::table::title(rs)),
-        base64(chart::FONT)
-    ));
-    h.push_str(&format!("<h1>{}</h1>\n", esc(&super::table::title(rs))));
-    h.push_str(&format!(
-        "<p class=\"muted\">Medians with distribution-free 95% intervals (order statistics, from 6 runs) over {} runs per cell; every chart in this file is inline SVG.</p>\n",
-        match rs.experiment.adaptive {
-            Some(a) => format!("adaptive ({}–{})", a.min_runs, a.max_runs),
-            None => rs.experiment.runs.to_string(),
-        }
+        "<p class=\"muted\">Medians with distribution-free 95% intervals (order statistics; from 6 runs) over {}; every chart in this file is inline SVG.</p>\n",
+        runs_per_cell(rs)
     ));
     h.push_str("<nav><ul>");
+    if rs.experiment.name == "pack" {
+        h.push_str("<li><a href=\"#routes\">Routes</a></li><li><a href=\"#recommendation\">Recommendation</a></li>");
+    }
+    h.push_str("<li><a href=\"#measurements\">Measurements</a></li>");
     for c in &charts {
         h.push_str(&format!("<li><a href=\"#{}\">{}</a></li>", c.id, esc(&c.title)));
     }
     h.push_str("</ul></nav>\n");
-    for c in &charts {
-        h.push_str(&section(c)?);
+    if rs.experiment.name == "pack" {
+        h.push_str(&super::pack_html::section(rs));
     }
-    h.push_str(&detections(rs));
-    h.push_str(&models(rs));
     h.push_str(&summaries(rs));
-    h.push_str(&environment(rs, sources));
+    for c in &charts {
+        h.push_str(&chart_section(c, &labels)?);
+    }
+    h.push_str(&models(rs));
+    h.push_str(&detections(rs));
+    h.push_str(&footer(rs, sources));
     h.push_str("</body></html>\n");
     Ok(h)
+}
+
+/// Runs per cell as they really were: `3 runs per cell`, `3–7 runs per cell`.
+fn runs_per_cell(rs: &ResultSet) -> String {
+    let ns: Vec<usize> = rs.summaries.iter().map(|s| s.stats.n).collect();
+    match (ns.iter().min(), ns.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{lo} run{} per cell", if *lo == 1 { "" } else { "s" }),
+        (Some(lo), Some(hi)) => format!("{lo}–{hi} runs per cell"),
+        _ => "no complete run".into(),
+    }
 }
 
 /// Standard base64 (RFC 4648, with padding), for the embedded font.
@@ -83,37 +177,62 @@ pub fn base64(bytes: &[u8]) -> String {
     o
 }
 
-fn section(c: &Chart) -> Result<String, String> {
-    let svg = chart::svg(c)?;
-    // Drop the XML declaration, if any: inline SVG is plain markup.
-    let svg = svg.trim_start_matches(|ch| ch != '<');
-    let svg = if svg.starts_with("<?xml") { svg.split_once("?>").map_or(svg, |x| x.1) } else { svg };
-    Ok(format!(
-        "<section class=\"c\" id=\"{}\"><h2>{}</h2><div class=\"chart\">{}</div></section>\n",
-        c.id,
-        esc(&c.title),
-        svg.trim()
-    ))
+/// A detection's kind, as the grouped list names it.
+fn kind(d: &Detection) -> &'static str {
+    match d {
+        Detection::Knee { .. } => "knee",
+        Detection::NoKnee { .. } => "no knee",
+        Detection::Crossover { .. } => "crossover",
+        Detection::FirstRun { .. } => "first-run effect",
+        Detection::Outlier { .. } => "outlier",
+        Detection::HighCv { .. } => "noisy cell (CV above 10%)",
+        Detection::Bimodal { .. } => "two modes",
+    }
+}
+
+/// `<details>` per group: its name and count in the summary, the items folded.
+fn grouped(class: &str, groups: &[(String, Vec<String>)]) -> String {
+    let mut h = String::new();
+    for (name, items) in groups {
+        h.push_str(&format!(
+            "<details class=\"{class}\" data-kind=\"{}\" data-count=\"{}\"><summary>{}: {}</summary><ul>",
+            esc(name),
+            items.len(),
+            esc(name),
+            items.len()
+        ));
+        for i in items {
+            h.push_str(&format!("<li>{}</li>", esc(i)));
+        }
+        h.push_str("</ul></details>\n");
+    }
+    h
 }
 
 fn detections(rs: &ResultSet) -> String {
-    let mut h = String::from("<h2>Detections</h2>\n");
+    let mut h = String::from("<h2 id=\"detections\">Detections</h2>\n");
     if rs.detections.is_empty() {
         h.push_str("<p>No knee, crossover, first-run effect, outlier or noisy cell was found.</p>\n");
     } else {
-        h.push_str("<ul>");
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
         for d in &rs.detections {
-            h.push_str(&format!("<li>{}</li>", esc(&super::detection_text(rs, d))));
+            let text = super::detection_text(rs, d);
+            match groups.iter_mut().find(|g| g.0 == kind(d)) {
+                Some(g) => g.1.push(text),
+                None => groups.push((kind(d).into(), vec![text])),
+            }
         }
-        h.push_str("</ul>\n");
+        h.push_str(&grouped("detection", &groups));
     }
-    let other: Vec<&String> = rs.warnings.iter().filter(|w| !rs.detections.iter().any(|d| &d.text() == *w)).collect();
+    let other: Vec<String> = rs
+        .warnings
+        .iter()
+        .filter(|w| !rs.detections.iter().any(|d| &d.text() == *w))
+        .map(|w| super::named(rs, w))
+        .collect();
     if !other.is_empty() {
-        h.push_str("<h2>Warnings</h2>\n<ul>");
-        for w in other {
-            h.push_str(&format!("<li>{}</li>", esc(&super::named(rs, w))));
-        }
-        h.push_str("</ul>\n");
+        h.push_str("<h2>Warnings</h2>\n");
+        h.push_str(&grouped("warning", &[("warnings".to_string(), other)]));
     }
     h
 }
@@ -123,20 +242,32 @@ fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let mut h = String::from(
-        "<h2>Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² (n files per directory), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit.</p>\n\
-         <table><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>break-even file size</th><th>R²</th><th>points</th><th>files range</th></tr>\n",
+        "<h2 id=\"models\">Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² (n files per directory), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit (bandwidth: by the delta method).</p>\n\
+         <table class=\"models\"><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>break-even file size</th><th>R²</th><th>cells</th><th>files range</th></tr>\n",
     );
     for m in &rs.models {
         let c = &m.model;
-        let dash = || "—".to_string();
+        let na = |why: &str| format!("<td class=\"fig\" data-no-ci=\"{why}\">— ({why})</td>");
+        let pm = |v: f64, se: f64| format!("<td class=\"fig\" data-se=\"{se:e}\">{}</td>", fmt_mean_ci(v, Some(se)));
+        let bw = match c.bandwidth_bytes_per_s {
+            Some(bw) => {
+                // s.e. of 1/b by the delta method: se_b / b²
+                let se = c.per_byte_se / (c.per_byte_s * c.per_byte_s);
+                format!(
+                    "<td class=\"fig\" data-se=\"{se:e}\">{} ± {} MiB/s</td>",
+                    sig3(bw / 1048576.0),
+                    sig3(se / 1048576.0)
+                )
+            }
+            None => na("not resolved"),
+        };
         h.push_str(&format!(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}{bw}{}<td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
             esc(&super::target_name(rs, &m.target)),
             esc(&m.op),
-            fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
-            c.bandwidth_bytes_per_s.map(|b| format!("{} MiB/s", sig3(b / 1048576.0))).unwrap_or_else(dash),
-            if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { dash() },
-            c.break_even_bytes.map(fmt_size).unwrap_or_else(dash),
+            if c.per_file_s > 0.0 { pm(c.per_file_s, c.per_file_se) } else { na("≈ 0, not resolved") },
+            if c.per_dir_s > 0.0 { pm(c.per_dir_s, c.per_dir_se) } else { na("not resolved") },
+            c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into()),
             sig3(c.r2),
             c.n,
             m.files_range[0],
@@ -152,18 +283,18 @@ fn models(rs: &ResultSet) -> String {
 
 fn summaries(rs: &ResultSet) -> String {
     let mut h = String::from(
-        "<h2>Measurements</h2>\n<table><tr><th>target</th><th>op</th><th>tree</th><th>n</th><th>median [95% CI]</th><th>mean ± 95% CI</th><th>CV</th></tr>\n",
+        "<h2 id=\"measurements\">Measurements</h2>\n<table class=\"measurements\"><tr><th>target</th><th>op</th><th>tree</th><th>runs</th><th>median [95% interval]</th><th>CV</th></tr>\n",
     );
     for s in &rs.summaries {
         let st = &s.stats;
+        let ci = crate::analysis::stats::printable_interval(st.median_s, st.median_ci95_s, st.n).ok();
         h.push_str(&format!(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>{}<td>{}</td></tr>\n",
             esc(&super::target_name(rs, &s.target)),
-            esc(&s.op),
+            esc(&super::table::op_label(rs, &s.op)),
             esc(&s.tree_key),
-            st.n,
-            esc(&super::table::fmt_headline(st)),
-            fmt_mean_ci(st.mean_s, st.ci_half_width()),
+            esc(&s.runs_text()),
+            fig_secs(st.median_s, ci, st.n),
             st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into())
         ));
     }
@@ -171,19 +302,42 @@ fn summaries(rs: &ResultSet) -> String {
     h
 }
 
-fn environment(rs: &ResultSet, sources: &[(String, Provenance)]) -> String {
+/// Provenance: tool, commit, date, machine, kernel, command line per file; the
+/// experiment's settings with the runs as they were; every target.
+pub fn provenance_items(sources: &[(String, Provenance)]) -> String {
+    let mut h = String::new();
+    for (file, p) in sources {
+        h.push_str(&format!(
+            "<li>{}: {} {} built from {} · started {} · {} · kernel {} · command: <code>{}</code></li>",
+            esc(file),
+            esc(&p.tool),
+            esc(&p.version),
+            esc(if p.built_from.is_empty() { "an unknown commit" } else { &p.built_from }),
+            esc(&p.started_utc),
+            esc(&p.machine_line()),
+            esc(&p.kernel),
+            esc(&p.command_line.join(" "))
+        ));
+    }
+    h
+}
+
+fn footer(rs: &ResultSet, sources: &[(String, Provenance)]) -> String {
     let e = &rs.experiment;
-    let mut h = String::from("<h2>Environment</h2>\n<ul>");
+    let mut h = String::from("<footer class=\"provenance\"><h2>Provenance</h2>\n<ul>");
     h.push_str(&format!(
-        "<li>experiment {}: ops {}, {} runs (+{} warmup), {} threads, order {}, caches {}</li>",
+        "<li>experiment {}: ops {}, {} (+{} warmup), {} threads, order {}, caches {}</li>",
         esc(&e.name),
         esc(&e.ops.join(", ")),
-        e.runs,
+        esc(&runs_per_cell(rs)),
         e.warmup,
         e.threads,
         esc(&e.order),
         format!("{:?}", e.caches).to_lowercase()
     ));
+    for l in super::table::measured(rs).lines().filter(|l| !l.starts_with("figures:")) {
+        h.push_str(&format!("<li>{}</li>", esc(l)));
+    }
     for t in &rs.targets {
         let made = t.managed.as_ref().map(|m| format!(", made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
         h.push_str(&format!(
@@ -197,16 +351,9 @@ fn environment(rs: &ResultSet, sources: &[(String, Provenance)]) -> String {
             esc(&made)
         ));
     }
-    for (file, p) in sources {
-        h.push_str(&format!(
-            "<li>{}: {} · started {} · command: <code>{}</code></li>",
-            esc(file),
-            esc(&p.machine_line()),
-            esc(&p.started_utc),
-            esc(&p.command_line.join(" "))
-        ));
-    }
-    h.push_str("</ul>\n");
+    h.push_str(&provenance_items(sources));
+    h.push_str(&format!("<li>report written by manyfiles {}</li>", esc(env!("CARGO_PKG_VERSION"))));
+    h.push_str("</ul></footer>\n");
     h
 }
 

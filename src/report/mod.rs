@@ -7,12 +7,15 @@ pub mod chart;
 pub mod combine;
 pub mod commands;
 pub mod compare;
+pub mod compare_html;
 pub mod csv;
 pub mod export;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod pack;
+pub mod pack_html;
+pub mod predict_html;
 pub mod ranks;
 pub mod table;
 
