@@ -260,8 +260,6 @@ pub struct Prediction {
 /// A directory or directory-size cost below this many standard errors is not reported.
 const DIR_T_MIN: f64 = 2.0;
 
-const PLAIN: [bool; P] = [true, true, true, false];
-
 /// One cell: covariates, the median time of its runs, and their log scatter.
 struct Cell {
     g: [f64; P],
@@ -509,7 +507,8 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
 
     // Run-to-run noise, pooled over the cells with at least two runs.
     let run_df: usize = cells.iter().map(|c| c.runs.saturating_sub(1)).sum();
-    let run_log_sd = if run_df > 0 { (cells.iter().map(|c| c.log_ss).sum::<f64>() / run_df as f64).sqrt() } else { 0.0 };
+    let run_log_sd =
+        if run_df > 0 { (cells.iter().map(|c| c.log_ss).sum::<f64>() / run_df as f64).sqrt() } else { 0.0 };
     let cell_median_factor =
         cells.iter().map(|c| median_var_factor(c.runs.min(u32::MAX as usize) as u32)).sum::<f64>() / m as f64;
 

@@ -143,7 +143,7 @@ pub fn plan(src: &Source, clusters: &[u64], model: Option<&ResultSet>) -> Plan {
                 allocated_bytes: allocated,
                 slack_bytes: slack,
                 slack_share: if allocated > 0 { slack as f64 / allocated as f64 } else { 0.0 },
-                write_time: m.map(|m| shape.predict(&m.model)),
+                write_time: m.map(|m| shape.predict(&m.model, 1)),
                 model_target: m.map(|m| m.target.clone()),
             })
         })

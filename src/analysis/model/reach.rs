@@ -45,11 +45,13 @@ pub struct Reach {
     pub beyond: Vec<(String, f64)>,
 }
 
-/// (ln files, ln bytes, ln dirs, ln Σn²/files), each argument at least 1.
+/// (ln files, ln bytes, ln dirs, ln Σn²/files), each argument at least 1. Σn² = 0 means
+/// unknown (older inventories and results): files per directory is then files/dirs.
 pub fn features(g: &[f64; P]) -> [f64; 4] {
     let [files, bytes, dirs, dir_sq] = *g;
     let l = |x: f64| x.max(1.0).ln();
-    [l(files), l(bytes), l(dirs), l(if files > 0.0 { dir_sq / files } else { 0.0 })]
+    let per_dir = if dir_sq > 0.0 && files > 0.0 { dir_sq / files } else { files / dirs.max(1.0) };
+    [l(files), l(bytes), l(dirs), l(per_dir)]
 }
 
 /// Where `g` lies against `cells` (None without cells).

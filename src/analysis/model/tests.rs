@@ -461,8 +461,7 @@ fn run_coverage(sims: usize, seed: u64, run_sd: f64, cell_sd: f64, ahead: u32) -
             8.57 * 4f64.powf(r(&mut state) - 0.5)
         });
         let u = (cell_sd * normal(&mut state)).exp();
-        let mut runs: Vec<f64> =
-            (0..ahead).map(|_| known(&g) * u * (run_sd * normal(&mut state)).exp()).collect();
+        let mut runs: Vec<f64> = (0..ahead).map(|_| known(&g) * u * (run_sd * normal(&mut state)).exp()).collect();
         runs.sort_by(f64::total_cmp);
         let seen = crate::analysis::stats::median(&runs);
         let p = m.predict_runs(g[0], g[1], g[2], g[3], ahead);
@@ -511,11 +510,18 @@ fn fitted_weights_remove_the_low_bias() {
         let pts: Vec<Point> = (1..=8)
             .map(|k| {
                 let f = 100.0 * k as f64;
-                Point { files: f, bytes: 0.0, dirs: 0.0, dir_sq: 0.0, seconds: 1e-3 * f * (1.0 + 0.2 * normal(&mut state)) }
+                Point {
+                    files: f,
+                    bytes: 0.0,
+                    dirs: 0.0,
+                    dir_sq: 0.0,
+                    seconds: 1e-3 * f * (1.0 + 0.2 * normal(&mut state)),
+                }
             })
             .collect();
         irls += fit(&pts).expect("fit").per_file_s / 1e-3 / sims as f64;
-        let (s, ss) = pts.iter().fold((0.0, 0.0), |(s, ss), p| (s + p.files / p.seconds, ss + (p.files / p.seconds).powi(2)));
+        let (s, ss) =
+            pts.iter().fold((0.0, 0.0), |(s, ss), p| (s + p.files / p.seconds, ss + (p.files / p.seconds).powi(2)));
         observed += s / ss / 1e-3 / sims as f64;
     }
     eprintln!("mean a/a_true: fitted weights {irls}, observed weights {observed}");
@@ -548,4 +554,3 @@ fn reach_is_quiet_inside_and_ranks_far_directories_first() {
     let bigger = reach::reach(&m_cells, shaped(9000.0, 1e4, 8.57)).unwrap();
     assert!(bigger.outside && bigger.distance_ratio < far.distance_ratio, "{bigger:?} vs {far:?}");
 }
-
