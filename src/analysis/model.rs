@@ -50,8 +50,8 @@
 //! ## Prediction intervals
 //!
 //! A prediction is judged on what it must do: predict a tree that was not
-//! measured. Every cell is left out in turn (leave-one-rung-out), the model
-//! (same coefficients kept) refitted on the others and the left-out cell
+//! measured. Every cell is left out in turn (leave-one-rung-out), the whole fit
+//! (term selection and reweighting) redone on the others and the left-out cell
 //! predicted; `cv_log_sd` = √(mean of ln(measured/predicted)²). The 95%
 //! interval of a new tree is `ŝ·exp(±t·√(cv_log_sd² + max(0, v(x) − v̄)))` with
 //! t on `cells − p` degrees of freedom, `v(x) = gᵀCov g/ŝ²` the relative
@@ -65,13 +65,21 @@
 //!
 //! Non-negativity: the exact NNLS solution (`linalg.rs`) is found by trying every subset of
 //! free coefficients (15 at most) and keeping the non-negative solution with
-//! the smallest residual. The directory cost `c` is kept only when the data
-//! resolve it next to the per-file cost (c > 2 standard errors, a not
-//! clamped): in most trees the directory count moves in step with the file
-//! count, and an unresolved c would only blur a. The directory-size cost `d`
-//! must pass the same test **and** lower the small-sample Akaike criterion
-//! `AICc = m·ln(RSS/m) + 2k + 2k(k+1)/(m − k − 1)` (m cells, k = free
-//! coefficients + 1 for the variance) of the model without it.
+//! the smallest residual. The directory cost `c` and the directory-size cost `d`
+//! are kept only when the data resolve them next to the per-file cost (each
+//! above 2 standard errors, a not clamped): in most trees the directory count moves
+//! in step with the file count, and an unresolved c would only blur a. Among the
+//! plain model and its resolved additions (c, d, or both together: a directory
+//! cost can look negative until d takes its share) the one with the lowest
+//! small-sample Akaike criterion `AICc = m·ln(RSS/m) + 2k + 2k(k+1)/(m − k − 1)`
+//! (m cells, k = free coefficients + 1 for the variance) wins; Mallows' Cp
+//! decides where AICc cannot (`select`).
+//!
+//! ## A single run
+//!
+//! `predict_runs` gives the interval of what a user will time next: one run (or
+//! the median of K), from the run-to-run noise inside the cells plus what the
+//! leave-one-cell-out errors hold beyond it (see there).
 //!
 //! ## Why Σ n² (and not Σ n·log2 n)
 //!
@@ -354,10 +362,11 @@ fn select(rows: &[[f64; P]], w: &[f64], pure: f64) -> Option<Selected> {
     let full = nnls_w(rows, w, &[true, true, true, has_dir_sq]);
     let full_var = full.as_ref().filter(|f| m > count(&f.free)).map(|f| f.rss / (m - count(&f.free)) as f64);
     let sigma2 = full_var.unwrap_or(0.0).max(pure);
-    let crit = |s: &Solution<P>| match aicc(s, m) {
-        Some(a) => Some(a),
-        None if sigma2 > 0.0 => Some(s.rss / sigma2 + 2.0 * count(&s.free) as f64),
-        None => None,
+    // One criterion for every candidate: AICc when it exists for the largest model
+    // (m > P + 2), Mallows' Cp otherwise (when σ² is known).
+    let use_aicc = m > P + 2 || sigma2 <= 0.0;
+    let crit = |s: &Solution<P>| {
+        if use_aicc { aicc(s, m) } else { Some(s.rss / sigma2 + 2.0 * count(&s.free) as f64) }
     };
     let plain = nnls_w(rows, w, &[true, true, false, false])?;
     let aicc_plain = aicc(&plain, m);
