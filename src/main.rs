@@ -200,7 +200,10 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             verdict?;
         }
         Command::Predict(a) => {
-            let cfg = cli::predict_config(&a)?;
+            let cfg = match cli::predict_config(&a, args)? {
+                cli::PredictJob::Model(cfg) => *cfg,
+                cli::PredictJob::Calibrate(cal, p) => calibrated(&cal, p)?,
+            };
             out(&manyfiles::report::run_predict(&cfg)?);
         }
         Command::Plan(a) => {
@@ -259,6 +262,34 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `predict --on/--fs`: walk the tree once, calibrate on the target with trees shaped
+/// like it, and hand the calibration to the prediction as its model.
+fn calibrated(
+    cal: &manyfiles::experiment::calibrate::CalibrateConfig,
+    p: cli::PredictParts,
+) -> manyfiles::error::Result<manyfiles::report::PredictConfig> {
+    use manyfiles::report::TreeInput;
+    let inv = match p.tree {
+        TreeInput::Path(path) => manyfiles::tree::inventory::Inventory::scan(&path, p.threads)?,
+        TreeInput::Inventory(i) => *i,
+    };
+    let model = manyfiles::experiment::calibrate::run(cal, &inv)?;
+    let model_name = match &cal.save {
+        Some(s) => s.display().to_string(),
+        None => "calibration (not saved: --save-calibration FILE keeps it)".into(),
+    };
+    Ok(manyfiles::report::PredictConfig {
+        model_name,
+        model,
+        tree: TreeInput::Inventory(Box::new(inv)),
+        interval_s: p.interval_s,
+        json: p.json,
+        threads: p.threads,
+        runs_ahead: p.runs_ahead,
+        calibrated: true,
+    })
 }
 
 /// Title, the command's own tables, then warnings, targets, machine and the results file.

@@ -235,7 +235,7 @@ fn small_ladder_end_to_end() {
         assert!(f(m, "per_file_s") >= 0.0 && f(m, "per_byte_s") >= 0.0);
         assert!(f(m, "per_file_se") >= 0.0 && f(m, "per_byte_se") >= 0.0);
         assert!(f(m, "r2").is_finite());
-        assert_eq!(s(m, "weighting"), "relative");
+        assert_eq!(s(m, "weighting"), "fitted");
         assert_eq!(s(m, "target"), tid);
     }
     assert!(get(&v, "warnings").is_array());

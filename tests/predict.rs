@@ -1,6 +1,7 @@
 //! `manyfiles predict`: on a synthetic inventory the prediction equals the fitted
 //! formula a·files + b·bytes + c·dirs, with an interval around it; extrapolation is
-//! said plainly; sync ops get a recovery point; bad input is refused.
+//! said plainly; sync ops get a recovery point; bad input is refused; `--on DIR`
+//! calibrates with trees shaped like the tree and predicts copy, read, scan and delete.
 
 mod common;
 
@@ -56,9 +57,11 @@ fn prediction_equals_the_formula() {
         assert!(((got - want) / want).abs() < 1e-12, "{}: {got} vs {want}", s(p, "op"));
         let iv = p["interval95"].as_array().unwrap();
         assert!(iv[0].as_f64().unwrap() <= got && got <= iv[1].as_f64().unwrap());
-        // 100,000 files is beyond the ladder's 256: said plainly.
+        // 100,000 files is beyond the ladder's 256: said plainly, with the factor (the
+        // bytes, 11,444× the ladder's fixed total, are farther out and come first).
         let why: Vec<&str> = arr(p, "extrapolation").iter().map(|w| w.as_str().unwrap()).collect();
-        assert!(why.iter().any(|w| w.contains("file count 100000")), "{why:?}");
+        assert!(why.iter().any(|w| w.contains("391× on files")), "{why:?}");
+        assert!(p["reach"]["outside"].as_bool().unwrap(), "{p:#}");
     }
     assert!(r.stdout.contains("OUTSIDE (extrapolation)") && r.stdout.contains("warning:"), "{}", r.stdout);
     assert!(r.stdout.contains("model: ") && r.stdout.contains("machine: "), "provenance: {}", r.stdout);
@@ -174,4 +177,153 @@ fn old_result_and_inventory_files_load() {
     let md = tmp.path().join("old.md");
     run(["report", old.to_str().unwrap(), "--markdown", md.to_str().unwrap()]).ok();
     assert!(std::fs::read_to_string(&md).unwrap().contains("per file"));
+}
+
+/// A tree not shaped like a ladder: 40 directories on two levels holding 1, 3, 12, 5 or
+/// 30 files of 0.5–9.5 kB.
+fn odd_tree(root: &Path) -> Inventory {
+    for d in 0..40usize {
+        let dir = root.join(format!("d{}/s{d}", d % 7));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..[1, 3, 12, 5, 30][d % 5] {
+            std::fs::write(dir.join(format!("f{i}")), vec![b'x'; 500 + (i * 977) % 9000]).unwrap();
+        }
+    }
+    Inventory::scan(root, 2).unwrap()
+}
+
+/// Share of directories per log2 bucket of their file count.
+fn shares(hist: &[u64]) -> Vec<f64> {
+    let n = hist.iter().sum::<u64>().max(1) as f64;
+    hist.iter().map(|&c| c as f64 / n).collect()
+}
+
+#[test]
+fn predict_calibrates_on_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let inv = odd_tree(&tree);
+    let on = tmp.path().join("on");
+    std::fs::create_dir(&on).unwrap();
+    let (cal, out) = (tmp.path().join("cal.json"), tmp.path().join("pred.json"));
+    let args = [
+        "predict",
+        "--tree",
+        tree.to_str().unwrap(),
+        "--on",
+        on.to_str().unwrap(),
+        "--max-time",
+        "20s",
+        "--quiet",
+        "--save-calibration",
+        cal.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    let r = run(args);
+    r.ok();
+    // Rows for copy, read, scan (stat) and delete, each with an interval around its point.
+    let v = load_json(&out);
+    assert_eq!(u(&v, "runs_ahead"), 1);
+    assert_eq!((u(&v["tree"], "files"), u(&v["tree"], "dirs")), (inv.files, inv.dirs));
+    let preds = arr(&v, "predictions");
+    for op in ["copy", "read", "stat", "delete"] {
+        let p = preds.iter().find(|p| p["op"] == op).unwrap_or_else(|| panic!("no {op} row: {v:#}"));
+        let (x, iv) = (f(p, "seconds"), p["interval95"].as_array().expect("an interval"));
+        let (lo, hi) = (iv[0].as_f64().unwrap(), iv[1].as_f64().unwrap());
+        assert!(0.0 < lo && lo <= x && x <= hi, "{op}: {lo} {x} {hi}");
+        // PATH's own shape was calibrated: no extrapolation, and its reach is known.
+        assert!(arr(p, "extrapolation").is_empty(), "{op}: {p:#}");
+        assert!(f(&p["reach"], "distance_ratio") <= 1.1, "{op}: {p:#}");
+    }
+    for w in ["copy (onto the target)", "scan (stat)", "read", "delete", "predicted time of one run", "check: "] {
+        assert!(r.stdout.contains(w), "{w}: {}", r.stdout);
+    }
+    assert!(!r.stdout.contains("OUTSIDE"), "{}", r.stdout);
+    // Nothing left on the target.
+    assert!(std::fs::read_dir(&on).unwrap().next().is_none(), "run directory left in {}", on.display());
+
+    // The calibration's trees follow the tree's files-per-directory histogram: the
+    // trees with its files per directory (k = 1) hold the same shares (±0.1).
+    let rs = load_json(&cal);
+    let want = shares(&inv.files_per_dir_hist);
+    let mut same_shape = 0;
+    let mut keys: Vec<&str> = Vec::new();
+    for m in arr(&rs, "measurements") {
+        if keys.contains(&s(m, "tree_key")) {
+            continue;
+        }
+        keys.push(s(m, "tree_key"));
+        let got = shares(
+            &arr(&m["tree"]["layout"]["shape"], "files_per_dir")
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect::<Vec<_>>(),
+        );
+        let close = (0..want.len().max(got.len()))
+            .all(|k| (want.get(k).copied().unwrap_or(0.0) - got.get(k).copied().unwrap_or(0.0)).abs() <= 0.1);
+        same_shape += usize::from(close);
+    }
+    assert!(keys.len() >= 7, "{keys:?}");
+    assert!(same_shape >= 3, "{same_shape} of {} calibration trees follow the tree's histogram", keys.len());
+    // --model reproduces the prediction from the saved calibration.
+    let again = tmp.path().join("again.json");
+    run([
+        "predict",
+        "--model",
+        cal.to_str().unwrap(),
+        "--tree",
+        tree.to_str().unwrap(),
+        "--json",
+        again.to_str().unwrap(),
+    ])
+    .ok();
+    let w = load_json(&again);
+    for (a, b) in preds.iter().zip(arr(&w, "predictions")) {
+        assert_eq!((&a["op"], &a["seconds"], &a["interval95"]), (&b["op"], &b["seconds"], &b["interval95"]));
+    }
+    // --runs-ahead 5: the median of 5 runs, a narrower interval around the same point.
+    let five = tmp.path().join("five.json");
+    let m = cal.to_str().unwrap();
+    run([
+        "predict",
+        "--model",
+        m,
+        "--tree",
+        tree.to_str().unwrap(),
+        "--runs-ahead",
+        "5",
+        "--json",
+        five.to_str().unwrap(),
+    ])
+    .ok();
+    for (a, b) in preds.iter().zip(arr(&load_json(&five), "predictions")) {
+        let width = |p: &Value| p["interval95"][1].as_f64().unwrap() / p["interval95"][0].as_f64().unwrap();
+        assert!(width(b) <= width(a), "{a} vs {b}");
+    }
+}
+
+#[test]
+fn predict_calibration_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    odd_tree(&tree);
+    let t = tree.to_str().unwrap();
+    let missing = tmp.path().join("none");
+    let d = tmp.path().to_str().unwrap();
+    assert_bad_input(&run(["predict", "--tree", t, "--on", missing.to_str().unwrap()]), "--on", "missing target");
+    assert_bad_input(&run(["predict", "--tree", t, "--on", d, "--max-time", "soon"]), "--max-time", "bad budget");
+    assert_bad_input(&run(["predict", "--tree", t, "--on", d, "--runs-ahead", "0"]), "--runs-ahead", "zero runs");
+    assert_bad_input(&run(["predict", "--tree", t, "--fs", "ext9"]), "--fs", "unknown file system");
+    assert_bad_input(&run(["predict", "--tree", t, "--fs", "ext4,xfs"]), "--fs", "two file systems");
+    assert_bad_input(
+        &run(["predict", "--tree", t, "--on", d, "--save-calibration", missing.join("x/y").to_str().unwrap()]),
+        "--save-calibration",
+        "unwritable calibration file",
+    );
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_bad_input(&run(["predict", "--tree", empty.to_str().unwrap(), "--on", d]), "--tree", "no files");
+    // Nothing was made in the target by any of these.
+    assert!(run_dirs(tmp.path()).is_empty());
 }

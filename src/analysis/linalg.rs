@@ -9,7 +9,8 @@
 //! dependencies does linear algebra.
 //!
 //! Rows are the model's transformed rows (each measurement divided by its own time),
-//! so the target is 1 everywhere and a residual is `1 − x·β`.
+//! so the target is 1 everywhere and a residual is `1 − x·β`. Rows may carry weights
+//! (`nnls_w`): the model's reweighting by fitted instead of observed times.
 
 /// Below this pivot of the unit-diagonal normal matrix the system is treated
 /// as singular: rounding would be amplified by more than 1e10.
@@ -71,7 +72,14 @@ fn residual<const N: usize>(x: &[f64; N], beta: &[f64; N]) -> f64 {
 /// Exact NNLS over the `allowed` columns: every subset of them solved
 /// unconstrained; the non-negative solution with the smallest residual wins
 /// (larger subsets first, so a tie keeps more coefficients).
+#[cfg(test)]
 pub(super) fn nnls<const N: usize>(rows: &[[f64; N]], allowed: &[bool; N]) -> Option<Solution<N>> {
+    nnls_w(rows, &vec![1.0; rows.len()], allowed)
+}
+
+/// [`nnls`] with a weight per row: minimises Σ wᵢ(1 − xᵢ·β)²; `inv` is (XᵀWX)⁻¹ and
+/// `rss` the weighted sum.
+pub(super) fn nnls_w<const N: usize>(rows: &[[f64; N]], w: &[f64], allowed: &[bool; N]) -> Option<Solution<N>> {
     let mut best: Option<Solution<N>> = None;
     let mut subsets: Vec<[bool; N]> = (1u32..(1 << N))
         .map(|m| std::array::from_fn(|j| m & (1 << j) != 0))
@@ -79,7 +87,7 @@ pub(super) fn nnls<const N: usize>(rows: &[[f64; N]], allowed: &[bool; N]) -> Op
         .collect();
     subsets.sort_by_key(|s| std::cmp::Reverse(count(s)));
     for s in subsets {
-        let Some(c) = solve(rows, s) else { continue };
+        let Some(c) = solve_w(rows, w, s) else { continue };
         if c.beta.iter().any(|b| *b < 0.0) {
             continue;
         }
@@ -94,16 +102,22 @@ pub(super) fn nnls<const N: usize>(rows: &[[f64; N]], allowed: &[bool; N]) -> Op
 /// Unconstrained least squares on the `free` columns via the normal
 /// equations, scaled to a unit diagonal (files, bytes, dirs and Σn² differ by
 /// many orders of magnitude). `None` when (numerically) singular.
+#[cfg(test)]
 fn solve<const N: usize>(rows: &[[f64; N]], free: [bool; N]) -> Option<Solution<N>> {
+    solve_w(rows, &vec![1.0; rows.len()], free)
+}
+
+/// Weighted form of `solve`: row i counts `w[i]` times.
+fn solve_w<const N: usize>(rows: &[[f64; N]], w: &[f64], free: [bool; N]) -> Option<Solution<N>> {
     let cols: Vec<usize> = (0..N).filter(|&j| free[j]).collect();
     let p = cols.len();
     let mut g = vec![vec![0.0; p]; p];
     let mut h = vec![0.0; p];
-    for x in rows {
+    for (x, &wi) in rows.iter().zip(w) {
         for (i, &ci) in cols.iter().enumerate() {
-            h[i] += x[ci];
+            h[i] += wi * x[ci];
             for (j, &cj) in cols.iter().enumerate() {
-                g[i][j] += x[ci] * x[cj];
+                g[i][j] += wi * x[ci] * x[cj];
             }
         }
     }
@@ -131,14 +145,14 @@ fn solve<const N: usize>(rows: &[[f64; N]], free: [bool; N]) -> Option<Solution<
             inv[ci][cj] = ginv[i][j] / (d[i] * d[j]);
         }
     }
-    let rss = rows.iter().map(|x| residual(x, &beta).powi(2)).sum();
+    let rss = rows.iter().zip(w).map(|(x, wi)| wi * residual(x, &beta).powi(2)).sum();
     Some(Solution { beta, free, inv, rss })
 }
 
 /// Gauss–Jordan inverse of a symmetric positive definite matrix with unit
 /// diagonal; its pivots are the Schur complements, so a pivot at or below
 /// SINGULAR_EPS means the columns are (nearly) dependent.
-fn invert_spd(mut a: Vec<Vec<f64>>) -> Option<Vec<Vec<f64>>> {
+pub(super) fn invert_spd(mut a: Vec<Vec<f64>>) -> Option<Vec<Vec<f64>>> {
     let p = a.len();
     let mut inv: Vec<Vec<f64>> = (0..p).map(|i| (0..p).map(|j| if i == j { 1.0 } else { 0.0 }).collect()).collect();
     for k in 0..p {

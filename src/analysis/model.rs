@@ -8,12 +8,17 @@
 //!
 //! ## Weighting
 //!
-//! Weights are `w_i = 1/seconds_i²`, i.e. the fit minimises the sum of squared
-//! *relative* residuals: measured times span orders of magnitude (a ladder of
-//! 1 to 65536 files), and an unweighted fit would be decided by the largest
-//! rungs alone. Equivalently, every row is divided by its own time, giving an
-//! ordinary least-squares problem with columns `files/s`, `bytes/s`, `dirs/s`,
-//! `Σn²/s` and target 1; this is how the code computes everything.
+//! The fit minimises the sum of squared *relative* residuals: measured times span
+//! orders of magnitude (a ladder of 1 to 65536 files), and an unweighted fit would be
+//! decided by the largest rungs alone. Every row is divided by its own time, giving a
+//! least-squares problem with columns `files/s`, `bytes/s`, `dirs/s`, `Σn²/s` and
+//! target 1 (weights `1/observed²`). Dividing by the *observed* time is biased: a cell
+//! that came out fast by chance weighs more, so the fit leans low (issue 27). The fit
+//! is therefore iterated (IRLS): the terms are chosen again with weights
+//! `1/fitted²` from the previous round (`(s/ŝ)²` on the divided rows), until the
+//! coefficients settle (at most 8 rounds). With one column this ends at
+//! `a = mean(sᵢ/filesᵢ)`, the unbiased mean of the per-file times, where the
+//! `1/observed²` weighting gave `Σ(f/s)/Σ(f/s)²`.
 //!
 //! There is no intercept. In the typical ladder (a fixed total of bytes split
 //! into 1, 4, 16, ... files) the bytes column is constant and plays the role
@@ -45,8 +50,8 @@
 //! ## Prediction intervals
 //!
 //! A prediction is judged on what it must do: predict a tree that was not
-//! measured. Every cell is left out in turn (leave-one-rung-out), the model
-//! (same coefficients kept) refitted on the others and the left-out cell
+//! measured. Every cell is left out in turn (leave-one-rung-out), the whole fit
+//! (term selection and reweighting) redone on the others and the left-out cell
 //! predicted; `cv_log_sd` = √(mean of ln(measured/predicted)²). The 95%
 //! interval of a new tree is `ŝ·exp(±t·√(cv_log_sd² + max(0, v(x) − v̄)))` with
 //! t on `cells − p` degrees of freedom, `v(x) = gᵀCov g/ŝ²` the relative
@@ -60,13 +65,21 @@
 //!
 //! Non-negativity: the exact NNLS solution (`linalg.rs`) is found by trying every subset of
 //! free coefficients (15 at most) and keeping the non-negative solution with
-//! the smallest residual. The directory cost `c` is kept only when the data
-//! resolve it next to the per-file cost (c > 2 standard errors, a not
-//! clamped): in most trees the directory count moves in step with the file
-//! count, and an unresolved c would only blur a. The directory-size cost `d`
-//! must pass the same test **and** lower the small-sample Akaike criterion
-//! `AICc = m·ln(RSS/m) + 2k + 2k(k+1)/(m − k − 1)` (m cells, k = free
-//! coefficients + 1 for the variance) of the model without it.
+//! the smallest residual. The directory cost `c` and the directory-size cost `d`
+//! are kept only when the data resolve them next to the per-file cost (each
+//! above 2 standard errors, a not clamped): in most trees the directory count moves
+//! in step with the file count, and an unresolved c would only blur a. Among the
+//! plain model and its resolved additions (c, d, or both together: a directory
+//! cost can look negative until d takes its share) the one with the lowest
+//! small-sample Akaike criterion `AICc = m·ln(RSS/m) + 2k + 2k(k+1)/(m − k − 1)`
+//! (m cells, k = free coefficients + 1 for the variance) wins; Mallows' Cp
+//! decides where AICc cannot (`select`).
+//!
+//! ## A single run
+//!
+//! `predict_runs` gives the interval of what a user will time next: one run (or
+//! the median of K), from the run-to-run noise inside the cells plus what the
+//! leave-one-cell-out errors hold beyond it (see there).
 //!
 //! ## Why Σ n² (and not Σ n·log2 n)
 //!
@@ -100,7 +113,7 @@
 //! inventories written before it, from the files-per-directory log2 histogram
 //! (every directory in bucket [lo, hi] counted as E[n²] of n uniform in it).
 
-use super::linalg::{Solution, count, dot, nnls, quad};
+use super::linalg::{Solution, count, dot, nnls_w, quad};
 use serde::{Deserialize, Serialize};
 
 /// Number of model columns: files, bytes, dirs, Σ n².
@@ -199,7 +212,8 @@ pub struct CostModel {
     /// Number of cells (distinct trees) the points form: the fit's rows.
     #[serde(default)]
     pub cells: usize,
-    /// Weighting scheme; always "relative" (w = 1/seconds²).
+    /// Weighting scheme: "fitted" (relative residuals, weights 1/fitted², IRLS), or
+    /// "relative" (older files: w = 1/observed²).
     pub weighting: String,
     /// How the intervals were made: "cells" (cell medians, leave-one-cell-out
     /// prediction error), or "points" (older files: every run a point).
@@ -216,6 +230,21 @@ pub struct CostModel {
     /// Mean over the cells of the fitted value's relative variance gᵀCov g/ŝ².
     #[serde(default)]
     pub param_rel_var_mean: f64,
+    /// Run-to-run noise: the pooled standard deviation of ln(run time) inside the
+    /// cells (0 when no cell has two runs; older files).
+    #[serde(default)]
+    pub run_log_sd: f64,
+    /// Degrees of freedom of `run_log_sd`: Σ (runs of a cell − 1).
+    #[serde(default)]
+    pub run_df: usize,
+    /// Mean over the cells of [`median_var_factor`] of their run counts: how much of
+    /// the run noise is still in a cell's median (and so in `cv_log_sd`).
+    #[serde(default)]
+    pub cell_median_factor: f64,
+    /// (files, bytes, dirs, Σn²) of every cell, in cell order: where the model was
+    /// calibrated (for [`CostModel::reach`]; empty in older files).
+    #[serde(default)]
+    pub cell_covariates: Vec<[f64; P]>,
     /// 1/b in bytes per second, when b > 0.
     pub bandwidth_bytes_per_s: Option<f64>,
     /// a/b in bytes, when b > 0: a file costs as much time as this many bytes.
@@ -239,12 +268,13 @@ pub struct Prediction {
 /// A directory or directory-size cost below this many standard errors is not reported.
 const DIR_T_MIN: f64 = 2.0;
 
-const PLAIN: [bool; P] = [true, true, true, false];
-
-/// One cell: covariates and the median time of its runs.
+/// One cell: covariates, the median time of its runs, and their log scatter.
 struct Cell {
     g: [f64; P],
     seconds: f64,
+    /// Runs in the cell, and Σ (ln t − mean ln t)² over them.
+    runs: usize,
+    log_ss: f64,
 }
 
 /// Points grouped by identical covariates (first-appearance order).
@@ -264,11 +294,33 @@ fn cells_of(points: &[&Point]) -> Vec<Cell> {
         };
         times[i].push(p.seconds);
     }
-    keys.iter().zip(&times).map(|(k, t)| Cell { g: k.map(f64::from_bits), seconds: super::stats::median(t) }).collect()
+    keys.iter()
+        .zip(&times)
+        .map(|(k, t)| {
+            let mean = t.iter().map(|x| x.ln()).sum::<f64>() / t.len() as f64;
+            Cell {
+                g: k.map(f64::from_bits),
+                seconds: super::stats::median(t),
+                runs: t.len(),
+                log_ss: t.iter().map(|x| (x.ln() - mean).powi(2)).sum(),
+            }
+        })
+        .collect()
 }
 
 fn row(c: &Cell) -> [f64; P] {
     c.g.map(|x| x / c.seconds)
+}
+
+/// Variance of the median of `k` runs, as a share of one run's (normal runs): 1 for one,
+/// ½ for two (their mean), π/(2k) from three (the large-sample value; above the exact
+/// one for small k, so the interval errs wide).
+pub fn median_var_factor(k: u32) -> f64 {
+    match k {
+        0 | 1 => 1.0,
+        2 => 0.5,
+        k => std::f64::consts::PI / (2.0 * k as f64),
+    }
 }
 
 /// Small-sample Akaike criterion of a solution on `m` rows (k = coefficients + variance).
@@ -281,6 +333,102 @@ fn aicc(sol: &Solution<P>, m: usize) -> Option<f64> {
     let k = k as f64;
     let v = m * (sol.rss.max(1e-300) / m).ln() + 2.0 * k + 2.0 * k * (k + 1.0) / (m - k - 1.0);
     v.is_finite().then_some(v)
+}
+
+/// Reweighting rounds: weights from the fitted times (module docs, "Weighting").
+const IRLS_ROUNDS: usize = 8;
+
+/// A fitted selection: the solution, the AICc of the models without and with the
+/// directory-size term.
+struct Selected {
+    sol: Solution<P>,
+    aicc_plain: Option<f64>,
+    aicc_dir_entry: Option<f64>,
+}
+
+/// The term selection of the module docs ("Which coefficients are kept") on weighted
+/// rows: the plain model (a, b) and every resolvable addition of c and d (each added
+/// term free, beyond 2 standard errors, with a still free), the lowest Mallows'
+/// `Cp = RSS/σ² + 2p` winning (a tie keeps fewer terms). σ² is the larger of the full
+/// model's residual variance and `pure`, the run noise left in a cell's median (the
+/// replicates' pure error): with the 7–8 cells of a calibration AICc's small-sample
+/// penalty (2k(k+1)/(m − k − 1)) forbids 4 coefficients even when the plain model
+/// misses by 50%, and redone inside the leave-one-out (7 cells) it dropped the
+/// directory terms in every fold. AICc decides when σ² is unknown (no residual
+/// degrees of freedom in the full model and no replicates).
+fn select(rows: &[[f64; P]], w: &[f64], pure: f64) -> Option<Selected> {
+    let m = rows.len();
+    let has_dir_sq = rows.iter().any(|r| r[3] > 0.0);
+    let full = nnls_w(rows, w, &[true, true, true, has_dir_sq]);
+    let full_var = full.as_ref().filter(|f| m > count(&f.free)).map(|f| f.rss / (m - count(&f.free)) as f64);
+    let sigma2 = full_var.unwrap_or(0.0).max(pure);
+    // One criterion for every candidate: AICc when it exists for the largest model
+    // (m > P + 2), Mallows' Cp otherwise (when σ² is known).
+    let use_aicc = m > P + 2 || sigma2 <= 0.0;
+    let crit = |s: &Solution<P>| {
+        if use_aicc { aicc(s, m) } else { Some(s.rss / sigma2 + 2.0 * count(&s.free) as f64) }
+    };
+    let plain = nnls_w(rows, w, &[true, true, false, false])?;
+    let aicc_plain = aicc(&plain, m);
+    let mut aicc_dir_entry = None;
+    let mut best_crit = crit(&plain);
+    let mut sol = plain;
+    for extra in [[true, false], [false, true], [true, true]] {
+        if extra[1] && !has_dir_sq {
+            continue;
+        }
+        let allowed = [true, true, extra[0], extra[1]];
+        let Some(with) = nnls_w(rows, w, &allowed) else { continue };
+        if extra[1] {
+            let a = aicc(&with, m);
+            if aicc_dir_entry.is_none_or(|x| a.is_some_and(|a| a < x)) {
+                aicc_dir_entry = a;
+            }
+        }
+        let resolved = with.free[0] && (2..P).all(|j| !allowed[j] || (with.free[j] && with.t(j, m) >= DIR_T_MIN));
+        let c = crit(&with);
+        if resolved && matches!((c, best_crit), (Some(c), Some(b)) if c < b) {
+            (sol, best_crit) = (with, c);
+        }
+    }
+    Some(Selected { sol, aicc_plain, aicc_dir_entry })
+}
+
+/// Run noise left in a cell's median (relative variance), pooled over the cells: the
+/// replicates' pure error (0 without replicates).
+fn pure_error(cells: &[Cell]) -> f64 {
+    let df: usize = cells.iter().map(|c| c.runs.saturating_sub(1)).sum();
+    if df == 0 {
+        return 0.0;
+    }
+    let var = cells.iter().map(|c| c.log_ss).sum::<f64>() / df as f64;
+    let factor = cells.iter().map(|c| median_var_factor(c.runs.min(u32::MAX as usize) as u32)).sum::<f64>();
+    var * factor / cells.len() as f64
+}
+
+/// The whole fit of some cells: terms selected with weights 1/observed², then selected
+/// again with weights 1/fitted² until the fitted times settle (IRLS).
+fn fit_cells(cells: &[Cell]) -> Option<Selected> {
+    let rows: Vec<[f64; P]> = cells.iter().map(row).collect();
+    let pure = pure_error(cells);
+    let mut best = select(&rows, &vec![1.0; cells.len()], pure)?;
+    for _ in 0..IRLS_ROUNDS {
+        // Row i is g/s with target 1: weight (s/ŝ)² makes its term ((s − g·β)/ŝ)².
+        let w: Vec<f64> = cells
+            .iter()
+            .map(|c| {
+                let f = dot(&c.g, &best.sol.beta);
+                if f > 0.0 && f.is_finite() { (c.seconds / f).powi(2).clamp(1e-2, 1e2) } else { 1.0 }
+            })
+            .collect();
+        let Some(next) = select(&rows, &w, pure) else { break };
+        let moved = (0..P).any(|j| (next.sol.beta[j] - best.sol.beta[j]).abs() > 1e-9 * best.sol.beta[j].abs());
+        best = next;
+        if !moved {
+            break;
+        }
+    }
+    Some(best)
 }
 
 /// Fits `seconds = a·files + b·bytes + c·dirs + d·Σn²` with a, b, c, d >= 0 (see
@@ -302,28 +450,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
     if m < 2 {
         return None;
     }
-    let rows: Vec<[f64; P]> = cells.iter().map(row).collect();
-
-    let mut sol = nnls(&rows, &PLAIN)?;
-    // A directory cost must be resolved alongside the per-file cost: when it is within
-    // 2 s.e. of 0, or took the per-file cost's place (a clamped to 0, as happens when
-    // files and directories grow in step), refit without it.
-    if sol.free[2] && (sol.t(2, m) < DIR_T_MIN || !sol.free[0]) {
-        sol = nnls(&rows, &[true, true, false, false])?;
-    }
-    // The directory-size term: resolved, a still free, and preferred by AICc.
-    let aicc_plain = aicc(&sol, m);
-    let mut aicc_dir_entry = None;
-    if rows.iter().any(|r| r[3] > 0.0) {
-        let allowed = [true, true, sol.free[2], true];
-        if let Some(with) = nnls(&rows, &allowed) {
-            aicc_dir_entry = aicc(&with, m);
-            let better = matches!((aicc_dir_entry, aicc_plain), (Some(w), Some(p)) if w < p);
-            if with.free[3] && with.free[0] && with.t(3, m) >= DIR_T_MIN && better {
-                sol = with;
-            }
-        }
-    }
+    let Selected { sol, aicc_plain, aicc_dir_entry } = fit_cells(&cells)?;
 
     let p = count(&sol.free);
     let df = m.saturating_sub(p);
@@ -349,7 +476,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
     let sum_ws: f64 = cells.iter().map(|c| 1.0 / c.seconds).sum();
     let mean_w = sum_ws / sum_w;
     let tss: f64 = cells.iter().map(|c| (1.0 - mean_w / c.seconds).powi(2)).sum();
-    let r = sol.rss;
+    let r: f64 = cells.iter().map(|c| (1.0 - dot(&c.g, &sol.beta) / c.seconds).powi(2)).sum();
     let r2 = if tss > 0.0 {
         1.0 - r / tss
     } else if r == 0.0 {
@@ -358,13 +485,19 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         0.0
     };
 
-    // Leave one cell out, same free coefficients (non-negative), predict it.
+    // Leave one cell out, the whole fit (term selection, reweighting) redone on the
+    // others, predict it.
     let mut cv_log_errors = Vec::new();
     if m > p && p > 0 {
         for (i, cell) in cells.iter().enumerate() {
-            let others: Vec<[f64; P]> = rows.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, r)| *r).collect();
-            let Some(s) = nnls(&others, &sol.free) else { continue };
-            let pred = dot(&cell.g, &s.beta);
+            let others: Vec<Cell> = cells
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, c)| Cell { g: c.g, seconds: c.seconds, runs: c.runs, log_ss: c.log_ss })
+                .collect();
+            let Some(s) = fit_cells(&others) else { continue };
+            let pred = dot(&cell.g, &s.sol.beta);
             if pred > 0.0 && pred.is_finite() {
                 cv_log_errors.push((cell.seconds / pred).ln());
             }
@@ -380,6 +513,13 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         if s > 0.0 { quad(g, &covariance) / (s * s) } else { 0.0 }
     };
     let param_rel_var_mean = cells.iter().map(|c| rel_var(&c.g)).sum::<f64>() / m as f64;
+
+    // Run-to-run noise, pooled over the cells with at least two runs.
+    let run_df: usize = cells.iter().map(|c| c.runs.saturating_sub(1)).sum();
+    let run_log_sd =
+        if run_df > 0 { (cells.iter().map(|c| c.log_ss).sum::<f64>() / run_df as f64).sqrt() } else { 0.0 };
+    let cell_median_factor =
+        cells.iter().map(|c| median_var_factor(c.runs.min(u32::MAX as usize) as u32)).sum::<f64>() / m as f64;
 
     let constrained = (0..P).filter(|&j| !sol.free[j]).map(|j| COEFFS[j].to_string()).collect();
     let [a, b, c, d] = sol.beta;
@@ -410,11 +550,15 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         r2: finite(r2),
         n: kept.len(),
         cells: m,
-        weighting: "relative".to_string(),
+        weighting: "fitted".to_string(),
         interval_method: "cells".to_string(),
         cv_log_sd: finite(cv_log_sd),
         cv_log_errors: cv_log_errors.into_iter().map(finite).collect(),
         param_rel_var_mean: finite(param_rel_var_mean),
+        run_log_sd: finite(run_log_sd),
+        run_df,
+        cell_median_factor: finite(cell_median_factor),
+        cell_covariates: cells.iter().map(|c| c.g).collect(),
         bandwidth_bytes_per_s,
         break_even_bytes,
         constrained,
@@ -449,6 +593,43 @@ impl CostModel {
         Prediction { seconds, interval95: Some([(seconds - half).max(0.0), seconds + half]) }
     }
 
+    /// Predicted time of what the user will do next: the median of `runs` runs (1: a
+    /// single run) of a tree, with a 95% prediction interval on the log scale,
+    /// `ŝ·exp(±t·√(misfit + excess + σ²_run·f(runs)))`, t on cells − p degrees of freedom:
+    /// - `σ²_run·f(runs)`: run-to-run noise (`run_log_sd`) left in a median of `runs`
+    ///   ([`median_var_factor`]);
+    /// - `misfit`: what the leave-one-cell-out errors (term selection redone in every
+    ///   fold) hold beyond the run noise already in a cell's median:
+    ///   `max(0, cv_log_sd² − σ²_run·cell_median_factor)` — the model's misfit, the
+    ///   cells' own effects (placement, the machine's state at the time) and the
+    ///   coefficients' uncertainty at an average cell;
+    /// - `excess`: the coefficients' extra uncertainty at a tree farther out than the
+    ///   average cell (as in [`CostModel::predict`]).
+    ///
+    /// Drift between the calibration and the user's run (another day, another load) is
+    /// not in it: one calibration cannot measure it. Models without run noise (older
+    /// files, one run per cell) fall back to [`CostModel::predict`].
+    pub fn predict_runs(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64, runs: u32) -> Prediction {
+        let seconds = self.seconds(files, bytes, dirs, dir_sq);
+        if self.interval_method != "cells" || self.run_df == 0 || self.df == 0 || seconds <= 0.0 {
+            return self.predict(files, bytes, dirs, dir_sq);
+        }
+        let g = [files, bytes, dirs, dir_sq];
+        let run_var = self.run_log_sd * self.run_log_sd;
+        let misfit = (self.cv_log_sd * self.cv_log_sd - run_var * self.cell_median_factor).max(0.0);
+        let excess = (quad(&g, &self.covariance) / (seconds * seconds) - self.param_rel_var_mean).max(0.0);
+        let var = misfit + excess + run_var * median_var_factor(runs.max(1));
+        let half = super::stats::t_quantile_975(self.df) * var.sqrt();
+        Prediction { seconds, interval95: Some([seconds * (-half).exp(), seconds * half.exp()]) }
+    }
+
+    /// How far a tree lies from the cells the model was calibrated on (None: older
+    /// files without the cells' covariates). `dirs` counts directories below the root,
+    /// as the cells do.
+    pub fn reach(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64) -> Option<reach::Reach> {
+        reach::reach(&self.cell_covariates, [files, bytes, dirs, dir_sq])
+    }
+
     /// 95% interval of coefficient `j` ([`COEFFS`] order): ± t(cells − p)·s.e.,
     /// clipped at 0. None without degrees of freedom.
     pub fn interval95(&self, j: usize) -> Option<[f64; 2]> {
@@ -466,5 +647,6 @@ impl CostModel {
     }
 }
 
+pub mod reach;
 #[cfg(test)]
 mod tests;

@@ -22,7 +22,7 @@ pub use engines::{RmArgs, ScanArgs, copy_config, rm_config, scan_config};
 pub use experiments::{
     bigfile_config, clusters_config, dirsize_config, gen_config, ladder_config, ops_config, pack_config,
 };
-pub use results::{compare_config, plan_config, predict_config, report_config};
+pub use results::{PredictJob, PredictParts, compare_config, plan_config, predict_config, report_config};
 pub use runfiles::toml_args;
 
 #[derive(Parser, Debug)]
@@ -77,7 +77,8 @@ pub enum Command {
     Report(ReportArgs),
     /// A/B: every measurement in both result files, the ratio B/A with its 95% CI and a verdict
     Compare(CompareArgs),
-    /// Predict a real tree's time for every modelled op and target (model from a ladder's results)
+    /// Predict a real tree's time for every modelled op and target (model from a ladder's results, or
+    /// calibrated first on --on DIR / --fs SPEC with trees shaped like it)
     Predict(PredictArgs),
     /// Cluster sizes for a tree: allocated space and slack, predicted write time, a recommendation
     Plan(PlanArgs),

@@ -66,11 +66,13 @@ pub struct CompareArgs {
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
 /// whose models were fitted by an older version (every run a point, no directory-size
-/// term), or that has no model, has its summaries, models and detections derived again
+/// term, weights 1/observed² without run noise), or that has no model, has its summaries, models and detections derived again
 /// from its raw measurements (models in a current file are kept as written).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
     let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
-    if rs.models.is_empty() || rs.models.iter().any(|m| m.model.interval_method != "cells") {
+    if rs.models.is_empty()
+        || rs.models.iter().any(|m| m.model.interval_method != "cells" || m.model.weighting != "fitted")
+    {
         rs.derive();
     }
     Ok(rs)
@@ -184,24 +186,43 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
 
 #[derive(Args, Debug)]
 pub struct PredictArgs {
-    /// Result file with fitted models (e.g. from `manyfiles ladder --json`)
-    #[arg(long, value_name = "RESULTS.json")]
-    pub model: PathBuf,
+    /// Result file with fitted models (e.g. from `manyfiles ladder --json`, or --save-calibration)
+    #[arg(long, value_name = "RESULTS.json", required_unless_present_any = ["on", "fs"], conflicts_with_all = ["on", "fs"])]
+    pub model: Option<PathBuf>,
     /// The tree to predict for (walked, nothing is read but names and sizes)
     #[arg(long, value_name = "PATH", required_unless_present = "inventory", conflicts_with = "inventory")]
     pub tree: Option<PathBuf>,
     /// A saved inventory of the tree instead of walking it
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
+    /// Calibrate on this directory first (trees shaped like --tree, made and removed in a
+    /// run directory inside it), then predict copy onto it, read, scan and delete
+    #[arg(long, value_name = "DIR", conflicts_with = "fs")]
+    pub on: Option<PathBuf>,
+    /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs
+    #[arg(long, value_name = "SPEC")]
+    pub fs: Option<String>,
+    /// Calibration: time budget of the adaptive runs (90s, 3m, 1h)
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    pub max_time: String,
+    /// Calibration: keep its results here (`predict --model FILE` reproduces the prediction)
+    #[arg(long, value_name = "FILE")]
+    pub save_calibration: Option<PathBuf>,
+    /// Predict the median of K runs instead of a single run
+    #[arg(long, value_name = "K", default_value = "1")]
+    pub runs_ahead: u32,
     /// Sync interval (e.g. 15m, 1h): prints the recovery point of sync ops
     #[arg(long, value_name = "DUR")]
     pub interval: Option<String>,
     /// Also write the predictions as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Threads for walking --tree (default: available cores)
+    /// Threads for walking --tree and for the calibration (default: available cores)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Calibration: no progress bar
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -244,31 +265,109 @@ fn tree_input(
     }
 }
 
-pub fn predict_config(a: &PredictArgs) -> Result<manyfiles::report::PredictConfig> {
-    let model = read_results(&a.model, "--model")?;
-    if model.models.is_empty() {
-        return Err(Error::bad(
-            "--model",
-            format!("{} holds no fitted model (fitting needs at least 3 tree shapes: run a ladder)", a.model.display()),
-        ));
-    }
+/// What `predict` does: apply a saved model, or calibrate on a target first.
+pub enum PredictJob {
+    Model(Box<manyfiles::report::PredictConfig>),
+    /// Calibrate, then predict; `predict.model` is filled in by the calibration.
+    Calibrate(Box<manyfiles::experiment::calibrate::CalibrateConfig>, PredictParts),
+}
+
+/// A prediction's settings before its model exists.
+pub struct PredictParts {
+    pub tree: manyfiles::report::TreeInput,
+    pub interval_s: Option<f64>,
+    pub json: Option<PathBuf>,
+    pub threads: usize,
+    pub runs_ahead: u32,
+}
+
+pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<PredictJob> {
+    use manyfiles::experiment::TargetSpec;
     let interval_s = match &a.interval {
         Some(s) => {
             Some(humantime::parse_duration(s).map_err(|e| Error::bad("--interval", format!("{s}: {e}")))?.as_secs_f64())
         }
         None => None,
     };
+    if !(1..=1000).contains(&a.runs_ahead) {
+        return Err(Error::bad("--runs-ahead", format!("{}: must be between 1 and 1000", a.runs_ahead)));
+    }
     if let Some(j) = &a.json {
         check_output(j, "--json")?;
     }
-    Ok(manyfiles::report::PredictConfig {
-        model_name: a.model.display().to_string(),
-        model,
-        tree: tree_input(&a.tree, &a.inventory, "--tree")?,
-        interval_s,
-        json: a.json.clone(),
-        threads: threads(a.threads)?,
-    })
+    let target = match (&a.on, &a.fs) {
+        (Some(d), _) => {
+            if !d.is_dir() {
+                return Err(Error::bad("--on", format!("{} is not a directory", d.display())));
+            }
+            Some(TargetSpec::Dir(d.clone()))
+        }
+        (None, Some(f)) => {
+            let mut specs = manyfiles::storage::fsspec::parse_list(f).map_err(|e| Error::bad("--fs", e))?;
+            if specs.len() != 1 {
+                return Err(Error::bad(
+                    "--fs",
+                    format!("'{f}': give one file system (a calibration is for one target)"),
+                ));
+            }
+            let spec = specs.remove(0);
+            if spec.device().is_some() {
+                return Err(Error::bad("--fs", format!("'{f}': a real device is not calibrated on here (use ladder)")));
+            }
+            Some(TargetSpec::Fs(spec))
+        }
+        (None, None) => None,
+    };
+    let threads = threads(a.threads)?;
+    let tree = tree_input(&a.tree, &a.inventory, "--tree")?;
+    let Some(target) = target else {
+        if a.save_calibration.is_some() {
+            return Err(Error::bad("--save-calibration", "only with --on DIR or --fs SPEC (a calibration to save)"));
+        }
+        let path = a.model.as_ref().expect("clap: --model, --on or --fs");
+        let model = read_results(path, "--model")?;
+        if model.models.is_empty() {
+            return Err(Error::bad(
+                "--model",
+                format!(
+                    "{} holds no fitted model (fitting needs at least 3 tree shapes: run a ladder)",
+                    path.display()
+                ),
+            ));
+        }
+        return Ok(PredictJob::Model(Box::new(manyfiles::report::PredictConfig {
+            model_name: path.display().to_string(),
+            model,
+            tree,
+            interval_s,
+            json: a.json.clone(),
+            threads,
+            runs_ahead: a.runs_ahead,
+            calibrated: false,
+        })));
+    };
+    let max_time_s = humantime::parse_duration(&a.max_time)
+        .map_err(|e| Error::bad("--max-time", format!("{}: {e}", a.max_time)))?
+        .as_secs_f64();
+    if max_time_s <= 0.0 {
+        return Err(Error::bad("--max-time", "must be more than 0 seconds"));
+    }
+    if let Some(p) = &a.save_calibration {
+        check_output(p, "--save-calibration")?;
+    }
+    let cal = manyfiles::experiment::calibrate::CalibrateConfig {
+        target,
+        max_time_s,
+        limits: Default::default(),
+        threads,
+        quiet: a.quiet,
+        save: a.save_calibration.clone(),
+        command_line,
+    };
+    Ok(PredictJob::Calibrate(
+        Box::new(cal),
+        PredictParts { tree, interval_s, json: a.json.clone(), threads, runs_ahead: a.runs_ahead },
+    ))
 }
 
 pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {

@@ -4,6 +4,7 @@
 
 pub mod all_ranks;
 pub mod bigfile;
+pub mod calibrate;
 pub mod clusters;
 pub mod dirsize;
 pub mod external;

@@ -46,8 +46,14 @@ pub fn predictions(
     shape: &Shape,
     model_line: &str,
     model: &crate::results::ResultSet,
+    runs_ahead: u32,
 ) -> String {
-    let mut t = new_table(&["op", "target", "predicted time (95% prediction interval)", "calibrated range"]);
+    let what = if runs_ahead <= 1 {
+        "predicted time of one run (95% interval)".to_string()
+    } else {
+        format!("predicted median of {runs_ahead} runs (95% interval)")
+    };
+    let mut t = new_table(&["op", "target", &what, "calibrated range"]);
     let mut notes = Vec::new();
     for r in rows {
         let target = super::target_name(model, &r.target);
@@ -57,7 +63,12 @@ pub fn predictions(
             notes.push(format!("{} on {target}: extrapolation: {}", r.op, r.extrapolation.join("; ")));
             "OUTSIDE (extrapolation)".to_string()
         };
-        t.add_row(vec![r.op.clone(), target.clone(), fmt_prediction(&r.prediction), range]);
+        let op = match r.op.as_str() {
+            "copy" => "copy (onto the target)".to_string(),
+            "stat" => "scan (stat)".to_string(),
+            o => o.to_string(),
+        };
+        t.add_row(vec![op, target.clone(), fmt_prediction(&r.prediction), range]);
         if let Some([rp, hi]) = r.recovery_point_s {
             notes.push(format!(
                 "{} on {target}: recovery point (worst case: interval + sync time) {} (up to {})",
@@ -72,7 +83,11 @@ pub fn predictions(
     for n in notes {
         out.push_str(&format!("warning: {n}\n"));
     }
-    out.push_str("interval: the fitted coefficients' uncertainty plus the scatter of a single run (Student t, 95%)\n");
+    out.push_str(
+        "interval: run-to-run noise (of one run, or the median of --runs-ahead K), the model's misfit and its \
+         coefficients' uncertainty (leave-one-cell-out, terms chosen again in every fold; Student t, 95%); not in it: \
+         drift between the calibration and your run\n",
+    );
     out.push_str(model_line);
     out.push('\n');
     out

@@ -142,6 +142,10 @@ pub struct PredictConfig {
     pub interval_s: Option<f64>,
     pub json: Option<PathBuf>,
     pub threads: usize,
+    /// Predict the median of this many runs (1: a single run).
+    pub runs_ahead: u32,
+    /// The model is a calibration made for this tree (`--on`/`--fs`): say how to check it.
+    pub calibrated: bool,
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
@@ -156,7 +160,7 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
         TreeInput::Path(p) => Shape::from(&crate::tree::inventory::Inventory::scan(p, cfg.threads)?),
         TreeInput::Inventory(i) => Shape::from(i.as_ref()),
     };
-    let rows = predict::predict(&cfg.model, &shape, cfg.interval_s);
+    let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.runs_ahead);
     if let Some(j) = &cfg.json {
         // The model's file, target labels and provenance: what `report --html` names.
         let targets: Vec<serde_json::Value> =
@@ -165,10 +169,17 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
             serde_json::json!({ "file": cfg.model_name, "targets": targets, "provenance": cfg.model.provenance });
         write_json(
             j,
-            &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "predictions": rows, "model": model }),
+            &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "predictions": rows, "model": model }),
         )?;
     }
-    let mut text = super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model);
+    let mut text =
+        super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
+    if cfg.calibrated {
+        text.push_str(
+            "check: `manyfiles copy --cold --durable PATH DST` on the target (copy), `manyfiles scan PATH` (scan); \
+             calibration copies ran target to target: a copy from another disk also pays that disk's reads\n",
+        );
+    }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
     }

@@ -177,7 +177,7 @@ pub fn plan(src: &Source, layout: Layout, clusters: &[u64], model: Option<&Resul
                 metadata_bytes: a.metadata_bytes,
                 slack_bytes: slack,
                 slack_share: if allocated > 0 { slack as f64 / allocated as f64 } else { 0.0 },
-                write_time: m.map(|m| shape.predict(&m.model)),
+                write_time: m.map(|m| shape.predict(&m.model, 1)),
                 model_target: m.map(|m| m.target.clone()),
             })
         })

@@ -1,6 +1,8 @@
 //! `manyfiles predict`: every fitted (target, op) model applied to one tree's shape,
-//! with a 95% prediction interval, an extrapolation warning when the tree lies outside
-//! what the model was calibrated on, and for sync ops the recovery point.
+//! with a 95% prediction interval for a single run (or the median of K), an
+//! extrapolation warning when the tree lies outside what the model was calibrated on
+//! (judged jointly: `analysis::model::reach`; rows ranked by how far out), and for sync
+//! ops the recovery point.
 
 use super::model::Prediction;
 use crate::results::{ModelRow, ResultSet};
@@ -34,9 +36,15 @@ impl From<&Inventory> for Shape {
 }
 
 impl Shape {
-    /// The model's prediction for this tree.
-    pub fn predict(&self, m: &super::model::CostModel) -> Prediction {
-        m.predict(self.files as f64, self.bytes as f64, self.dirs as f64, self.dir_sq)
+    /// The model's prediction for the median of `runs` runs on this tree (1: one run).
+    pub fn predict(&self, m: &super::model::CostModel, runs: u32) -> Prediction {
+        m.predict_runs(self.files as f64, self.bytes as f64, self.dirs as f64, self.dir_sq, runs)
+    }
+
+    /// Where this tree lies against the model's cells (directories below the root, as
+    /// the cells count them).
+    pub fn reach(&self, m: &super::model::CostModel) -> Option<super::model::reach::Reach> {
+        m.reach(self.files as f64, self.bytes as f64, self.dirs.saturating_sub(1) as f64, self.dir_sq)
     }
 }
 
@@ -48,6 +56,8 @@ pub struct PredictionRow {
     pub prediction: Prediction,
     /// Why the prediction is an extrapolation (empty: inside the calibrated range).
     pub extrapolation: Vec<String>,
+    /// The tree against the calibrated cells, judged jointly (None: older files).
+    pub reach: Option<super::model::reach::Reach>,
     /// Sync ops with an interval: worst-case recovery point = interval + sync time
     /// (predicted, and the interval's upper end).
     pub recovery_point_s: Option<[f64; 2]>,
@@ -94,11 +104,19 @@ pub fn is_sync(op: &str) -> bool {
     op.starts_with("sync")
 }
 
-pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>) -> Vec<PredictionRow> {
-    rs.models
+/// Every model's prediction for `s` (the median of `runs` runs), farthest out first.
+pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, runs: u32) -> Vec<PredictionRow> {
+    let mut rows: Vec<PredictionRow> = rs
+        .models
         .iter()
         .map(|m| {
-            let p = s.predict(&m.model);
+            let p = s.predict(&m.model, runs);
+            let reach = s.reach(&m.model);
+            let extrapolation = match &reach {
+                Some(r) if r.outside => vec![r.explain()],
+                Some(_) => Vec::new(),
+                None => extrapolation(m, s),
+            };
             let recovery_point_s = match interval_s {
                 Some(i) if is_sync(&m.op) => Some([i + p.seconds, i + p.interval95.map_or(p.seconds, |[_, hi]| hi)]),
                 _ => None,
@@ -107,9 +125,13 @@ pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>) -> Vec<Predic
                 target: m.target.clone(),
                 op: m.op.clone(),
                 prediction: p,
-                extrapolation: extrapolation(m, s),
+                extrapolation,
+                reach,
                 recovery_point_s,
             }
         })
-        .collect()
+        .collect();
+    let far = |r: &PredictionRow| r.reach.as_ref().map_or(0.0, |x| x.distance_ratio);
+    rows.sort_by(|a, b| far(b).total_cmp(&far(a)));
+    rows
 }

@@ -277,9 +277,14 @@ impl TreeSpec {
         }
     }
 
-    /// Short key naming this tree in tables and results: `n=65536 size=1KiB`.
+    /// Short key naming this tree in tables and results: `n=65536 size=1KiB`; a drawn
+    /// tree adds its directory count (`predict`'s calibration draws trees of one file
+    /// count in several directory counts: each is its own cell).
     pub fn key(&self) -> String {
-        format!("n={} size={}", self.files, self.size)
+        match &self.layout {
+            Layout::Drawn { shape } => format!("n={} size={} dirs={}", self.files, self.size, shape.dirs()),
+            _ => format!("n={} size={}", self.files, self.size),
+        }
     }
 }
 

@@ -1,0 +1,245 @@
+//! `manyfiles predict --tree PATH --on TARGET`: calibrate the cost model on TARGET with
+//! trees shaped like PATH, then predict PATH (issue 27).
+//!
+//! ## The design: why each term is resolved
+//!
+//! Every calibration tree is drawn from PATH's inventory (`tree::drawn::spec_like`): its
+//! files-per-directory histogram, file-size histogram, directories per depth and name
+//! lengths, scaled in file count by `s`, with files per directory multiplied by `k`
+//! (directories divided by `k`, the histogram shifted by log2 k buckets) and bytes per
+//! file by `β` (the size histogram shifted likewise). With `F, B, D` PATH's files,
+//! bytes and directories and `n` its directory sizes, a tree has about `sF` files,
+//! `sβB` bytes, `sD/k` directories and Σn² ≈ `s·k·Σn²`. Nine trees:
+//!
+//! | tree | s | k | β | resolves |
+//! |---|---|---|---|---|
+//! | 1, 2, 3 | top/8, top/√8, top | 1 | 1 | the total at PATH's shape (all four terms together), and the scale |
+//! | 4, 8 | top/√8, top | 4 | 1 | directory size (Σn² ×4, directories ÷4): `d` against `c` |
+//! | 5, 9 | top/√8, top/8 | ¼ | 1 | directory count (×4, Σn² ÷4): `c` against `d` |
+//! | 6, 7 | top/√8 | 1 | 4, ¼ | bytes against files: `b` against `a` |
+//!
+//! Scaling alone moves every column in step (nothing separates); `k` moves directories
+//! and Σn² in opposite directions at a fixed file count, so `c` and `d` separate from
+//! each other and from `a`; `β` moves bytes alone. Each of these directions is held by
+//! two trees, so the leave-one-cell-out prediction errors (the interval) never lose a
+//! term because its only tree was left out. `top` is 1 (PATH's own size) unless that
+//! exceeds [`Limits`]: then the largest tree is cut to fit them.
+
+use super::{Order, TargetSpec, TreeExperiment, rounds};
+use crate::error::{Error, Result};
+use crate::results::{ResultSet, Until};
+use crate::storage::cache::CacheMode;
+use crate::tree::drawn::spec_like;
+use crate::tree::inventory::Inventory;
+use crate::tree::{Content, TreeSpec};
+use std::path::PathBuf;
+
+/// The ops a calibration times: what `predict` then predicts (copy onto the target,
+/// read, scan = stat, delete; create is the copy's writing without its reading).
+pub const OPS: [&str; 5] = ["create", "stat", "read", "copy", "delete"];
+
+/// How big the calibration's trees may get.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Most files in one calibration tree.
+    pub max_files: u64,
+    /// Most bytes in one calibration tree.
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_files: 20_000, max_bytes: 256 << 20 }
+    }
+}
+
+/// One calibration tree: what it varies, and its spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalTree {
+    pub scale: f64,
+    pub per_dir: f64,
+    pub per_file_bytes: f64,
+    pub spec: TreeSpec,
+}
+
+/// Shift the non-empty buckets of a log2 histogram by `by` (buckets ≥ 1 stay ≥ 1).
+fn shift(hist: &[u64], by: i32) -> Vec<u64> {
+    let mut out = vec![0u64; (hist.len() as i64 + by.max(0) as i64).max(1) as usize];
+    for (b, &c) in hist.iter().enumerate() {
+        let to = if b == 0 { 0 } else { (b as i64 + by as i64).max(1) as usize };
+        out[to] += c;
+    }
+    out
+}
+
+/// PATH's inventory with files per directory ×`k` and bytes per file ×`beta` (powers of 2).
+fn reshaped(inv: &Inventory, k: f64, beta: f64) -> Inventory {
+    let mut v = inv.clone();
+    let (kb, bb) = (k.log2().round() as i32, beta.log2().round() as i32);
+    v.dirs = ((inv.dirs.max(1) as f64 / k).round() as u64).max(1);
+    v.files_per_dir_hist = shift(&inv.files_per_dir_hist, kb);
+    if v.dirs > 1 && v.dir_depth_hist.iter().skip(1).all(|&c| c == 0) {
+        // A flat tree split into directories: they go one level down.
+        v.dir_depth_hist = vec![1, v.dirs - 1];
+    }
+    v.size_hist = shift(&inv.size_hist, bb);
+    v.size_hist_bytes = shift(&inv.size_hist_bytes, bb).into_iter().map(|b| (b as f64 * beta) as u64).collect();
+    v.total_bytes = (inv.total_bytes as f64 * beta) as u64;
+    v
+}
+
+/// The calibration trees for a tree of `inv`'s shape (module docs), the same key
+/// dropped when tiny trees make two alike.
+pub fn design(inv: &Inventory, limits: Limits, seed: u64) -> Result<Vec<CalTree>> {
+    if inv.files == 0 {
+        return Err(Error::bad("--tree", "the tree holds no files: nothing to predict"));
+    }
+    // The largest bytes: tree 6 (β 4 at top/√8) holds 4/√8 ≈ 1.42× tree 3's.
+    let bytes_top = inv.total_bytes as f64 * 4.0 / 8f64.sqrt();
+    let top = 1f64.min(limits.max_files as f64 / inv.files as f64).min(if bytes_top > 0.0 {
+        limits.max_bytes as f64 / bytes_top
+    } else {
+        1.0
+    });
+    let mid = top / 8f64.sqrt();
+    let plan = [
+        (top / 8.0, 1.0, 1.0),
+        (mid, 1.0, 1.0),
+        (top, 1.0, 1.0),
+        (mid, 4.0, 1.0),
+        (mid, 0.25, 1.0),
+        (mid, 1.0, 4.0),
+        (mid, 1.0, 0.25),
+        (top, 4.0, 1.0),
+        (top / 8.0, 0.25, 1.0),
+    ];
+    let mut out: Vec<CalTree> = Vec::new();
+    for (scale, per_dir, per_file_bytes) in plan {
+        let spec = spec_like(&reshaped(inv, per_dir, per_file_bytes), scale, seed, Content::Random)
+            .map_err(|e| Error::bad("--tree", format!("cannot draw a calibration tree like it: {e}")))?;
+        if !out.iter().any(|t| t.spec.key() == spec.key()) {
+            out.push(CalTree { scale, per_dir, per_file_bytes, spec });
+        }
+    }
+    Ok(out)
+}
+
+/// A calibration to run.
+#[derive(Debug, Clone)]
+pub struct CalibrateConfig {
+    pub target: TargetSpec,
+    /// Time budget of the adaptive runs, seconds.
+    pub max_time_s: f64,
+    pub limits: Limits,
+    pub threads: usize,
+    pub quiet: bool,
+    /// Keep the calibration's results here (`predict --model FILE` reads them).
+    pub save: Option<PathBuf>,
+    pub command_line: Vec<String>,
+}
+
+/// Run the calibration on the target (the ladder's driver: fresh trees, the same ops,
+/// cold reads, durable writes, adaptive runs within the budget); the results with their
+/// fitted models.
+pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
+    let trees: Vec<TreeSpec> = design(inv, cfg.limits, 1)?.into_iter().map(|t| t.spec).collect();
+    let mut adaptive = crate::results::adaptive::Adaptive::default_settings();
+    adaptive.max_time_s = cfg.max_time_s;
+    let exp = TreeExperiment {
+        name: "calibrate".into(),
+        targets: vec![cfg.target.clone()],
+        labels: Vec::new(),
+        fs_size: None,
+        reuse: false,
+        order: Order::Interleaved,
+        caches: CacheMode::Cold,
+        until: Until::Durable,
+        measure_allocation: false,
+        trees,
+        ops: OPS.iter().map(|s| s.to_string()).collect(),
+        create: Default::default(),
+        runs: 3,
+        adaptive: Some(adaptive),
+        mock: None::<rounds::MockTiming>,
+        warmup: 0,
+        threads: cfg.threads,
+        portion_files: 10_000,
+        keep: false,
+        shared_dir: false,
+        json: cfg.save.clone(),
+        exports: Vec::new(),
+        quiet: cfg.quiet,
+        command_line: cfg.command_line.clone(),
+        commands: Vec::new(),
+    };
+    super::run(&exp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Layout;
+
+    /// 2,907 files of ~4 KiB in 351 directories of 1–64 files (the issue's tree).
+    fn issue_tree() -> Inventory {
+        let mut inv = Inventory::empty();
+        for d in 0..351u64 {
+            let files = [1u64, 3, 8, 20, 2, 5][d as usize % 6] * if d % 50 == 0 { 3 } else { 1 };
+            inv.add_dir(if d == 0 { 0 } else { 1 + d % 3 }, Some(6), files, if d < 50 { 6 } else { 0 });
+            for i in 0..files {
+                inv.add_file(2, 10, 1000 + 700 * (i % 9), 4096, 1);
+            }
+        }
+        inv
+    }
+
+    fn per_dir_share(hist: &[u64]) -> Vec<f64> {
+        let n = hist.iter().sum::<u64>().max(1) as f64;
+        hist.iter().map(|&c| c as f64 / n).collect()
+    }
+
+    #[test]
+    fn design_follows_the_tree_and_varies_each_term() {
+        let inv = issue_tree();
+        let trees = design(&inv, Limits::default(), 1).unwrap();
+        assert_eq!(trees.len(), 9);
+        let shape = |t: &CalTree| {
+            let Layout::Drawn { shape } = &t.spec.layout else { panic!("drawn") };
+            shape.clone()
+        };
+        // The full-size tree at k = 1 is the tree's own shape: its files-per-directory
+        // histogram (as shares), file count and bytes.
+        let full = trees.iter().find(|t| t.scale == 1.0 && t.per_dir == 1.0).unwrap();
+        assert_eq!(full.spec.files, inv.files);
+        let (a, b) = (per_dir_share(&shape(full).files_per_dir), per_dir_share(&inv.files_per_dir_hist));
+        for k in 0..a.len().max(b.len()) {
+            let (x, y) = (a.get(k).copied().unwrap_or(0.0), b.get(k).copied().unwrap_or(0.0));
+            assert!((x - y).abs() < 0.02, "bucket {k}: {x} vs {y}");
+        }
+        assert!((full.spec.total_bytes() as f64 / inv.total_bytes as f64 - 1.0).abs() < 0.01);
+        // k = 4: a quarter of the directories, Σn² up; β = 4: four times the bytes.
+        let mid = trees[1].clone();
+        let k4 = trees.iter().find(|t| t.per_dir == 4.0 && t.scale == mid.scale).unwrap();
+        let dirs = |t: &CalTree| shape(t).dirs() as f64;
+        assert!((dirs(k4) / dirs(&mid) - 0.25).abs() < 0.05, "{} vs {}", dirs(k4), dirs(&mid));
+        let sq = |t: &CalTree| crate::analysis::model::dir_sq_of(crate::tree::layout::files_per_dir(&t.spec));
+        assert!(sq(k4) > 2.5 * sq(&mid), "{} vs {}", sq(k4), sq(&mid));
+        let b4 = trees.iter().find(|t| t.per_file_bytes == 4.0).unwrap();
+        let ratio = b4.spec.total_bytes() as f64 / mid.spec.total_bytes() as f64;
+        assert!((3.0..5.0).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn limits_cut_the_largest_tree() {
+        let inv = issue_tree();
+        let trees = design(&inv, Limits { max_files: 1000, max_bytes: 1 << 30 }, 1).unwrap();
+        assert!(
+            trees.iter().all(|t| t.spec.files <= 1000),
+            "{:?}",
+            trees.iter().map(|t| t.spec.files).collect::<Vec<_>>()
+        );
+        let trees = design(&inv, Limits { max_files: 1 << 20, max_bytes: 2 << 20 }, 1).unwrap();
+        assert!(trees.iter().all(|t| t.spec.total_bytes() <= (2 << 20) + (1 << 16)));
+        assert!(design(&Inventory::empty(), Limits::default(), 1).is_err());
+    }
+}
