@@ -153,7 +153,7 @@ pub fn missing_interval_note(rows: &[&crate::results::SummaryRow]) -> Option<Str
     let (lo, hi) = (ns.iter().min().copied().unwrap_or(0), ns.iter().max().copied().unwrap_or(0));
     let n = if lo == hi { lo.to_string() } else { format!("{lo}–{hi}") };
     Some(format!(
-        "no interval bar on {} of {} medians: {} (n = {n} runs per cell; the distribution-free 95% interval of a median needs 6)",
+        "no interval bar on {} of {} medians: {} (n = {n} runs per cell; the 95% interval of a median needs 6 in 3 blocks)",
         why.len(),
         rows.len(),
         kinds.join("; ")

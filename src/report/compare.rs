@@ -93,7 +93,7 @@ pub fn table(
     };
     format!(
         "A = {a_name}, B = {b_name}\n{target_line}{t}\n{basis}B/A above 1: B is slower. With 6 runs or more on both sides: ratio of the medians, \
-         its 95% interval from the medians' distribution-free intervals combined on a log scale. With fewer runs: ratio of \
+         its 95% interval from the medians' intervals (within and between blocks of runs) combined on a log scale. With fewer runs: ratio of \
          the means, its interval by the delta method on its logarithm, and p of that same statistic. The verdict follows \
          the interval: slower/faster exactly when it excludes 1.{equivalence}\n\
          Each verdict is per cell at the 95% level: {differ} of {} cells differ, and about {} would by chance alone \

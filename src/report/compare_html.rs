@@ -51,7 +51,7 @@ pub fn render(
     let mut h = head(&format!("manyfiles compare: B = {} against A = {}", names.1, names.0), &labels);
     h.push_str(&format!(
         "<p class=\"muted\">B/A above 1: B is slower. With 6 runs or more on both sides: ratio of the medians, its 95% interval from the medians' \
-         distribution-free intervals combined on a log scale; with fewer: ratio of the means, its interval by the delta method on its logarithm \
+         intervals (within and between blocks of runs) combined on a log scale; with fewer: ratio of the means, its interval by the delta method on its logarithm \
          (the basis column says which). The verdict follows the interval: slower/faster exactly when it excludes 1.{}</p>\n",
         equivalence_pct.map(|p| format!(" \"same within the margin\": the whole interval lies within ±{p}%.")).unwrap_or_default()
     ));

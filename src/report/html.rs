@@ -128,7 +128,7 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String
     }
     let mut h = head(&title, &labels);
     h.push_str(&format!(
-        "<p class=\"muted\">Medians with distribution-free 95% intervals (order statistics; from 6 runs) over {}; every chart in this file is inline SVG.</p>\n",
+        "<p class=\"muted\">Medians with 95% intervals that hold across invocations (the wider of the order-statistics interval and a random-effects interval over blocks of 2 runs; from 6 runs in 3 blocks) over {}; every chart in this file is inline SVG.</p>\n",
         runs_per_cell(rs)
     ));
     h.push_str("<nav><ul>");
@@ -249,7 +249,9 @@ fn models(rs: &ResultSet) -> String {
         let c = &m.model;
         let na = |why: &str| format!("<td class=\"fig\" data-no-ci=\"{why}\">— ({why})</td>");
         let pm = |v: f64, se: f64| format!("<td class=\"fig\" data-se=\"{se:e}\">{}</td>", fmt_mean_ci(v, Some(se)));
+        let resolved = m.bytes_resolved();
         let bw = match c.bandwidth_bytes_per_s {
+            Some(_) if !resolved => na("const: every tree held about the same bytes"),
             Some(bw) => {
                 // s.e. of 1/b by the delta method: se_b / b²
                 let se = c.per_byte_se / (c.per_byte_s * c.per_byte_s);
@@ -267,7 +269,7 @@ fn models(rs: &ResultSet) -> String {
             esc(&m.op),
             if c.per_file_s > 0.0 { pm(c.per_file_s, c.per_file_se) } else { na("≈ 0, not resolved") },
             if c.per_dir_s > 0.0 { pm(c.per_dir_s, c.per_dir_se) } else { na("not resolved") },
-            c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into()),
+            c.break_even_bytes.filter(|_| resolved).map(fmt_size).unwrap_or_else(|| "—".into()),
             sig3(c.r2),
             c.n,
             m.files_range[0],
@@ -275,7 +277,7 @@ fn models(rs: &ResultSet) -> String {
         ));
     }
     h.push_str("</table>\n");
-    for l in super::dir_entry_notes(rs) {
+    for l in super::dir_entry_notes(rs).into_iter().chain(crate::results::bytes_note(rs)) {
         h.push_str(&format!("<p class=\"muted\">{}</p>\n", esc(&l)));
     }
     h

@@ -14,7 +14,7 @@ impl Exporter for MarkdownExporter {
         let e = &rs.experiment;
         let mut s = format!("## manyfiles {}: {}\n\n", e.name, e.ops.join(", "));
         s.push_str(&format!(
-            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {} threads, {} order, caches {}. Figures are medians with distribution-free 95% intervals (order statistics, from 6 runs); means ± Student-t 95% half-widths beside them.\n\n",
+            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {} threads, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
             p.started_utc,
             p.host,
             p.cpu_model,
@@ -56,15 +56,17 @@ impl Exporter for MarkdownExporter {
                     super::target_name(rs, &m.target),
                     m.op,
                     fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
-                    c.bandwidth_bytes_per_s
-                        .map(|b| format!("{} MiB/s", sig3(b / 1048576.0)))
-                        .unwrap_or_else(|| "—".into()),
+                    match c.bandwidth_bytes_per_s {
+                        Some(_) if !m.bytes_resolved() => "const".into(),
+                        Some(b) => format!("{} MiB/s", sig3(b / 1048576.0)),
+                        None => "—".into(),
+                    },
                     if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "—".into() },
-                    c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into()),
+                    c.break_even_bytes.filter(|_| m.bytes_resolved()).map(fmt_size).unwrap_or_else(|| "—".into()),
                     sig3(c.r2)
                 ));
             }
-            for l in super::dir_entry_notes(rs) {
+            for l in super::dir_entry_notes(rs).into_iter().chain(crate::results::bytes_note(rs)) {
                 s.push_str(&format!("\n{l}\n"));
             }
         }

@@ -92,7 +92,7 @@ pub fn section(rs: &ResultSet) -> String {
             ));
         }
     }
-    h.push_str("</table>\n<p class=\"muted\">Medians of the per-run totals of complete runs with their distribution-free 95% intervals. \
+    h.push_str("</table>\n<p class=\"muted\">Medians of the per-run totals of complete runs with their 95% intervals (order statistics and blocks of runs). \
         per copy: copy the container + unpack it, or mount + read every file + unmount; × = loose / packed (above 1 packing is faster); \
         * only Linux opens the container (squashfs, EROFS and ext4 images: Windows and macOS mount none); tar and tar.zst every system unpacks; \
         space: the container, or what the loose copy took.</p>\n");
@@ -151,7 +151,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
     )];
     if missing > 0 {
         let why = if runs < crate::analysis::stats::MEDIAN_CI_MIN_N {
-            format!("{runs} complete runs, and the distribution-free 95% interval of a median needs 6")
+            format!("{runs} complete runs, and the 95% interval of a median needs 6")
         } else {
             format!("runs too scattered for one ({runs} complete runs: the interval would be wider than the median)")
         };

@@ -352,7 +352,9 @@ pub fn models(rs: &ResultSet) -> String {
         } else {
             "≈ 0".into()
         };
+        let resolved = m.bytes_resolved();
         let bw = match c.bandwidth_bytes_per_s {
+            Some(_) if !resolved => "const".into(),
             Some(bw) => {
                 // s.e. of 1/b by the delta method: se_b / b²
                 let se = c.per_byte_se / (c.per_byte_s * c.per_byte_s);
@@ -369,7 +371,7 @@ pub fn models(rs: &ResultSet) -> String {
         } else {
             "—".into()
         };
-        let be = c.break_even_bytes.map(fmt_size).unwrap_or_else(|| "—".into());
+        let be = c.break_even_bytes.filter(|_| resolved).map(fmt_size).unwrap_or_else(|| "—".into());
         let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
         if many {
             row.insert(1, super::target_name(rs, &m.target));
@@ -379,7 +381,7 @@ pub fn models(rs: &ResultSet) -> String {
     right_align(&mut t, 1);
     fit(&mut t);
     let mut notes = String::new();
-    for l in super::dir_entry_notes(rs) {
+    for l in super::dir_entry_notes(rs).into_iter().chain(crate::results::bytes_note(rs)) {
         notes.push_str(&format!("\n{l}"));
     }
     format!(

@@ -200,6 +200,32 @@ pub fn split_disturbed<'a>(ms: &[&'a Measurement], adaptive: bool) -> (Vec<&'a M
     }
 }
 
+impl ModelRow {
+    /// Did the trees differ enough in total bytes to tell b·bytes from a cost paid once
+    /// per run? The default ladder splits one total over every rung, so b·bytes there
+    /// is a per-run constant, not a bandwidth (issue 27). True for older files that do
+    /// not record the range.
+    pub fn bytes_resolved(&self) -> bool {
+        let [lo, hi] = self.bytes_range;
+        (lo == 0 && hi == 0) || hi as f64 >= BYTES_SPREAD * lo as f64
+    }
+}
+
+/// Largest over smallest tree total from which b·bytes counts as a bandwidth.
+const BYTES_SPREAD: f64 = 1.5;
+
+/// The note under a fitted-cost table when some model's trees all held about the same
+/// bytes, or None.
+pub fn bytes_note(rs: &ResultSet) -> Option<String> {
+    let ops: Vec<&str> = rs.models.iter().filter(|m| !m.bytes_resolved()).map(|m| m.op.as_str()).collect();
+    (!ops.is_empty()).then(|| {
+        format!(
+            "const: every tree of {} held about the same bytes, so b·bytes is a cost paid once per run, not a bandwidth (nor a break-even size); trees of other totals (--total) resolve it",
+            ops.join(", ")
+        )
+    })
+}
+
 /// The block of each run (`Measurement::block`); a run from before blocks is a block
 /// of its own (ids above every recorded block, so they never merge with one).
 pub fn block_ids(ms: &[&Measurement]) -> Vec<u32> {
@@ -544,5 +570,37 @@ impl ResultSet {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constant_total_is_no_bandwidth() {
+        let mut m = testing::one_cell(&[1.0; 6]);
+        let mut row = ModelRow {
+            target: "dir".into(),
+            op: "create".into(),
+            files_range: [1, 65536],
+            bytes_range: [67_108_864 - 65_536, 67_108_864],
+            dirs_range: [0, 64],
+            max_files_per_dir_range: [1, 1000],
+            model: {
+                let p =
+                    |f: f64, b: f64| Point { files: f, bytes: b, dirs: 0.0, dir_sq: 0.0, seconds: f * 1e-6 + b * 1e-9 };
+                model::fit(&[p(1.0, 1e6), p(10.0, 2e6), p(100.0, 4e6), p(1000.0, 8e6)]).expect("a model")
+            },
+        };
+        assert!(!row.bytes_resolved(), "the ladder's one total");
+        m.models.push(row.clone());
+        assert!(bytes_note(&m).is_some_and(|n| n.contains("create") && n.contains("per run")));
+        row.bytes_range = [1 << 20, 64 << 20];
+        assert!(row.bytes_resolved());
+        row.bytes_range = [0, 0];
+        assert!(row.bytes_resolved(), "older files: not known, not flagged");
+        m.models = vec![row];
+        assert!(bytes_note(&m).is_none());
     }
 }
