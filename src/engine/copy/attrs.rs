@@ -306,10 +306,28 @@ pub fn is_root() -> bool {
 /// seconds and nanoseconds; what comes back tells what the file system keeps.
 /// `dry`: nothing may be written — the file system's type decides instead.
 pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
-    use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, fstat, openat, unlinkat};
+    use rustix::fs::{Timespec, Timestamps, fstat};
     if dry {
         return caps_of_type(dst);
     }
+    // The probe's entries change DST root's mtime: put it back at the end, else a sync
+    // of an unchanged tree would leave the root newer than SRC's (compared before).
+    let before = fstat(dst).ok();
+    let caps = probe_entries(dst);
+    if let Some(st) = before {
+        let ts = |sec, nsec| Timespec { tv_sec: sec, tv_nsec: nsec as _ };
+        let times = Timestamps {
+            last_access: ts(st.st_atime, st.st_atime_nsec),
+            last_modification: ts(st.st_mtime, st.st_mtime_nsec),
+        };
+        let _ = rustix::fs::futimens(dst, &times);
+    }
+    caps
+}
+
+/// [`probe`]'s scratch entries in DST's root, and what they tell.
+fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
+    use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, fstat, openat, unlinkat};
     let name = super::file::tmp_name();
     let Ok(fd) = openat(
         dst,
