@@ -133,6 +133,7 @@ pub fn copy_config(
         specials: !c.no_specials,
         flags: !c.no_flags,
         lossy: c.lossy,
+        ..Default::default()
     };
     Ok((o, c.json.clone()))
 }
