@@ -326,17 +326,29 @@ fn print_results(rs: &ResultSet, ladder: bool, json: Option<&std::path::Path>) {
 /// when anything failed or differed.
 fn copy_report(o: &manyfiles::engine::copy::Options, json: Option<&std::path::Path>, args: Vec<String>) -> Result<()> {
     use manyfiles::error::Error;
+    // --itemize --json: the changes stream into the document as they happen.
+    let mut o = o.clone();
+    if o.itemize
+        && let Some(p) = json
+    {
+        if ranks::size() > 1 {
+            return Err(Error::bad(
+                "--itemize",
+                "with --json is not supported under MPI yet (run it without --json for the lines)",
+            ));
+        }
+        o.changes = Some(std::sync::Arc::new(manyfiles::engine::copy::itemize::JsonLog::new(p)));
+    }
     // Under a launcher every rank copies part of the tree (dist::copy); one rank is the
     // local engine, as always.
-    let s = if ranks::size() > 1 {
-        manyfiles::engine::copy::mpi::run(o, args)?
+    let mut s = if ranks::size() > 1 {
+        manyfiles::engine::copy::mpi::run(&o, args)?
     } else {
-        manyfiles::engine::copy::run(o, args)?
+        manyfiles::engine::copy::run(&o, args)?
     };
     out(&s.text());
     if let Some(p) = json.filter(|_| ranks::is_root()) {
-        let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
-        manyfiles::fs::output::write_file(p, &text)?;
+        manyfiles::engine::copy::write_json(&o, &mut s, p)?;
     }
     if s.interrupted {
         return Err(interrupted());

@@ -259,3 +259,57 @@ fn exfat_losses_listed_and_second_sync_copies_nothing() {
     }
     unflag(&src);
 }
+
+/// Onto NTFS through ntfs-3g (mounted without a user map or `permissions`): every loss
+/// is listed by kind and counted, exit 1 unless --lossy, and a second sync copies
+/// nothing. What ntfs-3g keeps and what not is the engine's probe's to find; the test
+/// asserts that each kind it cannot hold is counted (the tree's owners, modes, trusted.*
+/// and security.* xattrs, ACLs and inode flags) and that nothing else failed.
+#[test]
+fn ntfs_losses_listed_and_second_sync_copies_nothing() {
+    if let Some(why) = ready(&["mkfs.ntfs", "ntfs-3g"]) {
+        println!("skipped: {why}");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    tricky_tree(&src, false);
+    let fs = ManagedFs::create(&FsSpec::parse("ntfs").unwrap(), 1 << 30).unwrap_or_else(|e| panic!("ntfs: {e}"));
+    let dst = fs.mount_point().join("dst");
+    let (rc, text, v, _) = manyfiles(&["copy", src.to_str().unwrap(), dst.to_str().unwrap()]);
+    println!("{text}");
+    assert_eq!(rc, 1, "losses without --lossy must fail: {text}");
+    let kinds: Vec<(String, u64)> = v["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["kind"].as_str().unwrap().to_string(), l["count"].as_u64().unwrap()))
+        .collect();
+    let count = |k: &str| kinds.iter().find(|x| x.0 == k).map_or(0, |x| x.1);
+    for (k, at_least) in [("owner", 3), ("modes", 5), ("xattrs", 1), ("acls", 2), ("flags", 2)] {
+        assert!(count(k) >= at_least, "loss {k}: {} < {at_least}: {kinds:?}\n{text}", count(k));
+    }
+    assert_eq!(v["failed"].as_u64(), Some(0), "{text}");
+    // What ntfs-3g holds is kept, not listed as lost: hard links, symlinks, FIFOs,
+    // sockets and device nodes (Interix-style), holes, user.* xattrs.
+    for k in ["hard_links", "symlinks", "specials", "sparse"] {
+        assert_eq!(count(k), 0, "{k} listed as lost on NTFS: {text}");
+    }
+    let ino = |p: &str| std::fs::symlink_metadata(dst.join(p)).unwrap().ino();
+    assert!(["dir1/same-dir", "dir2/other-dir", "top-link"].iter().all(|l| ino(l) == ino("dir1/orig")), "links split");
+    assert!(std::fs::symlink_metadata(dst.join("symlink")).unwrap().file_type().is_symlink());
+    for (f, t) in [("fifo", 0o010000), ("chr", 0o020000), ("blk", 0o060000), ("sock", 0o140000)] {
+        assert_eq!(std::fs::symlink_metadata(dst.join(f)).unwrap().mode() & 0o170000, t, "{f}");
+    }
+    assert!(std::fs::metadata(dst.join("sparse")).unwrap().blocks() < 1024, "holes filled");
+    let one = out(Command::new("getfattr")
+        .args(["--absolute-names", "--only-values", "-n", "user.two"])
+        .arg(dst.join("attrs")));
+    assert_eq!(one, "two words", "user.* xattr");
+    let (rc, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "--lossy"]);
+    println!("{text}");
+    assert_eq!(rc, 0, "{text}");
+    assert_eq!(v["copied"].as_u64(), Some(0), "second sync onto NTFS copies nothing: {text}");
+    assert!(v["losses_accepted"].as_bool().unwrap());
+    unflag(&src);
+}

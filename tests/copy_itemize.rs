@@ -184,3 +184,143 @@ touch -r '{s}/l' '{d}/l'; touch -r '{s}/h' '{d}/h'"#
     );
     assert!(all.contains("5 differences"), "{all}");
 }
+
+/// A JSON item of `changes` as the line `--itemize` prints, made here from its fields
+/// (not by the code under test).
+fn item_line(c: &serde_json::Value) -> String {
+    let (kind, path) = (c["kind"].as_str().unwrap(), c["path"].as_str().unwrap());
+    match c["change"].as_str().unwrap() {
+        "new" if c["to"].is_string() => format!("new link {path} (to {})", c["to"].as_str().unwrap()),
+        "new" => format!("new {kind} {path}"),
+        "changed" => {
+            let what: Vec<&str> = c["what"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+            format!("changed {kind} {path} ({})", what.join(", "))
+        }
+        "type_changed" => format!("type changed {path} ({kind}, was {})", c["was"].as_str().unwrap()),
+        "deleted" => match c["below"].as_u64().unwrap() {
+            0 => format!("deleted {path}"),
+            n => format!("deleted {path} (and {n} entries below)"),
+        },
+        other => panic!("unknown change {other}: {c}"),
+    }
+}
+
+/// `--itemize --json FILE`: the document's `changes` array says what the lines say,
+/// in dry and real runs; `changes_listed` counts it.
+#[test]
+fn itemize_json_holds_the_same_list_as_the_lines() {
+    if !have("setfattr") {
+        eprintln!("skipped: setfattr not found");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst, json) = (tmp.path().join("src"), tmp.path().join("dst"), tmp.path().join("c.json"));
+    let (s, d, j) = (src.to_str().unwrap(), dst.to_str().unwrap(), json.to_str().unwrap());
+    sh(&format!(
+        r#"mkdir -p '{s}/a' '{s}/b/sub' '{s}/t'
+echo 1 > '{s}/a/size'; echo m > '{s}/a/mode'; echo x > '{s}/a/x'; echo o > '{s}/a/own'; echo 1 > '{s}/b/1'
+echo 3 > '{s}/b/sub/3'; echo f > '{s}/t/f'; echo d > '{s}/a/dir-to-be'"#
+    ));
+    let check = |args: &[&str], what: &str, want_some: bool| {
+        let _ = std::fs::remove_file(&json);
+        let mut all_args = args.to_vec();
+        all_args.extend(["--json", j]);
+        let (code, lines, all) = itemized(&all_args);
+        assert_eq!(code, 0, "{what}: {all}");
+        let v = common::load_json(&json);
+        let items = v["changes"].as_array().unwrap_or_else(|| panic!("{what}: no changes array: {v}"));
+        let mut from_json: Vec<String> = items.iter().map(item_line).collect();
+        from_json.sort();
+        assert_eq!(from_json, lines, "{what}: JSON list and lines differ\n{all}");
+        assert_eq!(v["changes_listed"].as_u64(), Some(items.len() as u64), "{what}");
+        assert_eq!(want_some, !lines.is_empty(), "{what}: {all}");
+        // The summary is still there, after the array.
+        assert_eq!(v["mode"], "sync", "{what}");
+        lines
+    };
+    let first = check(&["sync", "-q", "-i", s, d], "first sync", true);
+    assert!(first.contains(&"new file b/sub/3".to_string()), "{first:?}");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    sh(&format!(
+        r#"echo longer > '{s}/a/size'; chmod 600 '{s}/a/mode'; setfattr -n user.k -v v '{s}/a/x'
+rm '{s}/a/dir-to-be'; mkdir '{s}/a/dir-to-be'; ln -s gone '{s}/t/link'; rm -r '{s}/b'"#
+    ));
+    if is_root() {
+        sh(&format!("chown 4242:4343 '{s}/a/own'"));
+    }
+    let dry = check(&["sync", "-q", "-i", "-n", "--delete", s, d], "dry run", true);
+    let real = check(&["sync", "-q", "-i", "--delete", s, d], "real run", true);
+    assert_eq!(dry, real, "dry and real runs list different changes");
+    for want in [
+        "changed file a/size (size, time)",
+        "changed file a/mode (mode)",
+        "changed file a/x (xattrs)",
+        "type changed a/dir-to-be (dir, was file)",
+        "new symlink t/link",
+        "deleted b (and 3 entries below)",
+    ] {
+        assert!(real.contains(&want.to_string()), "{want} not in {real:?}");
+    }
+    if is_root() {
+        assert!(real.contains(&"changed file a/own (owner)".to_string()), "{real:?}");
+    }
+    // Nothing changed: an empty array, still a valid document.
+    check(&["sync", "-q", "-i", "--delete", s, d], "unchanged", false);
+    // `--json -`: the document alone on stdout, the lines on stderr.
+    let o = Command::new(bin()).args(["sync", "-q", "-i", "-n", "--json", "-", s, d]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_eq!(v["changes"].as_array().map(|a| a.len()), Some(0), "{v}");
+}
+
+/// 200,000 changes stream into the JSON without the process holding them: the peak RSS
+/// of a dry run listing 200,000 new files grows by well under half the bytes of the
+/// array over one listing 20,000 (holding the items would grow it by more than that).
+/// The peak is GNU time's `%M` (wait4 of its own child: a child of this test process
+/// would carry the test's memory from before its exec in ru_maxrss).
+#[test]
+fn itemize_json_memory_stays_flat_with_the_number_of_changes() {
+    if !Path::new("/usr/bin/time").exists() {
+        eprintln!("skipped: /usr/bin/time (GNU time) not found");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let peak = |files: u64| -> (u64, u64) {
+        let src = tmp.path().join(format!("src{files}"));
+        let o = Command::new(bin())
+            .args(["gen", "-q", "--size", "0", "--files-per-dir", "500", "--files"])
+            .arg(files.to_string())
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "gen: {}", String::from_utf8_lossy(&o.stderr));
+        let (json, rss) = (tmp.path().join(format!("c{files}.json")), tmp.path().join(format!("rss{files}")));
+        let o = Command::new("/usr/bin/time")
+            .arg("-o")
+            .arg(&rss)
+            .args(["-f", "%M"])
+            .arg(bin())
+            .args(["sync", "-q", "-i", "-n", "--threads", "2", "--json"])
+            .arg(&json)
+            .arg(&src)
+            .arg(tmp.path().join("no-dst"))
+            .stdout(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "sync -n: {}", String::from_utf8_lossy(&o.stderr));
+        let kib: u64 = std::fs::read_to_string(&rss).unwrap().trim().parse().unwrap();
+        let v = common::load_json(&json);
+        assert!(v["changes_listed"].as_u64().unwrap() > files, "{files}: every file and directory listed");
+        std::fs::remove_dir_all(&src).unwrap();
+        (kib * 1024, std::fs::metadata(&json).unwrap().len())
+    };
+    let (rss_small, json_small) = peak(20_000);
+    let (rss_big, json_big) = peak(200_000);
+    let (grew, items) = (rss_big.saturating_sub(rss_small), json_big - json_small);
+    println!(
+        "peak RSS {:.1} MiB at 20,000 changes, {:.1} MiB at 200,000; the array grew by {:.1} MiB",
+        rss_small as f64 / 1048576.0,
+        rss_big as f64 / 1048576.0,
+        items as f64 / 1048576.0
+    );
+    assert!(grew < items / 2, "RSS grew by {grew} bytes for {items} more bytes of changes: held in memory?");
+}

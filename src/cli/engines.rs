@@ -61,7 +61,8 @@ pub struct CopyCommonArgs {
     pub verify: bool,
     /// List every change on stdout, one line each as it happens, in dry runs too: `new file
     /// a/b`, `changed file a/c (size, time)`, `type changed a/d (symlink, was file)`,
-    /// `deleted a/e (and 12 entries below)`
+    /// `deleted a/e (and 12 entries below)`. With --json, the same list is the document's
+    /// `changes` array, written as the run goes
     #[arg(long, short = 'i')]
     pub itemize: bool,
     /// Do not keep owner and group (kept by default: both as root, the group otherwise)
@@ -132,6 +133,7 @@ pub fn copy_config(
         specials: !c.no_specials,
         flags: !c.no_flags,
         lossy: c.lossy,
+        ..Default::default()
     };
     Ok((o, c.json.clone()))
 }

@@ -131,13 +131,20 @@ pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 fn write_in_place(p: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut w = open_in_place(p)?;
+    w.write_all(bytes)?;
+    w.flush()
+}
+
+/// A device, fifo or socket opened for writing in place.
+fn open_in_place(p: &Path) -> std::io::Result<Box<dyn Write + Send>> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     if std::fs::symlink_metadata(p)?.file_type().is_socket() {
-        return std::os::unix::net::UnixStream::connect(p)?.write_all(bytes);
+        return Ok(Box::new(std::os::unix::net::UnixStream::connect(p)?));
     }
     // Non-blocking open: a fifo nobody reads is an error, not a hang. O_NOFOLLOW: the
     // path was resolved; a link swapped in since is refused. No O_CREAT, no O_TRUNC.
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(p)
@@ -146,18 +153,90 @@ fn write_in_place(p: &Path, bytes: &[u8]) -> std::io::Result<()> {
             _ => e,
         })?;
     rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::empty())?; // blocking writes from here
-    f.write_all(bytes)?;
-    f.flush()
+    Ok(Box::new(f))
 }
 
-/// Temp file in the same directory, fsync, rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// An output written in pieces as a run goes and complete only at [`Streamed::finish`]:
+/// a regular file is written to the same temp file [`write_output`] uses and renamed over
+/// the destination at the end (a reader never sees half a document); `-`, a device, fifo,
+/// socket or own descriptor gets the pieces as they come. Dropped unfinished, the temp
+/// file is removed.
+pub struct Streamed {
+    w: std::io::BufWriter<Box<dyn Write + Send>>,
+    /// A regular file's temp file (its own handle, for the fsync) and final path.
+    file: Option<(std::fs::File, PathBuf, PathBuf)>,
+}
+
+impl Streamed {
+    pub fn open(path: &Path) -> std::io::Result<Streamed> {
+        let (w, file): (Box<dyn Write + Send>, _) = match destination(path)? {
+            Dest::Stdout => (Box::new(std::io::stdout()), None),
+            Dest::Stream(p) => (open_in_place(&p)?, None),
+            Dest::Fd(n) => {
+                // SAFETY: as in write_output: open, only borrowed (never closed).
+                let f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(n) };
+                (Box::new(Borrowed(std::mem::ManuallyDrop::new(f))), None)
+            }
+            Dest::File(p) => {
+                let tmp = tmp_path(&p);
+                let f = std::fs::File::create(&tmp)?;
+                (Box::new(f.try_clone()?), Some((f, tmp, p)))
+            }
+        };
+        Ok(Streamed { w: std::io::BufWriter::with_capacity(64 << 10, w), file })
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.w.write_all(bytes)
+    }
+
+    /// Flush, and for a regular file fsync and rename into place.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.w.flush()?;
+        if let Some((f, tmp, path)) = self.file.take() {
+            let r = f.sync_all().and_then(|()| std::fs::rename(&tmp, &path));
+            if r.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            return r;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Streamed {
+    fn drop(&mut self) {
+        if let Some((_, tmp, _)) = self.file.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// A descriptor this process holds, written without being closed.
+struct Borrowed(std::mem::ManuallyDrop<std::fs::File>);
+
+impl Write for Borrowed {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// `.NAME.tmp-PID` beside `path`.
+fn tmp_path(path: &Path) -> PathBuf {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    dir.join(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Temp file in the same directory, fsync, rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = tmp_path(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -194,6 +273,24 @@ mod tests {
         std::os::unix::fs::symlink("elsewhere/new.json", d.join("dangling.json")).unwrap();
         write_output(&d.join("dangling.json"), b"x").unwrap();
         assert_eq!(std::fs::read_to_string(d.join("elsewhere/new.json")).unwrap(), "x");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_streamed_file_appears_whole_at_finish_and_not_at_all_when_dropped() {
+        let d = tmpdir("streamed");
+        let p = d.join("out.json");
+        let mut s = Streamed::open(&p).unwrap();
+        s.write(b"{\"a\": [").unwrap();
+        assert!(!p.exists(), "visible before finish");
+        s.write(b"1]}").unwrap();
+        s.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\": [1]}");
+        let mut s = Streamed::open(&p).unwrap();
+        s.write(b"half").unwrap();
+        drop(s);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\": [1]}", "an unfinished stream replaced the file");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "temp file left behind");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

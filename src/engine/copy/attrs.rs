@@ -28,6 +28,23 @@ pub struct Keep {
     pub flags: bool,
     /// Losses are reported but do not make the run fail.
     pub lossy: bool,
+    /// xattr namespaces not compared: those the destination drops ([`Caps::compared`]).
+    pub skip_ns: u8,
+}
+
+/// `trusted.*` and `security.*` xattrs, as bits of `skip_ns` and `dropped_ns`.
+pub const NS_TRUSTED: u8 = 1;
+pub const NS_SECURITY: u8 = 2;
+
+/// The namespace bit of an xattr name (0: user.* and system.*, never skipped).
+fn ns_bit(name: &[u8]) -> u8 {
+    if name.starts_with(b"trusted.") {
+        NS_TRUSTED
+    } else if name.starts_with(b"security.") {
+        NS_SECURITY
+    } else {
+        0
+    }
 }
 
 impl Default for Keep {
@@ -41,6 +58,7 @@ impl Default for Keep {
             specials: true,
             flags: true,
             lossy: false,
+            skip_ns: 0,
         }
     }
 }
@@ -57,6 +75,7 @@ impl Keep {
             specials: false,
             flags: false,
             lossy: false,
+            skip_ns: 0,
         }
     }
     pub fn any_xattr(&self) -> bool {
@@ -160,6 +179,8 @@ pub struct Losses {
     paths: Mutex<Vec<(usize, String)>>,
     /// A kind the destination refused as unsupported: not tried again.
     unsupported: [AtomicBool; LOSS_KINDS],
+    /// xattr namespaces the destination drops ([`Caps::dropped_ns`]): losses, never set.
+    dropped_ns: std::sync::atomic::AtomicU8,
 }
 
 impl Losses {
@@ -174,6 +195,11 @@ impl Losses {
     }
     pub fn mark_unsupported(&self, kind: Loss) {
         self.unsupported[kind.idx()].store(true, Ordering::Relaxed)
+    }
+    /// Is xattr `name` in a namespace the destination drops?
+    pub fn dropped(&self, name: &[u8]) -> bool {
+        let bit = ns_bit(name);
+        bit != 0 && self.dropped_ns.load(Ordering::Relaxed) & bit != 0
     }
     pub fn total(&self) -> u64 {
         self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
@@ -248,13 +274,20 @@ pub struct Caps {
     pub xattrs: bool,
     pub acls: bool,
     pub specials: bool,
+    /// xattr namespaces accepted and then not listed (ntfs-3g: trusted.*, security.*).
+    pub dropped_ns: u8,
 }
 
 impl Caps {
     /// What sync compares: a kind the destination cannot hold is not compared (it would
     /// differ every time, and every sync would copy again).
     pub fn compared(&self, keep: &Keep) -> Keep {
-        Keep { xattrs: keep.xattrs && self.xattrs, acls: keep.acls && self.acls, ..*keep }
+        Keep {
+            xattrs: keep.xattrs && self.xattrs,
+            acls: keep.acls && self.acls,
+            skip_ns: keep.skip_ns | self.dropped_ns,
+            ..*keep
+        }
     }
     /// Mark what the probe found missing as unsupported: no call is tried for it.
     pub fn mark(&self, losses: &Losses) {
@@ -268,6 +301,7 @@ impl Caps {
                 losses.mark_unsupported(kind);
             }
         }
+        losses.dropped_ns.store(self.dropped_ns, Ordering::Relaxed);
     }
 }
 
@@ -286,6 +320,7 @@ impl Default for Caps {
             xattrs: true,
             acls: true,
             specials: true,
+            dropped_ns: 0,
         }
     }
 }
@@ -306,10 +341,27 @@ pub fn is_root() -> bool {
 /// seconds and nanoseconds; what comes back tells what the file system keeps.
 /// `dry`: nothing may be written — the file system's type decides instead.
 pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
-    use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, fstat, openat, unlinkat};
+    use rustix::fs::{Timespec, Timestamps, fstat};
     if dry {
         return caps_of_type(dst);
     }
+    // The probe's entries move DST root's mtime: put back (an unchanged sync changes nothing).
+    let before = fstat(dst).ok();
+    let caps = probe_entries(dst);
+    if let Some(st) = before {
+        let ts = |sec, nsec| Timespec { tv_sec: sec, tv_nsec: nsec as _ };
+        let times = Timestamps {
+            last_access: ts(st.st_atime, st.st_atime_nsec),
+            last_modification: ts(st.st_mtime, st.st_mtime_nsec),
+        };
+        let _ = rustix::fs::futimens(dst, &times);
+    }
+    caps
+}
+
+/// [`probe`]'s scratch entries in DST's root, and what they tell.
+fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
+    use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, fstat, openat, unlinkat};
     let name = super::file::tmp_name();
     let Ok(fd) = openat(
         dst,
@@ -350,13 +402,32 @@ pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
     // xattrs and a minimal access ACL (version 2; user::rw-, group::r--, other::r--).
     caps.xattrs = set_raw(Loc::Fd(fd.as_fd()), c"user.manyfiles-probe", b"1").is_ok()
         && get(Loc::Fd(fd.as_fd()), c"user.manyfiles-probe").is_ok_and(|v| v == b"1");
+    // Other namespaces (root only): some file systems say yes and keep nothing.
+    if caps.xattrs && is_root() {
+        for (name, bit) in [(c"trusted.manyfiles-probe", NS_TRUSTED), (c"security.manyfiles-probe", NS_SECURITY)] {
+            // Listed too: ntfs-3g keeps these readable by name but leaves them out of
+            // listxattr, so no copy or comparison from there would ever find them.
+            let ok = set_raw(Loc::Fd(fd.as_fd()), name, b"1").is_ok()
+                && get(Loc::Fd(fd.as_fd()), name).is_ok_and(|v| v == b"1")
+                && list(Loc::Fd(fd.as_fd())).is_ok_and(|l| l.split(|&b| b == 0).any(|n| n == name.to_bytes()));
+            if !ok {
+                caps.dropped_ns |= bit;
+            }
+        }
+    }
+    // A POSIX ACL with a named user (a minimal one is only mode bits, never stored as
+    // an xattr), read back: ntfs-3g without `acl` accepts it and stores nothing.
     let mut acl = 2u32.to_le_bytes().to_vec();
-    for (tag, perm) in [(0x01u16, 6u16), (0x04, 4), (0x20, 4)] {
+    for (tag, perm, id) in
+        [(0x01u16, 6u16, u32::MAX), (0x02, 4, 65534), (0x04, 4, u32::MAX), (0x10, 4, u32::MAX), (0x20, 4, u32::MAX)]
+    {
         acl.extend_from_slice(&tag.to_le_bytes());
         acl.extend_from_slice(&perm.to_le_bytes());
-        acl.extend_from_slice(&u32::MAX.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
     }
-    caps.acls = set_raw(Loc::Fd(fd.as_fd()), c"system.posix_acl_access", &acl).is_ok();
+    let access = c"system.posix_acl_access";
+    caps.acls =
+        set_raw(Loc::Fd(fd.as_fd()), access, &acl).is_ok() && get(Loc::Fd(fd.as_fd()), access).is_ok_and(|v| v == acl);
     drop(fd);
     let link = super::file::tmp_name();
     caps.hard_links = rustix::fs::linkat(dst, name.as_c_str(), dst, link.as_c_str(), AtFlags::empty()).is_ok();
@@ -577,7 +648,7 @@ fn kept<'a>(list: &'a [u8], keep: &Keep) -> Vec<&'a [u8]> {
     let mut v: Vec<&[u8]> = list
         .split(|&b| b == 0)
         .filter(|n| !n.is_empty())
-        .filter(|n| if is_acl(n) { keep.acls } else { keep.xattrs })
+        .filter(|n| if is_acl(n) { keep.acls } else { keep.xattrs && ns_bit(n) & keep.skip_ns == 0 })
         .collect();
     v.sort_unstable();
     v
@@ -637,7 +708,7 @@ pub fn copy(
     let (mut lost_x, mut lost_a) = (false, false);
     for n in mine {
         let kind = if is_acl(n) { Loss::Acls } else { Loss::Xattrs };
-        if losses.unsupported(kind) {
+        if losses.unsupported(kind) || losses.dropped(n) {
             if kind == Loss::Acls {
                 lost_a = true
             } else {

@@ -26,7 +26,7 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
         let n = would_remove(node, d);
         t.deleted += n;
         if ctx.o.itemize && !own_tmp {
-            itemize::line(deleted(node, d, n));
+            itemize::say(ctx.o, &deleted(node, d, n));
         }
         return;
     }
@@ -35,7 +35,7 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
     let (gone, r) = remove(ctx, dst.as_fd(), d.name, d.m.kind);
     t.deleted += gone;
     match r {
-        Ok(()) if ctx.o.itemize && !own_tmp => itemize::line(deleted(node, d, gone)),
+        Ok(()) if ctx.o.itemize && !own_tmp => itemize::say(ctx.o, &deleted(node, d, gone)),
         Ok(()) => {}
         Err(Errno::XDEV) => ctx.refuse(
             &node.path,
@@ -47,13 +47,11 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
     t.phase[DELETE] += clock.elapsed();
 }
 
-/// The `--itemize` line of a deletion of `n` entries, `d` included.
-fn deleted(node: &Node, d: &Item, n: u64) -> String {
-    let rel = itemize::escape(&super::engine::rel_join(&node.rel, d.name.to_bytes()));
-    match n {
-        0 | 1 => format!("deleted {rel}"),
-        n => format!("deleted {rel} (and {} entries below)", n - 1),
-    }
+/// The `--itemize` change of a deletion of `n` entries, `d` included.
+fn deleted(node: &Node, d: &Item, n: u64) -> itemize::Change {
+    let rel = super::engine::rel_join(&node.rel, d.name.to_bytes());
+    let below = Some(n.saturating_sub(1));
+    itemize::Change { below, ..itemize::Change::new(itemize::Verb::Deleted, itemize::kind_word(&d.m), &rel) }
 }
 
 /// Is directory `name` of `dir` empty? (Unreadable or gone: not known to be empty.)

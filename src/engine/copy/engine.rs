@@ -221,7 +221,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         Err(e) => return Err(Error::failed(format!("cannot open {}: {e}", o.dst.display()))),
     };
     if o.itemize && dst.is_none() | made {
-        itemize::line(itemize::fmt("new dir", b"", &[]));
+        itemize::say(o, &itemize::Change::new(itemize::Verb::New, "dir", b""));
     }
     // A DST made here has nothing of SRC's yet (its root is finished as a new directory).
     let dst_meta = match &dst {
@@ -619,7 +619,7 @@ fn entry(
     t.phase[COMPARE] += clock.elapsed();
     if s.m.kind == Kind::Dir && !replace {
         if o.itemize && d.is_none() {
-            itemize::line(itemize::fmt("new dir", &rel_join(&node.rel, s.name.to_bytes()), &[]));
+            itemize::say(o, &itemize::Change::new(itemize::Verb::New, "dir", &rel_join(&node.rel, s.name.to_bytes())));
         }
         node.pending.fetch_add(1, Ordering::Relaxed);
         spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: d.map(|d| d.m) });
@@ -656,7 +656,7 @@ fn entry(
     let change = o.itemize.then(|| itemize::describe(ctx, node, s, d, replace, link_to.as_ref().map(|l| &l.0), buf));
     let said = || {
         if let Some(c) = &change {
-            itemize::line(c.clone());
+            itemize::say(o, c);
         }
     };
     if o.dry_run || node.dst.is_none() {

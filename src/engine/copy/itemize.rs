@@ -10,6 +10,8 @@
 //! deleted a/e (and 12 entries below)
 //! ```
 //!
+//! With `--json FILE` the same changes go into the JSON document as its `changes` array
+//! ([`JsonLog`]), each a [`Change`] whose fields make its line, written as they happen.
 //! Nothing here runs unless `Options::itemize` is set: the plain copy's hot path is
 //! untouched.
 
@@ -18,10 +20,173 @@ use super::engine::{CopyShared, Node, rel_join};
 use super::file::{read_link, same_content};
 use super::finish::{self, Attr};
 use super::listing::Item;
+use super::{Options, Summary};
+use crate::error::{Error, Result};
+use crate::fs::output::Streamed;
 use crate::fs::walk::{Kind, Meta};
 use rustix::fd::{AsFd, BorrowedFd};
+use serde::Serialize;
 use std::ffi::CStr;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What happened to an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    New,
+    Changed,
+    TypeChanged,
+    Deleted,
+}
+
+/// One change: the `--itemize` line and the JSON item are both made from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub change: Verb,
+    /// file, dir, symlink, special, or link (a new hard link); for type_changed the new
+    /// kind; for deleted the kind that was there.
+    pub kind: &'static str,
+    /// Relative to SRC/DST, escaped as the line shows it (see [`escape`]).
+    pub path: String,
+    /// changed: which of size, time, mode, device, owner, xattrs, content, link, target.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub what: Vec<&'static str>,
+    /// A new hard link: the path it links to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// type_changed: the kind DST had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub was: Option<&'static str>,
+    /// deleted: the entries below it (0 for a file or an empty directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub below: Option<u64>,
+}
+
+impl Change {
+    pub(super) fn new(verb: Verb, kind: &'static str, rel: &[u8]) -> Change {
+        Change { change: verb, kind, path: escape(rel), what: Vec::new(), to: None, was: None, below: None }
+    }
+
+    /// The line `--itemize` prints.
+    pub fn text(&self) -> String {
+        let p = &self.path;
+        match self.change {
+            Verb::New => match &self.to {
+                Some(to) => format!("new link {p} (to {to})"),
+                None => format!("new {} {p}", self.kind),
+            },
+            Verb::Changed if self.what.is_empty() => format!("changed {} {p}", self.kind),
+            Verb::Changed => format!("changed {} {p} ({})", self.kind, self.what.join(", ")),
+            Verb::TypeChanged => format!("type changed {p} ({}, was {})", self.kind, self.was.unwrap_or("?")),
+            Verb::Deleted => match self.below {
+                Some(n) if n > 0 => format!("deleted {p} (and {n} entries below)"),
+                _ => format!("deleted {p}"),
+            },
+        }
+    }
+}
+
+/// Say one change: its line on stdout (stderr when `--json -` holds stdout), and its item
+/// in the JSON document with `--json`.
+pub(super) fn say(o: &Options, c: &Change) {
+    line(c.text());
+    if let Some(log) = &o.changes {
+        log.push(c);
+    }
+}
+
+/// The `changes` array of the `--json` document, streamed: each change is written to the
+/// output as it is said, and the summary is appended after the array at the end, so a
+/// million changes never sit in memory and the document is one valid JSON object.
+/// (The alternative, a JSON Lines file beside the summary, would split one result in two
+/// files; a regular-file destination still appears only whole, renamed into place at
+/// [`JsonLog::finish`], as every `--json` output does.) The output is opened at the
+/// first change, so a run refused before it starts writes nothing.
+pub struct JsonLog {
+    path: PathBuf,
+    state: Mutex<LogState>,
+}
+
+#[derive(Default)]
+struct LogState {
+    out: Option<Streamed>,
+    count: u64,
+    error: Option<String>,
+}
+
+impl std::fmt::Debug for JsonLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JsonLog({})", self.path.display())
+    }
+}
+
+impl JsonLog {
+    pub fn new(path: &Path) -> JsonLog {
+        JsonLog { path: path.to_path_buf(), state: Mutex::new(LogState::default()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Write `bytes`, opening the output first if need be; the first error is kept.
+    fn put(&self, st: &mut LogState, bytes: &[u8]) {
+        if st.error.is_some() {
+            return;
+        }
+        if st.out.is_none() {
+            match Streamed::open(&self.path) {
+                Ok(mut s) => match s.write(b"{\n  \"changes\": [") {
+                    Ok(()) => st.out = Some(s),
+                    Err(e) => st.error = Some(e.to_string()),
+                },
+                Err(e) => st.error = Some(e.to_string()),
+            }
+        }
+        if let Some(out) = st.out.as_mut()
+            && let Err(e) = out.write(bytes)
+        {
+            st.error = Some(e.to_string());
+        }
+    }
+
+    fn push(&self, c: &Change) {
+        let item = serde_json::to_vec(c).unwrap_or_default();
+        let mut st = self.lock();
+        let sep: &[u8] = if st.count == 0 { b"\n    " } else { b",\n    " };
+        let mut b = Vec::with_capacity(sep.len() + item.len());
+        b.extend_from_slice(sep);
+        b.extend_from_slice(&item);
+        self.put(&mut st, &b);
+        st.count += 1;
+    }
+
+    /// Changes written so far.
+    pub fn count(&self) -> u64 {
+        self.lock().count
+    }
+
+    /// Close the array, append the summary's fields and put the document in place.
+    pub fn finish(&self, s: &Summary) -> Result<()> {
+        let fail = |e: String| Error::failed(format!("cannot write {}: {e}", self.path.display()));
+        let body = serde_json::to_vec_pretty(s).map_err(|e| fail(e.to_string()))?;
+        // `{\n  "mode": …}`: the summary's fields after the array.
+        let rest = body.strip_prefix(b"{\n").ok_or_else(|| fail("summary is not an object".into()))?;
+        let mut st = self.lock();
+        let close: &[u8] = if st.count == 0 { b"],\n" } else { b"\n  ],\n" };
+        self.put(&mut st, close);
+        self.put(&mut st, rest);
+        if let Some(e) = st.error.take() {
+            return Err(fail(e));
+        }
+        match st.out.take() {
+            Some(out) => out.finish().map_err(|e| fail(e.to_string())),
+            None => Ok(()),
+        }
+    }
+}
 
 /// `rel` escaped for one line: valid UTF-8 as it is, but `\` as `\\`, control characters
 /// and bytes that are not UTF-8 as `\xNN`.
@@ -50,8 +215,15 @@ pub fn escape(rel: &[u8]) -> String {
     out
 }
 
-/// Print one line (whole, under stdout's lock).
-pub(super) fn line(text: String) {
+/// Print one line (whole, under the stream's lock): stdout, or stderr when `--json -`
+/// holds stdout for its document.
+fn line(text: String) {
+    if crate::fs::output::stdout_taken() {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.write_all(b"\n");
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.write_all(b"\n");
@@ -65,17 +237,6 @@ pub(super) fn kind_word(m: &Meta) -> &'static str {
         Kind::Symlink => "symlink",
         Kind::Other => "special",
     }
-}
-
-/// `what rel (reasons)`, the parentheses left out without reasons.
-pub(super) fn fmt(what: &str, rel: &[u8], reasons: &[&str]) -> String {
-    let mut s = format!("{what} {}", escape(rel));
-    if !reasons.is_empty() {
-        s.push_str(" (");
-        s.push_str(&reasons.join(", "));
-        s.push(')');
-    }
-    s
 }
 
 /// Why an entry of the same kind on both sides is rewritten. `content`: `--checksum`
@@ -133,11 +294,11 @@ pub(super) fn dir(ctx: &CopyShared, n: &Node, d: BorrowedFd<'_>, a: &Attr) {
     let xattrs = Some((Loc::Fd(n.src.as_fd()), Loc::Fd(d)));
     let why = reasons(&n.meta, m, a, &ctx.caps, &ctx.o.keep, false, xattrs, &[]);
     if !why.is_empty() {
-        line(fmt("changed dir", &n.rel, &why));
+        say(ctx.o, &Change { what: why, ..Change::new(Verb::Changed, "dir", &n.rel) });
     }
 }
 
-/// The `--itemize` line for SRC's entry `s` (not equal to DST's `d`, if any).
+/// The change for SRC's entry `s` (not equal to DST's `d`, if any).
 pub(super) fn describe(
     ctx: &CopyShared,
     node: &Node,
@@ -146,17 +307,17 @@ pub(super) fn describe(
     replace: bool,
     link_to: Option<&Vec<u8>>,
     buf: &mut [u8],
-) -> String {
+) -> Change {
     let rel = rel_join(&node.rel, s.name.to_bytes());
     let kind = kind_word(&s.m);
     let Some(d) = d else {
         return match link_to {
-            Some(to) => format!("new link {} (to {})", escape(&rel), escape(to)),
-            None => fmt(&format!("new {kind}"), &rel, &[]),
+            Some(to) => Change { to: Some(escape(to)), ..Change::new(Verb::New, "link", &rel) },
+            None => Change::new(Verb::New, kind, &rel),
         };
     };
     if replace {
-        return format!("type changed {} ({kind}, was {})", escape(&rel), kind_word(&d.m));
+        return Change { was: Some(kind_word(&d.m)), ..Change::new(Verb::TypeChanged, kind, &rel) };
     }
     let o = ctx.o;
     let mut extra = Vec::new();
@@ -180,5 +341,33 @@ pub(super) fn describe(
     }
     let xattrs = dd.map(|dd| at(node.src.as_fd(), s.name, dd, d.name));
     let why = reasons(&s.m, &d.m, &ctx.attr(node), &ctx.caps, &o.keep, o.checksum, xattrs, &extra);
-    fmt(&format!("changed {kind}"), &rel, &why)
+    Change { what: why, ..Change::new(Verb::Changed, kind, &rel) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_change_reads_as_its_line_and_its_json() {
+        let c = Change { what: vec!["size", "time"], ..Change::new(Verb::Changed, "file", b"a/c") };
+        assert_eq!(c.text(), "changed file a/c (size, time)");
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"change":"changed","kind":"file","path":"a/c","what":["size","time"]}"#
+        );
+        let c = Change { to: Some("a/b".into()), ..Change::new(Verb::New, "link", b"a/h") };
+        assert_eq!(c.text(), "new link a/h (to a/b)");
+        let c = Change { was: Some("file"), ..Change::new(Verb::TypeChanged, "symlink", b"a/d") };
+        assert_eq!(c.text(), "type changed a/d (symlink, was file)");
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"change":"type_changed","kind":"symlink","path":"a/d","was":"file"}"#
+        );
+        let c = Change { below: Some(12), ..Change::new(Verb::Deleted, "dir", b"a/e") };
+        assert_eq!(c.text(), "deleted a/e (and 12 entries below)");
+        let c = Change { below: Some(0), ..Change::new(Verb::Deleted, "file", b"bad\xffname") };
+        assert_eq!(c.text(), "deleted bad\\xffname");
+        assert_eq!(Change::new(Verb::New, "dir", b"").text(), "new dir .");
+    }
 }

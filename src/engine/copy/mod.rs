@@ -62,6 +62,8 @@ pub struct Options {
     pub quiet: bool,
     /// Print one line per change on stdout as it happens (`--itemize`).
     pub itemize: bool,
+    /// With `itemize`: the `--json` document the changes stream into (rank 0 only).
+    pub changes: Option<std::sync::Arc<itemize::JsonLog>>,
     /// What is kept beyond bytes, modes, mtimes and symlinks (all of it by default).
     pub keep: attrs::Keep,
     /// Evict SRC (and sync's DST) from the caches before the clock starts (`--cold`).
@@ -84,6 +86,7 @@ impl Options {
             verify: false,
             quiet: true,
             itemize: false,
+            changes: None,
             keep: attrs::Keep::default(),
             cold: false,
             durable: false,
@@ -167,6 +170,9 @@ pub struct Summary {
     pub verify: Option<verify::Report>,
     /// Where and how it ran (standalone commands).
     pub provenance: Option<crate::measure::provenance::Provenance>,
+    /// `--itemize --json`: the number of items in the document's `changes` array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_listed: Option<u64>,
     /// Under MPI: how the work spread over the ranks (absent with one rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::engine::walker::RankCounts>,
@@ -468,4 +474,19 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
+}
+
+/// Write the `--json` summary to `path`: with `--itemize`, after the `changes` array
+/// already streamed there ([`itemize::JsonLog`]), else as one document.
+pub fn write_json(o: &Options, s: &mut Summary, path: &Path) -> Result<()> {
+    match &o.changes {
+        Some(log) => {
+            s.changes_listed = Some(log.count());
+            log.finish(s)
+        }
+        None => {
+            let text = serde_json::to_vec_pretty(s).map_err(|e| Error::failed(e.to_string()))?;
+            crate::fs::output::write_file(path, &text)
+        }
+    }
 }

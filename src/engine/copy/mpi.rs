@@ -337,7 +337,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 | (mine.acls as u32) << 1
                 | (mine.specials as u32) << 2
                 | (mine.omit_ok as u32) << 3
-                | (mine.hard_links as u32) << 4,
+                | (mine.hard_links as u32) << 4
+                | (mine.dropped_ns as u32) << 8,
         ]);
         Caps {
             modes: w[0] != 0,
@@ -352,6 +353,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             specials: w[8] & 4 != 0,
             omit_ok: w[8] & 8 != 0,
             hard_links: w[8] & 16 != 0,
+            dropped_ns: (w[8] >> 8) as u8,
         }
     };
     let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());

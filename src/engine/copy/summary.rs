@@ -107,6 +107,7 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         failures,
         verify: None,
         provenance: None,
+        changes_listed: None,
         ranks: None,
         timing: Default::default(),
     }

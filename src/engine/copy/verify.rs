@@ -48,6 +48,7 @@ impl Kept {
                 specials: keep.specials && !lost("specials"),
                 flags: keep.flags && !lost("flags"),
                 lossy: keep.lossy,
+                skip_ns: keep.skip_ns,
             },
         }
     }
