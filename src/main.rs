@@ -247,10 +247,13 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             let m = manyfiles::storage::user_mount::mount(&spec, &a.dir, size)?;
             let d = &m.details;
             let class = d.class.as_ref().map(|c| {
+                let exp = match c.expected_read_iops {
+                    Some([q1, qn]) => format!("expected read IOPS {q1:.0} at qd 1, {qn:.0} at qd ≥ {}", c.threads),
+                    None => "no read delay".into(),
+                };
                 format!(
-                    " · class {} ({} thread(s), read {} ms, write {} ms per request; expected read IOPS {:.0} at qd 1, {:.0} at qd ≥ {}) · {} · {}",
-                    c.class.name, c.threads, c.delay_read_ms, c.delay_write_ms, c.expected_read_iops[0],
-                    c.expected_read_iops[1], c.threads, c.nbdkit_version, c.nbdfuse_version
+                    " · class {} ({} thread(s), read {} ms, write {} ms per request; {exp}) · {} · {}",
+                    c.class.name, c.threads, c.delay_read_ms, c.delay_write_ms, c.nbdkit_version, c.nbdfuse_version
                 )
             });
             out(&format!(

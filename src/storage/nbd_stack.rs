@@ -38,9 +38,10 @@ pub struct ClassDetails {
     /// nbdkit worker threads: requests served at once.
     pub threads: u32,
     /// Requests per second the model expects at queue depth 1 and at depth ≥ `threads`
-    /// (reads, writes), for requests small enough that no bandwidth cap binds.
-    pub expected_read_iops: [f64; 2],
-    pub expected_write_iops: [f64; 2],
+    /// (reads, writes), for requests small enough that no bandwidth cap binds; None when
+    /// the direction has no delay (only a bandwidth cap).
+    pub expected_read_iops: Option<[f64; 2]>,
+    pub expected_write_iops: Option<[f64; 2]>,
     pub nbdkit_command: Vec<String>,
     pub nbdkit_version: String,
     pub nbdfuse_command: Vec<String>,
@@ -53,12 +54,9 @@ pub fn delay_ms(class: &DeviceClass, s: &Side) -> u64 {
     if us == 0 { 0 } else { ((us + 500) / 1000).max(1) }
 }
 
-fn expected(class: &DeviceClass, s: &Side) -> [f64; 2] {
+fn expected(class: &DeviceClass, s: &Side) -> Option<[f64; 2]> {
     let d = delay_ms(class, s);
-    if d == 0 {
-        return [f64::INFINITY; 2];
-    }
-    [1000.0 / d as f64, class.qd as f64 * 1000.0 / d as f64]
+    (d > 0).then(|| [1000.0 / d as f64, class.qd as f64 * 1000.0 / d as f64])
 }
 
 /// The private directory of stack `key`.
@@ -299,8 +297,8 @@ mod tests {
         assert!(s.contains("--threads 5"), "{s}");
         assert!(s.contains("--filter=rate --filter=delay memory size=1073741824"), "{s}");
         assert!(s.contains("delay-read=10ms delay-write=10ms"), "{s}");
-        assert!(s.contains(&format!("rate={}", 90u64 * 8 << 20)), "{s}");
-        assert_eq!(expected(&c, &c.read), [100.0, 500.0]);
+        assert!(s.contains(&format!("rate={}", (90u64 * 8) << 20)), "{s}");
+        assert_eq!(expected(&c, &c.read), Some([100.0, 500.0]));
         let h = DeviceClass::parse("hdd").unwrap();
         assert_eq!((delay_ms(&h, &h.read), delay_ms(&h, &h.write)), (13, 14));
         let n = DeviceClass::parse("lat=2ms").unwrap();
