@@ -27,7 +27,7 @@ echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cores · $("$bin" --version | he
 printf '%-13s %6s %9s %9s %10s %9s %9s %10s  %s\n' class qd1-exp qd1-IOPS qd1-lat qd32-exp qd32-IOPS qd32-lat qd32/exp verdict
 fail=0
 for c in "${classes[@]}"; do
-    dir=$(mktemp -d /var/tmp/manyfiles-class-XXXXXX)
+    dir=$(mktemp -d /var/tmp/mf-class-XXXXXX)
     trap '"$bin" umount "$dir" >/dev/null 2>&1 || true; rmdir "$dir" 2>/dev/null || true' EXIT
     line=$("$bin" mount "ext4@class:$c" "$dir" --size 1GiB | head -1)
     # "... expected read IOPS A at qd 1, B at qd ≥ Q) ..."
