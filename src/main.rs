@@ -40,7 +40,7 @@ fn main_here() -> ExitCode {
                 }
                 DisplayHelpOnMissingArgumentOrSubcommand => {
                     eprintln!(
-                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, completions or man (see manyfiles --help)"
+                        "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, mount, umount, completions or man (see manyfiles --help)"
                     );
                     ExitCode::from(2)
                 }
@@ -238,8 +238,35 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
                 a.dir.display()
             ));
         }
-        Command::Cleanup => {
-            let report = manyfiles::storage::registry::cleanup()?;
+        Command::Cleanup(a) => {
+            let report = manyfiles::storage::registry::cleanup_with(a.mounts)?;
+            out(&format!("{report}\n"));
+        }
+        Command::Mount(a) => {
+            let (spec, size) = cli::mount_config(&a)?;
+            let m = manyfiles::storage::user_mount::mount(&spec, &a.dir, size)?;
+            let d = &m.details;
+            let class = d.class.as_ref().map(|c| {
+                let exp = match c.expected_read_iops {
+                    Some([q1, qn]) => format!("expected read IOPS {q1:.0} at qd 1, {qn:.0} at qd ≥ {}", c.threads),
+                    None => "no read delay".into(),
+                };
+                format!(
+                    " · class {} ({} thread(s), read {} ms, write {} ms per request; {exp}) · {} · {}",
+                    c.class.name, c.threads, c.delay_read_ms, c.delay_write_ms, c.nbdkit_version, c.nbdfuse_version
+                )
+            });
+            out(&format!(
+                "mounted {} at {} ({}){}\nundo with: manyfiles umount {}\n",
+                d.spec,
+                m.dir.display(),
+                d.device.as_deref().unwrap_or("no device"),
+                class.unwrap_or_default(),
+                m.dir.display()
+            ));
+        }
+        Command::Umount(a) => {
+            let report = manyfiles::storage::user_mount::umount(&a.dir)?;
             out(&format!("{report}\n"));
         }
         Command::Gen(a) => {

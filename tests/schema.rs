@@ -88,6 +88,7 @@ fn device_target_validates_and_old_records_load() {
         fuse: false,
         formats: 1,
         entries: None,
+        class: None,
         device_info: Some(DeviceInfo {
             path: "/dev/sdb".into(),
             name: "sdb".into(),
@@ -114,6 +115,27 @@ fn device_target_validates_and_old_records_load() {
     let mut bad = doc.clone();
     bad["targets"][0]["managed"]["backing"] = Value::from("usb");
     assert!(!errors(&v, &bad).is_empty(), "unknown backing accepted");
+    // A device class target: its class, delays and stack validate; a negative delay does not.
+    let mut cls = doc.clone();
+    let class = manyfiles::storage::device_class::DeviceClass::parse("ebs-magnetic").unwrap();
+    let cd = manyfiles::storage::nbd_stack::ClassDetails {
+        class,
+        delay_read_ms: 10,
+        delay_write_ms: 10,
+        threads: 5,
+        expected_read_iops: Some([100.0, 500.0]),
+        expected_write_iops: None,
+        nbdkit_command: vec!["nbdkit".into()],
+        nbdkit_version: "nbdkit 1.32.5".into(),
+        nbdfuse_command: vec!["nbdfuse".into()],
+        nbdfuse_version: "nbdfuse 1.14.2".into(),
+    };
+    cls["targets"][0]["managed"]["backing"] = Value::from("class");
+    cls["targets"][0]["managed"]["class"] = serde_json::to_value(&cd).unwrap();
+    let errs = errors(&v, &cls);
+    assert!(errs.is_empty(), "{errs:#?}");
+    cls["targets"][0]["managed"]["class"]["delay_read_ms"] = Value::from(-1);
+    assert!(!errors(&v, &cls).is_empty(), "negative delay accepted");
     // Older result files have no device_info: they load, as None.
     let mut old = doc["targets"][0]["managed"].clone();
     old.as_object_mut().unwrap().remove("device_info");

@@ -84,8 +84,10 @@ pub struct RunArgs {
     /// (default: . unless --fs is given)
     #[arg(long)]
     pub target: Option<PathBuf>,
-    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME],
-    /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; e.g. ext4:4k,xfs,ntfs:64k
+    /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME|@class:CLASS],
+    /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; CLASS a device class (hdd,
+    /// usb2-stick, usb3-stick, sd-card, ebs-magnetic, ebs-gp2, ebs-io1, or lat=2ms,iops=500,bw=40MiB/s,qd=1);
+    /// e.g. ext4:4k,xfs,ntfs:64k,ext4@class:hdd
     #[arg(long, value_name = "SPEC,...", value_parser = FS_HINTS, hide_possible_values = true)]
     pub fs: Option<String>,
     /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here

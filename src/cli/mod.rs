@@ -7,6 +7,7 @@ mod common;
 mod docs;
 mod engines;
 mod experiments;
+mod mounts;
 mod results;
 mod runfiles;
 
@@ -14,6 +15,7 @@ use clap::{Parser, Subcommand};
 use docs::{CompletionsArgs, ManArgs};
 use engines::{CopyArgs, SyncArgs};
 use experiments::{BigfileArgs, ClustersArgs, DirsizeArgs, GenArgs, LadderArgs, OpsArgs, PackArgs};
+use mounts::{CleanupArgs, MountArgs, UmountArgs};
 use results::{CompareArgs, PlanArgs, PredictArgs, ReportArgs};
 use runfiles::RunFileArgs;
 
@@ -22,6 +24,7 @@ pub use engines::{RmArgs, ScanArgs, copy_config, rm_config, scan_config};
 pub use experiments::{
     bigfile_config, clusters_config, dirsize_config, gen_config, ladder_config, ops_config, pack_config,
 };
+pub use mounts::mount_config;
 pub use results::{PredictJob, PredictParts, compare_config, plan_config, predict_config, report_config};
 pub use runfiles::toml_args;
 
@@ -57,8 +60,12 @@ pub enum Command {
     Run(RunFileArgs),
     /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
     Scan(ScanArgs),
-    /// Remove what killed runs left behind: mounts, loop devices, images (only what manyfiles made)
-    Cleanup,
+    /// Remove what killed runs left behind: mounts, loop devices, images, daemons (only what manyfiles made)
+    Cleanup(CleanupArgs),
+    /// Bring up a managed target (a device class, an exFAT/NTFS image, a tmpfs) at DIR for your own tools
+    Mount(MountArgs),
+    /// Take down what `manyfiles mount` made at DIR: unmount, loop device, daemons, image
+    Umount(UmountArgs),
     /// Copy SRC's contents into DST (new or empty): parallel per directory, mode, mtime and symlinks kept
     Copy(CopyArgs),
     /// Remove trees fast: parallel per directory, never follows symlinks, stays on one file system

@@ -35,6 +35,10 @@ pub enum Backing {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         confirmed_by: Option<PathBuf>,
     },
+    /// A device class (`@class:hdd`, `@class:lat=2ms,iops=500`): an in-memory disk served
+    /// by nbdkit with delay and rate filters, through nbdfuse and a loop device
+    /// ([`super::nbd_stack`]).
+    Class { class: super::device_class::DeviceClass },
 }
 
 /// Directory images of `@disk` go to unless a directory is given.
@@ -190,14 +194,21 @@ impl FsSpec {
                 }
                 Backing::Dev { path: PathBuf::from(dev), confirmed_by: None }
             }
+            Some(b) if b == "class" || b.starts_with("class:") => {
+                let class = super::device_class::DeviceClass::parse(b.strip_prefix("class:").unwrap_or(""))
+                    .map_err(|e| format!("'{s}': {e}"))?;
+                Backing::Class { class }
+            }
             Some(b) => {
                 return Err(format!(
-                    "'{s}': unknown backing '@{b}'; use @ram (image in /dev/shm), @disk[:DIR] or @dev:/dev/NAME"
+                    "'{s}': unknown backing '@{b}'; use @ram (image in /dev/shm), @disk[:DIR], @dev:/dev/NAME or @class:NAME"
                 ));
             }
         };
         if fs_type == FsType::Tmpfs && backing != Backing::Ram {
-            return Err(format!("'{s}': tmpfs lives in RAM and has no image or device; @disk and @dev do not apply"));
+            return Err(format!(
+                "'{s}': tmpfs lives in RAM and has no image or device; @disk, @dev and @class do not apply"
+            ));
         }
         Ok(FsSpec { fs_type, block, backing })
     }
@@ -219,14 +230,19 @@ impl FsSpec {
                 s.push_str("@dev:");
                 s.push_str(&path.to_string_lossy());
             }
+            Backing::Class { class } => {
+                s.push_str("@class:");
+                s.push_str(&class.text());
+            }
         }
         s
     }
 
-    /// Directory the image file goes to (for `@dev:` the device itself: it has no image).
+    /// Directory the image file goes to (for `@dev:` the device itself: it has no image;
+    /// for `@class:` /dev/shm, whose free space stands for the RAM nbdkit's disk takes).
     pub fn backing_dir(&self) -> PathBuf {
         match &self.backing {
-            Backing::Ram => PathBuf::from(RAM_DIR),
+            Backing::Ram | Backing::Class { .. } => PathBuf::from(RAM_DIR),
             Backing::Disk { dir } => dir.clone(),
             Backing::Dev { path, .. } => path.clone(),
         }
@@ -240,25 +256,41 @@ impl FsSpec {
         }
     }
 
+    /// The device class of an `@class:` spec.
+    pub fn class(&self) -> Option<&super::device_class::DeviceClass> {
+        match &self.backing {
+            Backing::Class { class } => Some(class),
+            _ => None,
+        }
+    }
+
     pub fn backing_name(&self) -> &'static str {
         match self.backing {
             Backing::Ram => "ram",
             Backing::Disk { .. } => "disk",
             Backing::Dev { .. } => "dev",
+            Backing::Class { .. } => "class",
         }
     }
 }
 
-/// Comma-separated specs (block sizes never contain commas).
+/// Comma-separated specs (block sizes never contain commas; a device class's
+/// `key=value` parameters do: an entry with `=` and no `@` continues the `@class:` before it).
 pub fn parse_list(s: &str) -> Result<Vec<FsSpec>, String> {
-    let mut out = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
     for part in s.split(',') {
         if part.trim().is_empty() {
             return Err(format!("'{s}': empty entry in the file system list (use commas only between specs)"));
         }
-        out.push(FsSpec::parse(part)?);
+        match texts.last_mut() {
+            Some(prev) if part.contains('=') && !part.contains('@') && prev.contains("@class:") => {
+                prev.push(',');
+                prev.push_str(part);
+            }
+            _ => texts.push(part.to_string()),
+        }
     }
-    Ok(out)
+    texts.iter().map(|t| FsSpec::parse(t)).collect()
 }
 
 #[cfg(test)]
@@ -344,6 +376,27 @@ mod tests {
         assert_eq!(l[1].label(), "xfs:1k@disk:/var/tmp");
         assert!(parse_list("ext4,,xfs").unwrap_err().contains("empty entry"));
         assert!(parse_list("ext4,foo").unwrap_err().contains("foo"));
+        let c = parse_list("ext4@class:lat=2ms,iops=500,xfs@class:hdd,qd=2,tmpfs").unwrap();
+        assert_eq!(c.len(), 3);
+        assert_eq!(c[0].label(), "ext4@class:lat=2ms,iops=500");
+        assert_eq!(c[1].label(), "xfs@class:hdd,qd=2");
+        assert!(parse_list("ext4,qd=2").unwrap_err().contains("qd=2"));
+    }
+
+    #[test]
+    fn parses_device_classes() {
+        let s = FsSpec::parse("ext4:4k@class:ebs-magnetic").unwrap();
+        assert_eq!(s.label(), "ext4:4k@class:ebs-magnetic");
+        assert_eq!(s.class().unwrap().qd, 5);
+        assert_eq!(s.backing_name(), "class");
+        assert_eq!(FsSpec::parse(&s.label()).unwrap(), s);
+        let err = |t: &str| FsSpec::parse(t).unwrap_err();
+        assert!(err("ext4@class:floppy").contains("unknown device class 'floppy'"));
+        assert!(err("ext4@class").contains("empty device class"));
+        assert!(err("tmpfs@class:hdd").contains("@class"));
+        let j = serde_json::to_value(&s.backing).unwrap();
+        assert_eq!(j["kind"], "class");
+        assert_eq!(j["class"]["name"], "ebs-magnetic");
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub struct ManagedDetails {
     /// A real device (`@dev:`): what sysfs says about it (None for images and tmpfs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_info: Option<super::device::DeviceInfo>,
+    /// A device class (`@class:`): its parameters and the nbdkit + nbdfuse stack under
+    /// the loop device (`image` is then nbdfuse's file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<super::nbd_stack::ClassDetails>,
 }
 
 /// A file system the tool made and mounted; torn down on drop.
@@ -52,6 +56,8 @@ pub struct ManagedFs {
     reg: Option<Registration>,
     image_created: bool,
     mp_created: bool,
+    /// A device class's stack directory, while its daemons may run.
+    nbd_dir: Option<PathBuf>,
     done: bool,
 }
 
@@ -90,7 +96,8 @@ pub fn min_image_bytes(spec: &FsSpec) -> u64 {
 }
 
 /// The mkfs tool of a type and the Debian packages that provide its tools.
-fn tools(t: FsType) -> Vec<(&'static str, &'static str)> {
+fn tools(spec: &FsSpec) -> Vec<(&'static str, &'static str)> {
+    let t = spec.fs_type;
     let mut v = match t {
         FsType::Ext2 => vec![("mkfs.ext2", "e2fsprogs")],
         FsType::Ext3 => vec![("mkfs.ext3", "e2fsprogs")],
@@ -103,6 +110,9 @@ fn tools(t: FsType) -> Vec<(&'static str, &'static str)> {
     };
     if t != FsType::Tmpfs {
         v.push(("losetup", "mount"));
+    }
+    if spec.class().is_some() {
+        v.extend(super::nbd_stack::TOOLS);
     }
     v.push(("mount", "mount"));
     v.push(("umount", "mount"));
@@ -160,7 +170,7 @@ impl ManagedFs {
         let mut per_dir: Vec<(PathBuf, u64)> = Vec::new();
         for spec in specs {
             let label = spec.label();
-            for (tool, pkg) in tools(spec.fs_type) {
+            for (tool, pkg) in tools(spec) {
                 if find_in_path(tool, search_path).is_none() {
                     return Err(Error::bad(
                         FLAG,
@@ -169,6 +179,12 @@ impl ManagedFs {
                 }
             }
             let t = spec.fs_type;
+            if spec.class().is_some() && !Path::new("/dev/fuse").exists() {
+                return Err(Error::bad(
+                    FLAG,
+                    format!("{label}: a device class needs FUSE (no /dev/fuse); try `modprobe fuse`"),
+                ));
+            }
             if t.is_fuse() {
                 if !Path::new("/dev/fuse").exists() || !kernel_supports("fuseblk") {
                     return Err(Error::bad(
@@ -247,12 +263,22 @@ impl ManagedFs {
     /// [`create`](Self::create) for a tree of `entries` files and directories: file
     /// systems with a fixed inode count (ext2/3/4) get enough inodes for it.
     pub fn create_for(spec: &FsSpec, image_bytes: u64, entries: u64) -> Result<ManagedFs> {
+        Self::create_in(spec, image_bytes, entries, None)
+    }
+
+    /// [`create_for`](Self::create_for), mounted at `at` (an existing empty directory the
+    /// caller checked: `manyfiles mount`) instead of a mount point in the state directory.
+    pub fn create_in(spec: &FsSpec, image_bytes: u64, entries: u64, at: Option<&Path>) -> Result<ManagedFs> {
         let key = next_key();
         let image_bytes = round_image(image_bytes);
         let tmpfs = spec.fs_type == FsType::Tmpfs;
-        let no_image = tmpfs || spec.device().is_some();
-        let image = if no_image { PathBuf::new() } else { spec.backing_dir().join(format!("manyfiles-img-{key}.img")) };
-        let mount_point = registry::state_dir().join(format!("mnt-{key}"));
+        let nbd_dir = spec.class().map(|_| super::nbd_stack::dir_for(&key));
+        let image = match (&nbd_dir, tmpfs || spec.device().is_some()) {
+            (Some(d), _) => super::nbd_stack::disk_file(d),
+            (None, true) => PathBuf::new(),
+            (None, false) => spec.backing_dir().join(format!("manyfiles-img-{key}.img")),
+        };
+        let mount_point = at.map(Path::to_path_buf).unwrap_or_else(|| registry::state_dir().join(format!("mnt-{key}")));
         let mut fs = ManagedFs {
             spec: spec.clone(),
             mount_point,
@@ -273,10 +299,12 @@ impl ManagedFs {
                 formats: 0,
                 entries: (entries > 0).then_some(entries),
                 device_info: None,
+                class: None,
             },
             reg: None,
             image_created: false,
-            mp_created: false,
+            mp_created: at.is_some(), // checked in place of creating; never removed below
+            nbd_dir,
             done: false,
         };
         match fs.build(&key) {
@@ -312,10 +340,28 @@ impl ManagedFs {
             self.details.device_info = Some(info);
             self.details.mkfs_version = tool_version(self.spec.fs_type);
             self.format()?;
+        } else if let Some(class) = self.spec.class().cloned() {
+            // A device class: the registry names the stack's directory before nbdkit and
+            // nbdfuse start, the loop device goes on nbdfuse's file with direct I/O.
+            let dir = self.nbd_dir.clone().expect("class has a stack directory");
+            rec.nbd_dir = Some(dir.clone());
+            self.reg = Some(registry::register(key, rec)?);
+            self.details.class = Some(super::nbd_stack::start(&dir, &class, self.details.image_bytes)?);
+            let img = self.details.image.to_string_lossy().into_owned();
+            let out =
+                run_tool(&argv(&["losetup", "--direct-io=on", "--find", "--show", &img])).map_err(Error::failed)?;
+            let dev = out.trim().to_string();
+            if !dev.starts_with("/dev/loop") {
+                return Err(Error::failed(format!("losetup printed '{dev}', not a loop device")));
+            }
+            self.details.device = Some(dev.clone());
+            self.reg.as_mut().expect("registered").update(|r| r.loop_device = Some(dev))?;
+            self.details.mkfs_version = tool_version(self.spec.fs_type);
+            self.format()?;
         } else {
             self.reg = Some(registry::register(key, rec)?);
         }
-        if !tmpfs && self.spec.device().is_none() {
+        if !tmpfs && self.spec.device().is_none() && self.nbd_dir.is_none() {
             let img = &self.details.image;
             let f = std::fs::OpenOptions::new()
                 .write(true)
@@ -341,11 +387,12 @@ impl ManagedFs {
             self.details.mkfs_version = format!("kernel {}", kernel_release());
             self.details.formats = 1;
         }
-        std::fs::DirBuilder::new()
-            .mode(0o755)
-            .create(&self.mount_point)
-            .map_err(|e| Error::failed(format!("cannot create the mount point {}: {e}", self.mount_point.display())))?;
-        self.mp_created = true;
+        if !self.mp_created {
+            std::fs::DirBuilder::new().mode(0o755).create(&self.mount_point).map_err(|e| {
+                Error::failed(format!("cannot create the mount point {}: {e}", self.mount_point.display()))
+            })?;
+            self.mp_created = true;
+        }
         self.mount()?;
         Ok(())
     }
@@ -480,11 +527,29 @@ impl ManagedFs {
 
     /// The processes serving this file system: for a FUSE one, those holding its device
     /// open (the daemon: ntfs-3g, mount.exfat-fuse). Empty for a kernel file system.
+    /// A device class adds its nbdkit and nbdfuse.
     pub fn serving_pids(&self) -> Vec<u32> {
-        match (&self.details.device, self.details.fuse) {
+        let mut v = match (&self.details.device, self.details.fuse) {
             (Some(dev), true) => super::holders_of(Path::new(dev)),
             _ => Vec::new(),
+        };
+        if let Some(d) = &self.nbd_dir {
+            v.extend(super::nbd_stack::daemon_pids(d));
         }
+        v
+    }
+
+    /// Leave the file system mounted when this value goes (`manyfiles mount`): the record
+    /// is marked persistent, for `manyfiles umount DIR` (or `cleanup --mounts`) to take
+    /// it down; its lock stays held until this process exits (then the record is dead
+    /// but persistent, which plain `cleanup` leaves alone).
+    pub fn keep_mounted(mut self) -> Result<PathBuf> {
+        let mut reg = self.reg.take().expect("registered");
+        reg.update(|r| r.persistent = true)?;
+        let path = reg.path().to_path_buf();
+        std::mem::forget(reg); // the lock fd: released when the process exits
+        self.done = true;
+        Ok(path)
     }
 
     pub fn spec(&self) -> &FsSpec {
@@ -537,7 +602,20 @@ impl ManagedFs {
                 Err(e) => problems.push(format!("cannot delete {}: {e}", img.display())),
             }
         }
-        if self.mp_created && mounts_at(&self.mount_point).is_empty() {
+        if let Some(d) = &self.nbd_dir {
+            for dev in loops_backed_by(&self.details.image) {
+                if let Err(e) = detach_loop(&dev) {
+                    problems.push(e);
+                }
+            }
+            if problems.is_empty() {
+                if let Err(e) = super::nbd_stack::stop(d) {
+                    problems.push(e);
+                }
+            }
+        }
+        let own_mp = self.mount_point.starts_with(registry::state_dir());
+        if self.mp_created && own_mp && mounts_at(&self.mount_point).is_empty() {
             match std::fs::remove_dir(&self.mount_point) {
                 Ok(()) => self.mp_created = false,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.mp_created = false,

@@ -4,10 +4,13 @@
 pub mod allocation;
 pub mod cache;
 pub mod device;
+pub mod device_class;
 pub mod fsspec;
 pub mod managed;
+pub mod nbd_stack;
 pub mod registry;
 pub mod rundir;
+pub mod user_mount;
 
 use rustix::fs::{StatVfsMountFlags, statvfs};
 use serde::{Deserialize, Serialize};

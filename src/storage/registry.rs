@@ -69,6 +69,13 @@ pub struct Record {
     /// before locks existed.
     #[serde(default)]
     pub lock: bool,
+    /// The private directory of a device class's nbdkit + nbdfuse ([`super::nbd_stack`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nbd_dir: Option<PathBuf>,
+    /// Made by `manyfiles mount`: outlives its process; removed only by `manyfiles
+    /// umount DIR` or `cleanup --mounts`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub persistent: bool,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -185,6 +192,8 @@ pub fn own_record(fs: &str) -> Record {
         fuse_source: None,
         device: None,
         lock: false,
+        nbd_dir: None,
+        persistent: false,
     }
 }
 
@@ -235,6 +244,8 @@ pub struct CleanupReport {
     pub detached: Vec<String>,
     pub deleted: Vec<String>,
     pub skipped_live: usize,
+    /// `manyfiles mount`s left in place (`cleanup --mounts` or `umount DIR` removes them).
+    pub kept_mounts: usize,
     pub problems: Vec<String>,
 }
 
@@ -248,6 +259,9 @@ impl fmt::Display for CleanupReport {
             self.deleted.len(),
             self.skipped_live
         )?;
+        if self.kept_mounts > 0 {
+            write!(f, ", {} `manyfiles mount`(s) kept (umount DIR or cleanup --mounts)", self.kept_mounts)?;
+        }
         for p in &self.problems {
             write!(f, "\n  problem: {p}")?;
         }
@@ -454,14 +468,9 @@ pub(crate) fn detach_loop(dev: &str) -> std::result::Result<(), String> {
     }
 }
 
-/// Remove what dead runs left (see the module docs). Records of live processes are left alone.
-pub fn cleanup() -> Result<CleanupReport> {
-    let mut rep = CleanupReport::default();
-    let dir = state_dir();
-    if !dir.is_dir() {
-        return Ok(rep);
-    }
-    // One cleanup at a time (across processes): two would race on the same records.
+/// One cleanup (or `umount`) at a time, across processes: two would race on the same
+/// records. Held while the returned file is open.
+pub(crate) fn cleanup_lock(dir: &Path) -> Result<std::fs::File> {
     let lock = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -472,6 +481,22 @@ pub fn cleanup() -> Result<CleanupReport> {
         .map_err(|e| Error::failed(format!("cannot open the cleanup lock in {}: {e}", dir.display())))?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| Error::failed(format!("cannot lock {}: {e}", dir.display())))?;
+    Ok(lock)
+}
+
+/// Remove what dead runs left (see the module docs). Records of live processes are left
+/// alone, and so are `manyfiles mount`s (persistent records) unless `mounts`.
+pub fn cleanup() -> Result<CleanupReport> {
+    cleanup_with(false)
+}
+/// [`cleanup`]; with `mounts` also `manyfiles mount`s (`cleanup --mounts`).
+pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
+    let mut rep = CleanupReport::default();
+    let dir = state_dir();
+    if !dir.is_dir() {
+        return Ok(rep);
+    }
+    let _lock = cleanup_lock(&dir)?;
     let rd = match std::fs::read_dir(&dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rep),
@@ -497,6 +522,10 @@ pub fn cleanup() -> Result<CleanupReport> {
                 continue;
             }
         };
+        if rec.persistent && !mounts {
+            rep.kept_mounts += 1;
+            continue;
+        }
         let lock = match liveness(&path, Some(&rec)) {
             Ok(Liveness::Alive) => {
                 rep.skipped_live += 1;
@@ -586,7 +615,7 @@ fn helper_running(names: &[String]) -> bool {
     })
 }
 
-fn clean_record(rec: &Record, rep: &mut CleanupReport) {
+pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
     if let Some(rd) = &rec.run_dir {
         match crate::storage::rundir::remove_run_dir(rd) {
             Ok(true) => rep.deleted.push(rd.display().to_string()),
@@ -599,6 +628,10 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
     let mut ours: Vec<String> = Vec::new();
     if let Some(img) = &rec.image {
         ours = loops_backed_by(img);
+    }
+    let nbd_disk = rec.nbd_dir.as_deref().map(super::nbd_stack::disk_file);
+    if let Some(d) = &nbd_disk {
+        ours.extend(loops_backed_by(d));
     }
     // 1. Mounts at the recorded mount point whose source is ours.
     if let Some(mp) = &rec.mount_point {
@@ -630,13 +663,19 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             }
         }
     }
-    // 2. Loop devices backed by the recorded image.
-    if let Some(img) = &rec.image {
+    // 2. Loop devices backed by the recorded image (or a device class's disk), then the
+    // class's nbdfuse and nbdkit.
+    for img in rec.image.iter().chain(nbd_disk.iter()) {
         for dev in loops_backed_by(img) {
             match detach_loop(&dev) {
                 Ok(()) => rep.detached.push(dev),
                 Err(e) => rep.problems.push(e),
             }
+        }
+    }
+    if let Some(d) = &rec.nbd_dir {
+        if let Err(e) = super::nbd_stack::stop(d) {
+            rep.problems.push(e);
         }
     }
     // 3. The image, if it is one of ours (a pack container belongs to its run directory).
@@ -657,8 +696,8 @@ fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             }
         }
     }
-    // 4. The mount point directory (rmdir: only if empty and no longer mounted).
-    if let Some(mp) = &rec.mount_point {
+    // 4. The mount point directory, ours only (not a `manyfiles mount`'s DIR): rmdir.
+    if let Some(mp) = rec.mount_point.as_ref().filter(|m| m.starts_with(STATE_DIR)) {
         if mounts_at(mp).is_empty() {
             match std::fs::remove_dir(mp) {
                 Ok(()) => {}
@@ -697,7 +736,6 @@ mod tests {
         assert_eq!(super::unescape("/mnt/a\\040b"), "/mnt/a b");
         assert_eq!(super::unescape("plain"), "plain");
     }
-
     use super::*;
 
     #[test]

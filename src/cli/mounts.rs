@@ -1,0 +1,41 @@
+//! `mount`, `umount` and `cleanup`: managed targets brought up for the user's own tools,
+//! and what a killed run (or, with `--mounts`, a `mount`) left removed.
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct MountArgs {
+    /// A --fs spec: TYPE[:BLOCK][@ram|@disk[:DIR]|@class:NAME|@class:lat=2ms,iops=500,…]
+    /// (e.g. ext4@class:ebs-magnetic, exfat@disk, tmpfs)
+    pub spec: String,
+    /// An existing empty directory to mount it at
+    pub dir: PathBuf,
+    /// Image (or device class disk) size
+    #[arg(long, default_value = "1GiB")]
+    pub size: String,
+}
+
+#[derive(Args, Debug)]
+pub struct UmountArgs {
+    /// The directory a `manyfiles mount` mounted
+    pub dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CleanupArgs {
+    /// Also take down what `manyfiles mount` made (left alone otherwise: it is the user's, in use)
+    #[arg(long)]
+    pub mounts: bool,
+}
+
+/// `mount`'s spec and size, checked.
+pub fn mount_config(a: &MountArgs) -> manyfiles::error::Result<(manyfiles::storage::fsspec::FsSpec, u64)> {
+    use manyfiles::error::Error;
+    let spec = manyfiles::storage::fsspec::FsSpec::parse(&a.spec).map_err(|e| Error::bad("SPEC", e))?;
+    if spec.device().is_some() {
+        return Err(Error::bad("SPEC", "mount takes a managed target; a real device (@dev:) is mounted with mount(8)"));
+    }
+    let size = manyfiles::units::parse_size(&a.size).map_err(|e| Error::bad("--size", e))?;
+    Ok((spec, size))
+}

@@ -1,0 +1,325 @@
+//! The disk behind a device class (`@class:`): nbdkit's memory plugin with its delay and
+//! rate filters on a Unix socket in a private directory, exposed as a file by nbdfuse;
+//! [`super::managed`] then attaches that file to a loop device with direct I/O, formats
+//! and mounts it as for any image. Both daemons are the Debian packages' (nbdkit,
+//! libnbd-bin), started through `setsid -f` (their own session: a terminal's SIGINT
+//! reaches the tool, which tears them down, not them).
+//!
+//! The private directory `/run/manyfiles/nbd-<key>/` (0700) is recorded in the registry
+//! record before either daemon starts; it holds the socket `sock`, the pid files, the
+//! daemons' logs and the FUSE mount `fuse/` whose file `fuse/nbd` is the disk. Every
+//! process of the stack names the socket's path in its argv, so [`stop`] (teardown and
+//! `cleanup` alike) finds them by it even when a kill came before a pid file was
+//! written: unmount `fuse/` (nbdfuse exits), SIGTERM then SIGKILL whatever nbdkit or
+//! nbdfuse still names the socket, remove the directory.
+//!
+//! nbdkit 1.32 (Debian 12) takes delays in whole milliseconds: the delay each request
+//! gets is the class's rounded to the nearest millisecond (at least 1 ms when the class
+//! asks for any), and the results record the rounded value.
+
+use super::device_class::{DeviceClass, Side};
+use super::registry::{mounts_at, unmount};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Tools the stack needs and their Debian packages.
+pub const TOOLS: [(&str, &str); 3] = [("nbdkit", "nbdkit"), ("nbdfuse", "libnbd-bin"), ("setsid", "util-linux")];
+
+/// What the results record about the stack under a device class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassDetails {
+    pub class: DeviceClass,
+    /// Milliseconds nbdkit's delay filter holds each read / write request.
+    pub delay_read_ms: u64,
+    pub delay_write_ms: u64,
+    /// Requests served at once: nbdfuse connections, one nbdkit thread each.
+    pub threads: u32,
+    /// Requests per second the model expects at queue depth 1 and at depth ≥ `threads`
+    /// (reads, writes), for requests small enough that no bandwidth cap binds; None when
+    /// the direction has no delay (only a bandwidth cap).
+    pub expected_read_iops: Option<[f64; 2]>,
+    pub expected_write_iops: Option<[f64; 2]>,
+    pub nbdkit_command: Vec<String>,
+    pub nbdkit_version: String,
+    pub nbdfuse_command: Vec<String>,
+    pub nbdfuse_version: String,
+}
+
+/// Milliseconds of delay for a direction: the class's delay rounded (nbdkit ≤ 1.38).
+pub fn delay_ms(class: &DeviceClass, s: &Side) -> u64 {
+    let us = class.delay_us(s);
+    if us == 0 { 0 } else { ((us + 500) / 1000).max(1) }
+}
+
+fn expected(class: &DeviceClass, s: &Side) -> Option<[f64; 2]> {
+    let d = delay_ms(class, s);
+    (d > 0).then(|| [1000.0 / d as f64, class.qd as f64 * 1000.0 / d as f64])
+}
+
+/// The private directory of stack `key`.
+pub fn dir_for(key: &str) -> PathBuf {
+    super::registry::state_dir().join(format!("nbd-{key}"))
+}
+
+fn sock(dir: &Path) -> PathBuf {
+    dir.join("sock")
+}
+
+fn fuse_dir(dir: &Path) -> PathBuf {
+    dir.join("fuse")
+}
+
+/// The file nbdfuse serves: the disk the loop device is attached to.
+pub fn disk_file(dir: &Path) -> PathBuf {
+    fuse_dir(dir).join("nbd")
+}
+
+/// nbdkit's argv for `class` over `bytes` of memory.
+pub fn nbdkit_argv(dir: &Path, class: &DeviceClass, bytes: u64) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "nbdkit".into(),
+        "--foreground".into(),
+        "--unix".into(),
+        sock(dir).display().to_string(),
+        "--pidfile".into(),
+        dir.join("nbdkit.pid").display().to_string(),
+        "--threads".into(),
+        "1".into(),
+    ];
+    let (rd, wd) = (delay_ms(class, &class.read), delay_ms(class, &class.write));
+    let rate = class.read.bw.is_some() || class.write.bw.is_some();
+    // Filters listed first are outermost: the rate filter's token bucket, then the delay.
+    if rate {
+        v.push("--filter=rate".into());
+    }
+    if rd > 0 || wd > 0 {
+        v.push("--filter=delay".into());
+    }
+    v.push("memory".into());
+    v.push(format!("size={bytes}"));
+    if rd > 0 || wd > 0 {
+        v.push(format!("delay-read={rd}ms"));
+        v.push(format!("delay-write={wd}ms"));
+        // Zeroing and trimming write the medium too.
+        v.push(format!("delay-zero={wd}ms"));
+        v.push(format!("delay-trim={wd}ms"));
+    }
+    // nbdkit 1.32's rate filter has one bucket for reads and writes (rate=, bits/s):
+    // the slower direction's cap when they differ (recorded; see README).
+    let bw = match (class.read.bw, class.write.bw) {
+        (Some(r), Some(w)) => Some(r.min(w)),
+        (a, b) => a.or(b),
+    };
+    if let Some(b) = bw {
+        v.push(format!("rate={}", b.saturating_mul(8)));
+    }
+    v
+}
+
+/// The class's slots are nbdfuse's connections (`-C qd`), each served by one nbdkit
+/// thread (`--threads 1`): nbdkit's threads count per connection, and nbdfuse opens 4
+/// connections to a multi-conn server by default, which multiplied the slots (measured:
+/// an `hdd`, one slot, served 222 random reads/s at queue depth 32 instead of 77); and one
+/// connection with `qd` threads carried only ~3 requests at a time (ebs-magnetic: 286
+/// IOPS at queue depth 32 instead of 500).
+fn nbdfuse_argv(dir: &Path, qd: u32) -> Vec<String> {
+    vec![
+        "nbdfuse".into(),
+        "-C".into(),
+        qd.to_string(),
+        "-P".into(),
+        dir.join("nbdfuse.pid").display().to_string(),
+        fuse_dir(dir).display().to_string(),
+        "--unix".into(),
+        sock(dir).display().to_string(),
+    ]
+}
+
+fn version(tool: &str) -> String {
+    let (so, se) = crate::helper::run_output(&[tool.to_string(), "--version".into()], crate::helper::DEFAULT_TIMEOUT);
+    so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
+}
+
+/// Start `argv` in its own session (`setsid -f`), output to `log`; it is not our child.
+fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
+    let out = std::fs::File::create(log).map_err(|e| Error::failed(format!("cannot create {}: {e}", log.display())))?;
+    let err = out.try_clone().map_err(|e| Error::failed(format!("{}: {e}", log.display())))?;
+    let st = std::process::Command::new("setsid")
+        .arg("-f")
+        .args(argv)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .status()
+        .map_err(|e| Error::failed(format!("cannot start {}: {e}", argv[0])))?;
+    if !st.success() {
+        return Err(Error::failed(format!("`setsid -f {}` failed: {st}", argv.join(" "))));
+    }
+    Ok(())
+}
+
+fn last_line(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default().lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").into()
+}
+
+/// Wait until `ready()` or the deadline, a signal, or the daemon gone (no process names
+/// the socket any more).
+fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(30);
+    let s = sock(dir).display().to_string();
+    let mut seen = false;
+    loop {
+        if ready() {
+            return Ok(());
+        }
+        if crate::signals::pending() != 0 {
+            return Err(Error::failed(format!("interrupted while starting {what}")));
+        }
+        let alive = stack_pids(&s).iter().any(|(_, n)| *n == what);
+        seen |= alive;
+        // Gone after it was seen, never seen within 2 s (it failed at once), or too slow.
+        let gone = !alive && (seen || t0.elapsed() > Duration::from_secs(2));
+        if gone || Instant::now() > deadline {
+            return Err(Error::failed(format!(
+                "{what} did not become ready{}: {}",
+                if alive { " in 30 s" } else { " (it exited)" },
+                last_line(log)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Start nbdkit and nbdfuse for `class` in `dir` (which the caller recorded in the
+/// registry first). On error, what was started is left for [`stop`].
+pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails> {
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(fuse_dir(dir))
+        .map_err(|e| Error::failed(format!("cannot create {}: {e}", fuse_dir(dir).display())))?;
+    let kit = nbdkit_argv(dir, class, bytes);
+    let log = dir.join("nbdkit.log");
+    spawn_detached(&kit, &log)?;
+    let pidfile = dir.join("nbdkit.pid");
+    wait_ready(dir, "nbdkit", &log, || sock(dir).exists() && pidfile.exists())?;
+    let fuse = nbdfuse_argv(dir, class.qd);
+    let flog = dir.join("nbdfuse.log");
+    spawn_detached(&fuse, &flog)?;
+    let fpid = dir.join("nbdfuse.pid");
+    let file = disk_file(dir);
+    wait_ready(dir, "nbdfuse", &flog, || fpid.exists() && std::fs::metadata(&file).is_ok_and(|m| m.len() == bytes))?;
+    Ok(ClassDetails {
+        class: class.clone(),
+        delay_read_ms: delay_ms(class, &class.read),
+        delay_write_ms: delay_ms(class, &class.write),
+        threads: class.qd,
+        expected_read_iops: expected(class, &class.read),
+        expected_write_iops: expected(class, &class.write),
+        nbdkit_command: kit,
+        nbdkit_version: version("nbdkit"),
+        nbdfuse_command: fuse,
+        nbdfuse_version: version("nbdfuse"),
+    })
+}
+
+/// Processes named nbdkit or nbdfuse whose argv names `sock`: (pid, name).
+fn stack_pids(sock: &str) -> Vec<(u32, &'static str)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let mut args = cmd.split(|&b| b == 0).filter(|a| !a.is_empty());
+        let Some(tool) = args.next().map(|a| a.rsplit(|&b| b == b'/').next().unwrap_or(a)) else { continue };
+        let name = match tool {
+            b"nbdkit" => "nbdkit",
+            b"nbdfuse" => "nbdfuse",
+            _ => continue,
+        };
+        if args.any(|a| a == sock.as_bytes()) {
+            out.push((pid, name));
+        }
+    }
+    out
+}
+
+/// The daemons of the stack in `dir` that are running (pids), for CPU accounting.
+pub fn daemon_pids(dir: &Path) -> Vec<u32> {
+    stack_pids(&sock(dir).display().to_string()).into_iter().map(|(p, _)| p).collect()
+}
+
+/// Take the stack in `dir` down (see the module docs); idempotent. The caller has
+/// unmounted the file system on it and detached the loop device.
+pub fn stop(dir: &Path) -> std::result::Result<(), String> {
+    let fd = fuse_dir(dir);
+    if !mounts_at(&fd).is_empty() {
+        unmount(&fd)?;
+    }
+    let s = sock(dir).display().to_string();
+    for (sig, wait) in [(rustix::process::Signal::TERM, 3000), (rustix::process::Signal::KILL, 2000)] {
+        let pids = stack_pids(&s);
+        if pids.is_empty() {
+            break;
+        }
+        for (pid, _) in &pids {
+            if let Some(p) = rustix::process::Pid::from_raw(*pid as i32) {
+                let _ = rustix::process::kill_process(p, sig);
+            }
+        }
+        let t0 = Instant::now();
+        while !stack_pids(&s).is_empty() && t0.elapsed() < Duration::from_millis(wait) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let left = stack_pids(&s);
+    if !left.is_empty() {
+        return Err(format!("{} still running after SIGKILL: {left:?}", dir.display()));
+    }
+    if !mounts_at(&fd).is_empty() {
+        return Err(format!("{} is still mounted", fd.display()));
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nbdkit_argv_of_presets() {
+        let c = DeviceClass::parse("ebs-magnetic").unwrap();
+        let a = nbdkit_argv(Path::new("/run/manyfiles/nbd-k"), &c, 1 << 30);
+        let s = a.join(" ");
+        assert!(s.contains("--threads 1"), "{s}");
+        assert!(s.contains("--filter=rate --filter=delay memory size=1073741824"), "{s}");
+        assert!(s.contains("delay-read=10ms delay-write=10ms"), "{s}");
+        assert!(s.contains(&format!("rate={}", (90u64 * 8) << 20)), "{s}");
+        assert_eq!(expected(&c, &c.read), Some([100.0, 500.0]));
+        let h = DeviceClass::parse("hdd").unwrap();
+        assert_eq!((delay_ms(&h, &h.read), delay_ms(&h, &h.write)), (13, 14));
+        let n = DeviceClass::parse("lat=2ms").unwrap();
+        let s = nbdkit_argv(Path::new("/d"), &n, 4096).join(" ");
+        assert!(!s.contains("rate") && s.contains("--threads 1"), "{s}");
+        let sub = DeviceClass::parse("lat=300us").unwrap();
+        assert_eq!(delay_ms(&sub, &sub.read), 1, "at least 1 ms when a delay is asked");
+    }
+
+    #[test]
+    fn paths() {
+        let d = dir_for("20260101T000000Z-1-0");
+        assert_eq!(d, Path::new("/run/manyfiles/nbd-20260101T000000Z-1-0"));
+        assert_eq!(disk_file(&d), d.join("fuse/nbd"));
+    }
+}

@@ -1,0 +1,101 @@
+//! `manyfiles mount SPEC DIR` / `manyfiles umount DIR`: a managed target (a device
+//! class, an exFAT or NTFS image, a tmpfs …) brought up at the user's DIR for their own
+//! tools, and taken down completely.
+//!
+//! The mount outlives the command, so its registry record is marked `persistent`: plain
+//! `manyfiles cleanup` leaves it alone even though the process that made it is gone
+//! (that is how cleanup tells a user's live mount from a killed run's leftovers); only
+//! `manyfiles umount DIR` or `manyfiles cleanup --mounts` removes it. A `mount` killed
+//! before it finished never marked its record persistent: plain cleanup removes that.
+//! DIR itself (the user's directory) is never removed, only unmounted.
+
+use super::fsspec::FsSpec;
+use super::managed::ManagedFs;
+use super::registry::{self, CleanupReport, Record, mounts_at};
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// What `mount` made.
+pub struct Mounted {
+    pub dir: PathBuf,
+    pub details: super::managed::ManagedDetails,
+    pub record: PathBuf,
+}
+
+/// Check DIR for `mount`: an existing empty directory, not a mount point, not in the
+/// state directory. Returns it canonical.
+fn check_dir(dir: &Path) -> Result<PathBuf> {
+    const FLAG: &str = "DIR";
+    let abs = std::fs::canonicalize(dir)
+        .map_err(|e| Error::bad(FLAG, format!("{}: {e} (mount needs an existing empty directory)", dir.display())))?;
+    if !abs.is_dir() {
+        return Err(Error::bad(FLAG, format!("{}: not a directory", abs.display())));
+    }
+    if abs.starts_with(registry::STATE_DIR) {
+        return Err(Error::bad(FLAG, format!("{}: inside manyfiles' state directory", abs.display())));
+    }
+    if !mounts_at(&abs).is_empty() {
+        return Err(Error::bad(FLAG, format!("{}: something is already mounted there", abs.display())));
+    }
+    let mut rd = std::fs::read_dir(&abs).map_err(|e| Error::bad(FLAG, format!("{}: {e}", abs.display())))?;
+    if rd.next().is_some() {
+        return Err(Error::bad(FLAG, format!("{}: not empty (mount would hide what is in it)", abs.display())));
+    }
+    Ok(abs)
+}
+
+/// Bring `spec` up at `dir` with `bytes` of image and leave it mounted (see the module docs).
+pub fn mount(spec: &FsSpec, dir: &Path, bytes: u64) -> Result<Mounted> {
+    ManagedFs::preflight(std::slice::from_ref(spec), bytes)?;
+    let dir = check_dir(dir)?;
+    let fs = ManagedFs::create_in(spec, bytes, 0, Some(&dir))?;
+    let details = fs.details().clone();
+    let record = fs.keep_mounted()?;
+    Ok(Mounted { dir, details, record })
+}
+
+/// The records of `manyfiles mount`s (path, record).
+pub fn persistent_records() -> Vec<(PathBuf, Record)> {
+    let Ok(rd) = std::fs::read_dir(registry::state_dir()) else { return Vec::new() };
+    let mut v: Vec<(PathBuf, Record)> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| {
+            let r: Record = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
+            r.persistent.then_some((p, r))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// Take down the `manyfiles mount` at `dir`: unmount, detach, stop its daemons, delete
+/// its image; DIR stays. Refused when no `manyfiles mount` is recorded there.
+pub fn umount(dir: &Path) -> Result<CleanupReport> {
+    if !rustix::process::geteuid().is_root() {
+        return Err(Error::bad("DIR", "umount of a manyfiles mount needs root (as mount did)"));
+    }
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let _lock = registry::cleanup_lock(&registry::ensure_state_dir()?)?;
+    let mine: Vec<(PathBuf, Record)> =
+        persistent_records().into_iter().filter(|(_, r)| r.mount_point.as_deref() == Some(abs.as_path())).collect();
+    if mine.is_empty() {
+        return Err(Error::bad("DIR", format!("{}: no manyfiles mount is recorded there", abs.display())));
+    }
+    let mut rep = CleanupReport::default();
+    for (path, rec) in mine {
+        let before = rep.problems.len();
+        registry::clean_record(&rec, &mut rep);
+        if rep.problems.len() == before {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(path.with_extension("lock"));
+        } else {
+            rep.problems.push(format!("{}: kept because of the problems above", path.display()));
+        }
+    }
+    if !rep.problems.is_empty() {
+        return Err(Error::failed(rep.to_string()));
+    }
+    Ok(rep)
+}

@@ -1,0 +1,239 @@
+//! Device classes (`@class:`): every preset set up and torn down with nothing left (no
+//! nbdkit, nbdfuse, loop device or mount), `manyfiles mount`/`umount`, SIGINT and kill -9
+//! of a ladder followed by `cleanup`, and a missing tool named with its package. Needs
+//! root, nbdkit and nbdfuse: without them each test prints why it skipped, except under
+//! CI (CI=true), where .ci/run installs them and a skip is a failure.
+
+mod common;
+
+use manyfiles::storage::fsspec::FsSpec;
+use manyfiles::storage::managed::ManagedFs;
+use manyfiles::storage::registry;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1 << 20;
+
+/// Tests that run `cleanup` go one at a time (a cleanup could take another test's record).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why this machine cannot run the tests, if it cannot.
+fn missing() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root".into());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for (tool, pkg) in manyfiles::storage::nbd_stack::TOOLS {
+        if manyfiles::storage::managed::find_in_path(tool, &path).is_none() {
+            return Some(format!("needs {tool} (Debian package {pkg})"));
+        }
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("needs /dev/fuse".into());
+    }
+    None
+}
+
+macro_rules! need_stack {
+    () => {
+        if let Some(why) = missing() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: {why}");
+            println!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+/// nbdkit and nbdfuse processes whose argv names something under `dir`.
+fn daemons_in(dir: &Path) -> Vec<(u32, String)> {
+    let d = dir.display().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let args: Vec<String> =
+            cmd.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let Some(tool) = args.first().map(|a| a.rsplit('/').next().unwrap_or(a).to_string()) else { continue };
+        if (tool == "nbdkit" || tool == "nbdfuse") && args.iter().any(|a| a.starts_with(&d)) {
+            out.push((pid, tool));
+        }
+    }
+    out
+}
+
+/// Everything a stack leaves if it is not torn down: daemons, the FUSE mount, loop
+/// devices on its disk, the directory. Empty when all is gone.
+fn leftovers(nbd_dir: &Path, mount_point: &Path) -> Vec<String> {
+    let mut v: Vec<String> = daemons_in(nbd_dir).into_iter().map(|(p, t)| format!("{t} pid {p}")).collect();
+    let disk = manyfiles::storage::nbd_stack::disk_file(nbd_dir);
+    v.extend(registry::loops_backed_by(&disk).into_iter().map(|d| format!("loop {d}")));
+    v.extend(
+        registry::mounts()
+            .into_iter()
+            .filter(|m| m.mount_point.starts_with(nbd_dir))
+            .map(|m| format!("mount {:?}", m.mount_point)),
+    );
+    v.extend(
+        registry::mounts_at(mount_point)
+            .into_iter()
+            .map(|m| format!("mount {} ({})", mount_point.display(), m.fs_type)),
+    );
+    if nbd_dir.exists() {
+        v.push(format!("directory {}", nbd_dir.display()));
+    }
+    v
+}
+
+/// The registry records naming a device class stack: (record path, stack dir, mount point).
+fn class_records() -> Vec<(PathBuf, PathBuf, PathBuf)> {
+    std::fs::read_dir(registry::state_dir())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .filter_map(|p| {
+                    let r: registry::Record = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
+                    Some((p, r.nbd_dir?, r.mount_point?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_preset_sets_up_and_tears_down() {
+    need_stack!();
+    for p in manyfiles::storage::device_class::PRESETS {
+        let spec = FsSpec::parse(&format!("ext4@class:{}", p.name)).unwrap();
+        let t0 = Instant::now();
+        let mut fs = ManagedFs::create(&spec, 64 * MIB).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        let mp = fs.mount_point().to_path_buf();
+        let d = fs.details().clone();
+        let c = d.class.clone().expect("class details recorded");
+        assert_eq!(c.class.name, p.name);
+        assert!(c.nbdkit_version.starts_with("nbdkit"), "{}", c.nbdkit_version);
+        assert!(c.nbdfuse_version.contains("nbdfuse"), "{}", c.nbdfuse_version);
+        assert!(c.nbdkit_command.iter().any(|a| a == "--filter=delay"));
+        assert_eq!(registry::mounts_at(&mp).last().unwrap().fs_type, "ext4");
+        std::fs::write(mp.join("f"), vec![7u8; 65536]).unwrap();
+        let nbd_dir = d.image.parent().unwrap().parent().unwrap().to_path_buf();
+        assert_eq!(daemons_in(&nbd_dir).len(), 2, "{}: nbdkit and nbdfuse serve it", p.name);
+        assert!(fs.serving_pids().len() >= 2);
+        fs.teardown().unwrap();
+        let left = leftovers(&nbd_dir, &mp);
+        assert!(left.is_empty(), "{}: left {left:?}", p.name);
+        println!("{}: set up, written, torn down in {:.1} s", p.name, t0.elapsed().as_secs_f64());
+    }
+}
+
+#[test]
+fn mount_and_umount_leave_nothing() {
+    need_stack!();
+    let _g = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let mp = dir.path().canonicalize().unwrap();
+    let r = common::run(["mount", "ext4@class:ebs-magnetic", mp.to_str().unwrap(), "--size", "128MiB"]);
+    r.ok();
+    assert!(r.stdout.contains("class ebs-magnetic") && r.stdout.contains("umount"), "{}", r.stdout);
+    assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some("ext4"));
+    let (rec, nbd_dir, _) = class_records().into_iter().find(|(_, _, m)| *m == mp).expect("registered");
+    assert_eq!(daemons_in(&nbd_dir).len(), 2, "nbdkit and nbdfuse outlive the mount command");
+    std::fs::write(mp.join("data"), b"user data").unwrap();
+    // Plain cleanup leaves the user's mount alone.
+    let c = common::run(["cleanup"]);
+    c.ok();
+    assert!(registry::mounts_at(&mp).last().is_some() && rec.exists(), "cleanup kept the mount: {}", c.stdout);
+    // umount of a directory with no manyfiles mount is refused.
+    let other = tempfile::tempdir_in("/var/tmp").unwrap();
+    common::run(["umount", other.path().to_str().unwrap()]).expect_code(2);
+    let u = common::run(["umount", mp.to_str().unwrap()]);
+    u.ok();
+    let left = leftovers(&nbd_dir, &mp);
+    assert!(left.is_empty(), "umount left {left:?}");
+    assert!(!rec.exists() && !rec.with_extension("lock").exists());
+    assert!(mp.is_dir(), "the user's directory stays");
+}
+
+/// Start a ladder on a class target, wait until its stack serves a mount, signal it.
+fn ladder_then(sig: i32) -> (PathBuf, PathBuf, std::process::ExitStatus) {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(common::bin())
+        .args(["ladder", "--fs", "ext4@class:ebs-gp2", "--total", "2MiB", "--to", "64", "--runs", "50", "--quiet"])
+        .arg("--target")
+        .arg(out.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let found = loop {
+        let mine = class_records().into_iter().find(|(r, _, mp)| {
+            let rec: Option<registry::Record> = serde_json::from_slice(&std::fs::read(r).unwrap_or_default()).ok();
+            rec.is_some_and(|x| x.pid == child.id()) && !registry::mounts_at(mp).is_empty()
+        });
+        if let Some(f) = mine {
+            break f;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "the ladder's class target never came up");
+        assert!(child.try_wait().unwrap().is_none(), "the ladder ended before its target came up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(500)); // into the trials
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let st = child.wait().unwrap();
+    (found.1, found.2, st)
+}
+
+#[test]
+fn sigint_tears_the_stack_down() {
+    need_stack!();
+    let _g = serial();
+    let (nbd_dir, mp, st) = ladder_then(libc::SIGINT);
+    assert!(!st.success(), "interrupted: {st}");
+    let left = leftovers(&nbd_dir, &mp);
+    assert!(left.is_empty(), "after SIGINT the run left {left:?}");
+}
+
+#[test]
+fn kill_9_then_cleanup_removes_the_stack() {
+    need_stack!();
+    let _g = serial();
+    let (nbd_dir, mp, _) = ladder_then(libc::SIGKILL);
+    assert_eq!(daemons_in(&nbd_dir).len(), 2, "nbdkit and nbdfuse outlive a kill -9");
+    assert!(!registry::mounts_at(&mp).is_empty(), "and so does the mount");
+    let rep = registry::cleanup().unwrap();
+    assert!(rep.problems.is_empty(), "{rep}");
+    let left = leftovers(&nbd_dir, &mp);
+    assert!(left.is_empty(), "cleanup left {left:?}: {rep}");
+    assert!(!mp.exists());
+}
+
+#[test]
+fn a_missing_tool_names_its_package() {
+    need_stack!();
+    let specs = vec![FsSpec::parse("ext4@class:hdd").unwrap()];
+    // Everything an ext4 needs, but not nbdkit; then nbdkit but not nbdfuse.
+    let dir = tempfile::tempdir().unwrap();
+    let link = |t: &str| {
+        let real = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"].iter().map(|d| Path::new(d).join(t)).find(|p| p.exists());
+        std::os::unix::fs::symlink(real.unwrap(), dir.path().join(t)).unwrap();
+    };
+    for t in ["mkfs.ext4", "losetup", "mount", "umount", "setsid"] {
+        link(t);
+    }
+    let e = ManagedFs::preflight_in(&specs, 64 * MIB, dir.path().as_os_str()).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("nbdkit not found: install the Debian package nbdkit"), "{e}");
+    assert!(!e.to_string().contains('\n'));
+    link("nbdkit");
+    let e = ManagedFs::preflight_in(&specs, 64 * MIB, dir.path().as_os_str()).unwrap_err();
+    assert!(e.to_string().contains("nbdfuse not found: install the Debian package libnbd-bin"), "{e}");
+}
