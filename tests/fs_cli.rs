@@ -71,10 +71,16 @@ fn ladder_on_two_managed_file_systems() {
     assert_eq!(targets[0]["block_size"], 1024, "ext4:1k formatted with 1 KiB blocks");
     assert!(targets[0]["managed"]["mkfs_command"].as_array().unwrap().iter().any(|a| a == "mkfs.ext4"));
     assert_eq!(targets[1]["fs_type"], "tmpfs");
-    // 4 rungs × 3 ops × 2 runs × 2 targets, interleaved: target alternates
+    // 4 rungs × 3 ops × 2 runs × 2 targets, interleaved: each pass (24 measurements)
+    // holds every (rung, target) once, in a shuffled order
     let ms = d["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 4 * 3 * 2 * 2);
-    assert_ne!(ms[0]["target"], ms[3]["target"], "interleaved order alternates targets");
+    for pass in ms.chunks(24) {
+        let mut cells: Vec<String> = pass.iter().map(|m| format!("{} {}", m["target"], m["tree_files"])).collect();
+        cells.sort();
+        cells.dedup();
+        assert_eq!(cells.len(), 8, "every rung on both targets once per pass: {cells:?}");
+    }
     assert!(ms.iter().all(|m| m["errors"] == 0 && m["interrupted"] == false));
     assert_eq!(d["complete"], true);
     // a fresh format before every trial: 4 rungs × 2 runs
