@@ -454,24 +454,8 @@ mod tests {
         use crate::measure::PhaseResult;
         use crate::measure::provenance::Provenance;
         use crate::results::{ExperimentInfo, Measurement};
-        use crate::storage::TargetInfo;
         use crate::tree::{Content, Layout, SizeDist, TreeSpec};
-        let target = |id: &str, fs: &str| TargetInfo {
-            id: id.into(),
-            kind: "dir".into(),
-            path: "/x".into(),
-            fs_type: fs.into(),
-            mount_point: "/x".into(),
-            mount_source: "/dev/x".into(),
-            mount_options: String::new(),
-            block_size: 4096,
-            free_bytes: 1 << 30,
-            total_bytes: 1 << 31,
-            read_only: false,
-            managed: None,
-            device: None,
-            label: String::new(),
-        };
+        let target = crate::results::testing::dir_target;
         let experiment = ExperimentInfo {
             name: "pack".into(),
             ops: ops.iter().map(|(o, _)| o.to_string()).collect(),

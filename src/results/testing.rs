@@ -6,14 +6,13 @@ use crate::measure::provenance::Provenance;
 use crate::storage::TargetInfo;
 use crate::tree::{Content, Layout, SizeDist, TreeSpec};
 
-/// A `ladder` result set of one cell (`dir`, `create`, 256 files of 4 KiB) whose runs
-/// took `times` seconds, derived.
-pub fn one_cell(times: &[f64]) -> ResultSet {
-    let target = TargetInfo {
-        id: "dir".into(),
+/// A directory target `id` on a file system of type `fs`, as tests need one.
+pub fn dir_target(id: &str, fs: &str) -> TargetInfo {
+    TargetInfo {
+        id: id.into(),
         kind: "dir".into(),
         path: "/x".into(),
-        fs_type: "ext4".into(),
+        fs_type: fs.into(),
         mount_point: "/x".into(),
         mount_source: "/dev/x".into(),
         mount_options: String::new(),
@@ -24,7 +23,13 @@ pub fn one_cell(times: &[f64]) -> ResultSet {
         managed: None,
         device: None,
         label: String::new(),
-    };
+    }
+}
+
+/// A `ladder` result set of one cell (`dir`, `create`, 256 files of 4 KiB) whose runs
+/// took `times` seconds, derived.
+pub fn one_cell(times: &[f64]) -> ResultSet {
+    let target = dir_target("dir", "ext4");
     let experiment = ExperimentInfo {
         name: "ladder".into(),
         ops: vec!["create".into()],
