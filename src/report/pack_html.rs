@@ -92,7 +92,7 @@ pub fn section(rs: &ResultSet) -> String {
             ));
         }
     }
-    h.push_str("</table>\n<p class=\"muted\">Medians of the per-run totals of complete runs with their 95% intervals (order statistics and blocks of runs). \
+    h.push_str("</table>\n<p class=\"muted\">Medians of the per-run totals of complete runs with their 95% intervals (order statistics over the runs, taken as independent: variation between blocks is not in these). \
         per copy: copy the container + unpack it, or mount + read every file + unmount; × = loose / packed (above 1 packing is faster); \
         * only Linux opens the container (squashfs, EROFS and ext4 images: Windows and macOS mount none); tar and tar.zst every system unpacks; \
         space: the container, or what the loose copy took.</p>\n");
