@@ -213,33 +213,6 @@ pub(crate) enum Stop {
 /// early, if it did.
 pub(crate) type TrialOutcome = (Vec<(String, PhaseResult)>, Option<Stop>);
 
-/// One trial: (pass, tree index, target index), in `order`. Interleaved passes are
-/// shuffled with `seed` (each pass holds every cell once, in its own order), so no
-/// cell always follows the same neighbour.
-fn trials(order: Order, passes: u32, trees: usize, targets: usize, seed: u64) -> Vec<(u32, usize, usize)> {
-    let mut v = Vec::with_capacity(passes as usize * trees * targets);
-    match order {
-        Order::Interleaved => {
-            for p in 0..passes {
-                let mut pass: Vec<(u32, usize, usize)> =
-                    (0..trees).flat_map(|t| (0..targets).map(move |g| (p, t, g))).collect();
-                rounds::shuffle(&mut pass, seed, p as u64);
-                v.extend(pass);
-            }
-        }
-        Order::Sequential => {
-            for g in 0..targets {
-                for p in 0..passes {
-                    for t in 0..trees {
-                        v.push((p, t, g));
-                    }
-                }
-            }
-        }
-    }
-    v
-}
-
 /// A tree as measurements record it.
 pub(crate) struct TreeMeta {
     pub spec: TreeSpec,
@@ -304,9 +277,9 @@ pub(crate) fn drive(
         s[0] as u64 | (s[1] as u64) << 32
     };
     let mut batch: std::collections::VecDeque<(u32, usize, usize)> = match d.runs {
-        rounds::Runs::Fixed(n) => trials(d.order, d.warmup + n, trees.len(), targets.len(), seed),
+        rounds::Runs::Fixed(n) => rounds::trials(d.order, d.warmup + n, trees.len(), targets.len(), seed),
         // Warmups first (unrecorded), then rounds decided as results come in.
-        rounds::Runs::Adaptive(_) => trials(d.order, d.warmup, trees.len(), targets.len(), seed),
+        rounds::Runs::Adaptive(_) => rounds::trials(d.order, d.warmup, trees.len(), targets.len(), seed),
     }
     .into();
     // The last block each target began (`LiveTarget::new_block` before each next one).
@@ -776,33 +749,4 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn trial_order() {
-        // (pass, tree, target)
-        assert_eq!(trials(Order::Sequential, 2, 1, 2, 7), vec![(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
-        // Interleaved: each pass holds every cell once, passes in order, the cells of a
-        // pass shuffled (some seed gives an order other than the plain one).
-        let cells = |v: &[(u32, usize, usize)]| {
-            let mut c: Vec<(usize, usize)> = v.iter().map(|&(_, t, g)| (t, g)).collect();
-            c.sort_unstable();
-            c
-        };
-        let mut moved = false;
-        for seed in 0..20 {
-            let v = trials(Order::Interleaved, 3, 3, 2, seed);
-            assert_eq!(v.len(), 18);
-            for (p, pass) in v.chunks(6).enumerate() {
-                assert!(pass.iter().all(|&(q, _, _)| q == p as u32));
-                assert_eq!(cells(pass), (0..3).flat_map(|t| (0..2).map(move |g| (t, g))).collect::<Vec<_>>());
-            }
-            moved |= v[..6].iter().map(|&(_, t, g)| (t, g)).collect::<Vec<_>>() != cells(&v[..6]);
-        }
-        assert!(moved, "the passes are shuffled");
-    }
 }

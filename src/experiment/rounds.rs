@@ -111,6 +111,33 @@ pub fn clock_seed() -> u64 {
     now.as_nanos() as u64 ^ (std::process::id() as u64) << 32
 }
 
+/// One trial: (pass, tree index, target index), in `order`. Interleaved passes are
+/// shuffled with `seed` (each pass holds every cell once, in its own order), so no
+/// cell always follows the same neighbour.
+pub fn trials(order: super::Order, passes: u32, trees: usize, targets: usize, seed: u64) -> Vec<(u32, usize, usize)> {
+    let mut v = Vec::with_capacity(passes as usize * trees * targets);
+    match order {
+        super::Order::Interleaved => {
+            for p in 0..passes {
+                let mut pass: Vec<(u32, usize, usize)> =
+                    (0..trees).flat_map(|t| (0..targets).map(move |g| (p, t, g))).collect();
+                shuffle(&mut pass, seed, p as u64);
+                v.extend(pass);
+            }
+        }
+        super::Order::Sequential => {
+            for g in 0..targets {
+                for p in 0..passes {
+                    for t in 0..trees {
+                        v.push((p, t, g));
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
 /// What to run next.
 pub enum Next {
     /// These cells (tree, target), one trial each, in this order.
@@ -383,6 +410,33 @@ mod tests {
                 assert!(cov >= 0.94, "{}: coverage {cov} (seed {seed:#x})", k.name);
             }
         }
+    }
+
+    #[test]
+    fn trial_order() {
+        // (pass, tree, target)
+        assert_eq!(
+            trials(super::super::Order::Sequential, 2, 1, 2, 7),
+            vec![(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]
+        );
+        // Interleaved: each pass holds every cell once, passes in order, the cells of a
+        // pass shuffled (some seed gives an order other than the plain one).
+        let cells = |v: &[(u32, usize, usize)]| {
+            let mut c: Vec<(usize, usize)> = v.iter().map(|&(_, t, g)| (t, g)).collect();
+            c.sort_unstable();
+            c
+        };
+        let mut moved = false;
+        for seed in 0..20 {
+            let v = trials(super::super::Order::Interleaved, 3, 3, 2, seed);
+            assert_eq!(v.len(), 18);
+            for (p, pass) in v.chunks(6).enumerate() {
+                assert!(pass.iter().all(|&(q, _, _)| q == p as u32));
+                assert_eq!(cells(pass), (0..3).flat_map(|t| (0..2).map(move |g| (t, g))).collect::<Vec<_>>());
+            }
+            moved |= v[..6].iter().map(|&(_, t, g)| (t, g)).collect::<Vec<_>>() != cells(&v[..6]);
+        }
+        assert!(moved, "the passes are shuffled");
     }
 
     #[test]
