@@ -209,13 +209,30 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
     let log = dir.join("nbdkit.log");
     spawn_detached(&kit, &log)?;
     let pidfile = dir.join("nbdkit.pid");
-    wait_ready(dir, "nbdkit", &log, || sock(dir).exists() && pidfile.exists())?;
+    // Ready when it accepts a connection: a socket file alone may have no listener.
+    let accepts = || std::os::unix::net::UnixStream::connect(sock(dir)).is_ok();
+    wait_ready(dir, "nbdkit", &log, || pidfile.exists() && accepts())?;
     let fuse = nbdfuse_argv(dir, class.qd);
     let flog = dir.join("nbdfuse.log");
-    spawn_detached(&fuse, &flog)?;
     let fpid = dir.join("nbdfuse.pid");
     let file = disk_file(dir);
-    wait_ready(dir, "nbdfuse", &flog, || fpid.exists() && std::fs::metadata(&file).is_ok_and(|m| m.len() == bytes))?;
+    let fuse_ready = || fpid.exists() && std::fs::metadata(&file).is_ok_and(|m| m.len() == bytes);
+    spawn_detached(&fuse, &flog)?;
+    if let Err(first) = wait_ready(dir, "nbdfuse", &flog, fuse_ready) {
+        // nbdfuse could not connect to an nbdkit that was accepting a moment ago (seen
+        // once in CI: "Connection refused"). Say which daemon failed, with its own log;
+        // start nbdfuse once more when nbdkit is still serving.
+        let running = |name: &str| stack_pids(&sock(dir).display().to_string()).iter().any(|(_, n)| *n == name);
+        if !accepts() {
+            let state = if running("nbdkit") { "runs but no longer accepts connections" } else { "has exited" };
+            return Err(Error::failed(format!("{first}; nbdkit {state}: {}", last_line(&log))));
+        }
+        if crate::signals::pending() != 0 || running("nbdfuse") || !mounts_at(&fuse_dir(dir)).is_empty() {
+            return Err(first);
+        }
+        spawn_detached(&fuse, &flog)?;
+        wait_ready(dir, "nbdfuse", &flog, fuse_ready).map_err(|e| Error::failed(format!("{first}; then, started again: {e}")))?;
+    }
     Ok(ClassDetails {
         class: class.clone(),
         delay_read_ms: delay_ms(class, &class.read),
