@@ -222,12 +222,12 @@ fn predict_calibrates_on_a_directory() {
     ];
     let r = run(args);
     r.ok();
-    // Rows for copy, read, scan (stat) and delete, each with an interval around its point.
+    // Rows for copy, read, scan (the scan engine's walk) and rm, each with an interval around its point.
     let v = load_json(&out);
     assert_eq!(u(&v, "runs_ahead"), 1);
     assert_eq!((u(&v["tree"], "files"), u(&v["tree"], "dirs")), (inv.files, inv.dirs));
     let preds = arr(&v, "predictions");
-    for op in ["copy", "read", "stat", "delete"] {
+    for op in ["copy", "read", "walk", "rm"] {
         let p = preds.iter().find(|p| p["op"] == op).unwrap_or_else(|| panic!("no {op} row: {v:#}"));
         let (x, iv) = (f(p, "seconds"), p["interval95"].as_array().expect("an interval"));
         let (lo, hi) = (iv[0].as_f64().unwrap(), iv[1].as_f64().unwrap());
@@ -236,7 +236,14 @@ fn predict_calibrates_on_a_directory() {
         assert!(arr(p, "extrapolation").is_empty(), "{op}: {p:#}");
         assert!(f(&p["reach"], "distance_ratio") <= 1.1, "{op}: {p:#}");
     }
-    for w in ["copy (onto the target)", "scan (stat)", "read", "delete", "predicted time of one run", "check: "] {
+    for w in [
+        "copy (onto the target)",
+        "scan (walk + statx)",
+        "read",
+        "rm (the whole tree)",
+        "predicted time of one run",
+        "check, one run each",
+    ] {
         assert!(r.stdout.contains(w), "{w}: {}", r.stdout);
     }
     assert!(!r.stdout.contains("OUTSIDE"), "{}", r.stdout);

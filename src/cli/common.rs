@@ -49,7 +49,8 @@ pub const UNTIL_HINTS: Hint = Hint(&["durable", "returned"]);
 pub const ORDER_HINTS: Hint = Hint(&["interleaved", "sequential"]);
 pub const CONTENT_HINTS: Hint = Hint(&["random", "zeros", "compressible:2"]);
 pub const FSYNC_HINTS: Hint = Hint(&["none", "file", "dir", "end"]);
-pub const OPS_HINTS: Hint = Hint(&["create", "stat", "list", "read", "scan", "rescan", "delete", "reformat"]);
+pub const OPS_HINTS: Hint =
+    Hint(&["create", "stat", "list", "read", "walk", "scan", "rescan", "rm", "delete", "reformat"]);
 pub const TREE_HINTS: Hint = Hint(&["nextcloud-like"]);
 pub const DB_HINTS: Hint = Hint(&["sqlite:", "postgres://"]);
 

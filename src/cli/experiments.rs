@@ -31,7 +31,7 @@ pub struct LadderArgs {
     /// Multiply the file count by this from rung to rung
     #[arg(long, default_value = "4", value_parser = parse_count)]
     pub step: u64,
-    /// Ops to time, comma separated (create, stat, list, read, scan, rescan, delete;
+    /// Ops to time, comma separated (create, stat, list, read, walk, scan, rescan, rm or delete;
     /// reformat on --fs targets: unmount, mkfs, mount with the tree on it, beside delete)
     #[arg(long, default_value = "create,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
     pub ops: String,
@@ -49,8 +49,8 @@ pub struct LadderArgs {
 pub struct OpsArgs {
     #[command(flatten)]
     pub tree: TreeSizeArgs,
-    /// Ops to time, comma separated, run in this order: create, stat, list, read, scan, rescan,
-    /// delete, reformat (--fs targets: unmount, mkfs, mount with the tree on it)
+    /// Ops to time, comma separated, run in this order: create, stat, list, read, walk, scan,
+    /// rescan, rm or delete, reformat (--fs targets: unmount, mkfs, mount with the tree on it)
     #[arg(long, default_value = "create,stat,list,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
     pub ops: String,
     #[command(flatten)]

@@ -34,9 +34,12 @@ use crate::tree::inventory::Inventory;
 use crate::tree::{Content, TreeSpec};
 use std::path::PathBuf;
 
-/// The ops a calibration times: what `predict` then predicts (copy onto the target,
-/// read, scan = stat, delete; create is the copy's writing without its reading).
-pub const OPS: [&str; 5] = ["create", "stat", "read", "copy", "delete"];
+/// The ops a calibration times: what `predict` then predicts, each the engine the user
+/// checks it with (copy: `manyfiles copy`; walk: `manyfiles scan` without an index; rm:
+/// `manyfiles rm`), made cold before and durable (a syncfs) inside the time as the
+/// check's `--cold --durable` are; read (every file read once) and create (the copy's
+/// writing without its reading) have no engine of their own.
+pub const OPS: [&str; 5] = ["create", "walk", "read", "copy", "rm"];
 
 /// How big the calibration's trees may get.
 #[derive(Debug, Clone, Copy, PartialEq)]

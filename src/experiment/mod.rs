@@ -159,7 +159,7 @@ pub fn add_commands(ops: &mut Vec<String>, cmds: &[external::ExternalCmd]) -> Re
         if ops.contains(&name) {
             return Err(Error::bad("--cmd", format!("{} given twice", c.name)));
         }
-        let at = ops.iter().position(|o| o == "delete").unwrap_or(ops.len());
+        let at = ops.iter().position(|o| ops::removes_tree(o)).unwrap_or(ops.len());
         ops.insert(at, name);
     }
     Ok(())
@@ -566,16 +566,21 @@ fn run_tree(
         Err(e) => return (done, Some(Stop::Failed(e.to_string()))),
     };
     let reformat = wanted.iter().any(|w| w == REFORMAT);
+    let mut pairs_ran = false;
+    let rm_timed = wanted.iter().any(|w| w == "rm");
     for op in all_ops {
         let name = op.name();
         let timed = wanted.iter().any(|w| w == name);
-        if name == "delete" && !env.pairs.is_empty() {
-            if let Some(stop) = run_pairs(rundir, tree, env, &mut done) {
-                return (done, Some(stop));
+        if ops::removes_tree(name) && !pairs_ran {
+            pairs_ran = true;
+            if !env.pairs.is_empty() {
+                if let Some(stop) = run_pairs(rundir, tree, env, &mut done) {
+                    return (done, Some(stop));
+                }
             }
         }
-        if !timed && name != "create" && name != "delete" {
-            continue;
+        if !timed && name != "create" && (name != "delete" || rm_timed) {
+            continue; // (the tree is gone when rm ran)
         }
         if !timed && name == "delete" && rundir.disposable() {
             return (done, None); // the next trial's format removes the tree

@@ -14,6 +14,7 @@ pub mod list;
 pub mod pack;
 pub mod read;
 pub mod registry;
+pub mod rm;
 pub mod scan;
 pub mod stat;
 pub mod sync;
@@ -39,7 +40,7 @@ pub use list::List;
 pub use read::Read;
 pub use stat::Stat;
 
-pub use registry::{OP_NAMES, REFORMAT, op_by_name, parse_ops, reads_tree};
+pub use registry::{OP_NAMES, REFORMAT, op_by_name, parse_ops, reads_tree, removes_tree};
 
 /// One timed kind of work over a tree.
 pub trait Op: Sync {

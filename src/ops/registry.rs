@@ -5,7 +5,7 @@ use super::{CreateOptions, Op};
 use crate::error::{Error, Result};
 
 /// The ops a tree experiment knows, in the order they can run on one tree.
-pub const OP_NAMES: [&str; 7] = ["create", "stat", "list", "read", "scan", "rescan", "delete"];
+pub const OP_NAMES: [&str; 9] = ["create", "stat", "list", "read", "walk", "scan", "rescan", "rm", "delete"];
 
 /// The `reformat` op: at the end of a trial, with the tree still on it, the managed
 /// file system is unmounted, formatted and mounted again, timed as a whole: what
@@ -15,6 +15,11 @@ pub const REFORMAT: &str = "reformat";
 /// Phases that read a tree (every pair op reads its source): made cold before.
 pub fn reads_tree(op: &str) -> bool {
     !matches!(op, "create" | "delete" | REFORMAT)
+}
+
+/// The ops that remove the tree at the end of a trial (pair ops run before them).
+pub fn removes_tree(op: &str) -> bool {
+    op == "delete" || op == "rm"
 }
 
 /// Parse `create,read,delete` into the canonical order; errors name `--ops`. Pair ops
@@ -53,8 +58,14 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     if want.iter().any(|w| w == "rescan") && !want.iter().any(|w| w == "scan") {
         return Err(Error::bad("--ops", "rescan needs scan before it (it rescans scan's index)"));
     }
+    if want.iter().any(|w| w == "rm") && (want.iter().any(|w| w == "delete") || reformat) {
+        return Err(Error::bad(
+            "--ops",
+            "rm removes the tree as delete does: give one of rm and delete, and rm without reformat",
+        ));
+    }
     let mut v: Vec<String> = OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
-    let at = v.iter().position(|o| o == "delete").unwrap_or(v.len());
+    let at = v.iter().position(|o| removes_tree(o)).unwrap_or(v.len());
     v.splice(at..at, pairs);
     if reformat {
         v.push(REFORMAT.to_string());
@@ -68,8 +79,10 @@ pub fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
         "stat" => Box::new(super::Stat),
         "list" => Box::new(super::List),
         "read" => Box::new(super::Read),
-        "scan" => Box::new(super::scan::Scan { rescan: false }),
-        "rescan" => Box::new(super::scan::Scan { rescan: true }),
+        "walk" => Box::new(super::scan::Scan { rescan: false, index: false }),
+        "scan" => Box::new(super::scan::Scan { rescan: false, index: true }),
+        "rescan" => Box::new(super::scan::Scan { rescan: true, index: true }),
+        "rm" => Box::new(super::rm::Rm),
         "delete" => Box::new(super::Delete),
         other => unreachable!("op names are checked by parse_ops: {other}"),
     }
@@ -84,6 +97,12 @@ mod tests {
         assert_eq!(parse_ops("delete,create").unwrap(), vec!["create", "delete"]);
         assert_eq!(parse_ops("read,bogus").unwrap_err().exit_code(), 2);
         assert_eq!(parse_ops("delete,sync,create,copy").unwrap(), vec!["create", "sync", "copy", "delete"]);
+        assert_eq!(parse_ops("rm,copy,walk,create").unwrap(), vec!["create", "walk", "copy", "rm"]);
+        for bad in ["rm,delete", "create,rm,reformat"] {
+            let e = parse_ops(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains("give one of rm and delete"), "{e}");
+        }
         assert_eq!(parse_ops("sync-change:5").unwrap(), vec!["sync-change:5"]);
         assert_eq!(parse_ops("sync-change:0").unwrap_err().exit_code(), 2);
     }

@@ -1,6 +1,7 @@
-//! scan / rescan as ops: the whole `scan` engine (walk + statx + SQLite index) over the
-//! generated tree, timed as one operation, so an experiment can compare the storage's
-//! stat cost with the cost of indexing. The index lives beside the tree in the run
+//! scan / rescan / walk as ops: the whole `scan` engine (walk + statx + SQLite index) over
+//! the generated tree, timed as one operation, so an experiment can compare the storage's
+//! stat cost with the cost of indexing; `walk` is the engine without an index (what
+//! `manyfiles scan DIR` does without `--db`: `predict` calibrates its scan with it). The index lives beside the tree in the run
 //! directory (on the storage under test). `rescan` needs `scan` earlier in the same
 //! trial and, on an unchanged tree, measures the diff against a full index.
 
@@ -13,6 +14,8 @@ use std::time::Instant;
 
 pub struct Scan {
     pub rescan: bool,
+    /// Write the SQLite index (scan, rescan); without it: `walk`.
+    pub index: bool,
 }
 
 /// File name of the index, in the run directory next to the tree.
@@ -29,7 +32,11 @@ impl Scan {
 
 impl Op for Scan {
     fn name(&self) -> &'static str {
-        if self.rescan { "rescan" } else { "scan" }
+        match (self.index, self.rescan) {
+            (false, _) => "walk",
+            (true, true) => "rescan",
+            (true, false) => "scan",
+        }
     }
 
     /// All the work is here (the engine runs its own walk threads); units do nothing.
@@ -39,16 +46,16 @@ impl Op for Scan {
             Ok(p) => p,
             Err(e) => return w.fail(format!("{}: cannot find the tree's path: {e}", self.name())),
         };
-        if !self.rescan {
+        if self.index && !self.rescan {
             for suffix in ["", "-wal", "-shm"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
             }
-        } else if !index.exists() {
+        } else if self.rescan && !index.exists() {
             return w.fail("rescan: no index (give scan before rescan in --ops)".into());
         }
         let cfg = ScanConfig {
             root: tree,
-            db: Some(DbUrl::Sqlite(index)),
+            db: self.index.then_some(DbUrl::Sqlite(index)),
             inventory: None,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             json: None,
@@ -58,7 +65,7 @@ impl Op for Scan {
         };
         match scan(&cfg) {
             Ok(r) => {
-                w.dirs += r.dirs;
+                w.dirs += r.dirs.saturating_sub(1); // the root is not counted (as create's)
                 w.done_many(t0, r.files, r.bytes);
                 if r.errors + r.denied + r.vanished > 0 {
                     w.errors += r.errors + r.denied + r.vanished;

@@ -66,6 +66,8 @@ pub fn predictions(
         let op = match r.op.as_str() {
             "copy" => "copy (onto the target)".to_string(),
             "stat" => "scan (stat)".to_string(),
+            "walk" => "scan (walk + statx)".to_string(),
+            "rm" => "rm (the whole tree)".to_string(),
             o => o.to_string(),
         };
         t.add_row(vec![op, target.clone(), fmt_prediction(&r.prediction), range]);

@@ -176,8 +176,9 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
     if cfg.calibrated {
         text.push_str(
-            "check: `manyfiles copy --cold --durable PATH DST` on the target (copy), `manyfiles scan PATH` (scan); \
-             calibration copies ran target to target: a copy from another disk also pays that disk's reads\n",
+            "check, one run each, on the target: `manyfiles copy --cold --durable PATH DST` (copy), then \
+             `manyfiles scan --cold DST` (scan) and `manyfiles rm --cold --durable DST` (rm); the calibration's copies \
+             ran target to target: a copy from another disk also pays that disk's reads\n",
         );
     }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {

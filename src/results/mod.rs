@@ -309,7 +309,7 @@ impl ResultSet {
                 ));
             }
             if r.cache.as_deref() == Some("data-evicted")
-                && matches!(m.op.as_str(), "stat" | "list" | "scan" | "rescan")
+                && matches!(m.op.as_str(), "stat" | "list" | "walk" | "scan" | "rescan" | "rm")
             {
                 push(format!(
                     "{} ({}): only file data could be evicted before it (not root): directories and inodes stayed cached, so it ran warm",

@@ -231,7 +231,8 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
             return Err(first);
         }
         spawn_detached(&fuse, &flog)?;
-        wait_ready(dir, "nbdfuse", &flog, fuse_ready).map_err(|e| Error::failed(format!("{first}; then, started again: {e}")))?;
+        wait_ready(dir, "nbdfuse", &flog, fuse_ready)
+            .map_err(|e| Error::failed(format!("{first}; then, started again: {e}")))?;
     }
     Ok(ClassDetails {
         class: class.clone(),
