@@ -1,4 +1,4 @@
-//! Cost model `time = a·files + b·bytes + c·dirs + d·Σ_dir n_dir²` fitted by
+//! Cost model `time = a·files + b·bytes + c·dirs + d·Σ_dir n_dir² + k` fitted by
 //! non-negative weighted least squares on the cells of an experiment.
 //!
 //! `a` (seconds per file) is the per-file cost, `1/b` the bandwidth, `c` the cost
@@ -20,9 +20,16 @@
 //! `a = mean(sᵢ/filesᵢ)`, the unbiased mean of the per-file times, where the
 //! `1/observed²` weighting gave `Σ(f/s)/Σ(f/s)²`.
 //!
-//! There is no intercept. In the typical ladder (a fixed total of bytes split
-//! into 1, 4, 16, ... files) the bytes column is constant and plays the role
-//! of the intercept.
+//! ## The per-run constant
+//!
+//! `k` is what every run pays once, whatever the tree: starting threads, the
+//! syncfs that ends a durable phase, opening the root (issue 27: the scan of a 5,000-file
+//! tree took 47 ms where a model through 0 said 12 ms). It is one more candidate term,
+//! kept as `c` and `d` are: free, beyond 2 standard errors, and preferred by the
+//! criterion. In a ladder of one fixed total (1, 4, 16, … files of 64 MiB in all) the
+//! bytes column is constant too: `b·bytes` and `k` cannot be told apart (the solver
+//! finds the pair singular), one of them takes the constant, and the report says the
+//! bandwidth is not resolved (`ModelRow::bytes_resolved`).
 //!
 //! ## The cell is the unit
 //!
@@ -117,7 +124,10 @@ use super::linalg::{Solution, count, dot, nnls_w, quad};
 use serde::{Deserialize, Serialize};
 
 /// Number of model columns: files, bytes, dirs, Σ n².
-pub const P: usize = 4;
+pub const P: usize = 5;
+
+/// Covariates of a tree (files, bytes, dirs, Σn²): the columns but the constant.
+pub const COVARIATES: usize = 4;
 
 /// One measurement: `seconds` to handle `files` files totalling `bytes` bytes
 /// in `dirs` directories, whose file counts squared sum to `dir_sq`.
@@ -134,7 +144,7 @@ pub struct Point {
 
 impl Point {
     fn g(&self) -> [f64; P] {
-        [self.files, self.bytes, self.dirs, self.dir_sq]
+        [self.files, self.bytes, self.dirs, self.dir_sq, 1.0]
     }
 }
 
@@ -145,7 +155,7 @@ pub fn dir_sq_of(counts: impl IntoIterator<Item = (u64, u64)>) -> f64 {
 }
 
 /// Coefficient names, in column order (also the order of `covariance`).
-pub const COEFFS: [&str; P] = ["per_file", "per_byte", "per_dir", "per_dir_entry"];
+pub const COEFFS: [&str; P] = ["per_file", "per_byte", "per_dir", "per_dir_entry", "per_run"];
 
 /// How the intervals of a model were made (old result files: `points`).
 fn legacy_method() -> String {
@@ -177,14 +187,20 @@ pub struct CostModel {
     /// Standard error of d; 0.0 when d was fixed at 0.
     #[serde(default)]
     pub per_dir_entry_se: f64,
+    /// k: seconds every run pays once (>= 0); 0 when not resolved (older files).
+    #[serde(default)]
+    pub per_run_s: f64,
+    /// Standard error of k; 0.0 when k was fixed at 0.
+    #[serde(default)]
+    pub per_run_se: f64,
     /// AICc of the model without and with the directory-size term (None when
     /// it could not be fitted or had too few cells).
     #[serde(default)]
     pub aicc_plain: Option<f64>,
     #[serde(default)]
     pub aicc_dir_entry: Option<f64>,
-    /// Covariance of (a, b, c, d) (rows and columns in [`COEFFS`] order; 3×3
-    /// without d in older files); zero rows and columns for fixed
+    /// Covariance of (a, b, c, d, k) (rows and columns in [`COEFFS`] order; 3×3
+    /// or 4×4 in older files); zero rows and columns for fixed
     /// coefficients. For prediction intervals.
     #[serde(default)]
     pub covariance: Vec<Vec<f64>>,
@@ -244,13 +260,13 @@ pub struct CostModel {
     /// (files, bytes, dirs, Σn²) of every cell, in cell order: where the model was
     /// calibrated (for [`CostModel::reach`]; empty in older files).
     #[serde(default)]
-    pub cell_covariates: Vec<[f64; P]>,
+    pub cell_covariates: Vec<[f64; COVARIATES]>,
     /// 1/b in bytes per second, when b > 0.
     pub bandwidth_bytes_per_s: Option<f64>,
     /// a/b in bytes, when b > 0: a file costs as much time as this many bytes.
     pub break_even_bytes: Option<f64>,
     /// Coefficients fixed at 0 ("per_file" / "per_byte" / "per_dir" /
-    /// "per_dir_entry"): clamped by the non-negativity constraint, or left out
+    /// "per_dir_entry" / "per_run"): clamped by the non-negativity constraint, or left out
     /// because the data cannot separate them (columns in a fixed ratio, a
     /// column that is all zero, a directory cost within 2 standard errors of 0,
     /// or a directory-size term the AICc does not prefer).
@@ -347,7 +363,7 @@ struct Selected {
 }
 
 /// The term selection of the module docs ("Which coefficients are kept") on weighted
-/// rows: the plain model (a, b) and every resolvable addition of c and d (each added
+/// rows: the plain model (a, b) and every resolvable addition of c, d and k (each added
 /// term free, beyond 2 standard errors, with a still free), the lowest Mallows'
 /// `Cp = RSS/σ² + 2p` winning (a tie keeps fewer terms). σ² is the larger of the full
 /// model's residual variance and `pure`, the run noise left in a cell's median (the
@@ -359,25 +375,28 @@ struct Selected {
 fn select(rows: &[[f64; P]], w: &[f64], pure: f64) -> Option<Selected> {
     let m = rows.len();
     let has_dir_sq = rows.iter().any(|r| r[3] > 0.0);
-    let full = nnls_w(rows, w, &[true, true, true, has_dir_sq]);
+    let full = nnls_w(rows, w, &[true, true, true, has_dir_sq, true]);
     let full_var = full.as_ref().filter(|f| m > count(&f.free)).map(|f| f.rss / (m - count(&f.free)) as f64);
     let sigma2 = full_var.unwrap_or(0.0).max(pure);
-    // One criterion for every candidate: AICc when it exists for the largest model
-    // (m > P + 2), Mallows' Cp otherwise (when σ² is known).
-    let use_aicc = m > P + 2 || sigma2 <= 0.0;
+    // One criterion for every candidate: AICc when it exists for the four-term model
+    // (m > 6; the constant came later and did not move this line), Mallows' Cp
+    // otherwise (when σ² is known).
+    let use_aicc = m > 6 || sigma2 <= 0.0;
     let crit = |s: &Solution<P>| {
         if use_aicc { aicc(s, m) } else { Some(s.rss / sigma2 + 2.0 * count(&s.free) as f64) }
     };
-    let plain = nnls_w(rows, w, &[true, true, false, false])?;
+    let plain = nnls_w(rows, w, &[true, true, false, false, false])?;
     let aicc_plain = aicc(&plain, m);
     let mut aicc_dir_entry = None;
     let mut best_crit = crit(&plain);
     let mut sol = plain;
-    for extra in [[true, false], [false, true], [true, true]] {
+    // Every combination of c, d and k added to (a, b).
+    for bits in 1u8..8 {
+        let extra = [bits & 1 != 0, bits & 2 != 0, bits & 4 != 0];
         if extra[1] && !has_dir_sq {
             continue;
         }
-        let allowed = [true, true, extra[0], extra[1]];
+        let allowed = [true, true, extra[0], extra[1], extra[2]];
         let Some(with) = nnls_w(rows, w, &allowed) else { continue };
         if extra[1] {
             let a = aicc(&with, m);
@@ -522,7 +541,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         cells.iter().map(|c| median_var_factor(c.runs.min(u32::MAX as usize) as u32)).sum::<f64>() / m as f64;
 
     let constrained = (0..P).filter(|&j| !sol.free[j]).map(|j| COEFFS[j].to_string()).collect();
-    let [a, b, c, d] = sol.beta;
+    let [a, b, c, d, k] = sol.beta;
     let bandwidth_bytes_per_s = (b > 0.0).then(|| 1.0 / b).filter(|x| x.is_finite());
     let break_even_bytes = (b > 0.0).then(|| a / b).filter(|x| x.is_finite());
     let residuals = kept
@@ -541,6 +560,8 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         per_dir_se: se(2),
         per_dir_entry_s: d,
         per_dir_entry_se: se(3),
+        per_run_s: k,
+        per_run_se: se(4),
         aicc_plain,
         aicc_dir_entry,
         covariance,
@@ -558,7 +579,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         run_log_sd: finite(run_log_sd),
         run_df,
         cell_median_factor: finite(cell_median_factor),
-        cell_covariates: cells.iter().map(|c| c.g).collect(),
+        cell_covariates: cells.iter().map(|c| [c.g[0], c.g[1], c.g[2], c.g[3]]).collect(),
         bandwidth_bytes_per_s,
         break_even_bytes,
         constrained,
@@ -566,9 +587,13 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
 }
 
 impl CostModel {
-    /// The model's time for a tree: a·files + b·bytes + c·dirs + d·Σn².
+    /// The model's time for a tree: a·files + b·bytes + c·dirs + d·Σn² + k.
     pub fn seconds(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64) -> f64 {
-        self.per_file_s * files + self.per_byte_s * bytes + self.per_dir_s * dirs + self.per_dir_entry_s * dir_sq
+        self.per_file_s * files
+            + self.per_byte_s * bytes
+            + self.per_dir_s * dirs
+            + self.per_dir_entry_s * dir_sq
+            + self.per_run_s
     }
 
     /// Predicted time for a tree, with a 95% prediction interval (module docs):
@@ -576,7 +601,7 @@ impl CostModel {
     /// freedom. Models from older files ("points") keep their interval: Student
     /// t times sqrt(gᵀ·Cov·g + (s·ŝ)²).
     pub fn predict(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64) -> Prediction {
-        let g = [files, bytes, dirs, dir_sq];
+        let g = [files, bytes, dirs, dir_sq, 1.0];
         let seconds = self.seconds(files, bytes, dirs, dir_sq);
         if self.df == 0 {
             return Prediction { seconds, interval95: None };
@@ -614,7 +639,7 @@ impl CostModel {
         if self.interval_method != "cells" || self.run_df == 0 || self.df == 0 || seconds <= 0.0 {
             return self.predict(files, bytes, dirs, dir_sq);
         }
-        let g = [files, bytes, dirs, dir_sq];
+        let g = [files, bytes, dirs, dir_sq, 1.0];
         let run_var = self.run_log_sd * self.run_log_sd;
         let misfit = (self.cv_log_sd * self.cv_log_sd - run_var * self.cell_median_factor).max(0.0);
         let excess = (quad(&g, &self.covariance) / (seconds * seconds) - self.param_rel_var_mean).max(0.0);
@@ -637,7 +662,8 @@ impl CostModel {
             0 => (self.per_file_s, self.per_file_se),
             1 => (self.per_byte_s, self.per_byte_se),
             2 => (self.per_dir_s, self.per_dir_se),
-            _ => (self.per_dir_entry_s, self.per_dir_entry_se),
+            3 => (self.per_dir_entry_s, self.per_dir_entry_se),
+            _ => (self.per_run_s, self.per_run_se),
         };
         if self.df == 0 {
             return None;

@@ -242,8 +242,8 @@ fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let mut h = String::from(
-        "<h2 id=\"models\">Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² (n files per directory), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit (bandwidth: by the delta method).</p>\n\
-         <table class=\"models\"><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>break-even file size</th><th>R²</th><th>cells</th><th>files range</th></tr>\n",
+        "<h2 id=\"models\">Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² + k (n files per directory; k paid once per run), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit (bandwidth: by the delta method).</p>\n\
+         <table class=\"models\"><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>per run</th><th>break-even file size</th><th>R²</th><th>cells</th><th>files range</th></tr>\n",
     );
     for m in &rs.models {
         let c = &m.model;
@@ -264,11 +264,12 @@ fn models(rs: &ResultSet) -> String {
             None => na("not resolved"),
         };
         h.push_str(&format!(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}{bw}{}<td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}{bw}{}{}<td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
             esc(&super::target_name(rs, &m.target)),
             esc(&m.op),
             if c.per_file_s > 0.0 { pm(c.per_file_s, c.per_file_se) } else { na("≈ 0, not resolved") },
             if c.per_dir_s > 0.0 { pm(c.per_dir_s, c.per_dir_se) } else { na("not resolved") },
+            m.per_run().map(|(v, se)| pm(v, se)).unwrap_or_else(|| na("not resolved")),
             c.break_even_bytes.filter(|_| resolved).map(fmt_size).unwrap_or_else(|| "—".into()),
             sig3(c.r2),
             c.n,

@@ -48,11 +48,11 @@ impl Exporter for MarkdownExporter {
             ));
         }
         if !rs.models.is_empty() {
-            s.push_str("\n**Fitted cost** (time = a·files + b·bytes + c·dirs + d·Σn², n files per directory; non-negative least squares on the relative error of each tree's median)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | break-even file size | R² |\n|---|---|---:|---:|---:|---:|---:|\n");
+            s.push_str("\n**Fitted cost** (time = a·files + b·bytes + c·dirs + d·Σn² + k, n files per directory, k paid once per run; non-negative least squares on the relative error of each tree's median)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | per run (± s.e.) | break-even file size | R² |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
             for m in &rs.models {
                 let c = &m.model;
                 s.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
                     super::target_name(rs, &m.target),
                     m.op,
                     fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
@@ -62,6 +62,7 @@ impl Exporter for MarkdownExporter {
                         None => "—".into(),
                     },
                     if c.per_dir_s > 0.0 { fmt_mean_ci(c.per_dir_s, Some(c.per_dir_se)) } else { "—".into() },
+                    m.per_run().map(|(v, se)| fmt_mean_ci(v, Some(se))).unwrap_or_else(|| "—".into()),
                     c.break_even_bytes.filter(|_| m.bytes_resolved()).map(fmt_size).unwrap_or_else(|| "—".into()),
                     sig3(c.r2)
                 ));

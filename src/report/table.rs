@@ -332,10 +332,19 @@ pub fn models(rs: &ResultSet) -> String {
         return String::new();
     }
     let many = rs.targets.len() > 1;
-    let names: [&str; 7] = if wide() {
-        ["op", "per file (± s.e.)", "bandwidth (± s.e.)", "per dir (± s.e.)", "break-even file size", "R²", "points"]
+    let names: [&str; 8] = if wide() {
+        [
+            "op",
+            "per file (± s.e.)",
+            "bandwidth (± s.e.)",
+            "per dir (± s.e.)",
+            "per run (± s.e.)",
+            "break-even file size",
+            "R²",
+            "points",
+        ]
     } else {
-        ["op", "per file ±s.e.", "MiB/s ±s.e.", "per dir ±s.e.", "break-even", "R²", "cells"]
+        ["op", "per file ±s.e.", "MiB/s ±s.e.", "per dir ±s.e.", "per run ±s.e.", "break-even", "R²", "cells"]
     };
     let mut header: Vec<String> = names.map(String::from).to_vec();
     if many {
@@ -371,8 +380,13 @@ pub fn models(rs: &ResultSet) -> String {
         } else {
             "—".into()
         };
+        let per_run = match m.per_run() {
+            Some((v, se)) => fmt_mean_ci(v, Some(se)),
+            None if w => "— (not resolved)".into(),
+            None => "—".into(),
+        };
         let be = c.break_even_bytes.filter(|_| resolved).map(fmt_size).unwrap_or_else(|| "—".into());
-        let mut row = vec![m.op.clone(), per_file, bw, per_dir, be, sig3(c.r2), c.n.to_string()];
+        let mut row = vec![m.op.clone(), per_file, bw, per_dir, per_run, be, sig3(c.r2), c.n.to_string()];
         if many {
             row.insert(1, super::target_name(rs, &m.target));
         }
@@ -385,10 +399,10 @@ pub fn models(rs: &ResultSet) -> String {
         notes.push_str(&format!("\n{l}"));
     }
     format!(
-        "fitted cost: time = a·files + b·bytes + c·dirs + d·Σn² (n: files per directory; non-negative least squares\n\
-         on relative error of each tree's median; s.e. with the trees as the unit)\n{t}\n\
-         break-even: a file costs as much time as moving this many bytes; a directory cost, and the\n\
-         directory-size cost d, are shown only when the data resolve them (—: not resolved){notes}"
+        "fitted cost: time = a·files + b·bytes + c·dirs + d·Σn² + k (n: files per directory; k: paid once per run;\n\
+         non-negative least squares on relative error of each tree's median; s.e. with the trees as the unit)\n{t}\n\
+         break-even: a file costs as much time as moving this many bytes; a directory cost, the directory-size\n\
+         cost d and the per-run cost k are shown only when the data resolve them (—: not resolved){notes}"
     )
 }
 

@@ -209,6 +209,17 @@ impl ModelRow {
         let [lo, hi] = self.bytes_range;
         (lo == 0 && hi == 0) || hi as f64 >= BYTES_SPREAD * lo as f64
     }
+
+    /// The cost every run pays once, with its standard error: the constant `k`, plus
+    /// `b·bytes` where every tree held the same bytes (then b·bytes is a constant too,
+    /// and the two cannot be told apart). None when the model has neither.
+    pub fn per_run(&self) -> Option<(f64, f64)> {
+        let c = &self.model;
+        let bytes = if self.bytes_resolved() { 0.0 } else { self.bytes_range[0] as f64 };
+        let v = c.per_run_s + c.per_byte_s * bytes;
+        let se = (c.per_run_se.powi(2) + (c.per_byte_se * bytes).powi(2)).sqrt();
+        (v > 0.0 && v.is_finite()).then_some((v, se))
+    }
 }
 
 /// Largest over smallest tree total from which b·bytes counts as a bandwidth.
@@ -220,7 +231,7 @@ pub fn bytes_note(rs: &ResultSet) -> Option<String> {
     let ops: Vec<&str> = rs.models.iter().filter(|m| !m.bytes_resolved()).map(|m| m.op.as_str()).collect();
     (!ops.is_empty()).then(|| {
         format!(
-            "const: every tree of {} held about the same bytes, so b·bytes is a cost paid once per run, not a bandwidth (nor a break-even size); trees of other totals (--total) resolve it",
+            "const: every tree of {} held about the same bytes, so b·bytes is a cost paid once per run (counted in the per-run column), not a bandwidth (nor a break-even size); trees of other totals (--total) resolve it",
             ops.join(", ")
         )
     })

@@ -19,7 +19,7 @@
 //! calibrated range on directories"), largest first; a tree outside jointly but inside
 //! every range is said to be so.
 
-use super::P;
+use super::COVARIATES;
 use crate::analysis::linalg::invert_spd;
 use serde::{Deserialize, Serialize};
 
@@ -47,7 +47,7 @@ pub struct Reach {
 
 /// (ln files, ln bytes, ln dirs, ln Σn²/files), each argument at least 1. Σn² = 0 means
 /// unknown (older inventories and results): files per directory is then files/dirs.
-pub fn features(g: &[f64; P]) -> [f64; 4] {
+pub fn features(g: &[f64; COVARIATES]) -> [f64; 4] {
     let [files, bytes, dirs, dir_sq] = *g;
     let l = |x: f64| x.max(1.0).ln();
     let per_dir = if dir_sq > 0.0 && files > 0.0 { dir_sq / files } else { files / dirs.max(1.0) };
@@ -55,7 +55,7 @@ pub fn features(g: &[f64; P]) -> [f64; 4] {
 }
 
 /// Where `g` lies against `cells` (None without cells).
-pub fn reach(cells: &[[f64; P]], g: [f64; P]) -> Option<Reach> {
+pub fn reach(cells: &[[f64; COVARIATES]], g: [f64; COVARIATES]) -> Option<Reach> {
     if cells.is_empty() {
         return None;
     }

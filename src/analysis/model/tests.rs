@@ -37,7 +37,7 @@ fn recovers_exact_ladder() {
     assert!(rel(m.per_byte_s, B) < 1e-9, "b={}", m.per_byte_s);
     assert_eq!(m.n, 9);
     assert_eq!(m.weighting, "fitted");
-    assert_eq!(m.constrained, vec!["per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(m.constrained, vec!["per_dir".to_string(), "per_dir_entry".to_string(), "per_run".to_string()]);
     assert!((m.r2 - 1.0).abs() < 1e-9, "r2={}", m.r2);
     assert!(rel(m.bandwidth_bytes_per_s.expect("b > 0"), 1e9) < 1e-9);
     // break-even = a/b = 3 MB
@@ -57,7 +57,41 @@ fn recovers_exact_varying_bytes() {
     let m = fit(&pts).expect("fit");
     assert!(rel(m.per_file_s, A) < 1e-9, "a={}", m.per_file_s);
     assert!(rel(m.per_byte_s, B) < 1e-9, "b={}", m.per_byte_s);
-    assert_eq!(m.constrained, vec!["per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(m.constrained, vec!["per_dir".to_string(), "per_dir_entry".to_string(), "per_run".to_string()]);
+}
+
+/// A per-run constant (issue 27: thread start, the durable phase's syncfs) is found
+/// where bytes vary apart from files, and kept out where the data cannot tell it from
+/// the per-byte cost (a ladder of one total: bytes constant).
+#[test]
+fn recovers_a_per_run_constant() {
+    const K: f64 = 0.02;
+    let sizes = [512.0, 4096.0, 65_536.0, 1_048_576.0];
+    let mut state = 11;
+    let mut pts = Vec::new();
+    for (i, f) in ladder_files().into_iter().enumerate() {
+        for j in 0..2 {
+            let bytes = f * sizes[(i + j) % sizes.len()];
+            let seconds = (A * f + B * bytes + K) * noise(&mut state, 0.01);
+            pts.push(Point { files: f, bytes, dirs: 0.0, dir_sq: 0.0, seconds });
+        }
+    }
+    let m = fit(&pts).expect("fit");
+    assert!(!m.constrained.contains(&"per_run".to_string()), "{m:?}");
+    assert!(rel(m.per_run_s, K) < 0.05, "k={}", m.per_run_s);
+    assert!(rel(m.per_file_s, A) < 0.05, "a={}", m.per_file_s);
+    let iv = m.interval95(4).unwrap();
+    assert!(iv[0] <= K && K <= iv[1], "{iv:?}");
+    assert!(rel(m.seconds(1.0, 512.0, 0.0, 0.0), A + B * 512.0 + K) < 0.05);
+    // One total: b·bytes is the constant; k is not kept beside it.
+    let pts: Vec<Point> =
+        ladder_files().into_iter().map(|f| Point { seconds: A * f + B * MIB64 + K, ..exact(f, MIB64) }).collect();
+    let m = fit(&pts).expect("fit");
+    let at = |f: f64| m.seconds(f, MIB64, 0.0, 0.0);
+    for f in ladder_files() {
+        assert!(rel(at(f), A * f + B * MIB64 + K) < 1e-6, "{f}");
+    }
+    assert!(m.per_byte_s == 0.0 || m.per_run_s == 0.0, "{m:?}");
 }
 
 #[test]
@@ -93,7 +127,10 @@ fn clamps_negative_per_byte() {
         .map(|(files, bytes)| Point { dirs: 0.0, dir_sq: 0.0, files, bytes, seconds: 0.01 * files - 1e-6 * bytes })
         .collect();
     let m = fit(&pts).expect("fit");
-    assert_eq!(m.constrained, vec!["per_byte".to_string(), "per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(
+        m.constrained,
+        vec!["per_byte".to_string(), "per_dir".to_string(), "per_dir_entry".to_string(), "per_run".to_string()]
+    );
     assert_eq!(m.per_byte_s, 0.0);
     assert_eq!(m.per_byte_se, 0.0);
     assert!(m.per_file_s > 0.0);
@@ -119,7 +156,10 @@ fn clamps_negative_per_file() {
         .map(|(files, bytes)| Point { dirs: 0.0, dir_sq: 0.0, files, bytes, seconds: -1e-4 * files + 1e-8 * bytes })
         .collect();
     let m = fit(&pts).expect("fit");
-    assert_eq!(m.constrained, vec!["per_file".to_string(), "per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(
+        m.constrained,
+        vec!["per_file".to_string(), "per_dir".to_string(), "per_dir_entry".to_string(), "per_run".to_string()]
+    );
     assert_eq!(m.per_file_s, 0.0);
     assert!(m.per_byte_s > 0.0);
     assert_eq!(m.break_even_bytes, Some(0.0));
@@ -133,7 +173,7 @@ fn singular_falls_back_to_single_variable() {
         .map(|f| Point { dirs: 0.0, dir_sq: 0.0, files: f, bytes: 1000.0 * f, seconds: 2e-3 * f })
         .collect();
     let m = fit(&pts).expect("fit");
-    assert_eq!(m.constrained.len(), 3);
+    assert_eq!(m.constrained.len(), 4);
     // Either explanation reproduces the times exactly.
     let t = |p: &Point| m.per_file_s * p.files + m.per_byte_s * p.bytes;
     for p in &pts {
@@ -146,7 +186,10 @@ fn singular_falls_back_to_single_variable() {
         .map(|f| Point { dirs: 0.0, dir_sq: 0.0, files: f, bytes: 0.0, seconds: 0.5 * f })
         .collect();
     let m = fit(&pts).expect("fit");
-    assert_eq!(m.constrained, vec!["per_byte".to_string(), "per_dir".to_string(), "per_dir_entry".to_string()]);
+    assert_eq!(
+        m.constrained,
+        vec!["per_byte".to_string(), "per_dir".to_string(), "per_dir_entry".to_string(), "per_run".to_string()]
+    );
     assert!(rel(m.per_file_s, 0.5) < 1e-12);
 }
 
@@ -196,7 +239,7 @@ fn recovers_a_b_c_within_one_percent() {
         }
     }
     let m = fit(&pts).expect("fit");
-    assert_eq!(m.constrained, vec!["per_dir_entry".to_string()]);
+    assert_eq!(m.constrained, vec!["per_dir_entry".to_string(), "per_run".to_string()]);
     assert!(rel(m.per_file_s, A) < 0.01, "a={}", m.per_file_s);
     assert!(rel(m.per_byte_s, B) < 0.01, "b={}", m.per_byte_s);
     assert!(rel(m.per_dir_s, C) < 0.01, "c={}", m.per_dir_s);
@@ -409,7 +452,7 @@ fn points_from_one_cell_are_one_row() {
 
 /// (files, bytes, dirs, Σn²) of a tree of `f` files, `f·size` bytes, `f/per_dir` equal
 /// directories.
-fn shaped(f: f64, size: f64, per_dir: f64) -> [f64; P] {
+fn shaped(f: f64, size: f64, per_dir: f64) -> [f64; COVARIATES] {
     let dirs = (f / per_dir).max(1.0);
     [f, f * size, dirs, dirs * (f / dirs).powi(2)]
 }
@@ -418,7 +461,7 @@ fn shaped(f: f64, size: f64, per_dir: f64) -> [f64; P] {
 /// 10 kB in directories of 8.6 files: three scales, files per directory ×4 and ÷4,
 /// bytes per file ×4 and ÷4, the full size with files per directory ×4 and the smallest
 /// with ÷4 (each direction held by two cells, so leaving one out keeps it resolved).
-fn calibration_design() -> Vec<[f64; P]> {
+fn calibration_design() -> Vec<[f64; COVARIATES]> {
     let (f, size, per_dir) = (3000.0, 1e4, 3000.0 / 350.0);
     let mid = 1.0 / 8f64.sqrt();
     vec![
@@ -435,7 +478,7 @@ fn calibration_design() -> Vec<[f64; P]> {
 }
 
 /// Known costs: 50 µs per file, 2 ns per byte, 1 ms per directory, 20 µs per n².
-fn known(g: &[f64; P]) -> f64 {
+fn known(g: &[f64; COVARIATES]) -> f64 {
     5e-5 * g[0] + 2e-9 * g[1] + 1e-3 * g[2] + 2e-5 * g[3]
 }
 
@@ -532,7 +575,7 @@ fn fitted_weights_remove_the_low_bias() {
 #[test]
 fn reach_is_quiet_inside_and_ranks_far_directories_first() {
     let cells = calibration_design();
-    let m_cells: Vec<[f64; P]> = cells.clone();
+    let m_cells: Vec<[f64; COVARIATES]> = cells.clone();
     // Inside: between the cells, and exactly at one.
     for g in [shaped(2000.0, 1e4, 8.57), shaped(1500.0, 2e4, 15.0), cells[2]] {
         let r = reach::reach(&m_cells, g).expect("cells");
