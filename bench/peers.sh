@@ -6,9 +6,11 @@
 #   bench/peers.sh
 #
 # Jobs (each on a fresh copy of the workload where it changes the tree):
-#   copy   manyfiles copy SRC DST          cpz SRC DST      cp -a SRC/. DST
+#   copy   manyfiles copy SRC DST          cpz SRC DST      cp -a SRC/. DST     rsync -aHAX SRC/ DST/
+#          manyfiles copy --no-owner --no-xattrs --no-acls --no-hard-links --no-flags (mf-copy-lean:
+#          keeping only what cpz keeps, against cpz)
 #   gen    manyfiles gen DIR (FILES, SIZE, names as long as ftzz's)  ftzz DIR -n FILES --files-exact -b BYTES --bytes-exact -d 1 -r FILES/DIRS (flat: -d 0)
-#   sync   manyfiles sync SRC SAME --dry-run                 rsync -an SRC/ SAME/
+#   sync   manyfiles sync SRC SAME --dry-run                 rsync -an SRC/ SAME/   rsync -aHAXn SRC/ SAME/
 #   scan   manyfiles scan SRC (no index)   find SRC -printf '%s %T@ %p\n'   du -s SRC   gdu -n SRC
 #   rm     manyfiles rm DIR                rmz DIR          rm -rf DIR
 # Workloads: "nested" FILES (100000) × SIZE (1k) in DIRS (100) directories, and
@@ -145,9 +147,9 @@ contenders() {
         case "$1" in sync) echo base-sync-n ;; *) echo "base-$1" ;; esac
     fi
     case "$1" in
-        copy) echo mf-copy; have cpz && echo cpz; echo cp-a ;;
+        copy) echo mf-copy; echo mf-copy-lean; have cpz && echo cpz; echo cp-a; echo rsync-aHAX ;;
         gen) echo mf-gen; have ftzz && echo ftzz ;;
-        sync) echo mf-sync-n; echo rsync-an ;;
+        sync) echo mf-sync-n; echo rsync-an; echo rsync-aHAXn ;;
         scan) echo mf-scan; echo find-printf; echo du-s; have gdu && echo gdu ;;
         rm) echo mf-rm; have rmz && echo rmz; echo rm-rf ;;
     esac
@@ -172,7 +174,9 @@ run_one() {
     if [ -n "$THREADS" ]; then thr=(--threads "$THREADS"); fi
     case "$c" in
         mf-copy) timed_profiled "${bin[@]}" copy "$src" "$dst" "${thr[@]}" -q ;;
+        mf-copy-lean) timed_profiled "${bin[@]}" copy "$src" "$dst" --no-owner --no-xattrs --no-acls --no-hard-links --no-flags "${thr[@]}" -q ;;
         cpz) timed_profiled cpz "$src" "$dst" ;;
+        rsync-aHAX) timed_profiled rsync -aHAX "$src/" "$dst/" ;;
         cp-a) timed_profiled cp -a "$src/." "$dst" ;;
         mf-gen)
             # Names as long as ftzz's (decimal file numbers: as many digits as FILES - 1),
@@ -197,6 +201,7 @@ run_one() {
             else timed_profiled ftzz "${g[@]}" "$dst" -n "$files" --files-exact "${shape[@]}"; fi ;;
         mf-sync-n) timed_profiled "${bin[@]}" sync "$src" "$MNT/same-$w" --dry-run "${thr[@]}" -q ;;
         rsync-an) timed_profiled rsync -an "$src/" "$MNT/same-$w/" ;;
+        rsync-aHAXn) timed_profiled rsync -aHAXn "$src/" "$MNT/same-$w/" ;;
         mf-scan) timed_profiled "${bin[@]}" scan "$src" "${thr[@]}" ;;
         find-printf) timed_profiled find "$src" -printf '%s %T@ %p\n' ;;
         du-s) timed_profiled du -s "$src" ;;
@@ -253,9 +258,14 @@ python3 - "$TSV" <<'EOF'
 import sys, statistics as st
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 # workload, job, round, contender, wall, user, sys, others
-targets = {"copy": ("mf-copy", "cpz", 1.1), "gen": ("mf-gen", "ftzz", 1.1), "sync": ("mf-sync-n", "rsync-an", 3.3),
-           "scan": ("mf-scan", "find-printf", 2.5), "rm": ("mf-rm", "rmz", 1.1)}
-extra = {"rm": ("mf-rm", "rm-rf", 2.5)}
+# (manyfiles contender, peer, target ratio): issue 15's targets, and issue 28's (copy
+# keeping what cp -a keeps ≥ 2.5× cp -a, ≥ 3× rsync -aHAX; sync ≥ 3× rsync -aHAX; copy
+# keeping only what cpz keeps ≥ 1× cpz).
+checks_of = {"copy": [("mf-copy-lean", "cpz", 1.0), ("mf-copy", "cp-a", 2.5), ("mf-copy", "rsync-aHAX", 3.0)],
+             "gen": [("mf-gen", "ftzz", 1.1)],
+             "sync": [("mf-sync-n", "rsync-an", 3.3), ("mf-sync-n", "rsync-aHAXn", 3.0)],
+             "scan": [("mf-scan", "find-printf", 2.5)],
+             "rm": [("mf-rm", "rmz", 1.1), ("mf-rm", "rm-rf", 2.5)]}
 print("| workload | job | contender | median s | min–max s | user+sys s | others (cores, max) | manyfiles × faster | per-round × | target | result |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for w in dict.fromkeys(r[0] for r in rows):
@@ -265,20 +275,21 @@ for w in dict.fromkeys(r[0] for r in rows):
         for r in rs:
             by.setdefault(r[3], {})[r[2]] = r
         med = {c: st.median(float(x[4]) for x in v.values()) for c, v in by.items()}
-        mine = [c for c in by if c.startswith("mf-")][0]
-        checks = [t for t in (targets.get(job), extra.get(job)) if t]
+        first_mine = [c for c in by if c.startswith("mf-")][0]
+        checks = [t for t in checks_of.get(job, []) if t[0] in by]
         for c, v in by.items():
             walls = [float(x[4]) for x in v.values()]
             cells = [w, job, c, f"{med[c]:.3f}", f"{min(walls):.3f}–{max(walls):.3f}",
                      f"{st.median(float(x[5]) + float(x[6]) for x in v.values()):.2f}",
                      f"{max(float(x[7]) for x in v.values()):.2f}"]
-            if c == mine:
+            t = [t for (a, b, t) in checks if b == c]
+            mine = ([a for (a, b, _) in checks if b == c] or [first_mine])[0]
+            if c.startswith("mf-"):
                 cells += ["", "", "", ""]
             else:
                 x = med[c] / med[mine]
                 per = [float(v[k][4]) / float(by[mine][k][4]) for k in v if k in by[mine]]
-                t = [t for (a, b, t) in checks if b == c]
-                cells += [f"**{x:.2f}**", f"{min(per):.2f}–{max(per):.2f}", f"≥ {t[0]}" if t else "",
+                cells += [f"**{x:.2f}** ({mine})", f"{min(per):.2f}–{max(per):.2f}", f"≥ {t[0]}" if t else "",
                           ("PASS" if x >= t[0] else "**MISS**") if t else ""]
             print("| " + " | ".join(cells) + " |")
 EOF
