@@ -427,6 +427,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
             let mut c = ChartBuilder::on(root)
                 .caption(&chart.title, title)
                 .margin(14)
+                .margin_right(34)
                 .x_label_area_size(52)
                 .y_label_area_size(92)
                 .build_cartesian_2d((xs.0..xs.1).log_scale(), (ys.0..ys.1).log_scale())
@@ -524,7 +525,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 }};
             }
             let mut b = ChartBuilder::on(root);
-            b.caption(&chart.title, title).margin(14).x_label_area_size(52).y_label_area_size(left);
+            b.caption(&chart.title, title).margin(14).margin_right(34).x_label_area_size(52).y_label_area_size(left);
             if *axis == Axis::Ratio {
                 // plotters' log axis puts keys at powers of ten only: around 1 that is
                 // the 1× tick alone, so the ratios get ticks of their own.
@@ -542,6 +543,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
             let mut c = ChartBuilder::on(root)
                 .caption(&chart.title, title)
                 .margin(14)
+                .margin_right(34)
                 .x_label_area_size(52)
                 .y_label_area_size(92)
                 .build_cartesian_2d(0.0..xmax * 1.02, 0.0..ymax)
