@@ -5,8 +5,9 @@
 //! files of 0, 1, 4096 bytes and 1 MiB + 1, owners, an immutable file) is copied and
 //! synced on ext4, xfs and btrfs (real file systems on loop devices) and checked with
 //! `rsync -aHAXn --itemize-changes` (must print nothing), `getfattr`/`getfacl` (equal),
-//! inode numbers (links) and allocated blocks (holes); onto exFAT every loss is listed
-//! by kind, exit 1 without `--lossy`, and a second sync copies nothing.
+//! inode numbers (links) and allocated blocks (holes); onto exFAT and NTFS every loss is
+//! listed by kind, exit 1 without `--lossy`, and a second sync copies nothing; names
+//! that are not UTF-8 are such a loss there (`names`), not a failure.
 //!
 //! Needs root and rsync, attr, acl, e2fsprogs, xfsprogs, btrfs-progs, exfat-fuse; without
 //! one of them a test prints why it is skipped.
@@ -312,4 +313,71 @@ fn ntfs_losses_listed_and_second_sync_copies_nothing() {
     assert_eq!(v["copied"].as_u64(), Some(0), "second sync onto NTFS copies nothing: {text}");
     assert!(v["losses_accepted"].as_bool().unwrap());
     unflag(&src);
+}
+
+/// Names exFAT and NTFS cannot hold (not UTF-8; on exFAT also a newline) are a loss of
+/// kind `names`, listed with their bytes shown as `\xFF` and what went with a directory,
+/// counted in `lost_entries`: exit 1 without --lossy, 0 with it, never a failure; a
+/// second sync copies nothing and lists them again. NTFS keeps the newline's name.
+#[test]
+fn names_not_utf8_are_a_counted_loss_on_exfat_and_ntfs() {
+    for (spec, tools) in [("exfat", ["mkfs.exfat", "mount.exfat-fuse"]), ("ntfs", ["mkfs.ntfs", "ntfs-3g"])] {
+        if let Some(why) = ready(&tools) {
+            println!("skipped {spec}: {why}");
+            continue;
+        }
+        let work = tempfile::tempdir().unwrap();
+        let src = work.path().join("src");
+        sh(&format!(
+            "mkdir -p '{s}' && cd '{s}' && mkdir \"$(printf 'bad\\377name')\" && echo x > \"$(printf 'bad\\377name')/f\" \
+             && echo y > \"$(printf 'file\\376')\" && echo n > \"$(printf 'new\\nline')\" && echo ok > good",
+            s = src.display()
+        ));
+        let fs = ManagedFs::create(&FsSpec::parse(spec).unwrap(), 1 << 30).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let dst = fs.mount_point().join("dst");
+        let (rc, text, v, _) = manyfiles(&["copy", src.to_str().unwrap(), dst.to_str().unwrap()]);
+        assert_eq!(rc, 1, "{spec}: names lost without --lossy must fail: {text}");
+        assert_eq!(v["failed"].as_u64(), Some(0), "{spec}: a loss, not a failure: {text}");
+        let names = |v: &Value| -> Vec<String> {
+            v["losses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|l| l["kind"] == "names")
+                .flat_map(|l| {
+                    l["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let mut want = vec!["bad\\xffname (and the entry below it)".to_string(), "file\\xfe".to_string()];
+        if spec == "exfat" {
+            want.push("new\\nline".into());
+        }
+        assert_eq!(names(&v), want, "{spec}: {text}");
+        let count = v["losses"].as_array().unwrap().iter().find(|l| l["kind"] == "names").unwrap()["count"].as_u64();
+        assert_eq!(count, Some(want.len() as u64), "{spec}: {text}");
+        assert!(text.contains("names") && text.contains("bad\\xffname"), "{spec}: the summary lists them: {text}");
+        // Counts add up: the directory's file went with it.
+        let lost = v["lost_entries"].as_u64().unwrap();
+        assert_eq!(lost, want.len() as u64 - 1 + 1, "{spec}: f below bad\\xffname, file\\xfe (and new\\nline): {text}");
+        let seen = v["src_entries"].as_u64().unwrap() - v["src_dirs"].as_u64().unwrap();
+        assert_eq!(v["copied"].as_u64().unwrap() + v["skipped"].as_u64().unwrap() + lost, seen, "{spec}: {text}");
+        assert!(dst.join("good").exists());
+        assert_eq!(dst.join("new\nline").exists(), spec == "ntfs", "{spec}: NTFS holds a newline in a name");
+        // Accepted: exit 0; a second sync copies nothing and lists the names again.
+        let (rc, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "--lossy"]);
+        assert_eq!(rc, 0, "{spec}: {text}");
+        assert_eq!(v["copied"].as_u64(), Some(0), "{spec}: second sync copies nothing: {text}");
+        assert_eq!(names(&v), want, "{spec}: {text}");
+        // sync into a new DST does not try the names: no modes or times lost for them.
+        let dst2 = fs.mount_point().join("dst2");
+        let (_, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst2.to_str().unwrap(), "--lossy"]);
+        assert_eq!(names(&v), want, "{spec}: {text}");
+        for l in v["losses"].as_array().unwrap().iter().filter(|l| l["kind"] != "names") {
+            assert!(
+                l["paths"].as_array().unwrap().iter().all(|p| !p.as_str().unwrap().starts_with("file")),
+                "{spec}: a name not made has no other loss: {text}"
+            );
+        }
+    }
 }

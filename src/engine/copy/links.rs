@@ -112,7 +112,7 @@ pub(super) fn make_link(
             if matches!(e, Errno::PERM | Errno::OPNOTSUPP | Errno::NOSYS | Errno::XDEV) {
                 ctx.losses.mark_unsupported(Loss::HardLinks);
             }
-            if e == Errno::EXIST {
+            if e == Errno::EXIST || super::losses::unholdable_name(target.to_bytes(), e) {
                 return Some(Err((Step::Create, e)));
             }
             ctx.losses.add(Loss::HardLinks, lost);

@@ -338,6 +338,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 | (mine.specials as u32) << 2
                 | (mine.omit_ok as u32) << 3
                 | (mine.hard_links as u32) << 4
+                | (mine.names_bytes as u32) << 5
+                | (mine.names_ctrl as u32) << 6
                 | (mine.dropped_ns as u32) << 8,
         ]);
         Caps {
@@ -353,6 +355,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             specials: w[8] & 4 != 0,
             omit_ok: w[8] & 8 != 0,
             hard_links: w[8] & 16 != 0,
+            names_bytes: w[8] & 32 != 0,
+            names_ctrl: w[8] & 64 != 0,
             dropped_ns: (w[8] >> 8) as u8,
         }
     };
