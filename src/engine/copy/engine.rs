@@ -595,6 +595,9 @@ fn entry(
     }
     if equal {
         t.skipped += 1;
+        if links && caps.hard_links {
+            ctx.links.named((s.m.dev, s.m.ino), || rel_join(&node.rel, s.name.to_bytes()));
+        }
         if let (Some(g), Some(d)) = (first, d) {
             g.done(rel_join(&node.rel, s.name.to_bytes()), d.m.ino);
         }
@@ -726,6 +729,8 @@ fn entry(
             t.bytes += n;
             if links && !caps.hard_links {
                 ctx.losses.add(Loss::HardLinks, lost);
+            } else if links {
+                ctx.links.named((s.m.dev, s.m.ino), || rel_join(&node.rel, s.name.to_bytes()));
             }
             if let Some(g) = first {
                 // The copy's inode: later links of this inode that DST already has
