@@ -153,12 +153,12 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         Command::Bigfile(a) => {
             let cfg = cli::bigfile_config(&a, args)?;
             let rs = manyfiles::experiment::bigfile::run(&cfg)?;
-            print_report(&rs, &format!("{}\n", manyfiles::experiment::bigfile::table(&rs)), cfg.json.as_deref());
+            print_report(&rs, &manyfiles::report::bigfile::table(&rs), cfg.json.as_deref());
         }
         Command::Clusters(a) => {
             let cfg = cli::clusters_config(&a, args)?;
             let rs = manyfiles::experiment::run(&cfg)?;
-            print_report(&rs, &manyfiles::experiment::clusters::table(&rs, a.run.portion), cfg.json.as_deref());
+            print_report(&rs, &manyfiles::report::clusters::table(&rs, a.run.portion), cfg.json.as_deref());
         }
         Command::Dirsize(a) => {
             let cfg = cli::dirsize_config(&a, args)?;

@@ -5,92 +5,23 @@
 //! files of 0, 1, 4096 bytes and 1 MiB + 1, owners, an immutable file) is copied and
 //! synced on ext4, xfs and btrfs (real file systems on loop devices) and checked with
 //! `rsync -aHAXn --itemize-changes` (must print nothing), `getfattr`/`getfacl` (equal),
-//! inode numbers (links) and allocated blocks (holes); onto exFAT every loss is listed
-//! by kind, exit 1 without `--lossy`, and a second sync copies nothing.
+//! inode numbers (links) and allocated blocks (holes); onto exFAT and NTFS every loss is
+//! listed by kind, exit 1 without `--lossy`, and a second sync copies nothing; names
+//! that are not UTF-8 are such a loss there (`names`), not a failure.
 //!
 //! Needs root and rsync, attr, acl, e2fsprogs, xfsprogs, btrfs-progs, exfat-fuse; without
 //! one of them a test prints why it is skipped.
 
 mod common;
+mod tricky;
 
-use common::{bin, is_root, load_json};
+use common::{bin, load_json};
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::managed::ManagedFs;
 use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::process::Command;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
-/// Root and the tools, or the reason to skip.
-fn ready(fs_tools: &[&str]) -> Option<String> {
-    if !is_root() {
-        return Some("needs root".into());
-    }
-    for t in ["rsync", "getfattr", "setfattr", "getfacl", "setfacl", "chattr"].iter().chain(fs_tools) {
-        if !have(t) {
-            return Some(format!("{t} not found"));
-        }
-    }
-    None
-}
-
-fn sh(script: &str) {
-    let o = Command::new("sh").arg("-ec").arg(script).output().unwrap();
-    assert!(o.status.success(), "{script}\n{}", String::from_utf8_lossy(&o.stderr));
-}
-
-fn out(cmd: &mut Command) -> String {
-    let o = cmd.output().unwrap();
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
-}
-
-/// The tricky tree at `src`. `posix`: the full tree; else names and kinds exFAT can name
-/// (no non-UTF-8 names, no '\n'), the rest of the tree as it is.
-fn tricky_tree(src: &Path, posix: bool) {
-    let long = "L".repeat(255);
-    let deep = (0..200).map(|i| format!("{}", i % 10)).collect::<Vec<_>>().join("/");
-    let s = src.display();
-    sh(&format!(
-        r#"
-mkdir -p '{s}' && cd '{s}'
-mkdir -p dir1 dir2 empty/inner "{deep}"
-echo deep > "{deep}/leaf"
-: > zero; printf 1 > one; head -c 4096 /dev/urandom > k4; head -c 1048577 /dev/urandom > m1
-echo linked > dir1/orig; ln dir1/orig dir1/same-dir; ln dir1/orig dir2/other-dir; ln dir1/orig top-link
-truncate -s 200M sparse; printf data | dd of=sparse bs=1 seek=104857600 conv=notrunc 2>/dev/null
-head -c 8192 /dev/urandom > sparse2; truncate -s 50M sparse2
-echo x > "{long}"
-echo attrs > attrs
-setfattr -n user.one -v 1 attrs; setfattr -n user.two -v "two words" attrs
-setfattr -n trusted.t -v trusted attrs; setfattr -n security.s -v sec attrs
-setfattr -n user.dir -v d dir1
-setfacl -m u:nobody:rw,g:nogroup:r attrs; setfacl -m u:nobody:rx dir2; setfacl -d -m u:nobody:rwx dir2
-mkfifo fifo; mknod chr c 1 3; mknod blk b 7 200
-python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('sock')"
-chown nobody:nogroup one dir1; chown 4242:4343 k4; chown -h nobody:nogroup symlink 2>/dev/null || true
-ln -s ../nowhere symlink; ln -s dir1 dirlink; chown -h 4242:4343 symlink
-chmod 4755 one; chmod 0700 dir2
-echo keep > immutable; chattr +i immutable; echo append > appendonly; chattr +a appendonly
-touch -h -d '2001-02-03 04:05:06.123456789' symlink attrs dir2 empty
-"#
-    ));
-    if posix {
-        sh(&format!(
-            "cd '{s}' && mkdir \"$(printf 'bad\\377name')\" && echo x > \"$(printf 'bad\\377name')/f\" && echo n > \"$(printf 'new\\nline')\""
-        ));
-    }
-}
-
-/// chattr -i/-a everywhere below `root` (the tree can then be removed).
-fn unflag(root: &Path) {
-    for f in ["immutable", "appendonly"] {
-        let _ = Command::new("chattr").args(["-i", "-a"]).arg(root.join(f)).output();
-    }
-}
+use tricky::*;
 
 fn manyfiles(args: &[&str]) -> (i32, String, Value, String) {
     let j = tempfile::NamedTempFile::new().unwrap();
@@ -99,42 +30,6 @@ fn manyfiles(args: &[&str]) -> (i32, String, Value, String) {
     let v =
         if std::fs::metadata(j.path()).map(|m| m.len()).unwrap_or(0) > 0 { load_json(j.path()) } else { Value::Null };
     (o.status.code().unwrap_or(-1), text.clone(), v, text)
-}
-
-/// rsync -aHAXn --itemize-changes SRC/ DST/ prints nothing; xattrs and ACLs equal;
-/// links, holes and flags kept.
-fn assert_same(src: &Path, dst: &Path, what: &str) {
-    let r = out(Command::new("rsync")
-        .args(["-aHAXn", "--itemize-changes"])
-        .arg(format!("{}/", src.display()))
-        .arg(format!("{}/", dst.display())));
-    assert!(r.trim().is_empty(), "{what}: rsync -aHAXn --itemize-changes printed:\n{r}");
-    let attrs = |p: &Path| {
-        out(Command::new("sh").arg("-c").arg("getfattr -R -h -d -m - --absolute-names . | sort").current_dir(p))
-    };
-    assert_eq!(attrs(src), attrs(dst), "{what}: getfattr -d -m - differs");
-    let acls = |p: &Path| out(Command::new("getfacl").args(["-R", "-P", "."]).current_dir(p));
-    assert_eq!(acls(src), acls(dst), "{what}: getfacl -R differs");
-    let ino = |p: &Path| std::fs::symlink_metadata(p).unwrap().ino();
-    let links: Vec<&str> = ["dir1/orig", "dir1/same-dir", "dir2/other-dir", "top-link"]
-        .into_iter()
-        .filter(|l| src.join(l).exists())
-        .collect();
-    assert!(links.iter().all(|l| ino(&dst.join(l)) == ino(&dst.join(links[0]))), "{what}: hard links split");
-    for f in ["sparse", "sparse2"] {
-        let (s, d) = (std::fs::metadata(src.join(f)).unwrap(), std::fs::metadata(dst.join(f)).unwrap());
-        assert!(
-            d.blocks() <= s.blocks() + 64,
-            "{what}: {f} holes filled: {} blocks at source, {} at destination",
-            s.blocks(),
-            d.blocks()
-        );
-    }
-    let flags =
-        |p: &Path| out(Command::new("lsattr").arg("-d").arg(p)).split_whitespace().next().unwrap_or("").to_string();
-    for f in ["immutable", "appendonly"] {
-        assert_eq!(flags(&src.join(f)), flags(&dst.join(f)), "{what}: {f} flags");
-    }
 }
 
 fn tricky_on(spec: &str, tools: &[&str]) {
@@ -312,4 +207,71 @@ fn ntfs_losses_listed_and_second_sync_copies_nothing() {
     assert_eq!(v["copied"].as_u64(), Some(0), "second sync onto NTFS copies nothing: {text}");
     assert!(v["losses_accepted"].as_bool().unwrap());
     unflag(&src);
+}
+
+/// Names exFAT and NTFS cannot hold (not UTF-8; on exFAT also a newline) are a loss of
+/// kind `names`, listed with their bytes shown as `\xFF` and what went with a directory,
+/// counted in `lost_entries`: exit 1 without --lossy, 0 with it, never a failure; a
+/// second sync copies nothing and lists them again. NTFS keeps the newline's name.
+#[test]
+fn names_not_utf8_are_a_counted_loss_on_exfat_and_ntfs() {
+    for (spec, tools) in [("exfat", ["mkfs.exfat", "mount.exfat-fuse"]), ("ntfs", ["mkfs.ntfs", "ntfs-3g"])] {
+        if let Some(why) = ready(&tools) {
+            println!("skipped {spec}: {why}");
+            continue;
+        }
+        let work = tempfile::tempdir().unwrap();
+        let src = work.path().join("src");
+        sh(&format!(
+            "mkdir -p '{s}' && cd '{s}' && mkdir \"$(printf 'bad\\377name')\" && echo x > \"$(printf 'bad\\377name')/f\" \
+             && echo y > \"$(printf 'file\\376')\" && echo n > \"$(printf 'new\\nline')\" && echo ok > good",
+            s = src.display()
+        ));
+        let fs = ManagedFs::create(&FsSpec::parse(spec).unwrap(), 1 << 30).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let dst = fs.mount_point().join("dst");
+        let (rc, text, v, _) = manyfiles(&["copy", src.to_str().unwrap(), dst.to_str().unwrap()]);
+        assert_eq!(rc, 1, "{spec}: names lost without --lossy must fail: {text}");
+        assert_eq!(v["failed"].as_u64(), Some(0), "{spec}: a loss, not a failure: {text}");
+        let names = |v: &Value| -> Vec<String> {
+            v["losses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|l| l["kind"] == "names")
+                .flat_map(|l| {
+                    l["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let mut want = vec!["bad\\xffname (and the entry below it)".to_string(), "file\\xfe".to_string()];
+        if spec == "exfat" {
+            want.push("new\\nline".into());
+        }
+        assert_eq!(names(&v), want, "{spec}: {text}");
+        let count = v["losses"].as_array().unwrap().iter().find(|l| l["kind"] == "names").unwrap()["count"].as_u64();
+        assert_eq!(count, Some(want.len() as u64), "{spec}: {text}");
+        assert!(text.contains("names") && text.contains("bad\\xffname"), "{spec}: the summary lists them: {text}");
+        // Counts add up: the directory's file went with it.
+        let lost = v["lost_entries"].as_u64().unwrap();
+        assert_eq!(lost, want.len() as u64 - 1 + 1, "{spec}: f below bad\\xffname, file\\xfe (and new\\nline): {text}");
+        let seen = v["src_entries"].as_u64().unwrap() - v["src_dirs"].as_u64().unwrap();
+        assert_eq!(v["copied"].as_u64().unwrap() + v["skipped"].as_u64().unwrap() + lost, seen, "{spec}: {text}");
+        assert!(dst.join("good").exists());
+        assert_eq!(dst.join("new\nline").exists(), spec == "ntfs", "{spec}: NTFS holds a newline in a name");
+        // Accepted: exit 0; a second sync copies nothing and lists the names again.
+        let (rc, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst.to_str().unwrap(), "--lossy"]);
+        assert_eq!(rc, 0, "{spec}: {text}");
+        assert_eq!(v["copied"].as_u64(), Some(0), "{spec}: second sync copies nothing: {text}");
+        assert_eq!(names(&v), want, "{spec}: {text}");
+        // sync into a new DST does not try the names: no modes or times lost for them.
+        let dst2 = fs.mount_point().join("dst2");
+        let (_, text, v, _) = manyfiles(&["sync", src.to_str().unwrap(), dst2.to_str().unwrap(), "--lossy"]);
+        assert_eq!(names(&v), want, "{spec}: {text}");
+        for l in v["losses"].as_array().unwrap().iter().filter(|l| l["kind"] != "names") {
+            assert!(
+                l["paths"].as_array().unwrap().iter().all(|p| !p.as_str().unwrap().starts_with("file")),
+                "{spec}: a name not made has no other loss: {text}"
+            );
+        }
+    }
 }

@@ -5,6 +5,7 @@
 #![cfg(feature = "mpi")]
 
 mod common;
+mod tricky;
 
 use common::*;
 use std::path::Path;
@@ -415,4 +416,111 @@ fn cold_and_durable_under_mpirun() {
     let r = mpirun(2, &["scan", "--durable", s]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(r.stderr.contains("--durable: scan without --db writes nothing"), "{}", r.stderr);
+}
+
+/// Issue 28 under MPI: the tricky tree (hard links inside and across directories, sparse
+/// files, xattrs of every namespace, ACLs, FIFO, socket, device nodes, 255-byte and
+/// non-UTF-8 names, depth 200, owners, immutable and append-only files) copied and
+/// synced by 2 ranks on ext4 keeps what one process keeps: `rsync -aHAXn
+/// --itemize-changes` prints nothing, xattrs, ACLs, links, holes and flags equal, no
+/// loss reported; an unchanged sync copies nothing; a sync after changing attributes
+/// only fixes each.
+#[test]
+fn tricky_tree_under_mpirun_keeps_what_one_process_keeps() {
+    let _one_at_a_time = serial();
+    if !mpirun_available() {
+        return;
+    }
+    if let Some(why) = tricky::ready(&["mkfs.ext4"]) {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root with the tools: {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let spec = manyfiles::storage::fsspec::FsSpec::parse("ext4").unwrap();
+    let fs = manyfiles::storage::managed::ManagedFs::create(&spec, 1 << 30).unwrap();
+    let mp = fs.mount_point().to_path_buf();
+    let src = mp.join("src");
+    tricky::tricky_tree(&src, true);
+    let s = src.to_str().unwrap();
+    for np in [2, 3] {
+        let dst = mp.join(format!("dst{np}"));
+        let d = dst.to_str().unwrap();
+        let json = mp.join(format!("c{np}.json"));
+        let r = mpirun(np, &["copy", s, d, "--verify", "--json", json.to_str().unwrap()]);
+        println!("{}{}", r.stdout, r.stderr);
+        r.ok();
+        let v = load_json(&json);
+        assert!(v["losses"].as_array().is_none_or(|l| l.is_empty()), "np {np}: losses: {}", r.stdout);
+        assert!(r.stdout.contains("0 differences"), "np {np}: {}", r.stdout);
+        tricky::assert_same(&src, &dst, &format!("mpirun -np {np} copy"));
+        let r = mpirun(np, &["sync", s, d]);
+        r.ok();
+        assert!(r.stdout.contains("copied 0 (0 B transferred), 0 dirs created"), "np {np}: {}", r.stdout);
+    }
+    // Attributes changed only (no byte, no mtime), a link removed and one made: fixed.
+    tricky::sh(&format!(
+        "cd '{s}' && setfattr -n user.one -v changed attrs && setfacl -m u:nobody:r attrs && chown 4343 zero && rm top-link && echo new > dir2/new && ln dir2/new dir1/new-link"
+    ));
+    let dst = mp.join("dst2");
+    let r = mpirun(2, &["sync", s, dst.to_str().unwrap(), "--delete"]);
+    r.ok();
+    tricky::assert_same(&src, &dst, "mpirun -np 2 sync after changes");
+    for d in ["src", "dst2", "dst3"] {
+        tricky::unflag(&mp.join(d));
+    }
+}
+
+/// Names of one inode spread over many directories fall to different ranks: each rank
+/// copies the inode once, then rank 0 links the other ranks' names to the first copy.
+/// One inode in DST for the 61 names, no loss, `rsync -aHn` finds nothing; a second
+/// sync copies nothing and keeps them linked.
+#[test]
+fn hard_links_that_fall_to_different_ranks_stay_one_inode() {
+    use std::os::unix::fs::MetadataExt;
+    let _one_at_a_time = serial();
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("shared"), b"one inode").unwrap();
+    let mut names = vec!["shared".to_string()];
+    for a in 0..60 {
+        let d = src.join(format!("d{a:02}"));
+        std::fs::create_dir_all(&d).unwrap();
+        for f in 0..50 {
+            std::fs::write(d.join(format!("f{f}")), [a as u8; 64]).unwrap();
+        }
+        std::fs::hard_link(src.join("shared"), d.join("link")).unwrap();
+        names.push(format!("d{a:02}/link"));
+    }
+    let s = src.to_str().unwrap();
+    for np in [2, 4] {
+        let dst = dir.path().join(format!("dst{np}"));
+        let d = dst.to_str().unwrap();
+        let json = dir.path().join(format!("l{np}.json"));
+        let r = mpirun(np, &["copy", s, d, "--threads", "1", "--json", json.to_str().unwrap()]);
+        r.ok();
+        let v = load_json(&json);
+        assert!(v["losses"].as_array().is_none_or(|l| l.is_empty()), "np {np}: {}", r.stdout);
+        let work: Vec<u64> = arr(&v["ranks"], "work").iter().map(|w| w.as_u64().unwrap()).collect();
+        assert!(work.iter().filter(|w| **w > 0).count() >= 2, "np {np}: the names fell to several ranks: {work:?}");
+        let inodes: std::collections::BTreeSet<u64> =
+            names.iter().map(|n| std::fs::metadata(dst.join(n)).unwrap().ino()).collect();
+        assert_eq!(inodes.len(), 1, "np {np}: one inode for {} names", names.len());
+        assert_eq!(std::fs::metadata(dst.join("shared")).unwrap().nlink(), names.len() as u64);
+        let rs = std::process::Command::new("rsync")
+            .args(["-aHn", "--itemize-changes"])
+            .arg(format!("{s}/"))
+            .arg(format!("{d}/"))
+            .output();
+        if let Ok(o) = rs {
+            assert!(o.stdout.is_empty(), "np {np}: rsync -aHn: {}", String::from_utf8_lossy(&o.stdout));
+        }
+        let r = mpirun(np, &["sync", s, d]);
+        r.ok();
+        assert!(r.stdout.contains("copied 0 (0 B transferred), 0 dirs created"), "np {np}: {}", r.stdout);
+        assert_eq!(std::fs::metadata(dst.join("shared")).unwrap().nlink(), names.len() as u64);
+    }
 }

@@ -215,11 +215,12 @@ struct Expect<'a> {
     all_intervals: bool,
 }
 
-/// Assert on the page's DOM and its screenshot.
-fn check_page(html: &Path, name: &str, e: Expect) {
+/// Assert on the page's DOM and its screenshot; the DOM as Chromium built it, or the
+/// file's text where there is no Chromium (a user's machine).
+fn check_page(html: &Path, name: &str, e: Expect) -> String {
     let page = std::fs::read_to_string(html).unwrap();
     assert!(!page.contains("<script"), "{name}: no scripts");
-    let Some((dom, shot)) = chromium_page(html, name) else { return };
+    let Some((dom, shot)) = chromium_page(html, name) else { return page };
     let legends: String =
         dom.split("<ul class=\"legend\">").skip(1).map(|s| s.split("</ul>").next().unwrap()).collect();
     for l in e.legend {
@@ -268,17 +269,59 @@ fn check_page(html: &Path, name: &str, e: Expect) {
     assert_eq!((info.width, info.height), (1400, 2000), "{name}: screenshot size");
     let (mean, var, ink) = pixel_stats(&shot);
     assert!(var > 100.0 && ink > 0.005, "{name}: blank screenshot: mean {mean}, variance {var}, ink {ink}");
+    dom
+}
+
+/// The rows of `<table class="CLASS">` in `dom`: each cell's opening tag and its text.
+fn table_rows(dom: &str, class: &str) -> Vec<Vec<(String, String)>> {
+    let t = dom.split(&format!("<table class=\"{class}\">")).nth(1).unwrap_or_else(|| panic!("no table {class}"));
+    let t = t.split("</table>").next().unwrap();
+    let text = |s: &str| {
+        let mut o = String::new();
+        let mut tag = false;
+        for c in s.chars() {
+            match c {
+                '<' => tag = true,
+                '>' => tag = false,
+                c if !tag => o.push(c),
+                _ => {}
+            }
+        }
+        o.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    };
+    t.split("<tr>")
+        .skip(2) // the header row
+        .map(|r| {
+            r.split("<td")
+                .skip(1)
+                .map(|c| {
+                    let (open, rest) = c.split_once('>').unwrap();
+                    (open.to_string(), text(rest.split("</td>").next().unwrap()).trim().to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Every figure cell of a table row has its interval (`data-ci`, lo ≤ hi).
+fn all_with_ci(name: &str, row: &[(String, String)]) {
+    for (open, text) in &row[1..] {
+        let ci = attrs(open, "data-ci");
+        assert!(open.contains("class=\"fig\"") && ci.len() == 1, "{name}: {open} {text}");
+        let v: Vec<f64> = ci[0].split(',').map(|x| x.parse().unwrap()).collect();
+        assert!(v[0] <= v[1], "{name}: {open}");
+    }
 }
 
 const MOCK: &str = "--quiet --mock-timing cv=0.03";
 
-/// An experiment's result file, rendered with `report --html`, checked.
-fn experiment_page(name: &str, cmd: &str, e: Expect) {
+/// An experiment's result file, rendered with `report --html`, checked; its DOM.
+fn experiment_page(name: &str, cmd: &str, e: Expect) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let (dir, json, html) = (tmp.path().display().to_string(), tmp.path().join("r.json"), tmp.path().join("r.html"));
     ok(&args(cmd, &["--target", &dir, "--json", json.to_str().unwrap()]));
     ok(&args("report", &[json.to_str().unwrap(), "--html", html.to_str().unwrap()]));
-    check_page(&html, name, e);
+    check_page(&html, name, e)
 }
 
 #[test]
@@ -295,7 +338,19 @@ fn every_experiment_page_in_chromium_ops_sync_scan() {
 #[test]
 fn every_experiment_page_in_chromium_bigfile_dirsize() {
     let e = |l| Expect { legend: l, heading: l, recommendation: false, all_intervals: true };
-    experiment_page("bigfile", &format!("bigfile --size 4MiB --runs 6 --label big-a {MOCK}"), e(&["big-a"]));
+    let dom = experiment_page("bigfile", &format!("bigfile --size 4MiB --runs 6 --label big-a {MOCK}"), e(&["big-a"]));
+    // bigfile's own table, as the terminal prints it: the phases, the total and the
+    // bandwidth, each with its interval; not the shared measurements table.
+    assert!(!dom.contains("<table class=\"measurements\">"), "bigfile: its own table instead");
+    let rows = table_rows(&dom, "bigfile");
+    assert_eq!(rows.len(), 1, "bigfile: one row per target: {rows:?}");
+    assert_eq!(rows[0].len(), 6, "target, write loop, close, unlink, total, bandwidth: {rows:?}");
+    assert_eq!(rows[0][0].1, "big-a");
+    all_with_ci("bigfile", &rows[0]);
+    for (_, text) in &rows[0][1..5] {
+        assert!(text.contains(" ± ") && text.ends_with('s'), "bigfile: mean ± half-width: {text}");
+    }
+    assert!(rows[0][5].1.contains("MiB/s (") && rows[0][5].0.contains("data-unit=\"MiB/s\""), "{:?}", rows[0][5]);
     let cmd = format!("dirsize --max 2000 --portion 400 --runs 6 --label dir-a {MOCK}");
     experiment_page("dirsize", &cmd, e(&["dir-a"]));
 }
@@ -314,7 +369,27 @@ fn every_experiment_page_in_chromium_clusters() {
     ok(&args(&cmd, &["--json", json.to_str().unwrap()]));
     ok(&args("report", &[json.to_str().unwrap(), "--html", html.to_str().unwrap()]));
     let l = ["ext4:1k@ram", "ext4:4k@ram"];
-    check_page(&html, "clusters", Expect { legend: &l, heading: &l, recommendation: false, all_intervals: true });
+    let dom =
+        check_page(&html, "clusters", Expect { legend: &l, heading: &l, recommendation: false, all_intervals: true });
+    // clusters' own tables: seconds per portion, space per file (st_blocks) with its
+    // slack, and the file system's growth per file; a row per cluster size, a column
+    // per file size.
+    assert!(!dom.contains("<table class=\"measurements\">"), "clusters: its own tables instead");
+    for class in ["clusters-time", "clusters-allocated", "clusters-fs"] {
+        let rows = table_rows(&dom, class);
+        assert_eq!(rows.iter().map(|r| r[0].1.as_str()).collect::<Vec<_>>(), l, "{class}: {rows:?}");
+        for r in &rows {
+            assert_eq!(r.len(), 3, "{class}: target and two file sizes: {r:?}");
+            all_with_ci(class, r);
+        }
+    }
+    // A 1 KiB file takes one 4 KiB cluster (75% slack) and one 1 KiB cluster (none).
+    let alloc = table_rows(&dom, "clusters-allocated");
+    assert_eq!(alloc[0][1].1, "1 KiB (0% slack)", "{alloc:?}");
+    assert_eq!(alloc[1][1].1, "4 KiB (75.0% slack)", "{alloc:?}");
+    assert!(alloc[1][1].0.contains("data-ci=\"4.096e3,4.096e3\""), "every run allocated the same: {alloc:?}");
+    let time = table_rows(&dom, "clusters-time");
+    assert!(time[0][1].1.contains(" ± ") && time[0][1].1.ends_with('s'), "{time:?}");
 }
 
 #[test]
@@ -343,6 +418,14 @@ fn every_experiment_page_in_chromium_ladder_compare_predict() {
     ok(&args("compare", &[&j("a.json"), &j("a2.json"), "--html", &j("c.html")]));
     let page = std::fs::read_to_string(j("c.html")).unwrap();
     assert!(page.contains("data-verdict=") && page.contains("id=\"ratios-forest\""), "compare page");
+    // The forest plot's ratio axis has ticks on both sides of 1× (not 1× alone).
+    let forest = page.split("id=\"ratios-forest\"").nth(1).unwrap().split("</section>").next().unwrap();
+    let ticks: Vec<f64> = forest
+        .split('>')
+        .filter_map(|t| t.split('<').next().and_then(|x| x.trim().strip_suffix('×')).and_then(|x| x.parse().ok()))
+        .collect();
+    assert!(ticks.contains(&1.0), "a 1× tick: {ticks:?}");
+    assert!(ticks.iter().any(|t| *t < 1.0) && ticks.iter().any(|t| *t > 1.0), "ticks around 1×: {ticks:?}");
     check_page(
         tmp.path().join("c.html").as_path(),
         "compare",

@@ -21,7 +21,6 @@ use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
 use crate::ops::{CreateOptions, FsyncMode};
-use crate::report::table::fmt_mean_ci;
 use crate::results::{ExperimentInfo, ResultSet};
 use crate::signals;
 use crate::storage::cache::CacheState;
@@ -30,9 +29,7 @@ use crate::storage::rundir::RunDir;
 use crate::tree::content::{ContentSource, PAGE, POOL};
 use crate::tree::spec::MAX_FILE_SIZE;
 use crate::tree::{Content, Layout, SizeDist, TreeSpec};
-use crate::units::{fmt_size, sig3};
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{CellAlignment, Table};
+use crate::units::fmt_size;
 use rustix::fd::{AsFd, IntoRawFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, fcntl_setfl, fstat, fsync, openat, unlinkat};
 use std::ffi::CStr;
@@ -80,7 +77,7 @@ pub struct BigfileConfig {
 }
 
 /// Op names of the three phases, in the order they run.
-pub const OPS: [&str; 3] = ["bigfile-write", "bigfile-close", "bigfile-unlink"];
+pub use crate::ops::registry::BIGFILE_OPS as OPS;
 /// Name of the file, inside the run directory.
 pub const FILE_NAME: &CStr = c"bigfile";
 const FILE_MODE: u32 = 0o644;
@@ -403,90 +400,4 @@ fn write_phase(
         (None, s) => Some(Stop::Signal(s)),
     };
     (r, stop)
-}
-
-/// The bigfile table: one row per target, each phase as mean ± 95% CI half-width, the
-/// per-run total, and the write loop's bandwidth at the mean with the interval it maps
-/// to. A `*` marks a first-run outlier (see the warnings).
-pub fn table(rs: &ResultSet) -> String {
-    let close = "close";
-    let mut t = Table::new();
-    t.load_style(UTF8_BORDERS_ONLY);
-    t.set_header(vec![
-        "target".to_string(),
-        "write loop".into(),
-        close.into(),
-        "unlink".into(),
-        "total".into(),
-        "write bandwidth (95% CI)".into(),
-    ]);
-    let mut flagged = false;
-    let mut ids: Vec<&str> = rs.targets.iter().map(|t| t.id.as_str()).collect();
-    for m in &rs.measurements {
-        if !ids.contains(&m.target.as_str()) {
-            ids.push(&m.target);
-        }
-    }
-    for id in ids {
-        let summary = |op: &str| rs.summaries.iter().find(|s| s.target == id && s.op == op);
-        if OPS.iter().all(|op| summary(op).is_none()) {
-            continue;
-        }
-        let mut row = vec![id.to_string()];
-        for op in OPS {
-            row.push(match summary(op) {
-                Some(s) => {
-                    let mut c = fmt_mean_ci(s.stats.mean_s, s.stats.ci_half_width());
-                    if s.stats.first_run_outlier {
-                        c.push_str(" *");
-                        flagged = true;
-                    }
-                    c
-                }
-                None => "—".into(),
-            });
-        }
-        // Total per run: the three phases of one run, when all three are complete.
-        let mut totals = Vec::new();
-        let mut runs: Vec<u32> = rs.measurements.iter().filter(|m| m.target == id).map(|m| m.run).collect();
-        runs.sort_unstable();
-        runs.dedup();
-        for run in runs {
-            let ms: Vec<_> = rs
-                .measurements
-                .iter()
-                .filter(|m| m.target == id && m.run == run && m.result.complete() && OPS.contains(&m.op.as_str()))
-                .collect();
-            if OPS.iter().all(|op| ms.iter().any(|m| m.op == *op)) {
-                totals.push(ms.iter().map(|m| m.result.elapsed_s).sum::<f64>());
-            }
-        }
-        row.push(match crate::analysis::stats::summarize(&totals) {
-            Some(s) => fmt_mean_ci(s.mean_s, s.ci_half_width()),
-            None => "—".into(),
-        });
-        row.push(match summary(OPS[0]) {
-            Some(s) if s.stats.mean_s > 0.0 => {
-                let mib = |secs: f64| s.tree_bytes as f64 / secs / 1048576.0;
-                let mut c = format!("{} MiB/s", sig3(mib(s.stats.mean_s)));
-                if let Some([lo, hi]) = s.stats.ci95_s {
-                    let fast = if lo > 0.0 { sig3(mib(lo)) } else { "∞".into() };
-                    c.push_str(&format!(" ({} … {fast})", sig3(mib(hi))));
-                }
-                c
-            }
-            _ => "—".into(),
-        });
-        t.add_row(row);
-    }
-    for i in 1..t.column_count() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    let mut out = t.to_string();
-    if flagged {
-        out.push_str("\n* run 1 is an outlier: a first-run effect (see the warnings)");
-    }
-    out
 }

@@ -3,12 +3,9 @@
 //! portion and the space each file really takes (allocated bytes, slack).
 
 use super::TargetSpec;
-use crate::report::table::fmt_mean_ci;
-use crate::results::ResultSet;
 use crate::storage::fsspec::FsSpec;
 use crate::tree::{Layout, SizeDist, TreeSpec};
-use crate::units::{exact_size, fmt_size, parse_size, sig3};
-use comfy_table::Table;
+use crate::units::parse_size;
 
 /// A file size to test: fixed bytes, or one more than the cluster size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,72 +72,6 @@ pub fn trees(sizes: &[SizeSel], clusters: &[u64], files: u64, shape: &TreeSpec) 
         .into_iter()
         .map(|b| TreeSpec { files, size: SizeDist::Fixed { bytes: b }, layout: Layout::Flat, ..shape.clone() })
         .collect()
-}
-
-/// Seconds per portion (rows: target, columns: file size), then allocated bytes and
-/// slack per file.
-pub fn table(rs: &ResultSet, portion: u64) -> String {
-    let mut keys: Vec<(&str, u64, u64)> = Vec::new(); // tree key, files, size
-    for s in rs.summaries.iter().filter(|s| s.op == "create") {
-        if !keys.iter().any(|k| k.0 == s.tree_key) {
-            keys.push((&s.tree_key, s.tree_files, s.tree_bytes / s.tree_files.max(1)));
-        }
-    }
-    keys.sort_by_key(|k| k.2);
-    let mut header = vec![format!("cluster \\ file size (s per {portion} files)")];
-    header.extend(keys.iter().map(|k| exact_size(k.2)));
-    let mut t = Table::new();
-    t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header(header.clone());
-    let mut space = Table::new();
-    space.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
-    let mut sh = vec!["cluster \\ file size (allocated per file, slack)".to_string()];
-    sh.extend(header.into_iter().skip(1));
-    space.set_header(sh);
-    for target in &rs.targets {
-        let mut row = vec![target.id.clone()];
-        let mut srow = vec![target.id.clone()];
-        for (key, files, size) in &keys {
-            let per = (*files as f64 / portion as f64).max(1e-12);
-            row.push(
-                rs.summaries
-                    .iter()
-                    .find(|s| s.op == "create" && s.target == target.id && s.tree_key == *key)
-                    .map(|s| fmt_mean_ci(s.stats.mean_s / per, s.stats.ci_half_width().map(|h| h / per)))
-                    .unwrap_or_else(|| "—".into()),
-            );
-            let ms: Vec<&crate::results::Measurement> = rs
-                .measurements
-                .iter()
-                .filter(|m| m.op == "create" && m.target == target.id && m.tree_key == *key && m.result.complete())
-                .collect();
-            let per_file = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-            let statvfs = per_file(
-                ms.iter()
-                    .filter_map(|m| m.result.space_used_bytes.map(|b| b as f64 / m.tree_files.max(1) as f64))
-                    .collect(),
-            );
-            let blocks = per_file(
-                ms.iter()
-                    .filter_map(|m| m.result.allocated_bytes.map(|b| b as f64 / m.tree_files.max(1) as f64))
-                    .collect(),
-            );
-            let slack = |a: f64| if a > 0.0 { ((a - *size as f64) / a * 100.0).max(0.0) } else { 0.0 };
-            srow.push(match (blocks, statvfs) {
-                (Some(b), Some(v)) => {
-                    format!("{} ({}% slack); fs {}", fmt_size(b), sig3(slack(b)), fmt_size(v))
-                }
-                (None, Some(v)) => format!("fs {} ({}% slack)", fmt_size(v), sig3(slack(v))),
-                (Some(b), None) => format!("{} ({}% slack)", fmt_size(b), sig3(slack(b))),
-                (None, None) => "—".into(),
-            });
-        }
-        t.add_row(row);
-        space.add_row(srow);
-    }
-    format!(
-        "{t}\n{space}\nper file: st_blocks × 512 (slack = share of it not holding data); fs = growth of the file system's used blocks (statvfs), metadata included\n"
-    )
 }
 
 #[cfg(test)]

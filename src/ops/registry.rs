@@ -12,6 +12,10 @@ pub const OP_NAMES: [&str; 9] = ["create", "stat", "list", "read", "walk", "scan
 /// "formatting is faster than deleting" costs (the next trial then needs no format).
 pub const REFORMAT: &str = "reformat";
 
+/// The `bigfile` experiment's phases, in the order they run (its own trial body, not a
+/// tree op; named here so its report view can find them).
+pub const BIGFILE_OPS: [&str; 3] = ["bigfile-write", "bigfile-close", "bigfile-unlink"];
+
 /// Phases that read a tree (every pair op reads its source): made cold before.
 pub fn reads_tree(op: &str) -> bool {
     !matches!(op, "create" | "delete" | REFORMAT)

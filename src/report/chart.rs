@@ -13,8 +13,14 @@ use std::sync::Once;
 /// Bundled font (DejaVu Sans; license in assets/fonts/LICENSE-DejaVu.txt).
 pub static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
-pub const WIDTH: u32 = 900;
-pub const HEIGHT: u32 = 540;
+/// Drawn at 1,200 × 660 px; the HTML page scales the SVG to its own width (up to
+/// 1,300 px), so text stays at about its drawn size in a 1,400 px window.
+pub const WIDTH: u32 = 1200;
+pub const HEIGHT: u32 = 660;
+/// Font sizes (plotters' units: an SVG's font-size is about 0.8 of them) of axis labels
+/// and legends, and of titles: 16 draws about 13 px text at 1,200 px.
+const LABEL: u32 = 16;
+const TITLE: u32 = 20;
 
 /// What one chart shows, independent of the backend it is drawn on.
 #[derive(Debug, Clone)]
@@ -317,7 +323,7 @@ fn register_font() {
 /// Pixel size of the chart: a dot plot grows with its rows (one label line each).
 pub fn size(chart: &Chart) -> (u32, u32) {
     match &chart.kind {
-        Kind::Dots { dots, .. } => (WIDTH, (110 + 24 * dots.len() as u32).max(200)),
+        Kind::Dots { dots, .. } => (WIDTH, (124 + 28 * dots.len() as u32).max(220)),
         _ => (WIDTH, HEIGHT),
     }
 }
@@ -353,15 +359,44 @@ fn log_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo / 1.6, hi * 1.6)
 }
 
+/// Ticks for a ratio axis over [lo, hi]: 1× and round ratios on both sides of it, the
+/// coarsest first (×/÷ 2 and 10, then 1.25, 5 and 20, then 1.1 and 1.5 …), as many
+/// tiers as keep it at most 9 ticks (at least one tier beyond 1×).
+pub fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    const TIERS: [&[f64]; 4] = [
+        &[1.0],
+        &[0.01, 0.1, 0.5, 2.0, 10.0, 100.0],
+        &[0.02, 0.05, 0.2, 0.8, 1.25, 5.0, 20.0, 50.0],
+        &[0.33, 0.67, 0.9, 1.1, 1.5, 3.0],
+    ];
+    let mut keys: Vec<f64> = Vec::new();
+    for (i, tier) in TIERS.iter().enumerate() {
+        let more: Vec<f64> = tier.iter().copied().filter(|t| *t >= lo && *t <= hi).collect();
+        if i >= 2 && keys.len() >= 3 && keys.len() + more.len() > 9 {
+            break;
+        }
+        keys.extend(more);
+    }
+    keys.sort_by(f64::total_cmp);
+    keys
+}
+
+/// `0.5×`, `1×`, `1.25×`: a ratio with 3 significant digits, trailing zeros dropped.
+fn ratio_label(v: f64) -> String {
+    let s = sig3(v);
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
+    format!("{s}×")
+}
+
 fn secs_label(v: f64) -> String {
     crate::units::fmt_secs(v)
 }
 
 /// Width in pixels the left label area needs for `labels` at 13 px (DejaVu Sans
-/// averages about 7.6 px per character at that size), within [80, 440].
+/// averages about 7.6 px per character at that size; LABEL scales it), within [80, 520].
 fn label_width(labels: impl Iterator<Item = usize>) -> u32 {
     let chars = labels.max().unwrap_or(0) as f64;
-    (chars * 7.6 + 16.0).clamp(80.0, 440.0) as u32
+    (chars * 7.6 * LABEL as f64 / 13.0 + 16.0).clamp(80.0, 520.0) as u32
 }
 
 /// A label cut to what fits in `max` characters (the table beside the chart has it whole).
@@ -378,7 +413,7 @@ fn cut(label: &str, max: usize) -> String {
 fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend: bool) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(err)?;
-    let title = ("sans-serif", 17).into_font();
+    let title = ("sans-serif", TITLE).into_font();
     match &chart.kind {
         Kind::LogLog { series } => {
             let xs = log_range(series.iter().flat_map(|s| s.means.iter().map(|m| m.0)));
@@ -392,8 +427,9 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
             let mut c = ChartBuilder::on(root)
                 .caption(&chart.title, title)
                 .margin(14)
-                .x_label_area_size(44)
-                .y_label_area_size(78)
+                .margin_right(34)
+                .x_label_area_size(52)
+                .y_label_area_size(92)
                 .build_cartesian_2d((xs.0..xs.1).log_scale(), (ys.0..ys.1).log_scale())
                 .map_err(err)?;
             c.configure_mesh()
@@ -401,7 +437,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 .y_desc("time (median, 95% interval)")
                 .y_label_formatter(&|v| secs_label(*v))
                 .x_label_formatter(&|v| sig3(*v))
-                .label_style(("sans-serif", 13))
+                .label_style(("sans-serif", LABEL))
                 .draw()
                 .map_err(err)?;
             for (i, s) in series.iter().enumerate() {
@@ -427,7 +463,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 c.configure_series_labels()
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK.mix(0.3))
-                    .label_font(("sans-serif", 13))
+                    .label_font(("sans-serif", LABEL))
                     .position(SeriesLabelPosition::UpperLeft)
                     .draw()
                     .map_err(err)?;
@@ -445,7 +481,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 Axis::Predicted => "predicted time (95% prediction interval)",
                 Axis::Ratio => "ratio B/A (95% interval; 1 = no change)",
             };
-            let fmt = move |v: &f64| if *axis == Axis::Ratio { format!("{}×", sig3(*v)) } else { secs_label(*v) };
+            let fmt = move |v: &f64| if *axis == Axis::Ratio { ratio_label(*v) } else { secs_label(*v) };
             let ylab = |v: &f64| {
                 // Row i sits at y = n − 1 − i (the first row on top).
                 let i = n as f64 - 1.0 - v.round();
@@ -467,7 +503,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                         .x_labels(6)
                         .x_desc(x_desc)
                         .x_label_formatter(&fmt)
-                        .label_style(("sans-serif", 13))
+                        .label_style(("sans-serif", LABEL))
                         .draw()
                         .map_err(err)?;
                     if let Some(r) = reference {
@@ -489,8 +525,13 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 }};
             }
             let mut b = ChartBuilder::on(root);
-            b.caption(&chart.title, title).margin(14).x_label_area_size(44).y_label_area_size(left);
-            if log {
+            b.caption(&chart.title, title).margin(14).margin_right(34).x_label_area_size(52).y_label_area_size(left);
+            if *axis == Axis::Ratio {
+                // plotters' log axis puts keys at powers of ten only: around 1 that is
+                // the 1× tick alone, so the ratios get ticks of their own.
+                let keys = ratio_ticks(lo, hi);
+                body!(b.build_cartesian_2d((lo..hi).log_scale().with_key_points(keys), y_range).map_err(err)?);
+            } else if log {
                 body!(b.build_cartesian_2d((lo..hi).log_scale(), y_range).map_err(err)?);
             } else {
                 body!(b.build_cartesian_2d(0.0..hi / 1.6 * 1.1, y_range).map_err(err)?);
@@ -502,8 +543,9 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
             let mut c = ChartBuilder::on(root)
                 .caption(&chart.title, title)
                 .margin(14)
-                .x_label_area_size(44)
-                .y_label_area_size(78)
+                .margin_right(34)
+                .x_label_area_size(52)
+                .y_label_area_size(92)
                 .build_cartesian_2d(0.0..xmax * 1.02, 0.0..ymax)
                 .map_err(err)?;
             c.configure_mesh()
@@ -511,7 +553,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 .y_desc("µs per file (median of runs)")
                 .x_label_formatter(&|v| sig3(*v))
                 .y_label_formatter(&|v| sig3(*v))
-                .label_style(("sans-serif", 13))
+                .label_style(("sans-serif", LABEL))
                 .draw()
                 .map_err(err)?;
             for (i, (name, pts)) in series.iter().enumerate() {
@@ -526,7 +568,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend
                 c.configure_series_labels()
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK.mix(0.3))
-                    .label_font(("sans-serif", 13))
+                    .label_font(("sans-serif", LABEL))
                     .position(SeriesLabelPosition::UpperRight)
                     .draw()
                     .map_err(err)?;
@@ -544,6 +586,16 @@ mod tests {
     fn slugs_are_anchor_safe() {
         assert_eq!(slug("bigfile-write"), "bigfile-write");
         assert_eq!(slug("n=16 size=64KiB"), "n-16-size-64kib");
+    }
+
+    #[test]
+    fn ratio_axis_ticks_span_the_ratios() {
+        // A forest plot's range always holds 1 with margins of 1.6× around it.
+        assert_eq!(ratio_ticks(0.6, 1.7), vec![0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5]);
+        assert_eq!(ratio_ticks(0.3, 3.5), vec![0.5, 0.8, 1.0, 1.25, 2.0]);
+        assert_eq!(ratio_ticks(0.05, 20.0), vec![0.1, 0.5, 1.0, 2.0, 10.0]);
+        let labels: Vec<String> = [0.5, 0.8, 1.0, 1.25, 2.0, 10.0].map(ratio_label).to_vec();
+        assert_eq!(labels, ["0.5×", "0.8×", "1×", "1.25×", "2×", "10×"]);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! One self-contained HTML report, the frame every experiment's page shares: a heading
 //! naming the experiment and its targets by label, the experiment's own section (pack:
-//! routes and recommendation), the measurements (medians with their 95% intervals),
-//! inline SVG charts with their legends and notes, fitted costs (± on every column),
-//! detections grouped by kind, and a provenance footer. No scripts, no external
+//! routes and recommendation), the measurements (medians with their 95% intervals;
+//! bigfile and clusters: their own tables, from `grid.rs`), inline SVG charts with their
+//! legends and notes, fitted costs (± on every column), detections grouped by kind, and
+//! a provenance footer. No scripts, no external
 //! resources. Stable hooks for tests: `data-target-label` on legend entries and on the
 //! heading's targets, `data-ci` (or `data-no-ci` with the reason) on every figure.
 //! Opening `report.html#CHART-ID` shows that chart alone (CSS :target), which is how
@@ -34,7 +35,7 @@ pub fn esc(s: &str) -> String {
 const STYLE: &str = "body,svg text{font-family:'DejaVu Sans',sans-serif}body{margin:2em auto;max-width:1300px;padding:0 1em;color:#222;background:#fff}\
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}\
-td:first-child,th:first-child,td.l{text-align:left}.chart svg{display:block;max-width:100%;height:auto}\
+td:first-child,th:first-child,td.l{text-align:left}.chart svg{display:block;width:100%;height:auto}\
 .ci,.why{color:#555;font-size:.9em}ul.legend{list-style:none;padding:0;margin:.3em 0;display:flex;flex-wrap:wrap;gap:.4em 1.4em;font-size:.9em}\
 ul.legend i{display:inline-block;width:1.6em;height:.35em;margin-right:.4em;vertical-align:middle}\
 .recommendation{border-left:4px solid #2c7;padding:.2em 1em;background:#f4fbf6}.recommendation p{margin:.4em 0}\
@@ -143,7 +144,7 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String
     if rs.experiment.name == "pack" {
         h.push_str(&super::pack_html::section(rs));
     }
-    h.push_str(&summaries(rs));
+    h.push_str(&own_tables(rs).unwrap_or_else(|| summaries(rs)));
     for c in &charts {
         h.push_str(&chart_section(c, &labels)?);
     }
@@ -282,6 +283,21 @@ fn models(rs: &ResultSet) -> String {
         h.push_str(&format!("<p class=\"muted\">{}</p>\n", esc(&l)));
     }
     h
+}
+
+/// The measurements of an experiment with tables of its own (bigfile, clusters): those
+/// tables, as the terminal prints them after the run.
+fn own_tables(rs: &ResultSet) -> Option<String> {
+    let grids = match rs.experiment.name.as_str() {
+        "bigfile" => vec![super::bigfile::grid(rs)],
+        "clusters" => super::clusters::grids(rs, rs.experiment.portion_files).to_vec(),
+        _ => return None,
+    };
+    let mut h = String::from("<h2 id=\"measurements\">Measurements</h2>\n");
+    for g in grids {
+        h.push_str(&g.html());
+    }
+    Some(h)
 }
 
 fn summaries(rs: &ResultSet) -> String {

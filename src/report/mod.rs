@@ -3,13 +3,16 @@
 //! the result model (`results`); nothing below imports a view.
 
 pub mod advice;
+pub mod bigfile;
 pub mod chart;
+pub mod clusters;
 pub mod combine;
 pub mod commands;
 pub mod compare;
 pub mod compare_html;
 pub mod csv;
 pub mod export;
+pub mod grid;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -1,6 +1,7 @@
 //! What a copy keeps beyond bytes, modes and mtimes — owner and group, extended
 //! attributes and POSIX ACLs (`system.posix_acl_*` are xattrs), inode flags — and what
-//! the destination could not hold ([`Losses`], counted per kind with the first paths).
+//! the destination could not hold ([`Losses`], counted per kind with the first paths:
+//! `losses.rs`).
 //!
 //! Every extra call is decided from the entry's statx fields first: flags only when
 //! statx reports one (immutable, append, nodump, compressed), owner only when it differs
@@ -8,13 +9,12 @@
 //! Once the destination refuses a kind as unsupported, that kind is not tried again:
 //! every later entry that needs it is counted as a loss without a system call.
 
+pub use super::losses::{LOSS_KINDS, LOSS_PATHS, Loss, LossRow, Losses, merge_rows};
 use crate::fs::walk::Meta;
 use rustix::fd::{AsFd, AsRawFd, BorrowedFd};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What is kept (all of it by default, as `cp -a`); each `--no-…` flag turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub const NS_TRUSTED: u8 = 1;
 pub const NS_SECURITY: u8 = 2;
 
 /// The namespace bit of an xattr name (0: user.* and system.*, never skipped).
-fn ns_bit(name: &[u8]) -> u8 {
+pub(crate) fn ns_bit(name: &[u8]) -> u8 {
     if name.starts_with(b"trusted.") {
         NS_TRUSTED
     } else if name.starts_with(b"security.") {
@@ -83,166 +83,6 @@ impl Keep {
     }
 }
 
-/// Kinds of loss: what the destination (or the user's rights there) could not hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Loss {
-    Owner,
-    Modes,
-    Times,
-    Xattrs,
-    Acls,
-    HardLinks,
-    Symlinks,
-    Specials,
-    Flags,
-    Sparse,
-}
-
-pub const LOSS_KINDS: usize = 10;
-
-impl Loss {
-    pub const ALL: [Loss; LOSS_KINDS] = [
-        Loss::Owner,
-        Loss::Modes,
-        Loss::Times,
-        Loss::Xattrs,
-        Loss::Acls,
-        Loss::HardLinks,
-        Loss::Symlinks,
-        Loss::Specials,
-        Loss::Flags,
-        Loss::Sparse,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            Loss::Owner => "owner",
-            Loss::Modes => "modes",
-            Loss::Times => "times",
-            Loss::Xattrs => "xattrs",
-            Loss::Acls => "acls",
-            Loss::HardLinks => "hard_links",
-            Loss::Symlinks => "symlinks",
-            Loss::Specials => "specials",
-            Loss::Flags => "flags",
-            Loss::Sparse => "sparse",
-        }
-    }
-    /// What the loss means, for the summary.
-    pub fn what(self) -> &'static str {
-        match self {
-            Loss::Owner => "owner/group not kept",
-            Loss::Modes => "permission bits not kept",
-            Loss::Times => "mtime rounded (coarser timestamps)",
-            Loss::Xattrs => "extended attributes not kept",
-            Loss::Acls => "POSIX ACLs not kept",
-            Loss::HardLinks => "hard links copied as separate files",
-            Loss::Symlinks => "symlinks not made",
-            Loss::Specials => "fifos, sockets or device nodes not made",
-            Loss::Flags => "inode flags (chattr) not kept",
-            Loss::Sparse => "holes filled (sparse file written whole)",
-        }
-    }
-    /// The flag that turns this kind off (and with it its losses).
-    pub fn flag(self) -> &'static str {
-        match self {
-            Loss::Owner => "--no-owner",
-            Loss::Xattrs => "--no-xattrs",
-            Loss::Acls => "--no-acls",
-            Loss::HardLinks => "--no-hard-links",
-            Loss::Sparse => "--no-sparse",
-            Loss::Specials => "--no-specials",
-            Loss::Flags => "--no-flags",
-            Loss::Modes | Loss::Times | Loss::Symlinks => "--lossy",
-        }
-    }
-    fn idx(self) -> usize {
-        self as usize
-    }
-}
-
-/// Paths kept per kind of loss.
-pub const LOSS_PATHS: usize = 10;
-
-/// One kind of loss in the summary.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LossRow {
-    pub kind: String,
-    pub count: u64,
-    /// The first paths (at most [`LOSS_PATHS`]).
-    pub paths: Vec<String>,
-}
-
-/// Losses counted while copying: one relaxed add per loss, the first paths under a lock.
-#[derive(Default)]
-pub struct Losses {
-    counts: [AtomicU64; LOSS_KINDS],
-    paths: Mutex<Vec<(usize, String)>>,
-    /// A kind the destination refused as unsupported: not tried again.
-    unsupported: [AtomicBool; LOSS_KINDS],
-    /// xattr namespaces the destination drops ([`Caps::dropped_ns`]): losses, never set.
-    dropped_ns: std::sync::atomic::AtomicU8,
-}
-
-impl Losses {
-    pub fn add(&self, kind: Loss, path: impl FnOnce() -> String) {
-        let n = self.counts[kind.idx()].fetch_add(1, Ordering::Relaxed);
-        if n < LOSS_PATHS as u64 {
-            self.paths.lock().unwrap_or_else(|p| p.into_inner()).push((kind.idx(), path()));
-        }
-    }
-    pub fn unsupported(&self, kind: Loss) -> bool {
-        self.unsupported[kind.idx()].load(Ordering::Relaxed)
-    }
-    pub fn mark_unsupported(&self, kind: Loss) {
-        self.unsupported[kind.idx()].store(true, Ordering::Relaxed)
-    }
-    /// Is xattr `name` in a namespace the destination drops?
-    pub fn dropped(&self, name: &[u8]) -> bool {
-        let bit = ns_bit(name);
-        bit != 0 && self.dropped_ns.load(Ordering::Relaxed) & bit != 0
-    }
-    pub fn total(&self) -> u64 {
-        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
-    }
-    /// The rows with a count, in [`Loss::ALL`] order, paths sorted.
-    pub fn rows(&self) -> Vec<LossRow> {
-        let paths = self.paths.lock().unwrap_or_else(|p| p.into_inner());
-        Loss::ALL
-            .iter()
-            .filter_map(|k| {
-                let count = self.counts[k.idx()].load(Ordering::Relaxed);
-                (count > 0).then(|| {
-                    let mut p: Vec<String> =
-                        paths.iter().filter(|(i, _)| *i == k.idx()).map(|(_, p)| p.clone()).collect();
-                    p.sort();
-                    LossRow { kind: k.name().into(), count, paths: p }
-                })
-            })
-            .collect()
-    }
-}
-
-/// Merge loss rows of several parts (ranks): counts summed, paths up to [`LOSS_PATHS`].
-pub fn merge_rows(parts: impl IntoIterator<Item = Vec<LossRow>>) -> Vec<LossRow> {
-    let mut out: Vec<LossRow> = Vec::new();
-    for rows in parts {
-        for r in rows {
-            match out.iter_mut().find(|o| o.kind == r.kind) {
-                Some(o) => {
-                    o.count += r.count;
-                    o.paths.extend(r.paths);
-                    o.paths.sort();
-                    o.paths.truncate(LOSS_PATHS);
-                }
-                None => out.push(r),
-            }
-        }
-    }
-    let order = |k: &str| Loss::ALL.iter().position(|l| l.name() == k).unwrap_or(LOSS_KINDS);
-    out.sort_by_key(|r| order(&r.kind));
-    out
-}
-
 /// An errno that says "this destination cannot hold that" rather than a failure.
 pub fn is_unsupported(e: Errno) -> bool {
     matches!(e, Errno::OPNOTSUPP | Errno::NOSYS | Errno::NOTTY | Errno::PERM | Errno::INVAL)
@@ -276,9 +116,18 @@ pub struct Caps {
     pub specials: bool,
     /// xattr namespaces accepted and then not listed (ntfs-3g: trusted.*, security.*).
     pub dropped_ns: u8,
+    /// Names that are not UTF-8 can be made (exFAT, NTFS: no), and names with a control
+    /// character (exFAT, FAT: no; NTFS through ntfs-3g: yes).
+    pub names_bytes: bool,
+    pub names_ctrl: bool,
 }
 
 impl Caps {
+    /// Can DST hold an entry named `name`? (What the probe found; a character only some
+    /// file systems forbid is learnt from the refusal: [`super::losses::unholdable_name`].)
+    pub fn holds_name(&self, name: &[u8]) -> bool {
+        (self.names_bytes || std::str::from_utf8(name).is_ok()) && (self.names_ctrl || !name.iter().any(|b| *b < 0x20))
+    }
     /// What sync compares: a kind the destination cannot hold is not compared (it would
     /// differ every time, and every sync would copy again).
     pub fn compared(&self, keep: &Keep) -> Keep {
@@ -321,6 +170,8 @@ impl Default for Caps {
             acls: true,
             specials: true,
             dropped_ns: 0,
+            names_bytes: true,
+            names_ctrl: true,
         }
     }
 }
@@ -437,6 +288,16 @@ fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
     caps.specials =
         rustix::fs::mknodat(dst, name.as_c_str(), rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600), 0).is_ok();
     let _ = unlinkat(dst, name.as_c_str(), AtFlags::empty());
+    // Names: one not UTF-8, one with a newline (an empty file each, removed).
+    for (tail, held) in [(&b"\xff"[..], &mut caps.names_bytes), (b"\n", &mut caps.names_ctrl)] {
+        let Ok(odd) = CString::new([name.to_bytes(), tail].concat()) else { continue };
+        let made =
+            rustix::fs::mknodat(dst, odd.as_c_str(), rustix::fs::FileType::RegularFile, Mode::from_raw_mode(0o600), 0);
+        match made {
+            Ok(()) => drop(unlinkat(dst, odd.as_c_str(), AtFlags::empty())),
+            Err(e) => *held = !super::losses::unholdable_name(odd.to_bytes(), e),
+        }
+    }
     if !caps.modes {
         let dname = super::file::tmp_name();
         if rustix::fs::mkdirat(dst, dname.as_c_str(), Mode::from_raw_mode(0o700)).is_ok() {
@@ -462,6 +323,8 @@ fn caps_of_type(dst: BorrowedFd<'_>) -> Caps {
         acls: false,
         specials: false,
         hard_links: false,
+        names_bytes: false,
+        names_ctrl: false,
         ..Caps::default()
     };
     match st.f_type as u64 {

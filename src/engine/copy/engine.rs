@@ -16,7 +16,9 @@ use super::finish::{self, Attr};
 use super::itemize;
 use super::links::{Claim, Links, make_link};
 use super::listing::{Item, Listing, NO_MATCH, list};
+use super::losses;
 use super::summary::{Part, summary};
+use super::unmade::{count_below, fail_below, name_lost};
 use super::{Counters, Failures, Mode, Options, Summary, Walls};
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
@@ -312,12 +314,25 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
         (Some(_), true) if fresh => None,
         (Some(pd), _) => {
             if fresh {
-                match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
+                // A name DST cannot hold (the probe says) is not tried: as if refused.
+                let made = match ctx.caps.holds_name(t.name.to_bytes()) {
+                    true => mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)),
+                    false => Err(Errno::ILSEQ),
+                };
+                match made {
                     Ok(()) => {
                         ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
                         t.parent.changed.store(true, Ordering::Relaxed);
                     }
                     Err(Errno::EXIST) if ctx.o.mode == Mode::Sync => fresh = false,
+                    Err(e) if losses::unholdable_name(t.name.to_bytes(), e) => {
+                        // A name DST cannot hold: the directory and all below it are lost.
+                        let below = count_below(ctx, src.as_fd());
+                        ctx.c.lost_entries.fetch_add(below.entries - below.dirs, Ordering::Relaxed);
+                        ctx.losses.add(Loss::Names, || below.said(name_lost(&t.parent.path, &t.name)));
+                        release(ctx, t.parent);
+                        return None;
+                    }
                     Err(e) => {
                         ctx.fail(&path, None, "create directory", e);
                         fail_below(ctx, src.as_fd(), &path);
@@ -354,53 +369,6 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
         parent: Some(t.parent),
     });
     Some((node, fresh))
-}
-
-/// A SRC directory whose DST counterpart could not be made or opened: every entry below
-/// it is counted as seen and failed (so copied + skipped + failed adds up to what SRC
-/// holds), without being named one by one. SRC is only read, without following symlinks.
-fn fail_below(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str) {
-    let mut stack = vec![(rustix::io::fcntl_dupfd_cloexec(dir, 0), path.to_string())];
-    let (mut entries, mut files, mut dirs, mut bytes, mut unreadable) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    while let Some((fd, p)) = stack.pop() {
-        if ctx.stopping() {
-            break;
-        }
-        let Ok(fd) = fd else {
-            unreadable += 1;
-            continue;
-        };
-        let Ok(list) = walk::read_dir(fd.as_fd()) else {
-            unreadable += 1;
-            continue;
-        };
-        for e in list {
-            entries += 1;
-            match e.kind {
-                Kind::Dir => {
-                    dirs += 1;
-                    stack.push((open_dir_at(fd.as_fd(), &e.name), p.clone()));
-                }
-                Kind::File => {
-                    files += 1;
-                    bytes += meta_at(fd.as_fd(), &e.name).map_or(0, |m| m.size);
-                }
-                _ => {}
-            }
-        }
-    }
-    let c = &ctx.c;
-    c.src_entries.fetch_add(entries, Ordering::Relaxed);
-    c.src_files.fetch_add(files, Ordering::Relaxed);
-    c.src_dirs.fetch_add(dirs, Ordering::Relaxed);
-    c.src_bytes.fetch_add(bytes, Ordering::Relaxed);
-    c.failed.fetch_add(entries, Ordering::Relaxed);
-    c.failed_entries.fetch_add(entries - dirs, Ordering::Relaxed);
-    if entries > 0 {
-        let what = format!("{entries} entries below it not copied (its destination directory could not be made)");
-        let what = if unreadable > 0 { format!("{what}; {unreadable} directories below it not listed") } else { what };
-        ctx.f.note(format!("{}: {what}", join(path, None)), entries);
-    }
 }
 
 /// Count one child (or the directory's own work) done; finish directories whose count
@@ -627,6 +595,9 @@ fn entry(
     }
     if equal {
         t.skipped += 1;
+        if links && caps.hard_links {
+            ctx.links.named((s.m.dev, s.m.ino), || rel_join(&node.rel, s.name.to_bytes()));
+        }
         if let (Some(g), Some(d)) = (first, d) {
             g.done(rel_join(&node.rel, s.name.to_bytes()), d.m.ino);
         }
@@ -717,6 +688,9 @@ fn entry(
     let lost = || join(path, Some(s.name));
     // Ok(None): not made (the destination cannot hold it; counted as a loss).
     let r: file::StepResult<Option<u64>> = match s.m.kind {
+        // A name DST cannot hold (the probe says): not tried (sync's temporary would
+        // count its modes and times as lost first), as if refused.
+        _ if !caps.holds_name(s.name.to_bytes()) => Err((Step::Create, Errno::ILSEQ)),
         Kind::File => {
             let linked = link_to.as_ref().and_then(|(rel, _)| make_link(ctx, rel, dst, target, &lost));
             match linked {
@@ -755,6 +729,8 @@ fn entry(
             t.bytes += n;
             if links && !caps.hard_links {
                 ctx.losses.add(Loss::HardLinks, lost);
+            } else if links {
+                ctx.links.named((s.m.dev, s.m.ino), || rel_join(&node.rel, s.name.to_bytes()));
             }
             if let Some(g) = first {
                 // The copy's inode: later links of this inode that DST already has
@@ -776,7 +752,12 @@ fn entry(
             if step == Step::Metadata && s.m.kind != Kind::File {
                 let _ = unlinkat(dst, target, AtFlags::empty());
             }
-            if step == Step::Changed {
+            if matches!(step, Step::Create | Step::Rename) && losses::unholdable_name(s.name.to_bytes(), e) {
+                // A name DST cannot hold (sync's temporary name was made; the rename
+                // into this one failed and removed it): a loss, not a failure.
+                ctx.losses.add(Loss::Names, || name_lost(path, s.name));
+                ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
+            } else if step == Step::Changed {
                 ctx.refuse(path, Some(s.name), step.name());
                 ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
             } else {

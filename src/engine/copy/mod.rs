@@ -21,9 +21,11 @@ pub mod finish;
 pub mod itemize;
 mod links;
 mod listing;
+pub mod losses;
 pub mod mpi;
 pub mod progress;
 pub mod summary;
+mod unmade;
 pub mod verify;
 
 use super::overlap;

@@ -31,8 +31,9 @@ use crate::engine::copy::attrs::{self, Caps, Loc, Loss, Losses};
 use crate::engine::copy::engine::{CopyShared, Node, Task, do_dir, join, release};
 use crate::engine::copy::file::{Step, copy_file, finish_dir, tmp_name};
 use crate::engine::copy::finish::{self, Attr};
-use crate::engine::copy::links::Links;
+use crate::engine::copy::links::{self, Links};
 use crate::engine::copy::summary::{Part, summary};
+use crate::engine::copy::unmade::{count_below, name_lost};
 use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
 use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
 use crate::engine::walker::{RankCounts, WalkTotals, kind_byte, kind_of};
@@ -338,6 +339,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 | (mine.specials as u32) << 2
                 | (mine.omit_ok as u32) << 3
                 | (mine.hard_links as u32) << 4
+                | (mine.names_bytes as u32) << 5
+                | (mine.names_ctrl as u32) << 6
                 | (mine.dropped_ns as u32) << 8,
         ]);
         Caps {
@@ -353,6 +356,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             specials: w[8] & 4 != 0,
             omit_ok: w[8] & 8 != 0,
             hard_links: w[8] & 16 != 0,
+            names_bytes: w[8] & 32 != 0,
+            names_ctrl: w[8] & 64 != 0,
             dropped_ns: (w[8] >> 8) as u8,
         }
     };
@@ -367,7 +372,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         walls,
         caps,
         losses,
-        links: Links::default(),
+        links: Links::keeping_names(),
         dst_root,
     };
     let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
@@ -491,6 +496,16 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
             }
             if let (Some(pd), false, true) = (&t.parent.dst, o.dry_run, fresh) {
+                // A name DST cannot hold: lost with all below it, as in one process.
+                if !ctx.caps.holds_name(t.name.to_bytes()) {
+                    if let Ok(sd) = walk::open_dir_at(t.parent.src.as_fd(), &t.name) {
+                        let below = count_below(&ctx, sd.as_fd());
+                        ctx.c.lost_entries.fetch_add(below.entries - below.dirs, Ordering::Relaxed);
+                        ctx.losses.add(Loss::Names, || below.said(name_lost(&t.parent.path, &t.name)));
+                    }
+                    release(&ctx, t.parent);
+                    return;
+                }
                 match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
                     Ok(()) => {
                         ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
@@ -574,6 +589,11 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         }
     }
     ranks::barrier();
+    // Names of one inode that fell to different ranks: linked to one copy (before the
+    // directories' mtimes are set: a rename moves them).
+    if o.keep.hard_links && !o.dry_run {
+        links::join_across_ranks(&ctx, dst.as_ref().filter(|_| !stopped).map(|d| d.as_fd()));
+    }
     // Directory metadata, deepest first, once every rank is done below.
     if let (false, Some(d)) = (stopped, &dst) {
         let later = later.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -594,24 +614,6 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         });
     }
     rustix::process::umask(umask);
-    // Hard links whose names fell to different ranks were copied once per rank: every
-    // copy past the first is a loss, never a silent split (rank 0 counts them).
-    if o.keep.hard_links && !o.dry_run {
-        let mine = serde_json::to_vec(&ctx.links.firsts()).expect("serialisable");
-        type Firsts = Vec<((u64, u64), Vec<u8>)>;
-        let all: Vec<Firsts> = ranks::all_gather(&mine)
-            .iter()
-            .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
-            .collect();
-        if ranks::is_root() && all.len() > 1 {
-            let mut seen = std::collections::HashSet::new();
-            for (k, rel) in all.iter().flatten() {
-                if !seen.insert(*k) {
-                    ctx.losses.add(Loss::HardLinks, || String::from_utf8_lossy(rel).into_owned());
-                }
-            }
-        }
-    }
     let (u1, s1) = crate::measure::cpu_times();
     let part = RankPart {
         written: (ctx.c.copied.load(Ordering::Relaxed) + batch_written.load(Ordering::Relaxed))
