@@ -89,6 +89,7 @@ fn device_target_validates_and_old_records_load() {
         formats: 1,
         entries: None,
         class: None,
+        share: None,
         device_info: Some(DeviceInfo {
             path: "/dev/sdb".into(),
             name: "sdb".into(),

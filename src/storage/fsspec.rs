@@ -39,6 +39,9 @@ pub enum Backing {
     /// by nbdkit with delay and rate filters, through nbdfuse and a loop device
     /// ([`super::nbd_stack`]).
     Class { class: super::device_class::DeviceClass },
+    /// A file share (`share:sftp@rtt=1ms`): the export (`fs_type` and `block` are its)
+    /// served through a latency proxy to a FUSE client ([`super::share`]).
+    Share { share: Box<super::share::ShareSpec> },
 }
 
 /// Directory images of `@disk` go to unless a directory is given.
@@ -153,6 +156,11 @@ impl FsSpec {
     /// `TYPE[:BLOCK][@BACKING]` with BACKING `ram` (default), `disk` or `disk:DIR`.
     pub fn parse(s: &str) -> Result<FsSpec, String> {
         let s = s.trim();
+        if let Some(rest) = s.strip_prefix("share:") {
+            let share = super::share::ShareSpec::parse(rest)?;
+            let (fs_type, block) = (share.export.fs_type, share.export.block);
+            return Ok(FsSpec { fs_type, block, backing: Backing::Share { share: Box::new(share) } });
+        }
         if s.is_empty() {
             return Err(format!(
                 "empty file system spec; expected TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME] with TYPE one of {TYPES}"
@@ -213,8 +221,11 @@ impl FsSpec {
         Ok(FsSpec { fs_type, block, backing })
     }
 
-    /// Canonical text: `ext4:4k@ram`, `xfs@disk:/var/tmp`, `tmpfs@ram`.
+    /// Canonical text: `ext4:4k@ram`, `xfs@disk:/var/tmp`, `tmpfs@ram`, `share:sftp@rtt=1ms`.
     pub fn label(&self) -> String {
+        if let Backing::Share { share } = &self.backing {
+            return format!("share:{}", share.text());
+        }
         let mut s = self.fs_type.name().to_string();
         if let Some(b) = self.block {
             s.push(':');
@@ -234,6 +245,7 @@ impl FsSpec {
                 s.push_str("@class:");
                 s.push_str(&class.text());
             }
+            Backing::Share { .. } => unreachable!("returned above"),
         }
         s
     }
@@ -245,6 +257,7 @@ impl FsSpec {
             Backing::Ram | Backing::Class { .. } => PathBuf::from(RAM_DIR),
             Backing::Disk { dir } => dir.clone(),
             Backing::Dev { path, .. } => path.clone(),
+            Backing::Share { share } => share.export.backing_dir(),
         }
     }
 
@@ -264,18 +277,28 @@ impl FsSpec {
         }
     }
 
+    /// The share of a `share:` spec.
+    pub fn share(&self) -> Option<&super::share::ShareSpec> {
+        match &self.backing {
+            Backing::Share { share } => Some(share),
+            _ => None,
+        }
+    }
+
     pub fn backing_name(&self) -> &'static str {
         match self.backing {
             Backing::Ram => "ram",
             Backing::Disk { .. } => "disk",
             Backing::Dev { .. } => "dev",
             Backing::Class { .. } => "class",
+            Backing::Share { .. } => "share",
         }
     }
 }
 
 /// Comma-separated specs (block sizes never contain commas; a device class's
-/// `key=value` parameters do: an entry with `=` and no `@` continues the `@class:` before it).
+/// `key=value` parameters do: an entry with `=` and no `@` continues the `@class:` or
+/// `share:` before it, and so does a share's `on=`, which runs to the end of the entry).
 pub fn parse_list(s: &str) -> Result<Vec<FsSpec>, String> {
     let mut texts: Vec<String> = Vec::new();
     for part in s.split(',') {
@@ -283,7 +306,12 @@ pub fn parse_list(s: &str) -> Result<Vec<FsSpec>, String> {
             return Err(format!("'{s}': empty entry in the file system list (use commas only between specs)"));
         }
         match texts.last_mut() {
-            Some(prev) if part.contains('=') && !part.contains('@') && prev.contains("@class:") => {
+            Some(prev)
+                if (part.contains('=')
+                    && !part.contains('@')
+                    && (prev.contains("@class:") || prev.starts_with("share:")))
+                    || (part.trim_start().starts_with("on=") && prev.starts_with("share:")) =>
+            {
                 prev.push(',');
                 prev.push_str(part);
             }
@@ -381,6 +409,11 @@ mod tests {
         assert_eq!(c[0].label(), "ext4@class:lat=2ms,iops=500");
         assert_eq!(c[1].label(), "xfs@class:hdd,qd=2");
         assert!(parse_list("ext4,qd=2").unwrap_err().contains("qd=2"));
+        let sh = parse_list("share:sftp@rtt=1ms,bw=1MiB/s,on=ext4@class:hdd,qd=2,share:smb@rtt=0ms,tmpfs").unwrap();
+        let labels: Vec<String> = sh.iter().map(|s| s.label()).collect();
+        assert_eq!(labels, ["share:sftp@rtt=1ms,bw=1MiB/s,on=ext4@class:hdd,qd=2", "share:smb@rtt=0ms", "tmpfs@ram"]);
+        assert_eq!((sh[0].fs_type, sh[0].backing_name()), (FsType::Ext4, "share"));
+        assert!(FsSpec::parse("share:nfs@rtt=1ms").unwrap_err().contains("nfs"));
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct ManagedDetails {
     /// the loop device (`image` is then nbdfuse's file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<super::nbd_stack::ClassDetails>,
+    /// A file share (`share:`): server, proxy, client and the export under them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<super::share_stack::ShareDetails>,
 }
 
 /// A file system the tool made and mounted; torn down on drop.
@@ -58,6 +61,9 @@ pub struct ManagedFs {
     mp_created: bool,
     /// A device class's stack directory, while its daemons may run.
     nbd_dir: Option<PathBuf>,
+    /// A share's stack directory and its exported file system.
+    share_dir: Option<PathBuf>,
+    export: Option<Box<ManagedFs>>,
     done: bool,
 }
 
@@ -170,6 +176,11 @@ impl ManagedFs {
         let mut per_dir: Vec<(PathBuf, u64)> = Vec::new();
         for spec in specs {
             let label = spec.label();
+            if let Some(share) = spec.share() {
+                super::share_stack::preflight(&label, share, search_path).map_err(|e| Error::bad(FLAG, e))?;
+                Self::preflight_in(std::slice::from_ref(&share.export), image_bytes, search_path)?;
+                continue;
+            }
             for (tool, pkg) in tools(spec) {
                 if find_in_path(tool, search_path).is_none() {
                     return Err(Error::bad(
@@ -273,6 +284,7 @@ impl ManagedFs {
         let image_bytes = round_image(image_bytes);
         let tmpfs = spec.fs_type == FsType::Tmpfs;
         let nbd_dir = spec.class().map(|_| super::nbd_stack::dir_for(&key));
+        let share_dir = spec.share().map(|_| super::share_stack::dir_for(&key));
         let image = match (&nbd_dir, tmpfs || spec.device().is_some()) {
             (Some(d), _) => super::nbd_stack::disk_file(d),
             (None, true) => PathBuf::new(),
@@ -285,7 +297,7 @@ impl ManagedFs {
             tmpfs_source: format!("manyfiles-{key}"),
             details: ManagedDetails {
                 spec: spec.label(),
-                fs_type: spec.fs_type.name().to_string(),
+                fs_type: spec.share().map_or(spec.fs_type.name(), |s| s.proto.mountinfo_type()).to_string(),
                 block_size: spec.block,
                 backing: spec.backing_name().to_string(),
                 image,
@@ -295,16 +307,19 @@ impl ManagedFs {
                 mkfs_version: String::new(),
                 mount_command: Vec::new(),
                 mount_options: String::new(),
-                fuse: spec.fs_type.is_fuse(),
+                fuse: spec.fs_type.is_fuse() || share_dir.is_some(),
                 formats: 0,
                 entries: (entries > 0).then_some(entries),
                 device_info: None,
                 class: None,
+                share: None,
             },
             reg: None,
             image_created: false,
             mp_created: at.is_some(), // checked in place of creating; never removed below
             nbd_dir,
+            share_dir,
+            export: None,
             done: false,
         };
         match fs.build(&key) {
@@ -322,6 +337,9 @@ impl ManagedFs {
         let tmpfs = self.spec.fs_type == FsType::Tmpfs;
         let mut rec = registry::own_record(&self.details.spec);
         rec.mount_point = Some(self.mount_point.clone());
+        if let Some(share) = self.spec.share().cloned() {
+            return self.build_share(key, rec, &share);
+        }
         if tmpfs {
             rec.tmpfs_source = Some(self.tmpfs_source.clone());
         } else if self.spec.device().is_none() {
@@ -395,6 +413,37 @@ impl ManagedFs {
         }
         self.mount()?;
         Ok(())
+    }
+
+    /// A share (see [`super::share_stack`]): the record names the stack's directory and
+    /// the client's mount first; then the export (its own record, naming the stack's
+    /// directory too, for `umount`), the server and proxy, the client.
+    fn build_share(&mut self, key: &str, mut rec: registry::Record, share: &super::share::ShareSpec) -> Result<()> {
+        let dir = self.share_dir.clone().expect("share has a stack directory");
+        rec.share_dir = Some(dir.clone());
+        rec.fuse_source = Some(super::share_stack::fsname(&dir));
+        self.reg = Some(registry::register(key, rec)?);
+        let entries = self.details.entries.unwrap_or(0);
+        let mut export = Box::new(ManagedFs::create_for(&share.export, self.details.image_bytes, entries)?);
+        let in_stack = export.reg.as_mut().expect("registered").update(|r| r.share_dir = Some(dir.clone()));
+        self.export = Some(export);
+        in_stack?;
+        let export = self.export.as_deref().expect("just set");
+        self.details.mkfs_version = export.details.mkfs_version.clone();
+        let d = super::share_stack::start(&dir, share, export, &self.mount_point)?;
+        // What the target lines say it was "made by": one sentence, the argv are in `share`.
+        self.details.mkfs_command = vec![format!(
+            "{} through toxiproxy (+{} ms server to client) from {}, exporting {}",
+            d.client_command[0], d.latency_toxic_ms, d.server_command[0], export.details.spec
+        )];
+        self.details.share = Some(d);
+        if !self.mp_created {
+            std::fs::DirBuilder::new().mode(0o755).create(&self.mount_point).map_err(|e| {
+                Error::failed(format!("cannot create the mount point {}: {e}", self.mount_point.display()))
+            })?;
+            self.mp_created = true;
+        }
+        self.mount()
     }
 
     fn mkfs_argv(&self) -> Vec<String> {
@@ -497,6 +546,14 @@ impl ManagedFs {
     }
 
     fn mount(&mut self) -> Result<()> {
+        if let (Some(dir), Some(d)) = (&self.share_dir, &self.details.share) {
+            super::share_stack::mount_client(dir, d, &self.mount_point)?;
+            self.details.mount_command = d.client_command.clone();
+            self.details.mount_options =
+                mounts_at(&self.mount_point).last().map(|m| m.options.clone()).unwrap_or_default();
+            self.details.formats += 1;
+            return Ok(());
+        }
         let cmd = self.mount_argv();
         self.details.mount_command = cmd.clone();
         run_tool(&cmd).map_err(|e| Error::failed(format!("{}: {e}", self.details.spec)))?;
@@ -536,6 +593,10 @@ impl ManagedFs {
         if let Some(d) = &self.nbd_dir {
             v.extend(super::nbd_stack::daemon_pids(d));
         }
+        if let Some(d) = &self.share_dir {
+            v.extend(super::share_stack::daemon_pids(d));
+            v.extend(self.export.iter().flat_map(|e| e.serving_pids()));
+        }
         v
     }
 
@@ -544,6 +605,9 @@ impl ManagedFs {
     /// it down; its lock stays held until this process exits (then the record is dead
     /// but persistent, which plain `cleanup` leaves alone).
     pub fn keep_mounted(mut self) -> Result<PathBuf> {
+        if let Some(export) = self.export.take() {
+            export.keep_mounted()?;
+        }
         let mut reg = self.reg.take().expect("registered");
         reg.update(|r| r.persistent = true)?;
         let path = reg.path().to_path_buf();
@@ -562,7 +626,9 @@ impl ManagedFs {
             return Err(Error::failed(format!("{}: refresh after teardown", self.details.spec)));
         }
         unmount(&self.mount_point).map_err(|e| Error::failed(format!("{}: {e}", self.details.spec)))?;
-        if self.spec.fs_type == FsType::Tmpfs {
+        if let Some(export) = self.export.as_mut() {
+            export.refresh()?; // the client is down: the server serves no file from it
+        } else if self.spec.fs_type == FsType::Tmpfs {
             self.details.formats += 1;
         } else {
             self.format()?;
@@ -611,6 +677,18 @@ impl ManagedFs {
             if problems.is_empty() {
                 if let Err(e) = super::nbd_stack::stop(d) {
                     problems.push(e);
+                }
+            }
+        }
+        if let Some(d) = &self.share_dir {
+            if problems.is_empty() {
+                if let Err(e) = super::share_stack::stop(d) {
+                    problems.push(e);
+                }
+            }
+            if let Some(e) = self.export.as_mut().filter(|_| problems.is_empty()) {
+                if let Err(e) = e.teardown() {
+                    problems.push(e.to_string());
                 }
             }
         }

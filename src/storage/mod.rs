@@ -7,9 +7,12 @@ pub mod device;
 pub mod device_class;
 pub mod fsspec;
 pub mod managed;
+pub mod mountinfo;
 pub mod nbd_stack;
 pub mod registry;
 pub mod rundir;
+pub mod share;
+pub mod share_stack;
 pub mod user_mount;
 
 use rustix::fs::{StatVfsMountFlags, statvfs};

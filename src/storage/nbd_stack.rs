@@ -138,13 +138,13 @@ fn nbdfuse_argv(dir: &Path, qd: u32) -> Vec<String> {
     ]
 }
 
-fn version(tool: &str) -> String {
+pub(super) fn version(tool: &str) -> String {
     let (so, se) = crate::helper::run_output(&[tool.to_string(), "--version".into()], crate::helper::DEFAULT_TIMEOUT);
     so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
 }
 
 /// Start `argv` in its own session (`setsid -f`), output to `log`; it is not our child.
-fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
+pub(super) fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
     let out = std::fs::File::create(log).map_err(|e| Error::failed(format!("cannot create {}: {e}", log.display())))?;
     let err = out.try_clone().map_err(|e| Error::failed(format!("{}: {e}", log.display())))?;
     let st = std::process::Command::new("setsid")
@@ -161,7 +161,7 @@ fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
     Ok(())
 }
 
-fn last_line(log: &Path) -> String {
+pub(super) fn last_line(log: &Path) -> String {
     std::fs::read_to_string(log).unwrap_or_default().lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").into()
 }
 

@@ -29,6 +29,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+pub use super::mountinfo::{MountEntry, mounts, mounts_at};
+
 /// Where records (and mount point directories) live.
 pub const STATE_DIR: &str = "/run/manyfiles";
 
@@ -72,6 +74,10 @@ pub struct Record {
     /// The private directory of a device class's nbdkit + nbdfuse ([`super::nbd_stack`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nbd_dir: Option<PathBuf>,
+    /// A share's private directory ([`super::share_stack`]): in the client mount's record
+    /// (its server, proxy and client are stopped here) and in its export's (for `umount`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_dir: Option<PathBuf>,
     /// Made by `manyfiles mount`: outlives its process; removed only by `manyfiles
     /// umount DIR` or `cleanup --mounts`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -193,6 +199,7 @@ pub fn own_record(fs: &str) -> Record {
         device: None,
         lock: false,
         nbd_dir: None,
+        share_dir: None,
         persistent: false,
     }
 }
@@ -323,60 +330,6 @@ fn drop_lock(json: &Path, lock: Option<std::fs::File>) {
             let _ = std::fs::remove_file(&lp);
         }
     }
-}
-
-/// One line of /proc/self/mountinfo.
-#[derive(Debug, Clone)]
-pub struct MountEntry {
-    /// `major:minor` of the mounted device (btrfs and FUSE show an anonymous 0:N).
-    pub major_minor: String,
-    pub mount_point: PathBuf,
-    pub fs_type: String,
-    pub source: String,
-    pub options: String,
-}
-
-/// All mounts of this process's namespace.
-pub fn mounts() -> Vec<MountEntry> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Some((left, right)) = line.split_once(" - ") else { continue };
-        let l: Vec<&str> = left.split(' ').collect();
-        let r: Vec<&str> = right.split(' ').collect();
-        if l.len() < 6 || r.len() < 3 {
-            continue;
-        }
-        out.push(MountEntry {
-            major_minor: l[2].to_string(),
-            mount_point: PathBuf::from(unescape(l[4])),
-            fs_type: r[0].to_string(),
-            source: unescape(r[1]),
-            options: format!("{},{}", l[5], r[2]),
-        });
-    }
-    out
-}
-
-/// Mounts at exactly `mp` (stacked mounts give several; the last is on top).
-pub fn mounts_at(mp: &Path) -> Vec<MountEntry> {
-    mounts().into_iter().filter(|m| m.mount_point == mp).collect()
-}
-
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Backing file of loop device `dev` (`/dev/loop3`), from sysfs; None if not attached.
@@ -512,8 +465,9 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
             (p, r)
         })
         .collect();
-    // Mounted containers first: they may hold files on another record's file system.
-    records.sort_by_key(|(_, r)| !r.as_ref().is_some_and(|r| r.pack_mount));
+    // Mounted containers and shares' clients first: they hold files on another record's
+    // file system (a share's server: its export's).
+    records.sort_by_key(|(_, r)| !r.as_ref().is_some_and(|r| r.pack_mount || super::share_stack::is_client(r)));
     for (path, rec) in records {
         let rec: Record = match rec {
             Some(r) => r,
@@ -678,6 +632,9 @@ pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             rep.problems.push(e);
         }
     }
+    if let Some(d) = rec.share_dir.as_ref().filter(|_| super::share_stack::is_client(rec)) {
+        rep.problems.extend(super::share_stack::stop(d).err());
+    }
     // 3. The image, if it is one of ours (a pack container belongs to its run directory).
     if let Some(img) = rec.image.as_ref().filter(|_| !rec.pack_mount) {
         match std::fs::symlink_metadata(img) {
@@ -710,6 +667,7 @@ pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use std::process::Command;
 
     /// Scenario 1 (kill -9) regression: a killed run's `mount` helper could finish after
@@ -730,13 +688,6 @@ mod tests {
         assert!(!helper_running(&names), "waited until the helper was gone");
         child.wait().unwrap();
     }
-
-    #[test]
-    fn unescapes_mountinfo() {
-        assert_eq!(super::unescape("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(super::unescape("plain"), "plain");
-    }
-    use super::*;
 
     #[test]
     fn own_start_time_is_found() {

@@ -7,7 +7,8 @@
 //! (that is how cleanup tells a user's live mount from a killed run's leftovers); only
 //! `manyfiles umount DIR` or `manyfiles cleanup --mounts` removes it. A `mount` killed
 //! before it finished never marked its record persistent: plain cleanup removes that.
-//! DIR itself (the user's directory) is never removed, only unmounted.
+//! DIR itself (the user's directory) is never removed, only unmounted. A share (`share:`)
+//! has two records, its client's at DIR and its export's: `umount DIR` takes both.
 
 use super::fsspec::FsSpec;
 use super::managed::ManagedFs;
@@ -78,8 +79,17 @@ pub fn umount(dir: &Path) -> Result<CleanupReport> {
     }
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let _lock = registry::cleanup_lock(&registry::ensure_state_dir()?)?;
-    let mine: Vec<(PathBuf, Record)> =
-        persistent_records().into_iter().filter(|(_, r)| r.mount_point.as_deref() == Some(abs.as_path())).collect();
+    let all = persistent_records();
+    let mut mine: Vec<(PathBuf, Record)> =
+        all.iter().filter(|(_, r)| r.mount_point.as_deref() == Some(abs.as_path())).cloned().collect();
+    // A share's export has its own record naming the share's stack directory: taken
+    // down after the share's client, server and proxy.
+    let stacks: Vec<PathBuf> = mine.iter().filter_map(|(_, r)| r.share_dir.clone()).collect();
+    let firsts: Vec<PathBuf> = mine.iter().map(|(p, _)| p.clone()).collect();
+    mine.extend(
+        all.into_iter()
+            .filter(|(p, r)| r.share_dir.as_ref().is_some_and(|d| stacks.contains(d)) && !firsts.contains(p)),
+    );
     if mine.is_empty() {
         return Err(Error::bad("DIR", format!("{}: no manyfiles mount is recorded there", abs.display())));
     }

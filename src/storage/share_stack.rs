@@ -1,0 +1,490 @@
+//! The processes behind a file share (`share:PROTO@rtt=…`, [`super::share`]): a server
+//! bound to 127.0.0.1 exporting a managed file system (its own registry record, mounted
+//! at its usual mount point), toxiproxy in front of it adding the round trip, and a FUSE
+//! client mounted through the proxy.
+//!
+//! - `sftp`: a private sshd (own host key, own authorized key, own config, a free port,
+//!   no PAM, no DNS) with Debian's `sftp-server`; the client is sshfs with its default
+//!   caches, given explicitly so the results record them.
+//! - `smb`: a private smbd (own smb.conf, state directories and port; one guest share of
+//!   the export, files owned by root); the client is `rclone mount` with its smb back end
+//!   (Debian 12 has no kernel CIFS client here), its caches set as a kernel CIFS mount's
+//!   defaults (`actimeo=1`: attributes and directory entries for 1 s) and no file cache.
+//! - The proxy is toxiproxy (<https://github.com/Shopify/toxiproxy>, v2.9.0, built with
+//!   `go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.9.0` and installed as
+//!   `toxiproxy-server`): a latency toxic of `rtt` on the server-to-client stream (so a
+//!   request and its reply take the whole round trip once; toxiproxy delays whole
+//!   milliseconds, hence rtt in milliseconds) and, with `bw=`, a bandwidth toxic on both
+//!   streams. Its toxics are added through its HTTP API on 127.0.0.1.
+//!
+//! Every file lives in the private directory `/run/manyfiles/share-<key>/` (0700),
+//! recorded in the registry before anything starts, and every daemon names a path in it
+//! in its argv (`-f DIR/sshd_config`, `-s DIR/smb.conf`, `-config DIR/toxiproxy.json`,
+//! `-F DIR/ssh_config`, `--config DIR/rclone.conf`): [`stop`] finds them by it and takes
+//! their descendants too (sshd's per-connection children rename themselves), even after
+//! a kill -9 of the tool before any pid file. Daemons start through `setsid -f` (a
+//! terminal's SIGINT reaches the tool, which tears them down).
+
+use super::nbd_stack::{last_line, spawn_detached};
+use super::registry::{Record, mounts_at};
+use super::share::{Proto, ShareSpec};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The proxy's binary name (not packaged by Debian: see the module docs).
+pub const PROXY: &str = "toxiproxy-server";
+/// Where the proxy comes from, for the message when it is missing.
+pub const PROXY_SOURCE: &str =
+    "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.9.0, then put the binary in PATH as toxiproxy-server";
+/// Debian's sftp-server (package openssh-sftp-server), as sshd_config names it.
+pub const SFTP_SERVER: &str = "/usr/lib/openssh/sftp-server";
+
+/// Tools a protocol needs and their Debian packages (the proxy is checked apart).
+pub fn tools(proto: Proto) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![("setsid", "util-linux"), ("fusermount3", "fuse3")];
+    match proto {
+        Proto::Sftp => {
+            v.extend([("sshd", "openssh-server"), ("ssh", "openssh-client"), ("ssh-keygen", "openssh-client")]);
+            v.push(("sshfs", "sshfs"));
+        }
+        Proto::Smb => v.extend([("smbd", "samba"), ("rclone", "rclone")]),
+    }
+    v
+}
+
+/// Tools, Debian's sftp-server and FUSE for share `label` (its export is checked apart):
+/// the first one missing, as one line naming its package.
+pub fn preflight(label: &str, share: &ShareSpec, search_path: &std::ffi::OsStr) -> std::result::Result<(), String> {
+    let mut need: Vec<(&str, String)> =
+        tools(share.proto).into_iter().map(|(t, p)| (t, format!("install the Debian package {p}"))).collect();
+    need.push((PROXY, PROXY_SOURCE.to_string()));
+    for (tool, how) in need {
+        if super::managed::find_in_path(tool, search_path).is_none() {
+            return Err(format!("{label}: {tool} not found: {how}"));
+        }
+    }
+    if share.proto == Proto::Sftp && !Path::new(SFTP_SERVER).exists() {
+        return Err(format!("{label}: {SFTP_SERVER} not found: install the Debian package openssh-sftp-server"));
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err(format!("{label}: a share's client needs FUSE (no /dev/fuse); try `modprobe fuse`"));
+    }
+    Ok(())
+}
+
+/// What the results record about a share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareDetails {
+    pub share: ShareSpec,
+    /// Milliseconds toxiproxy's latency toxic holds the server-to-client stream.
+    pub latency_toxic_ms: u64,
+    /// Which stream carries the latency (the other has none).
+    pub latency_stream: String,
+    /// toxiproxy's bandwidth toxic rate (units of 1,000 B/s, both streams), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_toxic_rate: Option<u64>,
+    pub server_port: u16,
+    pub proxy_port: u16,
+    pub server_command: Vec<String>,
+    pub server_version: String,
+    pub proxy_command: Vec<String>,
+    pub proxy_version: String,
+    pub client_command: Vec<String>,
+    pub client_version: String,
+    /// The client's attribute and directory caches, as set (and why).
+    pub client_caches: String,
+    /// How the exported file system was made.
+    pub export: Box<super::managed::ManagedDetails>,
+}
+
+/// The private directory of share `key`.
+pub fn dir_for(key: &str) -> PathBuf {
+    super::registry::state_dir().join(format!("share-{key}"))
+}
+
+/// The source name of the client's mount (`manyfiles-share-<key>`), recorded as the
+/// record's `fuse_source` so cleanup unmounts only it.
+pub fn fsname(dir: &Path) -> String {
+    format!("manyfiles-{}", dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default())
+}
+
+/// The record of a share's client mount (the one whose cleanup stops the stack); its
+/// export's record has `share_dir` too, but no FUSE source.
+pub fn is_client(rec: &Record) -> bool {
+    rec.share_dir.is_some() && rec.fuse_source.is_some()
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .map_err(|e| Error::failed(format!("cannot find a free port on 127.0.0.1: {e}")))?;
+    l.local_addr().map(|a| a.port()).map_err(|e| Error::failed(format!("cannot find a free port: {e}")))
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::failed(format!("cannot create {}: {e}", path.display())))?;
+    f.write_all(text.as_bytes()).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+}
+
+fn mkdir(p: &Path, mode: u32) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .mode(mode)
+        .create(p)
+        .map_err(|e| Error::failed(format!("cannot create {}: {e}", p.display())))
+}
+
+fn tool_version(argv: &[&str]) -> String {
+    let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+    let (so, se) = crate::helper::run_output(&argv, crate::helper::DEFAULT_TIMEOUT);
+    so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
+}
+
+/// Does 127.0.0.1:`port` accept a connection (and, with `banner`, send it)?
+fn accepts(port: u16, banner: Option<&[u8]>) -> bool {
+    let Ok(mut c) = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)) else {
+        return false;
+    };
+    let Some(want) = banner else { return true };
+    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut buf = [0u8; 64];
+    c.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(want))
+}
+
+/// Wait until `ready()`, or fail when the deadline passes, a signal comes, or no process
+/// of the stack named `what` runs any more (after one was seen, or 2 s without one).
+fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
+    let t0 = Instant::now();
+    let mut seen = false;
+    loop {
+        if ready() {
+            return Ok(());
+        }
+        if crate::signals::pending() != 0 {
+            return Err(Error::failed(format!("interrupted while starting {what}")));
+        }
+        let alive = stack_pids(dir).iter().any(|(_, n)| n.contains(what));
+        seen |= alive;
+        if (!alive && (seen || t0.elapsed() > Duration::from_secs(2))) || t0.elapsed() > Duration::from_secs(30) {
+            return Err(Error::failed(format!(
+                "{what} did not become ready{}: {}",
+                if alive { " in 30 s" } else { " (it exited)" },
+                last_line(log)
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One request to toxiproxy's HTTP API; Ok(body) on a 2xx status. Written by hand: one
+/// JSON POST per toxic does not need an HTTP client crate.
+fn api(port: u16, method: &str, path: &str, body: &str) -> std::result::Result<String, String> {
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("toxiproxy API: {e}"))?;
+    let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    c.write_all(req.as_bytes()).map_err(|e| format!("toxiproxy API: {e}"))?;
+    let mut out = String::new();
+    c.read_to_string(&mut out).map_err(|e| format!("toxiproxy API: {e}"))?;
+    let status = out.split(' ').nth(1).unwrap_or("");
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.trim().to_string()).unwrap_or_default();
+    if status.starts_with('2') { Ok(body) } else { Err(format!("toxiproxy API {method} {path}: {status} {body}")) }
+}
+
+/// Start the server and the proxy for `share` exporting `export`'s mount (the caller
+/// recorded `dir` first). The client is mounted apart ([`mount_client`]). On error, what
+/// was started is left for [`stop`].
+pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, mp: &Path) -> Result<ShareDetails> {
+    let export_dir = export.mount_point();
+    mkdir(dir, 0o700)?;
+    let (server_port, proxy_port, api_port) = (free_port()?, free_port()?, free_port()?);
+    let (server_command, server_version, client_command, client_version, client_caches) = match share.proto {
+        Proto::Sftp => {
+            let server = start_sshd(dir, server_port, proxy_port)?;
+            let (client, caches) = sshfs_argv(dir, proxy_port, export_dir, mp);
+            (server, tool_version(&["ssh", "-V"]), client, tool_version(&["sshfs", "--version"]), caches)
+        }
+        Proto::Smb => {
+            let server = start_smbd(dir, server_port, export_dir)?;
+            let (client, caches) = rclone_argv(dir, proxy_port, mp)?;
+            (server, tool_version(&["smbd", "--version"]), client, tool_version(&["rclone", "version"]), caches)
+        }
+    };
+    let proxy_command = start_proxy(dir, share, server_port, proxy_port, api_port)?;
+    Ok(ShareDetails {
+        share: share.clone(),
+        latency_toxic_ms: share.rtt_ms,
+        latency_stream: "downstream (server to client)".into(),
+        bandwidth_toxic_rate: share.toxic_rate(),
+        server_port,
+        proxy_port,
+        server_command,
+        server_version,
+        proxy_command,
+        proxy_version: format!("{} (built from v2.9.0 by go install)", tool_version(&[PROXY, "-version"])),
+        client_command,
+        client_version,
+        client_caches,
+        export: Box::new(export.details().clone()),
+    })
+}
+
+fn start_proxy(dir: &Path, share: &ShareSpec, server: u16, listen: u16, api_port: u16) -> Result<Vec<String>> {
+    let conf = dir.join("toxiproxy.json");
+    write_private(
+        &conf,
+        &format!(
+            r#"[{{"name":"share","listen":"127.0.0.1:{listen}","upstream":"127.0.0.1:{server}","enabled":true}}]"#
+        ),
+    )?;
+    let argv: Vec<String> =
+        [PROXY, "-host", "127.0.0.1", "-port", &api_port.to_string(), "-config", &s(&conf)].map(String::from).into();
+    let log = dir.join("toxiproxy.log");
+    spawn_detached(&argv, &log)?;
+    wait_ready(dir, PROXY, &log, || accepts(api_port, None) && accepts(listen, None))?;
+    let mut toxics = Vec::new();
+    if share.rtt_ms > 0 {
+        toxics.push(format!(
+            r#"{{"name":"rtt","type":"latency","stream":"downstream","toxicity":1.0,"attributes":{{"latency":{},"jitter":0}}}}"#,
+            share.rtt_ms
+        ));
+    }
+    if let Some(rate) = share.toxic_rate() {
+        for stream in ["upstream", "downstream"] {
+            toxics.push(format!(
+                r#"{{"name":"bw_{stream}","type":"bandwidth","stream":"{stream}","toxicity":1.0,"attributes":{{"rate":{rate}}}}}"#
+            ));
+        }
+    }
+    for t in &toxics {
+        api(api_port, "POST", "/proxies/share/toxics", t).map_err(Error::failed)?;
+    }
+    Ok(argv)
+}
+
+fn keygen(path: &Path) -> Result<()> {
+    let argv: Vec<String> =
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "manyfiles", "-f", &s(path)].map(String::from).into();
+    crate::helper::run(&argv).map(|_| ()).map_err(|e| Error::failed(e.to_string()))
+}
+
+fn start_sshd(dir: &Path, port: u16, proxy_port: u16) -> Result<Vec<String>> {
+    keygen(&dir.join("host_key"))?;
+    keygen(&dir.join("client_key"))?;
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).map_err(|e| Error::failed(format!("{p}: {e}")));
+    write_private(&dir.join("authorized_keys"), &read("client_key.pub")?)?;
+    write_private(&dir.join("known_hosts"), &format!("[127.0.0.1]:{proxy_port} {}", read("host_key.pub")?))?;
+    let d = s(dir);
+    write_private(
+        &dir.join("sshd_config"),
+        &format!(
+            "ListenAddress 127.0.0.1\nPort {port}\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PidFile {d}/sshd.pid\nUsePAM no\nUseDNS no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nAllowUsers root\nX11Forwarding no\n\
+             AllowTcpForwarding no\nPrintMotd no\nSubsystem sftp {SFTP_SERVER}\nLogLevel ERROR\n"
+        ),
+    )?;
+    write_private(
+        &dir.join("ssh_config"),
+        &format!(
+            "Host *\n  User root\n  IdentityFile {d}/client_key\n  IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  \
+             GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n  BatchMode yes\n  LogLevel ERROR\n"
+        ),
+    )?;
+    // sshd refuses to start without its privilege separation directory, which Debian's
+    // service makes at boot (systemd RuntimeDirectory); made here when missing, never removed.
+    if !Path::new("/run/sshd").is_dir() {
+        mkdir(Path::new("/run/sshd"), 0o755)?;
+    }
+    let sshd = super::managed::find_in_path("sshd", &std::env::var_os("PATH").unwrap_or_default())
+        .map(|p| s(&p))
+        .unwrap_or_else(|| "/usr/sbin/sshd".into());
+    let argv: Vec<String> =
+        [&sshd, "-D", "-f", &format!("{d}/sshd_config"), "-E", &format!("{d}/sshd.log")].map(String::from).into();
+    let log = dir.join("sshd.out");
+    spawn_detached(&argv, &log)?;
+    let both = || format!("{}{}", last_line(&log), last_line(&dir.join("sshd.log")));
+    wait_ready(dir, "sshd", &log, || accepts(port, Some(b"SSH-")))
+        .map_err(|e| Error::failed(format!("{e} {}", both())))?;
+    Ok(argv)
+}
+
+/// sshfs through the proxy, in the foreground of its own session. Its caches are sshfs
+/// 3.7's defaults, written out so the results record them.
+fn sshfs_argv(dir: &Path, proxy_port: u16, export: &Path, mp: &Path) -> (Vec<String>, String) {
+    let caches = "dir_cache=yes,dcache_timeout=20,entry_timeout=1,attr_timeout=1,negative_timeout=0";
+    let opts = format!("fsname={},{caches}", fsname(dir));
+    let argv = [
+        "sshfs",
+        "-f",
+        "-F",
+        &s(&dir.join("ssh_config")),
+        "-p",
+        &proxy_port.to_string(),
+        "-o",
+        &opts,
+        &format!("root@127.0.0.1:{}", export.display()),
+        &s(mp),
+    ]
+    .map(String::from)
+    .into();
+    (argv, format!("sshfs defaults: {caches} (seconds)"))
+}
+
+fn start_smbd(dir: &Path, port: u16, export: &Path) -> Result<Vec<String>> {
+    let st = dir.join("state");
+    mkdir(&st, 0o700)?;
+    for sub in ["lock", "private", "cache", "pid", "ncalrpc"] {
+        mkdir(&st.join(sub), 0o700)?;
+    }
+    let (d, t) = (s(dir), s(&st));
+    write_private(
+        &dir.join("smb.conf"),
+        &format!(
+            "[global]\n  interfaces = 127.0.0.1\n  bind interfaces only = yes\n  smb ports = {port}\n  disable netbios = yes\n  \
+             server role = standalone server\n  lock directory = {t}/lock\n  state directory = {t}/lock\n  \
+             cache directory = {t}/cache\n  private dir = {t}/private\n  pid directory = {t}/pid\n  \
+             ncalrpc dir = {t}/ncalrpc\n  log file = {d}/smbd.log\n  logging = file\n  max log size = 1000\n  \
+             load printers = no\n  printcap name = /dev/null\n  disable spoolss = yes\n  map to guest = Bad User\n  \
+             guest account = root\n  server min protocol = SMB2_10\n\
+             [export]\n  path = {}\n  read only = no\n  guest ok = yes\n  guest only = yes\n  force user = root\n",
+            export.display()
+        ),
+    )?;
+    let argv: Vec<String> =
+        ["smbd", "--foreground", "--no-process-group", "-s", &format!("{d}/smb.conf")].map(String::from).into();
+    let log = dir.join("smbd.out");
+    spawn_detached(&argv, &log)?;
+    wait_ready(dir, "smbd", &log, || accepts(port, None))?;
+    Ok(argv)
+}
+
+/// rclone mount of the share through the proxy, caches as a kernel CIFS mount's
+/// defaults (`actimeo=1`, see the module docs).
+fn rclone_argv(dir: &Path, proxy_port: u16, mp: &Path) -> Result<(Vec<String>, String)> {
+    let conf = dir.join("rclone.conf");
+    write_private(&conf, &format!("[server]\ntype = smb\nhost = 127.0.0.1\nport = {proxy_port}\nuser = guest\n"))?;
+    let caches = "--attr-timeout 1s --dir-cache-time 1s --poll-interval 0 --vfs-cache-mode off";
+    let mut argv: Vec<String> =
+        ["rclone", "--config", &s(&conf), "mount", "server:export", &s(mp)].map(String::from).into();
+    argv.extend(["--devname".into(), fsname(dir), "--cache-dir".into(), s(&dir.join("rclone-cache"))]);
+    argv.extend(["--log-file".into(), s(&dir.join("rclone.log"))]);
+    argv.extend(caches.split(' ').map(String::from));
+    Ok((argv, format!("as a kernel CIFS mount's defaults (actimeo=1), no file cache: {caches}")))
+}
+
+/// Mount the client (after [`start`], and again after every unmount by a refresh).
+pub fn mount_client(dir: &Path, d: &ShareDetails, mp: &Path) -> Result<()> {
+    let name = &d.client_command[0];
+    let log = dir.join(format!("{name}.out"));
+    spawn_detached(&d.client_command, &log)?;
+    let want = d.share.proto.mountinfo_type();
+    let mounted = || mounts_at(mp).last().is_some_and(|m| m.fs_type == want);
+    let r = wait_ready(dir, name, &log, mounted);
+    if let (Err(e), Proto::Smb) = (&r, d.share.proto) {
+        return Err(Error::failed(format!("{e} {}", last_line(&dir.join("rclone.log")))));
+    }
+    r
+}
+
+/// Processes whose argv names a path in `dir`, and their descendants: (pid, argv).
+fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
+    let needle = format!("{}/", dir.display());
+    let me = std::process::id();
+    let mut procs: Vec<(u32, u32, String)> = Vec::new(); // pid, ppid, argv
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().nth(1)?.parse().ok()).unwrap_or(0);
+        let argv: Vec<u8> = cmd.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();
+        procs.push((pid, ppid, String::from_utf8_lossy(&argv).trim().to_string()));
+    }
+    let mut out: Vec<(u32, String)> =
+        procs.iter().filter(|p| p.0 != me && p.2.contains(&needle)).map(|p| (p.0, p.2.clone())).collect();
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i].0;
+        for p in procs.iter().filter(|p| p.1 == parent && p.0 != me) {
+            if !out.iter().any(|o| o.0 == p.0) {
+                out.push((p.0, p.2.clone()));
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The stack's running processes (server, proxy, client), for CPU accounting.
+pub fn daemon_pids(dir: &Path) -> Vec<u32> {
+    stack_pids(dir).into_iter().map(|(p, _)| p).collect()
+}
+
+/// Stop every process of the stack in `dir` and remove the directory; idempotent. The
+/// caller has unmounted the client (its record's mount); the export is its own record.
+pub fn stop(dir: &Path) -> std::result::Result<(), String> {
+    for (sig, wait) in [(rustix::process::Signal::TERM, 3000), (rustix::process::Signal::KILL, 2000)] {
+        let pids = stack_pids(dir);
+        if pids.is_empty() {
+            break;
+        }
+        for (pid, _) in &pids {
+            if let Some(p) = rustix::process::Pid::from_raw(*pid as i32) {
+                let _ = rustix::process::kill_process(p, sig);
+            }
+        }
+        let t0 = Instant::now();
+        while !stack_pids(dir).is_empty() && t0.elapsed() < Duration::from_millis(wait) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let left = stack_pids(dir);
+    if !left.is_empty() {
+        return Err(format!("{} still running after SIGKILL: {left:?}", dir.display()));
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_argv() {
+        let d = dir_for("20260101T000000Z-1-0");
+        assert_eq!(d, Path::new("/run/manyfiles/share-20260101T000000Z-1-0"));
+        assert_eq!(fsname(&d), "manyfiles-share-20260101T000000Z-1-0");
+        let (a, caches) = sshfs_argv(&d, 4000, Path::new("/run/manyfiles/mnt-x"), Path::new("/mnt/y"));
+        let t = a.join(" ");
+        assert!(t.contains(&format!("-F {}/ssh_config -p 4000", d.display())), "{t}");
+        assert!(t.ends_with("root@127.0.0.1:/run/manyfiles/mnt-x /mnt/y"), "{t}");
+        assert!(caches.contains("dcache_timeout=20"));
+        let mut r = own_record();
+        assert!(!is_client(&r));
+        r.share_dir = Some(d.clone());
+        assert!(!is_client(&r), "the export's record");
+        r.fuse_source = Some(fsname(&d));
+        assert!(is_client(&r));
+    }
+
+    fn own_record() -> Record {
+        super::super::registry::own_record("share:sftp@rtt=1ms")
+    }
+}
