@@ -88,7 +88,8 @@ pub struct RunArgs {
     /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME|@class:CLASS],
     /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; CLASS a device class (hdd,
     /// usb2-stick, usb3-stick, sd-card, ebs-magnetic, ebs-gp2, ebs-io1, or lat=2ms,iops=500,bw=40MiB/s,qd=1);
-    /// e.g. ext4:4k,xfs,ntfs:64k,ext4@class:hdd
+    /// e.g. ext4:4k,xfs,ntfs:64k,ext4@class:hdd; or a file share: share:sftp|smb@rtt=DUR[,bw=RATE][,on=SPEC]
+    /// (e.g. share:sftp@rtt=1ms: sshd + sshfs, the round trip added by toxiproxy, exporting tmpfs)
     #[arg(long, value_name = "SPEC,...", value_parser = FS_HINTS, hide_possible_values = true)]
     pub fs: Option<String>,
     /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here

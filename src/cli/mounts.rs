@@ -7,7 +7,8 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct MountArgs {
     /// A --fs spec: TYPE[:BLOCK][@ram|@disk[:DIR]|@class:NAME|@class:lat=2ms,iops=500,…]
-    /// (e.g. ext4@class:ebs-magnetic, exfat@disk, tmpfs)
+    /// or share:sftp|smb@rtt=DUR[,bw=RATE][,on=SPEC] (e.g. ext4@class:ebs-magnetic, exfat@disk, tmpfs,
+    /// share:sftp@rtt=1ms)
     pub spec: String,
     /// An existing empty directory to mount it at
     pub dir: PathBuf,
