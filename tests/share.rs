@@ -340,7 +340,7 @@ fn a_missing_tool_names_its_package() {
             .or_else(|| find_in_path(t, &std::env::var_os("PATH").unwrap_or_default()));
         std::os::unix::fs::symlink(real.unwrap(), dir.path().join(t)).unwrap();
     };
-    for t in ["mount", "umount", "setsid", "fusermount3", "sshd", "ssh", "ssh-keygen", "smbd"] {
+    for t in ["mount", "umount", "setsid", "fusermount3", "sshd", "ssh", "ssh-keygen", "smbd", "smbpasswd"] {
         link(t);
     }
     let p = dir.path().as_os_str();

@@ -6,8 +6,9 @@
 //! - `sftp`: a private sshd (own host key, own authorized key, own config, a free port,
 //!   no PAM, no DNS) with Debian's `sftp-server`; the client is sshfs with its default
 //!   caches, given explicitly so the results record them.
-//! - `smb`: a private smbd (own smb.conf, state directories and port; one guest share of
-//!   the export, files owned by root); the client is `rclone mount` with its smb back end
+//! - `smb`: a private smbd (own smb.conf, state directories and port; one share of the
+//!   export for root, with a random password in the stack's own passdb: no guest access,
+//!   as smbd would map a guest to root here); the client is `rclone mount` with its smb back end
 //!   (Debian 12 has no kernel CIFS client here), its caches set as a kernel CIFS mount's
 //!   defaults (`actimeo=1`: attributes and directory entries for 1 s) and no file cache.
 //! - The proxy is toxiproxy (<https://github.com/Shopify/toxiproxy>, v2.9.0, built with
@@ -51,7 +52,7 @@ pub fn tools(proto: Proto) -> Vec<(&'static str, &'static str)> {
             v.extend([("sshd", "openssh-server"), ("ssh", "openssh-client"), ("ssh-keygen", "openssh-client")]);
             v.push(("sshfs", "sshfs"));
         }
-        Proto::Smb => v.extend([("smbd", "samba"), ("rclone", "rclone")]),
+        Proto::Smb => v.extend([("smbd", "samba"), ("smbpasswd", "samba-common-bin"), ("rclone", "rclone")]),
     }
     v
 }
@@ -344,6 +345,35 @@ fn sshfs_argv(dir: &Path, proxy_port: u16, export: &Path, mp: &Path) -> (Vec<Str
     (argv, format!("sshfs defaults: {caches} (seconds)"))
 }
 
+/// Run `argv` with `input` on its stdin (secrets stay out of argv); Ok(stdout).
+fn run_stdin(argv: &[&str], input: &str) -> Result<String> {
+    use std::process::{Command, Stdio};
+    let fail = |e: String| Error::failed(format!("`{}`: {e}", argv.join(" ")));
+    let mut child = Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail(e.to_string()))?;
+    child.stdin.take().expect("piped").write_all(input.as_bytes()).map_err(|e| fail(e.to_string()))?;
+    let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(fail(format!("{}: {}", out.status, err.lines().last().unwrap_or(""))));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// 24 hex digits from the kernel's random source.
+fn password() -> Result<String> {
+    let mut b = [0u8; 12];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| Error::failed(format!("/dev/urandom: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
 fn start_smbd(dir: &Path, port: u16, export: &Path) -> Result<Vec<String>> {
     let st = dir.join("state");
     mkdir(&st, 0o700)?;
@@ -358,12 +388,15 @@ fn start_smbd(dir: &Path, port: u16, export: &Path) -> Result<Vec<String>> {
              server role = standalone server\n  lock directory = {t}/lock\n  state directory = {t}/lock\n  \
              cache directory = {t}/cache\n  private dir = {t}/private\n  pid directory = {t}/pid\n  \
              ncalrpc dir = {t}/ncalrpc\n  log file = {d}/smbd.log\n  logging = file\n  max log size = 1000\n  \
-             load printers = no\n  printcap name = /dev/null\n  disable spoolss = yes\n  map to guest = Bad User\n  \
-             guest account = root\n  server min protocol = SMB2_10\n\
-             [export]\n  path = {}\n  read only = no\n  guest ok = yes\n  guest only = yes\n  force user = root\n",
+             load printers = no\n  printcap name = /dev/null\n  disable spoolss = yes\n  \
+             passdb backend = tdbsam:{t}/private/passdb.tdb\n  server min protocol = SMB2_10\n\
+             [export]\n  path = {}\n  read only = no\n  valid users = root\n",
             export.display()
         ),
     )?;
+    let pw = password()?;
+    run_stdin(&["smbpasswd", "-c", &format!("{d}/smb.conf"), "-s", "-a", "root"], &format!("{pw}\n{pw}\n"))?;
+    write_private(&dir.join("smb.password"), &pw)?;
     let argv: Vec<String> =
         ["smbd", "--foreground", "--no-process-group", "-s", &format!("{d}/smb.conf")].map(String::from).into();
     let log = dir.join("smbd.out");
@@ -376,7 +409,13 @@ fn start_smbd(dir: &Path, port: u16, export: &Path) -> Result<Vec<String>> {
 /// defaults (`actimeo=1`, see the module docs).
 fn rclone_argv(dir: &Path, proxy_port: u16, mp: &Path) -> Result<(Vec<String>, String)> {
     let conf = dir.join("rclone.conf");
-    write_private(&conf, &format!("[server]\ntype = smb\nhost = 127.0.0.1\nport = {proxy_port}\nuser = guest\n"))?;
+    let pw =
+        std::fs::read_to_string(dir.join("smb.password")).map_err(|e| Error::failed(format!("smb.password: {e}")))?;
+    let obscured = run_stdin(&["rclone", "obscure", "-"], &pw)?;
+    write_private(
+        &conf,
+        &format!("[server]\ntype = smb\nhost = 127.0.0.1\nport = {proxy_port}\nuser = root\npass = {obscured}\n"),
+    )?;
     let caches = "--attr-timeout 1s --dir-cache-time 1s --poll-interval 0 --vfs-cache-mode off";
     let mut argv: Vec<String> =
         ["rclone", "--config", &s(&conf), "mount", "server:export", &s(mp)].map(String::from).into();
