@@ -171,7 +171,9 @@ fn each_proto_sets_up_serves_and_tears_down() {
             let d = fs.details().share.clone().expect("share details recorded");
             assert_eq!(d.share.proto, proto);
             assert_eq!(d.latency_toxic_ms, rtt);
-            assert!(!d.client_caches.is_empty() && !d.server_version.is_empty() && !d.client_version.is_empty());
+            assert!(!d.client_caches.is_empty() && !d.server_version.is_empty(), "{d:?}");
+            let (client, server) = if proto == Proto::Sftp { ("SSHFS", "OpenSSH") } else { ("rclone", "Version 4") };
+            assert!(d.client_version.contains(client) && d.server_version.contains(server), "{d:?}");
             assert_eq!(registry::mounts_at(&mp).last().unwrap().fs_type, proto.mountinfo_type());
             let stack = stacks().into_iter().find(|s| s.client_mp == mp).expect("registered");
             let export = stack.export_mp.clone().expect("the export has its record");

@@ -5,7 +5,9 @@
 //! External tools (mkfs.*, losetup, mount, umount, ntfs-3g and mount.exfat-fuse: what
 //! people use and trust) run through [`crate::helper`], with deadlines and drained
 //! output, and their exact argv is recorded in the results. Each resource is registered before it exists, so a `kill -9`
-//! at any point leaves nothing the registry does not know about.
+//! at any point leaves nothing the registry does not know about. A file share (`share:`)
+//! is a FUSE client over a server and a proxy ([`super::share_stack`]) whose export is a
+//! `ManagedFs` of its own; a fresh start re-makes the export with the client unmounted.
 
 use super::fsspec::{FsSpec, FsType, fmt_block};
 use super::registry::{

@@ -20,7 +20,10 @@
 //! backing file is the recorded image, an image that is a regular file named
 //! `manyfiles-img-*.img`. A real device (`@dev:`) is recorded only so its mount can be
 //! undone: cleanup unmounts a mount whose source is the recorded device and never
-//! touches the device otherwise.
+//! touches the device otherwise. A file share's client record names its stack's
+//! directory (`share_dir`): cleanup unmounts the client (by its FUSE source name), then
+//! stops the processes naming that directory ([`super::share_stack::stop`]); client
+//! records go first, before the records of the file systems their servers export.
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};

@@ -146,10 +146,12 @@ fn mkdir(p: &Path, mode: u32) -> Result<()> {
         .map_err(|e| Error::failed(format!("cannot create {}: {e}", p.display())))
 }
 
-fn tool_version(argv: &[&str]) -> String {
+/// The first line of `argv`'s output that holds `word` (else the first line).
+fn tool_version(argv: &[&str], word: &str) -> String {
     let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
     let (so, se) = crate::helper::run_output(&argv, crate::helper::DEFAULT_TIMEOUT);
-    so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
+    let lines: Vec<&str> = so.lines().chain(se.lines()).map(str::trim).filter(|l| !l.is_empty()).collect();
+    lines.iter().find(|l| l.contains(word)).or(lines.first()).unwrap_or(&"").to_string()
 }
 
 /// Does 127.0.0.1:`port` accept a connection (and, with `banner`, send it)?
@@ -216,12 +218,24 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
         Proto::Sftp => {
             let server = start_sshd(dir, server_port, proxy_port)?;
             let (client, caches) = sshfs_argv(dir, proxy_port, export_dir, mp);
-            (server, tool_version(&["ssh", "-V"]), client, tool_version(&["sshfs", "--version"]), caches)
+            (
+                server,
+                format!("sshd of {}", tool_version(&["ssh", "-V"], "OpenSSH")),
+                client,
+                tool_version(&["sshfs", "--version"], "SSHFS"),
+                caches,
+            )
         }
         Proto::Smb => {
             let server = start_smbd(dir, server_port, export_dir)?;
             let (client, caches) = rclone_argv(dir, proxy_port, mp)?;
-            (server, tool_version(&["smbd", "--version"]), client, tool_version(&["rclone", "version"]), caches)
+            (
+                server,
+                tool_version(&["smbd", "--version"], "Version"),
+                client,
+                tool_version(&["rclone", "version"], "rclone"),
+                caches,
+            )
         }
     };
     let proxy_command = start_proxy(dir, share, server_port, proxy_port, api_port)?;
@@ -235,7 +249,7 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
         server_command,
         server_version,
         proxy_command,
-        proxy_version: format!("{} (built from v2.9.0 by go install)", tool_version(&[PROXY, "-version"])),
+        proxy_version: format!("{} (built from v2.9.0 by go install)", tool_version(&[PROXY, "-version"], "version")),
         client_command,
         client_version,
         client_caches,
