@@ -320,7 +320,11 @@ fn kill_9_then_cleanup_leaves_nothing() {
         let running = processes_naming(&stack.dir);
         // Server and proxy always; the client unless the kill came between a trial's
         // unmount and mount.
-        assert!(running.len() >= 2, "{}: server and proxy outlive a kill -9: {running:?}", proto.name());
+        let (server, client) = if proto == Proto::Sftp { ("sshd", "sshfs") } else { ("smbd", "rclone") };
+        let has = |name: &str| running.iter().any(|p| p.split(' ').nth(1).is_some_and(|a| a.contains(name)));
+        assert!(has(server) && has("toxiproxy"), "{}: server and proxy outlive a kill -9: {running:?}", proto.name());
+        let mounted = !registry::mounts_at(&stack.client_mp).is_empty();
+        assert!(!mounted || has(client), "{}: a mounted client runs: {running:?}", proto.name());
         println!("{}: kill -9 left {} processes: {running:?}", proto.name(), running.len());
         let rep = registry::cleanup().unwrap();
         assert!(rep.problems.is_empty(), "{rep}");
