@@ -524,7 +524,7 @@ impl ResultSet {
                     [ms.iter().map(|m| most(m)).min().unwrap_or(0), ms.iter().map(|m| most(m)).max().unwrap_or(0)];
                 if model.r2 < 0.9 {
                     self.warnings.push(format!(
-                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² explains the data poorly (R² {}): read the fitted costs with care",
+                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² + k explains the data poorly (R² {}): read the fitted costs with care",
                         sig3(model.r2)
                     ));
                 }
