@@ -224,7 +224,18 @@ fn mount_and_umount_leave_nothing() {
         let c = common::run(["cleanup"]);
         c.ok();
         assert!(registry::mounts_at(&mp).last().is_some(), "cleanup kept the user's mount: {}", c.stdout);
+        // A process of the user's that names a path in the stack's directory (a `tail -f`
+        // of its log) is not the stack's: umount leaves it running.
+        let mut bystander = std::process::Command::new("sh")
+            .args(["-c", "sleep 60", "bystander"])
+            .arg(stack.dir.join("sshd.log"))
+            .spawn()
+            .unwrap();
         common::run(["umount", mp.to_str().unwrap()]).ok();
+        let alive = bystander.try_wait().unwrap().is_none();
+        let _ = bystander.kill();
+        let _ = bystander.wait();
+        assert!(alive, "{spec}: umount killed a process that only names the stack's directory");
         let left = leftovers(&stack, &[]);
         assert!(left.is_empty(), "{spec}: umount left {left:?}");
         assert!(mp.is_dir(), "the user's directory stays");

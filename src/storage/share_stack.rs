@@ -453,7 +453,12 @@ pub fn mount_client(dir: &Path, d: &ShareDetails, mp: &Path) -> Result<()> {
     r
 }
 
-/// Processes whose argv names a path in `dir`, and their descendants: (pid, argv).
+/// The programs a share stack runs (the names its processes start with).
+const STACK_PROGRAMS: [&str; 9] =
+    ["sshd", "sshfs", "ssh", "ssh-keygen", "sftp-server", "smbd", "smbpasswd", "rclone", PROXY];
+
+/// The stack's programs whose argv names a path in `dir`, and their descendants:
+/// (pid, argv).
 fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
     let needle = format!("{}/", dir.display());
     let me = std::process::id();
@@ -466,8 +471,16 @@ fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
         let argv: Vec<u8> = cmd.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();
         procs.push((pid, ppid, String::from_utf8_lossy(&argv).trim().to_string()));
     }
+    // Only the stack's own programs are matched by the path (a user's `tail -f` of a log
+    // in DIR names it too, and is not ours); their descendants are (sshd's per-connection
+    // children rename themselves, sshfs runs ssh).
+    let ours = |argv: &str| {
+        let first = argv.split_whitespace().next().unwrap_or("").trim_end_matches(':');
+        let name = first.rsplit('/').next().unwrap_or(first);
+        STACK_PROGRAMS.contains(&name)
+    };
     let mut out: Vec<(u32, String)> =
-        procs.iter().filter(|p| p.0 != me && p.2.contains(&needle)).map(|p| (p.0, p.2.clone())).collect();
+        procs.iter().filter(|p| p.0 != me && p.2.contains(&needle) && ours(&p.2)).map(|p| (p.0, p.2.clone())).collect();
     let mut i = 0;
     while i < out.len() {
         let parent = out[i].0;
