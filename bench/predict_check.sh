@@ -44,7 +44,7 @@ mounted=()
 on_exit_umount() {
     for m in "${mounted[@]}"; do "$MF" umount "$m" >/dev/null 2>&1 || true; done
 }
-trap 'on_exit_umount; bench_cleanup' EXIT
+trap 'st=$?; on_exit_umount; (exit $st); bench_cleanup' EXIT
 
 bench_header "Prediction acceptance: predict --tree --on, checked by copy/scan/rm --cold" \
     "CHECKS=$CHECKS MAX_TIME=$MAX_TIME TARGETS=\"$TARGETS\" bench/predict_check.sh ${TREES[*]}" \

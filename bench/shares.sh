@@ -27,7 +27,7 @@ PROTOS=${PROTOS:-"sftp smb"}
 RTTS=${RTTS:-"0 1 5"}
 N=${N:-100}
 mounted=""
-trap '[ -n "$mounted" ] && "$MF" umount "$mounted" >/dev/null 2>&1; bench_cleanup' EXIT
+trap 'st=$?; if [ -n "$mounted" ]; then "$MF" umount "$mounted" >/dev/null 2>&1 || true; fi; (exit $st); bench_cleanup' EXIT
 
 bench_header "Shares: one operation's cost and its round trips" \
     "PROTOS=\"$PROTOS\" RTTS=\"$RTTS\" N=$N bench/shares.sh" "$("$MF" --version)"
