@@ -282,28 +282,44 @@ pub fn stop(dir: &Path) -> std::result::Result<(), String> {
         unmount(&fd)?;
     }
     let s = sock(dir).display().to_string();
+    end_processes(dir, || stack_pids(&s))?;
+    if !mounts_at(&fd).is_empty() {
+        return Err(format!("{} is still mounted", fd.display()));
+    }
+    remove_private_dir(dir)
+}
+
+/// SIGTERM what `pids()` finds, wait up to 3 s, then SIGKILL what is left and wait up to
+/// 2 s; an error names what still runs (`dir`: the stack's directory, for the message).
+/// Shared by the device-class and share stacks.
+pub(super) fn end_processes<T: std::fmt::Debug>(
+    dir: &Path,
+    pids: impl Fn() -> Vec<(u32, T)>,
+) -> std::result::Result<(), String> {
     for (sig, wait) in [(rustix::process::Signal::TERM, 3000), (rustix::process::Signal::KILL, 2000)] {
-        let pids = stack_pids(&s);
-        if pids.is_empty() {
+        let found = pids();
+        if found.is_empty() {
             break;
         }
-        for (pid, _) in &pids {
+        for (pid, _) in &found {
             if let Some(p) = rustix::process::Pid::from_raw(*pid as i32) {
                 let _ = rustix::process::kill_process(p, sig);
             }
         }
         let t0 = Instant::now();
-        while !stack_pids(&s).is_empty() && t0.elapsed() < Duration::from_millis(wait) {
+        while !pids().is_empty() && t0.elapsed() < Duration::from_millis(wait) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let left = stack_pids(&s);
+    let left = pids();
     if !left.is_empty() {
         return Err(format!("{} still running after SIGKILL: {left:?}", dir.display()));
     }
-    if !mounts_at(&fd).is_empty() {
-        return Err(format!("{} is still mounted", fd.display()));
-    }
+    Ok(())
+}
+
+/// Remove a stack's private directory (gone already is fine).
+pub(super) fn remove_private_dir(dir: &Path) -> std::result::Result<(), String> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

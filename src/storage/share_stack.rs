@@ -26,7 +26,7 @@
 //! a kill -9 of the tool before any pid file. Daemons start through `setsid -f` (a
 //! terminal's SIGINT reaches the tool, which tears them down).
 
-use super::nbd_stack::{last_line, spawn_detached};
+use super::nbd_stack::{end_processes, last_line, remove_private_dir, spawn_detached};
 use super::registry::{Record, mounts_at};
 use super::share::{Proto, ShareSpec};
 use crate::error::{Error, Result};
@@ -502,30 +502,8 @@ pub fn daemon_pids(dir: &Path) -> Vec<u32> {
 /// Stop every process of the stack in `dir` and remove the directory; idempotent. The
 /// caller has unmounted the client (its record's mount); the export is its own record.
 pub fn stop(dir: &Path) -> std::result::Result<(), String> {
-    for (sig, wait) in [(rustix::process::Signal::TERM, 3000), (rustix::process::Signal::KILL, 2000)] {
-        let pids = stack_pids(dir);
-        if pids.is_empty() {
-            break;
-        }
-        for (pid, _) in &pids {
-            if let Some(p) = rustix::process::Pid::from_raw(*pid as i32) {
-                let _ = rustix::process::kill_process(p, sig);
-            }
-        }
-        let t0 = Instant::now();
-        while !stack_pids(dir).is_empty() && t0.elapsed() < Duration::from_millis(wait) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let left = stack_pids(dir);
-    if !left.is_empty() {
-        return Err(format!("{} still running after SIGKILL: {left:?}", dir.display()));
-    }
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
-    }
+    end_processes(dir, || stack_pids(dir))?;
+    remove_private_dir(dir)
 }
 
 #[cfg(test)]
