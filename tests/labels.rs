@@ -12,7 +12,7 @@ use std::path::Path;
 /// One tiny ladder on `dir` (2 rungs, 1 run), its JSON at `json`.
 fn ladder(dir: &Path, json: &Path, extra: &[&str]) -> Run {
     let mut args = words(&format!(
-        "ladder --target {} --runs 1 --total 64KiB --to 4 --quiet --json {}",
+        "ladder --target {} --runs 1 --total 64KiB --second-total off --to 4 --quiet --json {}",
         dir.display(),
         json.display()
     ));

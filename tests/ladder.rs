@@ -131,7 +131,7 @@ fn small_ladder_end_to_end() {
     let target = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let r = run(ladder_args(target.path(), &json, "--total 1MiB --from 1 --to 256 --runs 2"));
+    let r = run(ladder_args(target.path(), &json, "--total 1MiB --from 1 --to 256 --runs 2 --second-total off"));
     r.ok();
 
     // Table: one row per rung, the file size = total / files.
@@ -301,20 +301,32 @@ fn rungs_follow_from_to_step_and_round_sizes_down() {
     let v = load_json(&json);
     let ms = arr(&v, "measurements");
     // The trials of a pass run in a shuffled order: the rungs, sorted.
-    let mut files: Vec<u64> = ms.iter().map(|m| u(m, "tree_files")).collect();
-    files.sort_unstable();
-    assert_eq!(files, vec![3, 9, 27], "rungs 3, 9, 27 (81 > --to 30)");
+    let mut cells: Vec<(u64, u64)> = ms.iter().map(|m| (u(m, "tree_files"), u(m, "tree_bytes"))).collect();
+    cells.sort_unstable();
+    // Rungs 3, 9, 27 (81 > --to 30) of 1000 bytes; side rungs of a quarter (250 bytes) at
+    // the first and the middle count, sizes rounded down alike.
+    assert_eq!(cells, vec![(3, 249), (3, 999), (9, 243), (9, 999), (27, 999)]);
+    let side: Vec<String> = get(&v, "experiment")["side_trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(side.len(), 2, "{side:?}");
     for m in ms {
-        let n = u(m, "tree_files");
-        assert_eq!(u(m, "tree_bytes"), 1000 / n * n);
-        assert_eq!(u(m, "bytes"), 1000 / n * n);
+        assert_eq!(u(m, "bytes"), u(m, "tree_bytes"));
         assert_eq!(s(m, "op"), "create");
         assert_eq!(u(m, "threads"), 1, "--threads 1");
         assert_eq!(s(get(get(m, "tree"), "layout"), "kind"), "flat");
     }
     assert_eq!(get(&v, "experiment").get("ops").unwrap(), &serde_json::json!(["create"]));
     let rows: Vec<u64> = ladder_rows(&r.stdout).into_iter().map(|(n, _)| n).collect();
-    assert_eq!(rows, vec![3, 9, 27]);
+    assert_eq!(rows, vec![3, 9, 27, 3, 9], "the side rungs last");
+    assert!(
+        r.stdout.contains("(+ side rungs)") && r.stdout.contains("last rows: side rungs (249 B in 3 and 9 files)"),
+        "{}",
+        r.stdout
+    );
     assert!(run_dirs(target.path()).is_empty());
 }
 
@@ -323,7 +335,7 @@ fn json_is_rewritten_and_matches_stdout_path() {
     // The results line names the JSON file; the file parses and is complete.
     let target = tempfile::tempdir().unwrap();
     let json = target.path().join("inside-target.json");
-    let r = run(ladder_args(target.path(), &json, "--total 16k --to 4 --runs 1"));
+    let r = run(ladder_args(target.path(), &json, "--total 16k --to 4 --runs 1 --second-total off"));
     r.ok();
     assert!(r.stdout.contains(&json.to_string_lossy().into_owned()), "stdout names the results file:\n{}", r.stdout);
     let v = load_json(&json);
@@ -359,7 +371,7 @@ fn symlinked_target_is_accepted() {
     let link = tmp.path().join("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let json = tmp.path().join("r.json");
-    let r = run(ladder_args(&link, &json, "--total 16k --to 4 --runs 1"));
+    let r = run(ladder_args(&link, &json, "--total 16k --to 4 --runs 1 --second-total off"));
     r.ok();
     let v = load_json(&json);
     assert_eq!(Path::new(s(&arr(&v, "targets")[0], "path")), std::fs::canonicalize(&real).unwrap().as_path());

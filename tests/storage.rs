@@ -183,6 +183,8 @@ fn cold_read_without_root_reads_the_device() {
         dir.path().to_str().unwrap(),
         "--total",
         "32MiB",
+        "--second-total",
+        "off",
         "--from",
         "64",
         "--to",

@@ -492,6 +492,7 @@ impl RunArgs {
             caches: self.cache_mode()?,
             until: Until::parse(&self.until)?,
             trees,
+            side_trees: Vec::new(),
             ops: parse_ops(ops)?,
             create,
             runs,

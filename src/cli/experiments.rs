@@ -31,6 +31,10 @@ pub struct LadderArgs {
     /// Multiply the file count by this from rung to rung
     #[arg(long, default_value = "4", value_parser = parse_count)]
     pub step: u64,
+    /// Total bytes of two side rungs (at --from's and the middle file count) that separate the
+    /// per-byte cost from a per-run constant; `off`: none [default: a quarter of --total]
+    #[arg(long, value_name = "SIZE|off")]
+    pub second_total: Option<String>,
     /// Ops to time, comma separated (create, stat, list, read, walk, scan, rescan, rm or delete;
     /// reformat on --fs targets: unmount, mkfs, mount with the tree on it, beside delete)
     #[arg(long, default_value = "create,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
@@ -108,9 +112,17 @@ fn ladder_trees(ladder: &LadderSpec, shape: &ShapeArgs) -> Result<Vec<TreeSpec>>
 }
 
 pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step };
+    let second_total = match a.second_total.as_deref() {
+        None => Some(a.total / 4),
+        Some("off" | "none") => None,
+        Some(v) => Some(parse_size(v).map_err(|e| Error::bad("--second-total", e))?),
+    };
+    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step, second_total };
     let trees = ladder_trees(&ladder, &a.shape)?;
-    let cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
+    let side = ladder.side_rungs()?.len();
+    let side_trees = trees[trees.len() - side..].iter().map(|t| t.key()).collect();
+    let mut cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
+    cfg.side_trees = side_trees;
     a.pair.apply(cfg)
 }
 
@@ -428,7 +440,8 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
         PackSource::Trees(vec![a.shape.spec(files, size)?])
     } else {
-        let ladder = LadderSpec { total: a.total, from: a.from, to: a.to.unwrap_or(16_384), step: a.step };
+        let ladder =
+            LadderSpec { total: a.total, from: a.from, to: a.to.unwrap_or(16_384), step: a.step, second_total: None };
         PackSource::Trees(ladder_trees(&ladder, &a.shape)?)
     };
     let src = pack_target(&a.src_target, &a.src_fs, "--src-fs")?;

@@ -155,6 +155,7 @@ pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
         caches: if cfg.drop_caches { CacheMode::Drop } else { CacheMode::Warm },
         until: cfg.until,
         adaptive: cfg.adaptive,
+        side_trees: Vec::new(),
         create: CreateOptions {
             block_size: cfg.block,
             fsync: if cfg.fsync { FsyncMode::File } else { FsyncMode::None },

@@ -18,6 +18,11 @@
 //! | 5, 9 | top/√8, top/8 | ¼ | 1 | directory count (×4, Σn² ÷4): `c` against `d` |
 //! | 6, 7 | top/√8 | 1 | 4, ¼ | bytes against files: `b` against `a` |
 //!
+//! With `k` > 1 the rare largest directories are kept (×k), not rounded away with the
+//! directory count (`tree::drawn::spec_like_with`): Σn² is mostly theirs. Measured on
+//! /usr/share/doc (5,504 files, Σn²/files 59.6): the k = 4 trees had 53–56 before, 158 and
+//! 264 now; on /usr/share/man (one directory of 17,821) 15,976 before, 17,920 now.
+//!
 //! Scaling alone moves every column in step (nothing separates); `k` moves directories
 //! and Σn² in opposite directions at a fixed file count, so `c` and `d` separate from
 //! each other and from `a`; `β` moves bytes alone. Each of these directions is held by
@@ -29,7 +34,7 @@ use super::{Order, TargetSpec, TreeExperiment, rounds};
 use crate::error::{Error, Result};
 use crate::results::{ResultSet, Until};
 use crate::storage::cache::CacheMode;
-use crate::tree::drawn::spec_like;
+use crate::tree::drawn::spec_like_with;
 use crate::tree::inventory::Inventory;
 use crate::tree::{Content, TreeSpec};
 use std::path::PathBuf;
@@ -118,7 +123,8 @@ pub fn design(inv: &Inventory, limits: Limits, seed: u64) -> Result<Vec<CalTree>
     ];
     let mut out: Vec<CalTree> = Vec::new();
     for (scale, per_dir, per_file_bytes) in plan {
-        let spec = spec_like(&reshaped(inv, per_dir, per_file_bytes), scale, seed, Content::Random)
+        // Trees of larger directories keep the largest ones (×k), or Σn² would not grow.
+        let spec = spec_like_with(&reshaped(inv, per_dir, per_file_bytes), scale, seed, Content::Random, per_dir > 1.0)
             .map_err(|e| Error::bad("--tree", format!("cannot draw a calibration tree like it: {e}")))?;
         if !out.iter().any(|t| t.spec.key() == spec.key()) {
             out.push(CalTree { scale, per_dir, per_file_bytes, spec });
@@ -159,6 +165,7 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         until: Until::Durable,
         measure_allocation: false,
         trees,
+        side_trees: Vec::new(),
         ops: OPS.iter().map(|s| s.to_string()).collect(),
         create: Default::default(),
         runs: 3,
@@ -244,5 +251,40 @@ mod tests {
         let trees = design(&inv, Limits { max_files: 1 << 20, max_bytes: 2 << 20 }, 1).unwrap();
         assert!(trees.iter().all(|t| t.spec.total_bytes() <= (2 << 20) + (1 << 16)));
         assert!(design(&Inventory::empty(), Limits::default(), 1).is_err());
+    }
+
+    /// Like /usr/share/doc: ~1,100 directories of a few files and three of 150–490, which
+    /// hold most of Σn². Dividing the directories by 4 must keep those (×4), or the
+    /// k = 4 trees' Σn²/files stays where k = 1's is (it did: 56 against 64 there, so the
+    /// real tree fell outside the calibrated files-per-directory range).
+    #[test]
+    fn larger_directories_keep_the_largest_ones() {
+        let mut inv = Inventory::empty();
+        for d in 0..1100u64 {
+            let files = match d {
+                7 => 490,
+                300 => 300,
+                600 => 150,
+                _ => [2u64, 4, 6, 3][d as usize % 4],
+            };
+            inv.add_dir(if d == 0 { 0 } else { 1 + d % 2 }, Some(6), files, if d < 100 { 10 } else { 0 });
+            for i in 0..files {
+                inv.add_file(2, 10, 1000 + i % 7, 4096, 1);
+            }
+        }
+        let per_file = |t: &CalTree| {
+            crate::analysis::model::dir_sq_of(crate::tree::layout::files_per_dir(&t.spec)) / t.spec.files as f64
+        };
+        let real = inv.dir_sq() / inv.files as f64;
+        let trees = design(&inv, Limits::default(), 1).unwrap();
+        let full = trees.iter().find(|t| t.scale == 1.0 && t.per_dir == 1.0).unwrap();
+        let full_k4 = trees.iter().find(|t| t.scale == 1.0 && t.per_dir == 4.0).unwrap();
+        // Counts are spread inside their log2 buckets by room, so the full tree's Σn² is
+        // the real one's within a factor (the buckets are 2× wide).
+        assert!((0.5..2.0).contains(&(per_file(full) / real)), "{} vs {real}", per_file(full));
+        assert!(per_file(full_k4) > 2.5 * per_file(full), "k = 4: {} vs {}", per_file(full_k4), per_file(full));
+        // The real tree lies inside the calibrated cells on files per directory.
+        let hi = trees.iter().map(per_file).fold(0.0, f64::max);
+        assert!(hi > 1.5 * real, "{hi} vs {real}");
     }
 }

@@ -1,5 +1,12 @@
 //! The ladder: a fixed total of bytes split into 1, 4, 16, ... files. Time against file
 //! count shows the per-file cost; the fit separates it from the per-byte cost.
+//!
+//! On rungs of one total, bytes never vary: the per-byte cost and a per-run constant
+//! (thread start, the durable phase's syncfs, opening the root) are the same column and
+//! cannot be told apart (issue 27: tmpfs "delete 6,449 MiB/s" was a constant). Two *side
+//! rungs* hold a second total (a quarter of the first by default) at the first and the
+//! middle file count: at a fixed file count only the bytes change, so the fit resolves
+//! `b` against `k`, at few files and at many.
 
 use crate::error::{Error, Result};
 use crate::tree::{SizeDist, TreeSpec};
@@ -10,13 +17,18 @@ pub struct LadderSpec {
     pub from: u64,
     pub to: u64,
     pub step: u64,
+    /// Total of the side rungs (module docs); None: no side rungs.
+    pub second_total: Option<u64>,
 }
 
 impl Default for LadderSpec {
     fn default() -> Self {
-        LadderSpec { total: 64 << 20, from: 1, to: 65_536, step: 4 }
+        LadderSpec { total: 64 << 20, from: 1, to: 65_536, step: 4, second_total: Some(16 << 20) }
     }
 }
+
+/// A second total closer to the first than this factor hardly moves the bytes: refused.
+pub const SECOND_TOTAL_APART: u64 = 2;
 
 /// Largest number of rungs (a typo like `--step 1.0001` must not make millions).
 const MAX_RUNGS: usize = 64;
@@ -54,14 +66,35 @@ impl LadderSpec {
         Ok(v)
     }
 
+    /// File counts of the side rungs: the first rung and the middle one (one when they
+    /// are the same), each only if the second total gives its files at least a byte.
+    pub fn side_rungs(&self) -> Result<Vec<u64>> {
+        let Some(t2) = self.second_total else { return Ok(Vec::new()) };
+        let (lo, hi) = (t2.min(self.total), t2.max(self.total));
+        if lo == 0 || hi / lo < SECOND_TOTAL_APART {
+            return Err(Error::bad(
+                "--second-total",
+                format!(
+                    "must differ from --total by {SECOND_TOTAL_APART}× or more (or be off): closer totals do not separate the per-byte cost from a per-run constant"
+                ),
+            ));
+        }
+        let rungs = self.rungs()?;
+        let mut v = vec![rungs[0], rungs[rungs.len() / 2]];
+        v.dedup();
+        v.retain(|&n| t2 / n >= 1);
+        Ok(v)
+    }
+
     /// One tree per rung: `shape` gives layout, names, content and seed; each rung has
-    /// n files of total/n bytes (rounded down).
+    /// n files of total/n bytes (rounded down). The side rungs follow (second total / n).
     pub fn trees(&self, shape: &TreeSpec) -> Result<Vec<TreeSpec>> {
-        Ok(self
-            .rungs()?
-            .into_iter()
-            .map(|n| TreeSpec { files: n, size: SizeDist::Fixed { bytes: self.total / n }, ..shape.clone() })
-            .collect())
+        let tree =
+            |n: u64, total: u64| TreeSpec { files: n, size: SizeDist::Fixed { bytes: total / n }, ..shape.clone() };
+        let mut v: Vec<TreeSpec> = self.rungs()?.into_iter().map(|n| tree(n, self.total)).collect();
+        let t2 = self.second_total.unwrap_or(0);
+        v.extend(self.side_rungs()?.into_iter().map(|n| tree(n, t2)));
+        Ok(v)
     }
 }
 
@@ -77,11 +110,42 @@ mod tests {
 
     #[test]
     fn bad_rungs() {
-        let bad = |f, t, s, tot| LadderSpec { total: tot, from: f, to: t, step: s }.rungs().unwrap_err();
+        let bad =
+            |f, t, s, tot| LadderSpec { total: tot, from: f, to: t, step: s, second_total: None }.rungs().unwrap_err();
         assert!(bad(0, 4, 4, 1).to_string().starts_with("--from"));
         assert!(bad(8, 4, 4, 1).to_string().contains("larger than --to"));
         assert!(bad(1, 4, 1, 1).to_string().starts_with("--step"));
         assert!(bad(1, 4, 2, 0).to_string().starts_with("--total"));
         assert_eq!(bad(1, 4, 2, 0).exit_code(), 2);
+    }
+
+    #[test]
+    fn side_rungs_hold_the_second_total_at_the_first_and_middle_counts() {
+        let l = LadderSpec::default();
+        assert_eq!(l.side_rungs().unwrap(), vec![1, 256]);
+        let shape = TreeSpec {
+            files: 1,
+            size: SizeDist::Fixed { bytes: 0 },
+            layout: crate::tree::Layout::Flat,
+            name_len: 12,
+            content: crate::tree::Content::Zeros,
+            seed: 1,
+        };
+        let trees = l.trees(&shape).unwrap();
+        assert_eq!(trees.len(), 11);
+        let side: Vec<(u64, u64)> = trees[9..].iter().map(|t| (t.files, t.total_bytes())).collect();
+        assert_eq!(side, vec![(1, 16 << 20), (256, 16 << 20)]);
+        // Off: the plain ladder; one rung: one side rung.
+        assert_eq!(LadderSpec { second_total: None, ..l.clone() }.trees(&shape).unwrap().len(), 9);
+        assert_eq!(LadderSpec { from: 4, to: 4, ..l.clone() }.side_rungs().unwrap(), vec![4]);
+        // A second total too small for a rung's files drops that rung only.
+        assert_eq!(LadderSpec { second_total: Some(8), total: 1 << 20, ..l.clone() }.side_rungs().unwrap(), vec![1]);
+        // Too close to the first total: refused (exit 2), above or below.
+        for t2 in [48 << 20, 100 << 20] {
+            let e = LadderSpec { second_total: Some(t2), ..l.clone() }.side_rungs().unwrap_err();
+            assert!(e.to_string().starts_with("--second-total"), "{e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        assert!(LadderSpec { second_total: Some(128 << 20), ..l }.side_rungs().is_ok());
     }
 }

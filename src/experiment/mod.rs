@@ -58,6 +58,9 @@ pub struct TreeExperiment {
     /// After each create, sum the files' st_blocks (untimed): clusters' slack table.
     pub measure_allocation: bool,
     pub trees: Vec<TreeSpec>,
+    /// Keys of the ladder's side rungs among `trees` (`experiment::ladder`): reports keep
+    /// them off the rungs' lines.
+    pub side_trees: Vec<String>,
     /// Subset of [`ops::OP_NAMES`], in that order.
     pub ops: Vec<String>,
     pub create: CreateOptions,
@@ -505,6 +508,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         caches: cfg.caches,
         until: cfg.until,
         adaptive: cfg.adaptive,
+        side_trees: cfg.side_trees.clone(),
     };
     let infos = targets.iter().map(|t| t.info.clone()).collect();
     let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);

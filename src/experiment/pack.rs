@@ -562,6 +562,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         caches: cfg.cache,
         until: cfg.until,
         adaptive: None,
+        side_trees: Vec::new(),
     };
     let mut infos = vec![dst.info.clone()];
     infos.extend(src.as_ref().map(|s| s.info.clone()));

@@ -172,6 +172,20 @@ fn headline(s: &crate::results::SummaryRow) -> (f64, Option<[f64; 2]>) {
     (st.median_s, crate::analysis::stats::printable_interval(st.median_s, st.median_ci95_s, st.n).ok())
 }
 
+/// "side rungs (16 MiB in 1 and 256 files) separate the per-byte cost from a per-run
+/// constant"; None without side rungs.
+pub fn side_rungs_note(rs: &ResultSet) -> Option<String> {
+    let side: Vec<&crate::results::SummaryRow> =
+        rs.experiment.side_trees.iter().filter_map(|k| rs.summaries.iter().find(|s| &s.tree_key == k)).collect();
+    let first = side.first()?;
+    let counts: Vec<String> = side.iter().map(|s| s.tree_files.to_string()).collect();
+    Some(format!(
+        "side rungs ({} in {} files) separate the per-byte cost from a per-run constant",
+        crate::units::fmt_size(first.tree_bytes as f64),
+        counts.join(" and ")
+    ))
+}
+
 /// Every chart the data supports, in reading order. A pack result gets its routes'
 /// charts instead of one per op (`report::pack::charts`).
 pub fn charts(rs: &ResultSet) -> Vec<Chart> {
@@ -181,8 +195,13 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
     let mut out = Vec::new();
     let legend_ids = all_targets(rs);
     let legend: Vec<String> = legend_ids.iter().map(|t| super::target_name(rs, t)).collect();
+    // A ladder's side rungs (a second total) would zigzag the rungs' line: they stay in
+    // the table, and the note says so.
+    let side = |key: &str| rs.experiment.side_trees.iter().any(|k| k == key);
+    let side_note = side_rungs_note(rs).map(|n| format!("{n}: in the table, not on these lines"));
     for op in ops(rs) {
-        let mut files: Vec<u64> = rs.summaries.iter().filter(|s| s.op == op).map(|s| s.tree_files).collect();
+        let mut files: Vec<u64> =
+            rs.summaries.iter().filter(|s| s.op == op && !side(&s.tree_key)).map(|s| s.tree_files).collect();
         files.sort();
         files.dedup();
         if files.len() < 2 {
@@ -192,7 +211,8 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
         let series = legend_ids
             .iter()
             .map(|&t| {
-                let cells: Vec<_> = rs.summaries.iter().filter(|s| s.op == op && s.target == t).collect();
+                let cells: Vec<_> =
+                    rs.summaries.iter().filter(|s| s.op == op && s.target == t && !side(&s.tree_key)).collect();
                 let means = cells
                     .iter()
                     .map(|s| {
@@ -210,7 +230,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                         let mut pts: Vec<(f64, f64)> = rs
                             .measurements
                             .iter()
-                            .filter(|x| x.op == op && x.target == t && x.run == 1)
+                            .filter(|x| x.op == op && x.target == t && x.run == 1 && !side(&x.tree.key()))
                             .map(|x| {
                                 let sq = crate::analysis::model::dir_sq_of(crate::tree::layout::files_per_dir(&x.tree));
                                 let p =
@@ -228,6 +248,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
             .collect();
         let mut notes: Vec<String> = missing_interval_note(&rows).into_iter().collect();
         notes.push("dots: every run; bars: the median's 95% interval; dashed: the fitted cost model".into());
+        notes.extend(side_note.clone());
         out.push(Chart {
             id: format!("time-vs-files-{}", slug(op)),
             title: format!("{op}: time against file count (log-log), median and its 95% interval"),

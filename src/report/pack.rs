@@ -475,6 +475,7 @@ mod tests {
             caches: Default::default(),
             until: Default::default(),
             adaptive: None,
+            side_trees: Vec::new(),
         };
         let targets = vec![target(&format!("destination {fs}"), fs), target("source ext4", "ext4")];
         let mut rs = ResultSet::new(Provenance::collect(Vec::new()), experiment, targets);

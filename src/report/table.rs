@@ -146,12 +146,14 @@ pub(crate) fn right_align(t: &mut Table, from: usize) {
 /// First line: what was run where.
 pub fn title(rs: &ResultSet) -> String {
     let e = &rs.experiment;
-    let files: Vec<u64> = rs.summaries.iter().map(|s| s.tree_files).collect();
+    let rungs: Vec<&crate::results::SummaryRow> =
+        rs.summaries.iter().filter(|s| !e.side_trees.contains(&s.tree_key)).collect();
+    let files: Vec<u64> = rungs.iter().map(|s| s.tree_files).collect();
+    let side = if e.side_trees.is_empty() { "" } else { " (+ side rungs)" };
     let trees = match (files.iter().min(), files.iter().max()) {
-        (Some(lo), Some(hi)) if lo != hi => format!(
-            "{} split into {lo} … {hi} files",
-            fmt_size(rs.summaries.first().map_or(0, |s| s.tree_bytes) as f64)
-        ),
+        (Some(lo), Some(hi)) if lo != hi => {
+            format!("{} split into {lo} … {hi} files{side}", fmt_size(rungs.first().map_or(0, |s| s.tree_bytes) as f64))
+        }
         _ => rs.summaries.first().map(|s| s.tree_key.clone()).unwrap_or_default(),
     };
     let targets: Vec<String> = rs.targets.iter().map(|t| t.shown()).collect();
@@ -221,6 +223,7 @@ pub fn ladder(rs: &ResultSet) -> String {
     if rated {
         notes.push(format!("files/s at the median, from {RATE_FROM_FILES} files"));
     }
+    notes.extend(super::chart::side_rungs_note(rs).map(|n| format!("last rows: {n}")));
     // What each time means (`create, durable`), said once instead of in every header.
     let mut by: Vec<(String, Vec<String>)> = Vec::new();
     for l in ops.iter().map(|o| op_label(rs, o)) {
@@ -264,7 +267,7 @@ pub(crate) fn wrap_notes(notes: &[String]) -> String {
 }
 
 /// The ladder's rows: (tree key, target id, files, bytes), a tree's targets together,
-/// trees in experiment order.
+/// trees in experiment order, side rungs last.
 fn ladder_rows(rs: &ResultSet) -> Vec<(String, String, u64, u64)> {
     let mut rows: Vec<(String, String, u64, u64)> = Vec::new();
     for s in &rs.summaries {
@@ -278,6 +281,8 @@ fn ladder_rows(rs: &ResultSet) -> Vec<(String, String, u64, u64)> {
             keys.push(k.clone());
         }
     }
+    // A ladder's side rungs last, below the rungs they stand beside.
+    keys.sort_by_key(|k| rs.experiment.side_trees.contains(k));
     keys.iter().flat_map(|k| rows.iter().filter(|r| &r.0 == k).cloned().collect::<Vec<_>>()).collect()
 }
 
@@ -291,36 +296,21 @@ fn ladder_wide(rs: &ResultSet) -> String {
     }
     header.extend(ops.iter().map(|o| format!("{} (median [95% CI])", op_label(rs, o))));
     let mut t = new_table(header);
-    let mut rows: Vec<(&str, &str, u64, u64)> = Vec::new();
-    for s in &rs.summaries {
-        if !rows.iter().any(|(k, g, _, _)| *k == s.tree_key && *g == s.target) {
-            rows.push((&s.tree_key, &s.target, s.tree_files, s.tree_bytes));
+    for (key, target, files, bytes) in ladder_rows(rs) {
+        let mut row = vec![files.to_string(), fmt_size(bytes as f64 / files.max(1) as f64)];
+        if many {
+            row.push(super::target_name(rs, &target));
         }
-    }
-    // Group a tree's targets together, trees in experiment order.
-    let mut keys: Vec<&str> = Vec::new();
-    for (k, ..) in &rows {
-        if !keys.contains(k) {
-            keys.push(k);
+        for op in ops {
+            let cell = rs
+                .summaries
+                .iter()
+                .find(|s| s.tree_key == key && s.target == target && &s.op == op)
+                .map(|s| fmt_headline(&s.stats))
+                .unwrap_or_else(|| "—".into());
+            row.push(cell);
         }
-    }
-    for key in keys {
-        for (_, target, files, bytes) in rows.iter().filter(|r| r.0 == key) {
-            let mut row = vec![files.to_string(), fmt_size(*bytes as f64 / (*files).max(1) as f64)];
-            if many {
-                row.push(super::target_name(rs, target));
-            }
-            for op in ops {
-                let cell = rs
-                    .summaries
-                    .iter()
-                    .find(|s| s.tree_key == key && s.target == *target && &s.op == op)
-                    .map(|s| fmt_headline(&s.stats))
-                    .unwrap_or_else(|| "—".into());
-                row.push(cell);
-            }
-            t.add_row(row);
-        }
+        t.add_row(row);
     }
     right_align(&mut t, 0);
     t.to_string()

@@ -62,6 +62,10 @@ pub struct ExperimentInfo {
     /// with a fixed `--runs N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<adaptive::Adaptive>,
+    /// Keys of a ladder's side rungs (a second total at two file counts: they separate
+    /// the per-byte cost from a per-run constant); charts keep them off the rungs' line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub side_trees: Vec<String>,
 }
 
 /// Which end of a write phase counts: `durable` (its changes on the device: syncfs or

@@ -42,6 +42,7 @@ pub fn one_cell(times: &[f64]) -> ResultSet {
         caches: Default::default(),
         until: Default::default(),
         adaptive: None,
+        side_trees: Vec::new(),
     };
     let mut rs = ResultSet::new(Provenance::collect(Vec::new()), experiment, vec![target]);
     let tree = TreeSpec {

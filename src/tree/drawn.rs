@@ -135,6 +135,60 @@ impl DrawnShape {
 
 /// A spec with `inv`'s shape, `scale` times as many files and directories.
 pub fn spec_like(inv: &Inventory, scale: f64, seed: u64, content: Content) -> Result<TreeSpec, String> {
+    spec_like_with(inv, scale, seed, content, false)
+}
+
+/// Directories per files-per-directory bucket for `total_dirs` directories holding
+/// `files`: `hist` apportioned. With `keep_largest`, a bucket of `hist` that rounding
+/// emptied gets one directory back, largest bucket first, taken from the most populous
+/// bucket, while the buckets' floors still fit in `files`: a histogram shifted up with
+/// directories divided by k (`experiment::calibrate`) otherwise loses its rare largest
+/// directories — the ones Σn² is made of — and its Σn²/files barely moves.
+fn dirs_per_bucket(hist: &[u64], total_dirs: u64, files: u64, keep_largest: bool) -> Vec<u64> {
+    let mut out = apportion(hist, total_dirs);
+    if !keep_largest {
+        return out;
+    }
+    let floor = |b: usize| if b == 0 { 0 } else { log2_bucket_range(b).0 };
+    let mut floors: u64 = out.iter().enumerate().map(|(b, &c)| c * floor(b)).sum();
+    let top = (1..hist.len()).rev().find(|&b| hist[b] > 0);
+    for b in (1..hist.len()).rev() {
+        if hist[b] == 0 || out[b] > 0 {
+            continue;
+        }
+        if Some(b) == top && out.iter().skip(b).all(|&c| c == 0) && floor(b) > files {
+            // The largest directory cannot be k times larger in this tree: it takes
+            // every file the others leave (the drawing clips it to fit).
+            if let Some(from) =
+                (0..out.len()).filter(|&i| i != b && out[i] > 1).max_by_key(|&i| (out[i], std::cmp::Reverse(i)))
+            {
+                (out[from], out[b]) = (out[from] - 1, 1);
+                floors = floors - floor(from) + floor(b);
+            }
+            continue;
+        }
+        let Some(from) =
+            (0..out.len()).filter(|&i| i != b && out[i] > 1).max_by_key(|&i| (out[i], std::cmp::Reverse(i)))
+        else {
+            break;
+        };
+        let after = floors - floor(from) + floor(b);
+        if after > files {
+            continue;
+        }
+        (out[from], out[b], floors) = (out[from] - 1, 1, after);
+    }
+    out
+}
+
+/// [`spec_like`], optionally keeping the largest directories (see [`dirs_per_bucket`]).
+pub fn spec_like_with(
+    inv: &Inventory,
+    scale: f64,
+    seed: u64,
+    content: Content,
+    keep_largest: bool,
+) -> Result<TreeSpec, String> {
     if !(scale.is_finite() && scale > 0.0) {
         return Err("must be a number above 0".into());
     }
@@ -175,7 +229,7 @@ pub fn spec_like(inv: &Inventory, scale: f64, seed: u64, content: Content) -> Re
     let total_dirs: u64 = dirs_per_depth.iter().sum();
     let shape = DrawnShape {
         dirs_per_depth,
-        files_per_dir: apportion(&inv.files_per_dir_hist, total_dirs),
+        files_per_dir: dirs_per_bucket(&inv.files_per_dir_hist, total_dirs, files, keep_largest),
         files_per_depth: apportion(&inv.depth_hist, files),
         subdirs_per_dir: apportion(&inv.subdirs_per_dir_hist, total_dirs),
         name_lens: apportion(&inv.name_len_hist, files + total_dirs - 1),
