@@ -148,7 +148,7 @@ impl Timing {
         use crate::units::fmt_secs;
         let start = match self.cache_state.as_str() {
             "all-dropped" => format!(
-                "cold ({} files' pages evicted and the page, dentry and inode caches dropped before the clock started)",
+                "cold ({} files' pages evicted and the page, dentry and inode caches dropped (ext4: its journal checkpointed first) before the clock started)",
                 self.files_evicted
             ),
             "data-evicted" => format!(

@@ -657,7 +657,7 @@ pub fn measured(rs: &ResultSet) -> String {
     states.dedup();
     for s in states {
         out.push_str(match s {
-            "all-dropped" => "reads: cold: before each read-side phase the trees' data were evicted and the page, dentry and inode caches dropped
+            "all-dropped" => "reads: cold: before each read-side phase the trees' data were evicted and the page, dentry and inode caches dropped (ext4: its journal checkpointed first)
 ",
             "data-evicted" => "reads: cold for file data only: evicted before each read-side phase; without root directories and inodes stayed cached
 ",

@@ -44,6 +44,28 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 const RAMFS_MAGIC: i64 = 0x8584_58f6;
 const FUSE_MAGIC: i64 = 0x6573_5546;
 
+const EXT4_MAGIC: i64 = 0xEF53;
+/// `EXT4_IOC_CHECKPOINT` (Linux 5.13): `_IOW('f', 43, __u32)`.
+const EXT4_IOC_CHECKPOINT: libc::c_ulong = 0x4004_662B;
+
+/// Write ext4's journal back to its home blocks. Until then, metadata written in the last
+/// seconds (a freshly made tree's directories and inode tables) stay attached to the
+/// journal and drop_caches cannot free them: a "cold" walk right after a copy found them
+/// in memory. Measured on RAM-backed ext4 (2-core VM, 2026-11-24, 5,504 files in 1,139
+/// directories): the first cold scan of a new tree took 40–46 ms, every later one 60–96
+/// ms; after a checkpoint (fsfreeze) the first took 65–73 ms. The journal's content is
+/// unchanged (a checkpoint is what the kernel does anyway when the journal fills or the
+/// file system unmounts); an older kernel or a journal-less ext2 refuses it, and then
+/// nothing is done (rustix has no ext4 ioctls: libc).
+pub fn checkpoint_ext4_journal(fd: &impl rustix::fd::AsRawFd) -> std::io::Result<()> {
+    let flags: u32 = 0;
+    // SAFETY: the ioctl reads one u32 from a valid pointer; the fd is open.
+    match unsafe { libc::ioctl(fd.as_raw_fd(), EXT4_IOC_CHECKPOINT as _, &flags as *const u32) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Make the trees below `roots` cold for reading. Returns what could be done, and a
 /// caveat when the phase may still be partly warm.
 pub fn make_cold(roots: &[&Path], threads: usize) -> Result<(CacheState, Option<String>), String> {
@@ -73,8 +95,9 @@ pub fn memory_fs(path: &Path) -> Result<Option<&'static str>, String> {
 }
 
 /// Make the trees below `roots` cold for reading: on each root's file system (roots on
-/// a memory file system are left out) a syncfs, then every file's pages evicted; with
-/// root, every cache dropped once. NotApplicable when every root is on memory.
+/// a memory file system are left out) a syncfs (on ext4 as root, a journal checkpoint:
+/// [`checkpoint_ext4_journal`]), then every file's pages evicted; with root, every cache
+/// dropped once. NotApplicable when every root is on memory.
 pub fn evict(roots: &[&Path], threads: usize) -> Result<Eviction, String> {
     let mut files = 0;
     let mut fuse = false;
@@ -88,6 +111,9 @@ pub fn evict(roots: &[&Path], threads: usize) -> Result<Eviction, String> {
         on_disk += 1;
         fuse |= magic == FUSE_MAGIC;
         rustix::fs::syncfs(&fd).map_err(|e| format!("syncfs {}: {e}", r.display()))?;
+        if magic == EXT4_MAGIC && rustix::process::geteuid().is_root() {
+            let _ = checkpoint_ext4_journal(&fd); // refused: the walk is as cold as before
+        }
         files += evict_tree(r, threads)?;
     }
     if on_disk == 0 {
