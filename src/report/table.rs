@@ -313,7 +313,10 @@ fn ladder_wide(rs: &ResultSet) -> String {
         t.add_row(row);
     }
     right_align(&mut t, 0);
-    t.to_string()
+    match super::chart::side_rungs_note(rs) {
+        Some(n) => format!("{t}\nlast rows: {n}"),
+        None => t.to_string(),
+    }
 }
 
 /// Fitted costs per op: per-file cost, bandwidth, break-even file size.
@@ -591,7 +594,10 @@ pub fn runs_line(rs: &ResultSet) -> String {
                 let list: Vec<String> = short
                     .iter()
                     .take(6)
-                    .map(|s| format!("{} {} files: {}", s.op, s.tree_files, s.stopped.as_deref().unwrap_or("?")))
+                    .map(|s| {
+                        let side = if rs.experiment.side_trees.contains(&s.tree_key) { " (side rung)" } else { "" };
+                        format!("{} {} files{side}: {}", s.op, s.tree_files, s.stopped.as_deref().unwrap_or("?"))
+                    })
                     .collect();
                 let more =
                     if short.len() > 6 { format!(", … {} more in the JSON", short.len() - 6) } else { String::new() };
