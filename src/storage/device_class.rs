@@ -301,31 +301,6 @@ pub struct Work {
     pub write_depth: u32,
 }
 
-impl Work {
-    /// Both together (the larger depth of each direction).
-    pub fn plus(self, o: Work) -> Work {
-        Work {
-            reads: self.reads + o.reads,
-            read_bytes: self.read_bytes + o.read_bytes,
-            read_depth: self.read_depth.max(o.read_depth),
-            writes: self.writes + o.writes,
-            write_bytes: self.write_bytes + o.write_bytes,
-            write_depth: self.write_depth.max(o.write_depth),
-        }
-    }
-
-    /// `n` times this work.
-    pub fn times(self, n: f64) -> Work {
-        Work {
-            reads: self.reads * n,
-            read_bytes: self.read_bytes * n,
-            writes: self.writes * n,
-            write_bytes: self.write_bytes * n,
-            ..self
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,9 +342,9 @@ mod tests {
         let big = Work { writes: 10.0, write_bytes: 250.0 * 1048576.0, write_depth: 32, ..Work::default() };
         assert!((gp2.seconds_for(&big) - 1.0).abs() < 1e-9);
         // Reads and writes add; nothing costs nothing.
-        assert!((gp2.seconds_for(&r.plus(big)) - 3.25).abs() < 1e-9);
+        let both = Work { writes: big.writes, write_bytes: big.write_bytes, write_depth: 32, ..r };
+        assert!((gp2.seconds_for(&both) - 3.25).abs() < 1e-9);
         assert_eq!(gp2.seconds_for(&Work::default()), 0.0);
-        assert!((gp2.seconds_for(&r.times(2.0)) - 4.5).abs() < 1e-9);
         // nbdkit's whole milliseconds: sd-card's 0.66 ms read is served as 1 ms.
         let sd = DeviceClass::parse("sd-card").unwrap();
         assert_eq!(sd.served_delay_us(&sd.read), 1000);
