@@ -96,7 +96,7 @@ fn class_records() -> Vec<(PathBuf, PathBuf, PathBuf)> {
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "mount"))
                 .filter_map(|p| {
                     let r: registry::Record = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
                     Some((p, r.nbd_dir?, r.mount_point?))
@@ -143,6 +143,9 @@ fn mount_and_umount_leave_nothing() {
     assert!(r.stdout.contains("class ebs-magnetic") && r.stdout.contains("umount"), "{}", r.stdout);
     assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some("ext4"));
     let (rec, nbd_dir, _) = class_records().into_iter().find(|(_, _, m)| *m == mp).expect("registered");
+    // A `.mount` record (older builds' cleanups read only `*.json`), no lock file left.
+    assert!(registry::is_mount_record(&rec), "{}", rec.display());
+    assert!(!rec.with_extension("json").exists() && !rec.with_extension("lock").exists());
     assert_eq!(daemons_in(&nbd_dir).len(), 2, "nbdkit and nbdfuse outlive the mount command");
     std::fs::write(mp.join("data"), b"user data").unwrap();
     // Plain cleanup leaves the user's mount alone.
