@@ -179,16 +179,22 @@ pub fn check(cfg: &TreeExperiment, copies: u64) -> Result<Option<f64>> {
     let total: f64 = rounds.iter().map(|r| r.2).sum::<f64>() * runs;
     if total > 2.0 * a.max_time_s {
         let slowest = rounds.iter().max_by(|x, y| x.2.total_cmp(&y.2)).expect("not empty");
+        let fewer = match cfg.name.as_str() {
+            "ladder" => "--to N (fewer files), fewer --ops",
+            "calibrate" => "a smaller tree",
+            _ => "fewer files, fewer --ops",
+        };
+        let factor = total / a.max_time_s;
         return Err(Error::bad(
             "--max-time",
             format!(
-                "{} runs of every cell would take about {} on {} by the class's parameters ({} a round of {} tree(s)), {:.0}× the budget {}; use --to N (fewer files), fewer --ops, a faster class, or a larger --max-time",
+                "{} runs of every cell would take about {} on {} by the class's parameters ({} a round of {} tree(s)), {}× the budget {}; use {fewer}, a faster class, or a larger --max-time",
                 a.min_runs + cfg.warmup,
                 fmt_long(total),
                 slowest.0,
                 fmt_long(slowest.2),
                 cfg.trees.len(),
-                total / a.max_time_s,
+                if factor < 10.0 { format!("{factor:.1}") } else { format!("{factor:.0}") },
                 fmt_long(a.max_time_s)
             ),
         ));
@@ -291,6 +297,12 @@ mod tests {
         assert!(m.starts_with("--max-time: 6 runs of every cell would take about"), "{m}");
         assert!(m.contains("ext4@class:hdd") && m.contains("× the budget 3 min") && m.contains("--to N"), "{m}");
         assert!(!m.contains('\n'));
+        // Just over twice: the factor with a decimal; advice in the command's terms.
+        let t = check(&cfg("ext4@class:hdd", 64, 1e9), 1).unwrap().unwrap();
+        let near = TreeExperiment { name: "ops".into(), ..cfg("ext4@class:hdd", 64, t / 2.5) };
+        let m = check(&near, 1).unwrap_err().to_string();
+        assert!(m.contains("2.5× the budget") && m.contains("use fewer files, fewer --ops,"), "{m}");
+        assert!(check(&cfg("ext4@class:hdd", 64, t / 1.9), 1).is_ok(), "within twice the budget");
         // The same on ebs-io1 to 64 files fits in 3 minutes.
         let t = check(&cfg("ext4@class:ebs-io1", 64, 180.0), 1).unwrap().unwrap();
         assert!(t < 360.0, "{t}");
