@@ -96,7 +96,7 @@ fn class_records() -> Vec<(PathBuf, PathBuf, PathBuf)> {
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "mount"))
                 .filter_map(|p| {
                     let r: registry::Record = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
                     Some((p, r.nbd_dir?, r.mount_point?))
@@ -143,6 +143,9 @@ fn mount_and_umount_leave_nothing() {
     assert!(r.stdout.contains("class ebs-magnetic") && r.stdout.contains("umount"), "{}", r.stdout);
     assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some("ext4"));
     let (rec, nbd_dir, _) = class_records().into_iter().find(|(_, _, m)| *m == mp).expect("registered");
+    // A `.mount` record (older builds' cleanups read only `*.json`), no lock file left.
+    assert!(registry::is_mount_record(&rec), "{}", rec.display());
+    assert!(!rec.with_extension("json").exists() && !rec.with_extension("lock").exists());
     assert_eq!(daemons_in(&nbd_dir).len(), 2, "nbdkit and nbdfuse outlive the mount command");
     std::fs::write(mp.join("data"), b"user data").unwrap();
     // Plain cleanup leaves the user's mount alone.
@@ -239,4 +242,64 @@ fn a_missing_tool_names_its_package() {
     link("nbdkit");
     let e = ManagedFs::preflight_in(&specs, 64 * MIB, dir.path().as_os_str()).unwrap_err();
     assert!(e.to_string().contains("nbdfuse not found: install the Debian package libnbd-bin"), "{e}");
+}
+
+/// What a process with `pid` left in the state directory, as mounts, loop devices and
+/// nbd daemons: every key it made holds `-<pid>-`.
+fn left_by(pid: u32) -> Vec<String> {
+    let tag = format!("-{pid}-");
+    let mut v: Vec<String> = std::fs::read_dir(registry::state_dir())
+        .map(|rd| rd.flatten().map(|e| e.path().display().to_string()).filter(|p| p.contains(&tag)).collect())
+        .unwrap_or_default();
+    v.extend(
+        registry::mounts()
+            .into_iter()
+            .filter(|m| m.mount_point.display().to_string().contains(&tag) || m.source.contains(&tag))
+            .map(|m| format!("mount {}", m.mount_point.display())),
+    );
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(f) = registry::loop_backing_file(&format!("/dev/{name}")) {
+            if f.display().to_string().contains(&tag) {
+                v.push(format!("loop {name} on {}", f.display()));
+            }
+        }
+    }
+    v.extend(daemons_in(&registry::state_dir()).into_iter().filter_map(|(p, t)| {
+        let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmd).contains(&tag).then(|| format!("{t} pid {p}"))
+    }));
+    v
+}
+
+#[test]
+fn a_ladder_far_over_its_budget_is_refused_before_anything_starts() {
+    need_stack!();
+    let out = tempfile::tempdir().unwrap();
+    let child = Command::new(common::bin())
+        .args(["ladder", "--fs", "ext4@class:hdd", "--to", "4096", "--max-time", "20s", "--quiet"])
+        .current_dir(out.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    let r = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "refused as bad input: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    for want in [
+        "manyfiles: --max-time: 6 runs of every cell would take about",
+        "ext4@class:hdd",
+        "× the budget 20 s",
+        "--to N",
+    ] {
+        assert!(err.contains(want), "{want:?} in {err}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10), "refused before any format: {:?}", t0.elapsed());
+    let left = left_by(pid);
+    assert!(left.is_empty(), "the refused ladder left {left:?}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run directory or results");
 }

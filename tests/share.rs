@@ -94,7 +94,7 @@ fn records() -> Vec<(PathBuf, Record)> {
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "mount"))
                 .filter_map(|p| Some((p.clone(), serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?)))
                 .collect()
         })

@@ -5,6 +5,7 @@
 pub mod all_ranks;
 pub mod bigfile;
 pub mod calibrate;
+pub mod class_time;
 pub mod clusters;
 pub mod dirsize;
 pub mod external;
@@ -493,6 +494,9 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     }
     // A copy or sync op writes a second tree beside the first (one at a time).
     let copies = if cfg.ops.iter().any(|o| ops::copy::by_name(o).is_some() || o.starts_with("cmd:")) { 2 } else { 1 };
+    // Device classes: the minimum runs' time by the classes' parameters, refused above
+    // twice --max-time before anything is created.
+    class_time::check(cfg, copies)?;
     let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
     LiveTarget::set_labels(&mut targets, &cfg.labels);
     let experiment = ExperimentInfo {

@@ -603,17 +603,15 @@ impl ManagedFs {
     }
 
     /// Leave the file system mounted when this value goes (`manyfiles mount`): the record
-    /// is marked persistent, for `manyfiles umount DIR` (or `cleanup --mounts`) to take
-    /// it down; its lock stays held until this process exits (then the record is dead
-    /// but persistent, which plain `cleanup` leaves alone).
+    /// becomes a `<key>.mount` ([`registry::Registration::into_persistent`]), for
+    /// `manyfiles umount DIR` (or `cleanup --mounts`) to take down; plain `cleanup`, of
+    /// this build or an older one, leaves it alone.
     pub fn keep_mounted(mut self) -> Result<PathBuf> {
         if let Some(export) = self.export.take() {
             export.keep_mounted()?;
         }
-        let mut reg = self.reg.take().expect("registered");
-        reg.update(|r| r.persistent = true)?;
-        let path = reg.path().to_path_buf();
-        std::mem::forget(reg); // the lock fd: released when the process exits
+        let reg = self.reg.take().expect("registered");
+        let path = reg.into_persistent()?;
         self.done = true;
         Ok(path)
     }

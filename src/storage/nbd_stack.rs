@@ -50,8 +50,7 @@ pub struct ClassDetails {
 
 /// Milliseconds of delay for a direction: the class's delay rounded (nbdkit ≤ 1.38).
 pub fn delay_ms(class: &DeviceClass, s: &Side) -> u64 {
-    let us = class.delay_us(s);
-    if us == 0 { 0 } else { ((us + 500) / 1000).max(1) }
+    class.served_delay_us(s) / 1000
 }
 
 fn expected(class: &DeviceClass, s: &Side) -> Option<[f64; 2]> {
@@ -119,17 +118,28 @@ pub fn nbdkit_argv(dir: &Path, class: &DeviceClass, bytes: u64) -> Vec<String> {
     v
 }
 
-/// The class's slots are nbdfuse's connections (`-C qd`), each served by one nbdkit
-/// thread (`--threads 1`): nbdkit's threads count per connection, and nbdfuse opens 4
-/// connections to a multi-conn server by default, which multiplied the slots (measured:
-/// an `hdd`, one slot, served 222 random reads/s at queue depth 32 instead of 77); and one
-/// connection with `qd` threads carried only ~3 requests at a time (ebs-magnetic: 286
-/// IOPS at queue depth 32 instead of 500).
+/// Connections nbdfuse is asked for so that `qd` of them carry requests: nbdfuse
+/// (libnbd 1.14.2, Debian 12, and upstream at least to 1.15.12) hands requests out
+/// round-robin with `i % (connections - 1)` (fuse/operations.c, `next_thread`), so the
+/// last connection never gets one. Measured before this was known, fio 4 KiB random
+/// reads at queue depth 32 reached 4/5, 2/3 and 2/3 of the model on ebs-magnetic (-C 5:
+/// 387 IOPS of 500), ebs-gp2 and ebs-io1 (-C 3: 926 of 1,500, 1,753 of 3,000). One slot
+/// needs one connection (nbdfuse uses connection 0 when it has one).
+pub fn nbdfuse_connections(qd: u32) -> u32 {
+    if qd <= 1 { 1 } else { qd + 1 }
+}
+
+/// The class's slots are nbdfuse's connections (`-C`, see [`nbdfuse_connections`]), each
+/// served by one nbdkit thread (`--threads 1`): nbdkit's threads count per connection,
+/// and nbdfuse opens 4 connections to a multi-conn server by default, which multiplied
+/// the slots (measured: an `hdd`, one slot, served 222 random reads/s at queue depth 32
+/// instead of 77: 3 used connections); one connection with `qd` threads carried only ~3
+/// requests at a time (ebs-magnetic: 286 IOPS at queue depth 32 instead of 500).
 fn nbdfuse_argv(dir: &Path, qd: u32) -> Vec<String> {
     vec![
         "nbdfuse".into(),
         "-C".into(),
-        qd.to_string(),
+        nbdfuse_connections(qd).to_string(),
         "-P".into(),
         dir.join("nbdfuse.pid").display().to_string(),
         fuse_dir(dir).display().to_string(),
@@ -348,6 +358,11 @@ mod tests {
         assert!(!s.contains("rate") && s.contains("--threads 1"), "{s}");
         let sub = DeviceClass::parse("lat=300us").unwrap();
         assert_eq!(delay_ms(&sub, &sub.read), 1, "at least 1 ms when a delay is asked");
+        // nbdfuse never uses its last connection: one more than the slots, except for one.
+        let f = nbdfuse_argv(Path::new("/d"), c.qd).join(" ");
+        assert!(f.starts_with("nbdfuse -C 6 "), "{f}");
+        assert!(nbdfuse_argv(Path::new("/d"), 1).join(" ").starts_with("nbdfuse -C 1 "));
+        assert_eq!(nbdfuse_connections(2), 3);
     }
 
     #[test]

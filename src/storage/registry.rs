@@ -37,6 +37,17 @@ pub use super::mountinfo::{MountEntry, mounts, mounts_at};
 /// Where records (and mount point directories) live.
 pub const STATE_DIR: &str = "/run/manyfiles";
 
+/// Extension of a `manyfiles mount`'s record (`<key>.mount`; a run's is `<key>.json`).
+/// Builds before it (all read only `*.json`) never see a user's mount: the oldest ones
+/// did not know `persistent` and took such a record, its process gone, for a killed
+/// run's leftovers (RELIABILITY.md, the user-mount row).
+pub const MOUNT_EXT: &str = "mount";
+
+/// Is `path` a `manyfiles mount`'s record by its name?
+pub fn is_mount_record(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == MOUNT_EXT)
+}
+
 pub fn state_dir() -> PathBuf {
     PathBuf::from(STATE_DIR)
 }
@@ -220,7 +231,8 @@ impl Registration {
 
     fn save(&self) -> Result<()> {
         let json = serde_json::to_vec_pretty(&self.record).expect("record serializes");
-        let tmp = self.path.with_extension("json.tmp");
+        let ext = if is_mount_record(&self.path) { "mount.tmp" } else { "json.tmp" };
+        let tmp = self.path.with_extension(ext);
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
             f.write_all(&json)?;
@@ -228,6 +240,24 @@ impl Registration {
             std::fs::rename(&tmp, &self.path)
         };
         write().map_err(|e| Error::failed(format!("cannot write the registry record {}: {e}", self.path.display())))
+    }
+
+    /// Make this the record of a `manyfiles mount`, which outlives its process: renamed
+    /// `<key>.json` → `<key>.mount` in one step (no build, old or new, ever sees it as a
+    /// run's record), then rewritten with `persistent` set. The lock file goes: the
+    /// record is kept for its kind, not for a live holder. Returns the new path.
+    pub fn into_persistent(mut self) -> Result<PathBuf> {
+        let to = self.path.with_extension(MOUNT_EXT);
+        std::fs::rename(&self.path, &to)
+            .map_err(|e| Error::failed(format!("cannot rename {} to {}: {e}", self.path.display(), to.display())))?;
+        self.path = to;
+        self.record.persistent = true;
+        self.save()?;
+        let lp = lock_path(&self.path);
+        if same_file(&self.lock, &lp) {
+            let _ = std::fs::remove_file(&lp);
+        }
+        Ok(self.path)
     }
 
     /// Delete the record (everything it named is gone), then its lock file (still
@@ -458,8 +488,11 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rep),
         Err(e) => return Err(Error::failed(format!("cannot read {}: {e}", dir.display()))),
     };
-    let mut paths: Vec<PathBuf> =
-        rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut paths: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json") || is_mount_record(p))
+        .collect();
     paths.sort();
     let mut records: Vec<(PathBuf, Option<Record>)> = paths
         .into_iter()
@@ -479,7 +512,7 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
                 continue;
             }
         };
-        if rec.persistent && !mounts {
+        if (rec.persistent || is_mount_record(&path)) && !mounts {
             rep.kept_mounts += 1;
             continue;
         }
@@ -516,6 +549,7 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
         }
         // A leftover temp record of the same key.
         let _ = std::fs::remove_file(path.with_extension("json.tmp"));
+        let _ = std::fs::remove_file(path.with_extension("mount.tmp"));
     }
     // What a process killed while registering or unregistering left: a temporary
     // `<key>.json.tmp` or a `<key>.lock` with no record beside it. Removed once that
@@ -527,7 +561,7 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
             continue; // .cleanup.lock
         }
         let json = dir.join(format!("{key}.json"));
-        if json.exists() {
+        if json.exists() || dir.join(format!("{key}.{MOUNT_EXT}")).exists() {
             continue;
         }
         if let Ok(Liveness::Dead(lock)) = liveness(&json, None) {

@@ -2,11 +2,14 @@
 //! class, an exFAT or NTFS image, a tmpfs …) brought up at the user's DIR for their own
 //! tools, and taken down completely.
 //!
-//! The mount outlives the command, so its registry record is marked `persistent`: plain
-//! `manyfiles cleanup` leaves it alone even though the process that made it is gone
-//! (that is how cleanup tells a user's live mount from a killed run's leftovers); only
-//! `manyfiles umount DIR` or `manyfiles cleanup --mounts` removes it. A `mount` killed
-//! before it finished never marked its record persistent: plain cleanup removes that.
+//! The mount outlives the command, so its registry record becomes `<key>.mount` (a
+//! run's is `<key>.json`; [`registry::MOUNT_EXT`]): plain `manyfiles cleanup` leaves it
+//! alone even though the process that made it is gone (that is how cleanup tells a
+//! user's live mount from a killed run's leftovers), and so does every older build's
+//! cleanup, which reads only `*.json` (records of builds that marked a `.json`
+//! `persistent` instead are still honoured here). Only `manyfiles umount DIR` or
+//! `manyfiles cleanup --mounts` removes it. A `mount` killed before it finished never
+//! renamed its record: plain cleanup removes that.
 //! DIR itself (the user's directory) is never removed, only unmounted. A share (`share:`)
 //! has two records, its client's at DIR and its export's: `umount DIR` takes both.
 
@@ -61,10 +64,10 @@ pub fn persistent_records() -> Vec<(PathBuf, Record)> {
     let mut v: Vec<(PathBuf, Record)> = rd
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| p.extension().is_some_and(|x| x == "json") || registry::is_mount_record(p))
         .filter_map(|p| {
             let r: Record = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
-            r.persistent.then_some((p, r))
+            (r.persistent || registry::is_mount_record(&p)).then_some((p, r))
         })
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -100,6 +103,7 @@ pub fn umount(dir: &Path) -> Result<CleanupReport> {
         if rep.problems.len() == before {
             let _ = std::fs::remove_file(&path);
             let _ = std::fs::remove_file(path.with_extension("lock"));
+            let _ = std::fs::remove_file(path.with_extension("mount.tmp"));
         } else {
             rep.problems.push(format!("{}: kept because of the problems above", path.display()));
         }
@@ -108,4 +112,36 @@ pub fn umount(dir: &Path) -> Result<CleanupReport> {
         return Err(Error::failed(rep.to_string()));
     }
     Ok(rep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `manyfiles mount`'s record is `<key>.mount` (no `.json`, no lock file) and plain
+    /// cleanup keeps it, its process gone or not; builds before the rename read only
+    /// `*.json` (RELIABILITY.md, the user-mount row, for what an older build was seen to do).
+    #[test]
+    fn a_mount_record_is_kept_by_plain_cleanup() {
+        if !rustix::process::geteuid().is_root() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+            eprintln!("skipped: the registry needs root");
+            return;
+        }
+        let key = format!("00000000T000000Z-{}-mounttest", std::process::id());
+        // A record naming nothing (cleanup would have nothing to undo), of a dead pid.
+        let rec = Record { pid: u32::MAX, start_time: 1, ..registry::own_record("mount test") };
+        let reg = registry::register(&key, rec).unwrap();
+        let json = reg.path().to_path_buf();
+        let path = reg.into_persistent().unwrap();
+        assert_eq!(path, json.with_extension("mount"));
+        assert!(!json.exists() && !json.with_extension("lock").exists() && !json.with_extension("mount.tmp").exists());
+        let back: Record = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(back.persistent);
+        assert!(persistent_records().iter().any(|(p, _)| *p == path), "umount finds it");
+        let rep = registry::cleanup().unwrap();
+        assert!(rep.kept_mounts >= 1 && path.exists(), "plain cleanup keeps a mount record: {rep}");
+        // (cleanup --mounts would take every user's mount on this machine: not run here.)
+        std::fs::remove_file(&path).unwrap();
+    }
 }
