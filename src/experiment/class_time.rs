@@ -266,7 +266,8 @@ mod tests {
     }
 
     fn cfg(spec: &str, to: u64, max_time_s: f64) -> TreeExperiment {
-        let ladder = super::super::ladder::LadderSpec { to, ..Default::default() };
+        // The measured ladders below ran before side rungs existed.
+        let ladder = super::super::ladder::LadderSpec { to, second_total: None, ..Default::default() };
         let adaptive =
             crate::results::adaptive::Adaptive { max_time_s, ..crate::results::adaptive::Adaptive::default_settings() };
         TreeExperiment {
@@ -280,6 +281,7 @@ mod tests {
             until: crate::results::Until::Durable,
             measure_allocation: false,
             trees: ladder.trees(&tree(1, 1)).unwrap(),
+            side_trees: Vec::new(),
             ops: ops(&["create", "read", "delete"]),
             create: Default::default(),
             runs: 3,
