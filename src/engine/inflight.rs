@@ -27,9 +27,11 @@
 //! - raise (double) only when the operations slept (at least one voluntary switch per
 //!   two operations: they wait on storage) and some batch had to queue at the gate (there
 //!   is more work than the limit lets through);
-//! - keep a raise only if the next period's throughput rose by [`GAIN`]; otherwise go
-//!   back to the previous limit and hold it [`HOLD`] periods before probing again
-//!   (latency that climbs without throughput is exactly a raise that did not pay);
+//! - keep a raise if the next period's throughput rose by [`GAIN`], or if at least the
+//!   latency per operation did not climb (by more than [`LATENCY_RISE`]: the period had
+//!   too little work to show a gain, but the storage is not full); latency that climbed
+//!   without throughput is a raise that did not pay: back to the previous limit, held
+//!   [`HOLD`] periods before probing again;
 //! - lower (×¾, never below the start) when the operations hardly sleep (fewer than
 //!   one switch per ten operations): they are CPU, and more in flight than cores would
 //!   only compete for the cores.
@@ -47,6 +49,9 @@
 //! task is a pass of the gate's directory lane (same limit): on a share, opening and
 //! listing a directory are round trips too, and a tree of small directories needs them
 //! in flight. Locally the extra walk threads wait at the lane.
+//!
+//! `MANYFILES_INFLIGHT_TRACE=1` prints every period's sample and the limit it led to on
+//! stderr.
 //!
 //! Deadlock freedom: an entries pass is held only around leaf work (no rayon wait
 //! inside); a directory pass may be held across rayon waits, so a thread holding one
@@ -67,6 +72,8 @@ pub const DEFAULT_MAX: usize = 64;
 pub const PERIOD: Duration = Duration::from_millis(150);
 /// Throughput a raise must add to be kept (×).
 pub const GAIN: f64 = 1.2;
+/// Latency per operation a raise may add (×) and still be kept without a gain.
+pub const LATENCY_RISE: f64 = 1.3;
 /// Periods a limit is held after a raise that did not pay.
 pub const HOLD: u32 = 10;
 /// Completions a period needs before it is judged.
@@ -75,10 +82,12 @@ const MIN_OPS: u64 = 4;
 const BATCH_NS: u64 = 1_000_000;
 /// Largest batch (local storage: a batch per 64 entries costs nothing measurable).
 const MAX_BATCH: usize = 64;
-/// Operations slower than this (wall, each) get helper threads: a FUSE or network round
-/// trip, a device read; warm local ones (statx 1–5 µs, a small file's copy 10–30 µs) stay
-/// on the thread that listed their directory.
-pub const HELPER_NS: u64 = 50_000;
+/// Operations that sleep (a voluntary context switch for every two or fewer) and take at
+/// least this long (wall, each) get helper threads: a FUSE or network round trip, a device
+/// read. Warm local ones never sleep, however much CPU they cost (statx 1–5 µs, a small
+/// file's copy with its ACLs 10–100 µs): they stay on the thread that listed their
+/// directory, in its order, as before.
+pub const HELPER_NS: u64 = 20_000;
 
 /// What an engine was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +113,8 @@ pub struct InFlightReport {
     /// of entries; each runs one operation at a time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak: Option<usize>,
-    /// Adaptive: periods of [`PERIOD`] sampled.
+    /// With a gate: periods of [`PERIOD`] sampled (the last, partial one too when it
+    /// lasted a third of a period or more).
     pub samples: usize,
 }
 
@@ -136,14 +146,17 @@ impl InFlightReport {
 /// One period's measurements.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Sample {
-    /// Operations completed.
+    /// Operations of the passes that ended (a directory: one; a batch: its entries).
     pub ops: u64,
     pub secs: f64,
-    /// Summed wall time of the batches that ended.
-    pub wall_ns: u64,
-    /// Their threads' voluntary context switches (sleeps).
+    /// Entries done, gated or not (the throughput: one unit whatever the lane).
+    pub done: u64,
+    /// Mean wall time of a pass's operation: of the directory lane when it ended
+    /// [`MIN_OPS`] or more, else of the entries lane.
+    pub lat_ns: f64,
+    /// The passes' threads' voluntary context switches (sleeps).
     pub sleeps: u64,
-    /// Batches that had to wait at the gate.
+    /// Passes that had to wait at the gate.
     pub queued: u64,
 }
 
@@ -153,8 +166,8 @@ pub struct Climb {
     pub limit: usize,
     floor: usize,
     max: usize,
-    /// After a raise: the limit before it and the throughput it had.
-    probe: Option<(usize, f64)>,
+    /// After a raise: the limit before it, and the throughput and latency it had.
+    probe: Option<(usize, f64, f64)>,
     hold: u32,
 }
 
@@ -166,13 +179,19 @@ impl Climb {
 
     /// The limit for the next period, given this one's sample.
     pub fn step(&mut self, s: &Sample) -> usize {
-        if s.ops < MIN_OPS || s.secs <= 0.0 {
+        if s.done < MIN_OPS || s.ops == 0 || s.secs <= 0.0 {
             return self.limit;
         }
-        let x = s.ops as f64 / s.secs;
+        let x = s.done as f64 / s.secs;
+        let lat = s.lat_ns;
         let sleeps = s.sleeps as f64 / s.ops as f64;
-        if let Some((prev, px)) = self.probe.take()
+        // A raise is kept when throughput followed it, or when at least the latency did
+        // not climb (the period lacked work to show a gain, but the storage is not full);
+        // latency that climbed without throughput means the storage (or a lock in front
+        // of it) is full: back, and hold.
+        if let Some((prev, px, plat)) = self.probe.take()
             && x < px * GAIN
+            && lat > plat * LATENCY_RISE
         {
             self.limit = prev;
             self.hold = HOLD;
@@ -183,7 +202,7 @@ impl Climb {
             return self.limit;
         }
         if sleeps >= 0.5 && s.queued > 0 && self.limit < self.max {
-            self.probe = Some((self.limit, x));
+            self.probe = Some((self.limit, x, lat));
             self.limit = (self.limit * 2).min(self.max);
         } else if sleeps < 0.1 && self.limit > self.floor {
             self.limit = (self.limit * 3 / 4).max(self.floor);
@@ -246,8 +265,11 @@ struct Lane {
 pub struct Gate {
     limit: AtomicUsize,
     lanes: [Lane; 2],
-    ops: AtomicU64,
-    wall_ns: AtomicU64,
+    /// Per lane: operations and wall time of the passes that ended this period.
+    ops: [AtomicU64; 2],
+    wall_ns: [AtomicU64; 2],
+    /// Entries done this period (every batch of [`for_ranges`]).
+    done: AtomicU64,
     sleeps: AtomicU64,
     queued: AtomicU64,
     start: usize,
@@ -284,8 +306,8 @@ impl Drop for Pass<'_> {
         if self.ops > 0 {
             let wall = self.t0.elapsed().as_nanos() as u64;
             let sleeps = thread_sleeps().saturating_sub(self.sleeps0);
-            g.ops.fetch_add(self.ops, Ordering::Relaxed);
-            g.wall_ns.fetch_add(wall, Ordering::Relaxed);
+            g.ops[self.lane].fetch_add(self.ops, Ordering::Relaxed);
+            g.wall_ns[self.lane].fetch_add(wall, Ordering::Relaxed);
             g.sleeps.fetch_add(sleeps, Ordering::Relaxed);
         }
         let l = &g.lanes[self.lane];
@@ -303,8 +325,9 @@ impl Gate {
         Gate {
             limit: AtomicUsize::new(start),
             lanes: Default::default(),
-            ops: AtomicU64::new(0),
-            wall_ns: AtomicU64::new(0),
+            ops: Default::default(),
+            wall_ns: Default::default(),
+            done: AtomicU64::new(0),
             sleeps: AtomicU64::new(0),
             queued: AtomicU64::new(0),
             start,
@@ -394,10 +417,14 @@ impl Gate {
 
     /// This period's measurements (and a fresh start for the next).
     fn take(&self, secs: f64) -> Sample {
+        let ops = [0, 1].map(|l| self.ops[l].swap(0, Ordering::Relaxed));
+        let wall = [0, 1].map(|l| self.wall_ns[l].swap(0, Ordering::Relaxed));
+        let lane = if ops[DIRS] >= MIN_OPS { DIRS } else { ENTRIES };
         Sample {
-            ops: self.ops.swap(0, Ordering::Relaxed),
+            ops: ops[0] + ops[1],
             secs,
-            wall_ns: self.wall_ns.swap(0, Ordering::Relaxed),
+            done: self.done.swap(0, Ordering::Relaxed),
+            lat_ns: if ops[lane] == 0 { 0.0 } else { wall[lane] as f64 / ops[lane] as f64 },
             sleeps: self.sleeps.swap(0, Ordering::Relaxed),
             queued: self.queued.swap(0, Ordering::Relaxed),
         }
@@ -437,6 +464,7 @@ pub fn controlled<T>(gate: Option<&Gate>, body: impl FnOnce() -> T) -> T {
         let done = &done;
         s.spawn(move || {
             let mut climb = Climb::new(g.start, g.max);
+            let trace = std::env::var_os("MANYFILES_INFLIGHT_TRACE").is_some();
             let mut last = Instant::now();
             let mut stop = done.0.lock().unwrap_or_else(|p| p.into_inner());
             while !*stop {
@@ -448,7 +476,15 @@ pub fn controlled<T>(gate: Option<&Gate>, body: impl FnOnce() -> T) -> T {
                 last = Instant::now();
                 // The limit in force during this period.
                 g.samples.lock().unwrap_or_else(|p| p.into_inner()).push(climb.limit);
+                let was = climb.limit;
                 g.set_limit(climb.step(&sample));
+                if trace {
+                    eprintln!("manyfiles: in flight {was} → {}: {sample:?}", climb.limit);
+                }
+            }
+            // The last, partial period counts when it lasted a third of one or more.
+            if last.elapsed() >= PERIOD / 3 {
+                g.samples.lock().unwrap_or_else(|p| p.into_inner()).push(climb.limit);
             }
         });
         let out = body();
@@ -468,26 +504,39 @@ fn batch_for(ns: u64) -> usize {
 
 /// Runs `f` over `0..n` in ranges. Without a gate (fixed plans): `f(0..n)` here, as
 /// before. With one: batches (about [`BATCH_NS`] of work each) claimed in turn; while
-/// this call's operations are fast (under [`HELPER_NS`] each: local storage) this thread
-/// runs them all, timed by the clock alone (no pass, no helper, no second pool: today's
-/// work on today's threads); once they are slow (a share) every batch is a pass of the
-/// gate and helpers on the gate's pool claim batches too, so a directory of 10,000 files
-/// is worked on by as many threads as the limit lets through.
+/// this call's operations do not wait on storage (see [`HELPER_NS`]: warm local storage)
+/// this thread runs them all, in order (no pass, no helper, no second pool: today's work
+/// on today's threads); once they do (a share, a cold device) every batch is a pass of
+/// the gate and helpers on the gate's pool claim batches too, so a directory of 10,000
+/// files is worked on by as many threads as the limit lets through.
 pub fn for_ranges(gate: Option<&Gate>, n: usize, f: impl Fn(Range<usize>) + Sync) {
-    let Some(g) = gate else { return f(0..n) };
+    for_ranges_split(gate, n, &f, &f)
+}
+
+/// [`for_ranges`] with the calling thread's ranges given to `here` (which may hold what
+/// only this thread may touch: the walk's spawn) and the helpers' to `shared`.
+pub fn for_ranges_split(
+    gate: Option<&Gate>,
+    n: usize,
+    mut here: impl FnMut(Range<usize>),
+    shared: impl Fn(Range<usize>) + Sync,
+) {
+    let Some(g) = gate else { return here(0..n) };
     if held(ENTRIES) > 0 {
         // Inside a batch (nested work): here, in one go.
-        return f(0..n);
+        return here(0..n);
     }
     // While this call waits for its helpers, rayon may hand this thread another
     // directory task: it must not wait at the directory lane (what it waits for could be
     // this very call), so it counts as holding a directory pass meanwhile.
     let _nest = Nest::new();
     let next = AtomicUsize::new(0);
-    // This call's latest wall time per operation.
+    // This call's latest wall time per operation, and whether its operations wait.
     let op_ns = AtomicU64::new(0);
-    // Claims and runs one batch (through the gate when `gated`); false when none is left.
-    let one = |gated: bool| {
+    let waits = AtomicBool::new(false);
+    // Claims and runs one batch with `run` (through the gate when `gated`); false when
+    // none is left.
+    let one = |gated: bool, run: &mut dyn FnMut(Range<usize>)| {
         let b = batch_for(op_ns.load(Ordering::Relaxed));
         let s = next.fetch_add(b, Ordering::Relaxed);
         if s >= n {
@@ -497,16 +546,21 @@ pub fn for_ranges(gate: Option<&Gate>, n: usize, f: impl Fn(Range<usize>) + Sync
         let t0 = Instant::now();
         if gated {
             let mut p = g.enter();
-            f(s..e);
+            run(s..e);
             p.count(e - s);
         } else {
-            f(s..e);
+            let s0 = thread_sleeps();
+            run(s..e);
+            let slept = thread_sleeps().saturating_sub(s0);
+            let ns = t0.elapsed().as_nanos() as u64 / (e - s) as u64;
+            waits.store(2 * slept >= (e - s) as u64 && ns >= HELPER_NS, Ordering::Relaxed);
         }
         op_ns.store((t0.elapsed().as_nanos() as u64 / (e - s) as u64).max(1), Ordering::Relaxed);
+        g.done.fetch_add((e - s) as u64, Ordering::Relaxed);
         true
     };
-    while op_ns.load(Ordering::Relaxed) < HELPER_NS {
-        if !one(false) {
+    while !waits.load(Ordering::Relaxed) {
+        if !one(false, &mut here) {
             return;
         }
     }
@@ -516,18 +570,19 @@ pub fn for_ranges(gate: Option<&Gate>, n: usize, f: impl Fn(Range<usize>) + Sync
     }
     let helpers = (left.div_ceil(batch_for(op_ns.load(Ordering::Relaxed))) - 1).min(g.max);
     let stop = AtomicBool::new(false);
+    let (one, shared, stop) = (&one, &shared, &stop);
     g.pool().in_place_scope(|sc| {
         for _ in 0..helpers {
-            sc.spawn(|_| {
+            sc.spawn(move |_| {
                 // Until nothing is left (or the call is over before this helper started).
                 while !stop.load(Ordering::Relaxed) {
-                    if !one(true) {
+                    if !one(true, &mut |r| shared(r)) {
                         break;
                     }
                 }
             });
         }
-        while one(true) {}
+        while one(true, &mut here) {}
         // Helpers not started yet have nothing left to claim.
         stop.store(true, Ordering::Relaxed);
     });
@@ -575,7 +630,9 @@ mod tests {
         Sample {
             ops,
             secs,
-            wall_ns: (ops as f64 * per_op * 1e3) as u64,
+            done: ops,
+            // Little's law: every slot busy for the whole period.
+            lat_ns: limit as f64 * secs * 1e9 / ops.max(1) as f64,
             sleeps: if wait_us > 0.0 { ops } else { 0 },
             queued: 10,
         }
@@ -619,7 +676,7 @@ mod tests {
         s.queued = 0;
         assert_eq!(c.step(&s), 2);
         // Too few completions to judge: unchanged.
-        assert_eq!(c.step(&Sample { ops: 1, secs: 0.15, wall_ns: 1, sleeps: 1, queued: 5 }), 2);
+        assert_eq!(c.step(&Sample { ops: 1, secs: 0.15, done: 1, lat_ns: 1.0, sleeps: 1, queued: 5 }), 2);
     }
 
     #[test]
@@ -636,20 +693,33 @@ mod tests {
         });
         let r = g.report();
         assert!(r.max >= 8 && r.peak.unwrap() >= 8, "{r:?}");
-        // CPU-bound operations (a spin of 50 µs each): the limit stays at 2.
+        // CPU-bound operations (a spin of 50 µs each) from 8 threads through the gate:
+        // they never sleep, so the limit stays at 2.
         let g = Gate::new(2, 32);
         controlled(Some(&g), || {
-            for_ranges(Some(&g), 20_000, |r| {
-                for _ in r {
-                    let t = Instant::now();
-                    while t.elapsed() < Duration::from_micros(50) {
-                        std::hint::spin_loop();
-                    }
+            std::thread::scope(|s| {
+                for _ in 0..8 {
+                    s.spawn(|| {
+                        let end = Instant::now() + Duration::from_millis(600);
+                        while Instant::now() < end {
+                            let mut p = g.enter();
+                            let t = Instant::now();
+                            while t.elapsed() < Duration::from_micros(50) {
+                                std::hint::spin_loop();
+                            }
+                            p.count(1);
+                        }
+                    });
                 }
             })
         });
         let r = g.report();
-        assert!(r.samples >= 2 && r.max <= 2, "{r:?}");
+        assert!(r.samples >= 2 && r.max <= 2 && r.peak.unwrap() <= 2, "{r:?}");
+        // Through for_ranges they are not even gated: this thread, in order.
+        let seen = Mutex::new(Vec::new());
+        for_ranges(Some(&g), 1000, |r| seen.lock().unwrap().push(r));
+        let seen = seen.into_inner().unwrap();
+        assert!(seen.windows(2).all(|w| w[0].end == w[1].start) && seen.last().unwrap().end == 1000, "{seen:?}");
     }
 
     #[test]

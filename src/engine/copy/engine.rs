@@ -469,17 +469,24 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
     match ctx.gate {
         // Fixed threads: the directory's entries on this thread, as always.
         None => entries(0..matched.len(), &mut t, spawn),
-        // In-flight gate: ranges of entries on as many threads as it lets through; each
-        // range's tallies and subdirectories are gathered, the tasks spawned here.
+        // In-flight gate: ranges of entries on as many threads as it lets through. This
+        // thread's ranges spawn as they go (warm local storage: all of them, in order, as
+        // without the gate); the helpers' tallies and subdirectories are gathered, their
+        // tasks spawned here afterwards.
         Some(_) => {
             let gathered = std::sync::Mutex::new((Tally::default(), Vec::new()));
-            inflight::for_ranges(ctx.gate, matched.len(), |r| {
-                let (mut rt, mut tasks) = (Tally::default(), Vec::new());
-                entries(r, &mut rt, &mut |task| tasks.push(task));
-                let mut g = gathered.lock().unwrap_or_else(|p| p.into_inner());
-                g.0.add(&rt);
-                g.1.extend(tasks);
-            });
+            inflight::for_ranges_split(
+                ctx.gate,
+                matched.len(),
+                |r| entries(r, &mut t, spawn),
+                |r| {
+                    let (mut rt, mut tasks) = (Tally::default(), Vec::new());
+                    entries(r, &mut rt, &mut |task| tasks.push(task));
+                    let mut g = gathered.lock().unwrap_or_else(|p| p.into_inner());
+                    g.0.add(&rt);
+                    g.1.extend(tasks);
+                },
+            );
             let (rt, tasks) = gathered.into_inner().unwrap_or_else(|p| p.into_inner());
             t.add(&rt);
             for task in tasks {
