@@ -3,7 +3,7 @@
 # with many small files, at each round trip.
 #
 #   bench/shares_race.sh        (root: mounts; needs what `--fs share:` needs, see README)
-#   N=10000 SIZE=4096 DIRS=10 RTTS="0 1 5" ROUNDS=3 PROTO=sftp JOBS="sync copy scan rm"
+#   N=10000 SIZE=4096 DIRS=100 RTTS="0 1 5" ROUNDS=3 PROTO=sftp JOBS="sync copy scan rm"
 #
 # For each RTT (ms): `manyfiles mount share:PROTO@rtt=RTTms DIR` (the export on tmpfs),
 # then for each job ROUNDS rounds, each running the job's contenders once in a shuffled
@@ -37,7 +37,7 @@ source "$ROOT/bench/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "shares_race: needs root (mounts)" >&2; exit 2; }
 N=${N:-10000}
 SIZE=${SIZE:-4096}
-DIRS=${DIRS:-10}
+DIRS=${DIRS:-100}
 RTTS=${RTTS:-"0 1 5"}
 ROUNDS=${ROUNDS:-3}
 PROTO=${PROTO:-sftp}

@@ -599,13 +599,47 @@ pub fn enter_dir(gate: Option<&Gate>) -> Option<Pass<'_>> {
     gate.map(Gate::enter_dir)
 }
 
-/// `items` mapped by `f`, in order, through [`for_ranges`].
+/// Above this many entries [`for_chunks`] spreads a call over the calling pool's
+/// threads in chunks of this size, as the engines split a large directory without a gate.
+const PAR_CHUNK: usize = 2048;
+
+/// [`for_ranges`] for work in any order (statx, unlink): more than [`PAR_CHUNK`] entries
+/// go in chunks of that size to at most the gate's limit of the calling pool's threads
+/// (each chunk through [`for_ranges`]): warm local storage gets a large directory's work
+/// on as many threads as the engine had before the gate.
+pub fn for_chunks(gate: Option<&Gate>, n: usize, f: impl Fn(Range<usize>) + Sync) {
+    let Some(g) = gate else { return f(0..n) };
+    if n <= PAR_CHUNK || held(ENTRIES) > 0 {
+        return for_ranges(gate, n, f);
+    }
+    let next = AtomicUsize::new(0);
+    let claim = || {
+        loop {
+            let s = next.fetch_add(PAR_CHUNK, Ordering::Relaxed);
+            if s >= n {
+                return;
+            }
+            let e = (s + PAR_CHUNK).min(n);
+            for_ranges(gate, e - s, |r| f(s + r.start..s + r.end));
+        }
+    };
+    let k = g.limit().min(n.div_ceil(PAR_CHUNK));
+    let claim = &claim;
+    rayon::scope(|sc| {
+        for _ in 1..k {
+            sc.spawn(move |_| claim());
+        }
+        claim();
+    });
+}
+
+/// `items` mapped by `f`, in order, through [`for_chunks`].
 pub fn map_items<T: Sync, R: Send>(gate: Option<&Gate>, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     if gate.is_none() {
         return items.iter().map(f).collect();
     }
     let parts = Mutex::new(Vec::new());
-    for_ranges(gate, items.len(), |r| {
+    for_chunks(gate, items.len(), |r| {
         let start = r.start;
         let out: Vec<R> = items[r].iter().map(&f).collect();
         parts.lock().unwrap_or_else(|p| p.into_inner()).push((start, out));

@@ -417,7 +417,7 @@ impl RmShared<'_> {
             std::iter::once(0).chain(all.iter().enumerate().filter(|(_, b)| **b == 0).map(|(i, _)| i + 1)).collect();
         let n = starts.len() - 1;
         let became = Mutex::new(Vec::new());
-        crate::engine::inflight::for_ranges(Some(gate), n, |r| {
+        crate::engine::inflight::for_chunks(Some(gate), n, |r| {
             let names = &all[starts[r.start]..starts[r.end]];
             let k = remove::unlink_names(
                 node.fd.as_fd(),
