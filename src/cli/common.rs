@@ -257,6 +257,25 @@ fn cores_per_rank(usable: usize, online: usize, ranks_here: usize) -> usize {
     if usable >= online && ranks_here > 1 { (usable / ranks_here).max(1) } else { usable }
 }
 
+/// `--threads` and `--in-flight` → the engine's threads and the most operations it may
+/// keep in flight (`engine::inflight`): neither given, adaptive from `default` up to
+/// [`DEFAULT_MAX`](manyfiles::engine::inflight::DEFAULT_MAX); `--in-flight N`: the gate
+/// held at N (directories and batches of entries on N threads); `--threads N`: N threads
+/// and no gate, as before the controller existed (clap refuses both at once).
+pub(super) fn in_flight(
+    threads: Option<usize>,
+    in_flight: Option<usize>,
+    default: usize,
+) -> Result<(usize, Option<usize>)> {
+    match (threads, in_flight) {
+        (_, Some(0)) => Err(Error::bad("--in-flight", "must be at least 1")),
+        (_, Some(n)) if n > 1024 => Err(Error::bad("--in-flight", "must be at most 1024")),
+        (_, Some(n)) => Ok((n, Some(n))),
+        (Some(t), None) => Ok((threads_or(Some(t), default)?, None)),
+        (None, None) => Ok((default, Some(manyfiles::engine::inflight::DEFAULT_MAX.max(default)))),
+    }
+}
+
 /// `--threads`, or `default` when not given.
 pub(super) fn threads_or(t: Option<usize>, default: usize) -> Result<usize> {
     match t {

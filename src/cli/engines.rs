@@ -1,7 +1,7 @@
 //! The engines that work on real trees: copy, sync, rm and scan (their arguments and
 //! their translation into engine options).
 
-use super::common::{check_output, cores, threads, threads_or};
+use super::common::{check_output, cores, in_flight};
 use clap::Args;
 use manyfiles::error::{Error, Result};
 use std::path::PathBuf;
@@ -44,10 +44,17 @@ pub struct SyncArgs {
 
 #[derive(Args, Debug)]
 pub struct CopyCommonArgs {
-    /// Worker threads, parallel across directories (default: twice the available cores;
-    /// for sync --dry-run, the available cores)
+    /// Worker threads, parallel across directories, fixed (default: adaptive, see
+    /// --in-flight)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Operations in flight, fixed at N: directories, and batches of a directory's entries
+    /// (statx, compare, copy), on N threads. Default: adaptive, from twice the available
+    /// cores (sync --dry-run: the cores) up to 64 while the storage keeps up (a share,
+    /// where each operation is a round trip); the summary's `in flight` line says what it
+    /// used
+    #[arg(long, value_name = "N", conflicts_with = "threads")]
+    pub in_flight: Option<usize>,
     /// Write the summary as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -119,7 +126,9 @@ pub fn copy_config(
     // cold on a RAM-backed ext4, 2 cores: 4 threads 1.20× faster than 2, 8 no faster than
     // 4; BENCHMARKS.md). A walk (dry run) gains nothing from more threads than cores.
     let default = if writes { 2 * cores() } else { cores() };
-    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads_or(c.threads, default)?);
+    let (threads, in_flight_max) = in_flight(c.threads, c.in_flight, default)?;
+    let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads);
+    o.in_flight_max = in_flight_max;
     o.quiet = c.quiet;
     o.itemize = c.itemize;
     o.verify = c.verify;
@@ -146,9 +155,16 @@ pub struct RmArgs {
     /// Also remove below mount points inside the trees (default: leave them, and report them)
     #[arg(long)]
     pub cross_mounts: bool,
-    /// Worker threads, parallel across directories (default: available cores)
+    /// Worker threads, parallel across directories, fixed (default: adaptive, see
+    /// --in-flight)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Operations in flight, fixed at N: directories, and batches of a directory's unlinks,
+    /// on N threads. Default: adaptive, from the available cores up to 64 while the storage
+    /// keeps up (a share, where each operation is a round trip); the summary's `in flight`
+    /// line says what it used
+    #[arg(long, value_name = "N", conflicts_with = "threads")]
+    pub in_flight: Option<usize>,
     /// No progress line
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -169,9 +185,11 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
     if let Some(j) = &a.json {
         check_output(j, "--json")?;
     }
+    let (threads, in_flight_max) = in_flight(a.threads, a.in_flight, cores())?;
     let o = manyfiles::engine::rm::Options {
         paths: a.paths.clone(),
-        threads: threads(a.threads)?,
+        threads,
+        in_flight_max,
         cross_mounts: a.cross_mounts,
         quiet: a.quiet,
         cold: a.cold,
@@ -191,9 +209,16 @@ pub struct ScanArgs {
     /// Also write the tree's shape (counts and histograms, no names) as JSON here
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
-    /// Walk threads, parallel across directories (default: available cores)
+    /// Walk threads, parallel across directories, fixed (default: adaptive, see
+    /// --in-flight)
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Operations in flight, fixed at N: directories, and batches of a directory's statx
+    /// calls, on N threads. Default: adaptive, from the available cores up to 64 while the
+    /// storage keeps up (a share, where each operation is a round trip); the report's `in
+    /// flight` line says what it used
+    #[arg(long, value_name = "N", conflicts_with = "threads")]
+    pub in_flight: Option<usize>,
     /// Write the scan report (counts, diff, phase times, provenance) as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -217,11 +242,13 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         }
     }
     // --cold and --durable are judged by the scan (ScanConfig::check_timing), after PATH.
+    let (threads, in_flight_max) = in_flight(a.threads, a.in_flight, cores())?;
     let cfg = manyfiles::engine::scan::ScanConfig {
         root: a.path.clone(),
         db,
         inventory: a.inventory.clone(),
-        threads: threads(a.threads)?,
+        threads,
+        in_flight_max,
         json: a.json.clone(),
         command_line,
         cold: a.cold,

@@ -6,6 +6,7 @@
 //! times include (`--cold`, `--durable`).
 
 pub mod copy;
+pub mod inflight;
 pub mod overlap;
 pub mod rm;
 pub mod scan;

@@ -117,6 +117,18 @@ pub fn read_dir_mapped<R: Send>(
             })
             .collect()
     };
+    read_dir_parts(fd, parent_for_stat, chunk, map_all)
+}
+
+/// [`read_dir_mapped`] with the mapping of a whole part given (`map_all` returns the
+/// part's entries with their results, in order): for callers that spread a part over
+/// threads of their own.
+pub fn read_dir_parts<R: Send>(
+    fd: BorrowedFd<'_>,
+    parent_for_stat: BorrowedFd<'_>,
+    chunk: usize,
+    map_all: impl Fn(Vec<Entry>) -> Vec<(Entry, R)> + Sync,
+) -> Result<(Vec<(Entry, R)>, u64), Errno> {
     let done = std::sync::Mutex::new(Vec::new());
     let read = rayon::scope(|s| {
         let (map_all, done) = (&map_all, &done);

@@ -44,6 +44,7 @@ impl Op for Rm {
         let o = Options {
             paths: vec![tree.clone()],
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            in_flight_max: None,
             cross_mounts: false,
             quiet: true,
             cold: false,

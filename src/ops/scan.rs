@@ -58,6 +58,7 @@ impl Op for Scan {
             db: self.index.then_some(DbUrl::Sqlite(index)),
             inventory: None,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            in_flight_max: None,
             json: None,
             command_line: Vec::new(),
             cold: false,

@@ -20,6 +20,7 @@ use super::losses;
 use super::summary::{Part, summary};
 use super::unmade::{count_below, fail_below, name_lost};
 use super::{Counters, Failures, Mode, Options, Summary, Walls};
+use crate::engine::inflight::{self, Gate, Plan};
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
 use crate::signals;
@@ -59,6 +60,8 @@ pub(crate) struct CopyShared<'a> {
     pub(crate) links: Links,
     /// DST's root, for the relative paths hard links are made from.
     pub(crate) dst_root: Option<OwnedFd>,
+    /// The in-flight gate of the per-entry work (None: fixed threads, the MPI variant).
+    pub(crate) gate: Option<&'a Gate>,
 }
 
 /// See [`CopyShared::big`]: (the directory's node, SRC's name, SRC's metadata) → taken.
@@ -153,50 +156,7 @@ pub(crate) struct Task {
     pub(crate) dst_meta: Option<Meta>,
 }
 
-/// Per-directory tallies, added to the shared counters once per directory.
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) src_entries: u64,
-    pub(super) src_files: u64,
-    pub(super) src_dirs: u64,
-    pub(super) src_bytes: u64,
-    pub(super) dst_entries: u64,
-    pub(super) copied: u64,
-    pub(super) deleted: u64,
-    pub(super) skipped: u64,
-    pub(super) extraneous: u64,
-    pub(super) bytes: u64,
-    pub(super) phase: [std::time::Duration; 5],
-}
-
-impl Tally {
-    fn flush(&self, c: &Counters) {
-        let add = |a: &std::sync::atomic::AtomicU64, v: u64| {
-            if v != 0 {
-                a.fetch_add(v, Ordering::Relaxed);
-            }
-        };
-        add(&c.src_entries, self.src_entries);
-        add(&c.src_files, self.src_files);
-        add(&c.src_dirs, self.src_dirs);
-        add(&c.src_bytes, self.src_bytes);
-        add(&c.dst_entries, self.dst_entries);
-        add(&c.copied, self.copied);
-        add(&c.deleted, self.deleted);
-        add(&c.skipped, self.skipped);
-        add(&c.extraneous, self.extraneous);
-        add(&c.bytes, self.bytes);
-        for (slot, d) in c.phase_ns.iter().zip(self.phase) {
-            add(slot, d.as_nanos() as u64);
-        }
-    }
-}
-
-pub(super) const SCAN_SRC: usize = 0;
-pub(super) const SCAN_DST: usize = 1;
-pub(super) const COMPARE: usize = 2;
-pub(super) const TRANSFER: usize = 3;
-pub(super) const DELETE: usize = 4;
+pub(super) use super::tally::{COMPARE, DELETE, SCAN_DST, SCAN_SRC, TRANSFER, Tally};
 
 /// Run the engine over `o.src` → `o.dst` (already checked by [`super::check`]).
 pub fn run(o: &Options) -> Result<Summary> {
@@ -243,6 +203,11 @@ pub fn run(o: &Options) -> Result<Summary> {
     let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
     let losses = Losses::default();
     caps.mark(&losses);
+    let plan = match o.in_flight_max {
+        Some(max) => Plan::Adaptive { start: o.threads, max },
+        None => Plan::Fixed(o.threads),
+    };
+    let gate = Gate::for_plan(plan);
     let ctx = CopyShared {
         o,
         c: Counters::default(),
@@ -253,6 +218,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         losses,
         links: Links::default(),
         dst_root,
+        gate: gate.as_ref(),
     };
     // Files are created with their final permission bits (one fchmod less per file).
     let umask = rustix::process::umask(FsMode::empty());
@@ -271,12 +237,16 @@ pub fn run(o: &Options) -> Result<Summary> {
     let fresh = o.mode == Mode::Copy;
     std::thread::scope(|sc| {
         let reporter = super::progress::Reporter::start(sc, o, &ctx.c, t0);
-        walk::par_tasks(o.threads, vec![(root, fresh)], |(node, fresh): (Arc<Node>, bool), spawn| {
-            do_dir(&ctx, node, fresh, &mut |t| {
-                if let Some(n) = open_task(&ctx, t) {
-                    spawn(n);
-                }
-            });
+        inflight::controlled(ctx.gate, || {
+            let threads = inflight::walk_threads(ctx.gate, o.threads);
+            walk::par_tasks(threads, vec![(root, fresh)], |(node, fresh): (Arc<Node>, bool), spawn| {
+                let _pass = inflight::enter_dir(ctx.gate);
+                do_dir(&ctx, node, fresh, &mut |t| {
+                    if let Some(n) = open_task(&ctx, t) {
+                        spawn(n);
+                    }
+                });
+            })
         });
         reporter.stop();
     });
@@ -284,6 +254,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let (u1, s1) = crate::measure::cpu_times();
     let mut s = summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0))], t0);
     s.modify_window_ns = ctx.caps.window_ns;
+    s.in_flight = inflight::report(ctx.gate, o.threads);
     Ok(s)
 }
 
@@ -473,25 +444,56 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
         }
         extraneous(ctx, &node, &dst_items.item(j), &mut t);
     }
-    IO.with(|buf| {
-        let buf = &mut buf.borrow_mut()[..];
-        for (i, &j) in matched.iter().enumerate() {
-            if ctx.stopping() {
-                break;
-            }
-            let s = src_items.item(i);
-            let d = (j != NO_MATCH).then(|| dst_items.item(j as usize));
-            match s.m.kind {
-                Kind::File => {
-                    t.src_files += 1;
-                    t.src_bytes += s.m.size;
+    let entries = |range: std::ops::Range<usize>, t: &mut Tally, spawn: &mut dyn FnMut(Task)| {
+        IO.with(|buf| {
+            let buf = &mut buf.borrow_mut()[..];
+            for i in range {
+                if ctx.stopping() {
+                    break;
                 }
-                Kind::Dir => t.src_dirs += 1,
-                _ => {}
+                let j = matched[i];
+                let s = src_items.item(i);
+                let d = (j != NO_MATCH).then(|| dst_items.item(j as usize));
+                match s.m.kind {
+                    Kind::File => {
+                        t.src_files += 1;
+                        t.src_bytes += s.m.size;
+                    }
+                    Kind::Dir => t.src_dirs += 1,
+                    _ => {}
+                }
+                entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }
-            entry(ctx, &node, &s, d.as_ref(), &mut t, buf, spawn);
+        })
+    };
+    match ctx.gate {
+        // Fixed threads: the directory's entries on this thread, as always.
+        None => entries(0..matched.len(), &mut t, spawn),
+        // In-flight gate: ranges of entries on as many threads as it lets through. This
+        // thread's ranges spawn as they go (warm local storage: all of them, in order, as
+        // without the gate); the helpers' tallies and subdirectories are gathered, their
+        // tasks spawned here afterwards.
+        Some(_) => {
+            let gathered = std::sync::Mutex::new((Tally::default(), Vec::new()));
+            inflight::for_ranges_split(
+                ctx.gate,
+                matched.len(),
+                |r| entries(r, &mut t, spawn),
+                |r| {
+                    let (mut rt, mut tasks) = (Tally::default(), Vec::new());
+                    entries(r, &mut rt, &mut |task| tasks.push(task));
+                    let mut g = gathered.lock().unwrap_or_else(|p| p.into_inner());
+                    g.0.add(&rt);
+                    g.1.extend(tasks);
+                },
+            );
+            let (rt, tasks) = gathered.into_inner().unwrap_or_else(|p| p.into_inner());
+            t.add(&rt);
+            for task in tasks {
+                spawn(task);
+            }
         }
-    });
+    }
     t.flush(&ctx.c);
     if t.copied + t.deleted > 0 {
         node.changed.store(true, Ordering::Relaxed);

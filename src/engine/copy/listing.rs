@@ -117,22 +117,29 @@ pub(super) fn list(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str) -> std::re
     if INODE_ORDER {
         found.sort_unstable_by_key(|f| f.0);
     }
-    let stat = |part: &[(u64, u32, u32)]| -> Vec<(u32, u32, Meta)> {
-        let mut out = Vec::with_capacity(part.len());
-        for &(_, off, len) in part {
-            let name = name_in(&names, off, len);
-            match meta_at(dir, name) {
-                Ok(m) => out.push((off, len, m)),
-                Err(Errno::NOENT) => {}
-                Err(err) => {
-                    ctx.c.src_entries.fetch_add(1, Ordering::Relaxed);
-                    ctx.fail_entry(path, Some(name), "stat", err)
-                }
+    let stat_one = |&(_, off, len): &(u64, u32, u32)| -> Option<(u32, u32, Meta)> {
+        let name = name_in(&names, off, len);
+        match meta_at(dir, name) {
+            Ok(m) => Some((off, len, m)),
+            Err(Errno::NOENT) => None,
+            Err(err) => {
+                ctx.c.src_entries.fetch_add(1, Ordering::Relaxed);
+                ctx.fail_entry(path, Some(name), "stat", err);
+                None
             }
         }
+    };
+    let stat = |part: &[(u64, u32, u32)]| -> Vec<(u32, u32, Meta)> {
+        let mut out = Vec::with_capacity(part.len());
+        out.extend(part.iter().filter_map(stat_one));
         out
     };
-    let items = if found.len() > CHUNK {
+    let items = if ctx.gate.is_some() {
+        // In-flight gate: batches of entries on as many threads as it lets through (on a
+        // share, statx is a round trip: the more in flight, the sooner the listing ends).
+        let per = crate::engine::inflight::map_items(ctx.gate, &found, stat_one);
+        per.into_iter().flatten().collect()
+    } else if found.len() > CHUNK {
         use rayon::prelude::*;
         found.par_chunks(CHUNK).flat_map_iter(stat).collect()
     } else {

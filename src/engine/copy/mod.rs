@@ -25,6 +25,7 @@ pub mod losses;
 pub mod mpi;
 pub mod progress;
 pub mod summary;
+mod tally;
 mod unmade;
 pub mod verify;
 
@@ -51,6 +52,9 @@ pub struct Options {
     pub src: PathBuf,
     pub dst: PathBuf,
     pub threads: usize,
+    /// Some(max): the per-entry work's in-flight starts at `threads` and is moved up to
+    /// `max` while the copy runs (`engine::inflight`); None: `threads`, fixed.
+    pub in_flight_max: Option<usize>,
     /// Try a reflink (FICLONE) first for every file.
     pub reflink: bool,
     /// sync: decide by content instead of size + mtime.
@@ -81,6 +85,7 @@ impl Options {
             src: src.to_path_buf(),
             dst: dst.to_path_buf(),
             threads,
+            in_flight_max: None,
             reflink: false,
             checksum: false,
             delete: false,
@@ -116,6 +121,9 @@ pub struct Summary {
     pub dst: String,
     pub dry_run: bool,
     pub threads: usize,
+    /// The in-flight the run used (fixed, or adaptive with its median and max).
+    #[serde(default)]
+    pub in_flight: crate::engine::inflight::InFlightReport,
     /// Entries found at the source (files + symlinks + directories + others), and their parts.
     pub src_entries: u64,
     pub src_files: u64,
@@ -256,6 +264,7 @@ impl Summary {
             fmt_secs(self.cpu_user_s),
             fmt_secs(self.cpu_sys_s)
         ));
+        s.push_str(&self.in_flight.text());
         s.push_str(&self.timing.text());
         if let Some(r) = &self.ranks {
             s.push_str(&r.text());

@@ -374,6 +374,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         losses,
         links: Links::keeping_names(),
         dst_root,
+        gate: None,
     };
     let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
     let umask = rustix::process::umask(FsMode::empty());

@@ -75,6 +75,8 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         dst: o.dst.display().to_string(),
         dry_run: o.dry_run,
         threads,
+        // The local engine puts what its controller did here; the MPI variant is fixed.
+        in_flight: crate::engine::inflight::InFlightReport::fixed(threads),
         src_entries: total(0),
         src_files: total(1),
         src_dirs: total(2),

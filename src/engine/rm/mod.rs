@@ -21,6 +21,7 @@
 
 pub mod mpi;
 
+use crate::engine::inflight::{self, Gate, Plan};
 use crate::engine::timing::{self, Timing};
 use crate::error::{Error, Result};
 use crate::fs::remove::{self, BATCH};
@@ -41,6 +42,9 @@ use std::time::Instant;
 pub struct Options {
     pub paths: Vec<PathBuf>,
     pub threads: usize,
+    /// Some(max): the unlinks' in-flight starts at `threads` and is moved up to `max`
+    /// while the removal runs (`engine::inflight`); None: `threads`, fixed.
+    pub in_flight_max: Option<usize>,
     /// Descend into directories on other file systems (mount points) too.
     pub cross_mounts: bool,
     /// No progress line.
@@ -76,6 +80,9 @@ pub struct Summary {
     pub bytes_freed: u64,
     pub elapsed_s: f64,
     pub threads: usize,
+    /// The in-flight the unlinks used (fixed, or adaptive with its median and max).
+    #[serde(default)]
+    pub in_flight: crate::engine::inflight::InFlightReport,
     /// Entries that could not be removed (the directories above them are kept silently).
     pub failed: u64,
     /// The first failures (at most 1,000).
@@ -109,6 +116,7 @@ impl Summary {
             bytes_freed,
             elapsed_s,
             threads,
+            in_flight: crate::engine::inflight::InFlightReport::fixed(threads),
             failed: parts.iter().map(|p| p.failed).sum(),
             failures,
             interrupted: parts.iter().any(|p| p.interrupted),
@@ -321,10 +329,12 @@ struct FsFree {
     free_before: u64,
 }
 
-struct RmShared {
+struct RmShared<'a> {
     o: Options,
     t: Tally,
     fs: Mutex<Vec<FsFree>>,
+    /// The in-flight gate of the unlinks (None: fixed threads).
+    gate: Option<&'a Gate>,
 }
 
 /// Free bytes by statvfs (`f_bfree`: root's reserve included, as a removal frees it).
@@ -332,7 +342,7 @@ fn free_bytes(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
     rustix::fs::fstatvfs(fd).ok().map(|v| v.f_bfree.saturating_mul(v.f_frsize))
 }
 
-impl RmShared {
+impl RmShared<'_> {
     /// Remember the free space of `fd`'s file system before anything on it is removed
     /// (called for each PATH before the removal starts, and for each mount entered).
     fn note_fs(&self, fd: rustix::fd::BorrowedFd<'_>, shown: impl FnOnce() -> String) {
@@ -395,6 +405,32 @@ impl RmShared {
                 }
                 self.finish(node);
             }
+        }
+    }
+
+    /// [`Self::empty`]'s unlinks through the in-flight gate: ranges of names on as many
+    /// threads as it lets through (on a share each unlink is a round trip).
+    fn unlink_gated(&self, gate: &Gate, node: &Arc<Node>, listed: &remove::Listed, spawn: &mut dyn FnMut(Task)) {
+        let Some(all) = listed.batches(usize::MAX).next() else { return };
+        // Where each name starts, and the end: every name ends in its NUL.
+        let starts: Vec<usize> =
+            std::iter::once(0).chain(all.iter().enumerate().filter(|(_, b)| **b == 0).map(|(i, _)| i + 1)).collect();
+        let n = starts.len() - 1;
+        let became = Mutex::new(Vec::new());
+        crate::engine::inflight::for_chunks(Some(gate), n, |r| {
+            let names = &all[starts[r.start]..starts[r.end]];
+            let k = remove::unlink_names(
+                node.fd.as_fd(),
+                names,
+                |name| became.lock().unwrap_or_else(|p| p.into_inner()).push(name.to_owned()),
+                |name, e| self.fail(node, name, e),
+            );
+            self.t.files.fetch_add(k, Ordering::Relaxed);
+        });
+        for name in became.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            // Became a directory since it was listed.
+            node.pending.fetch_add(1, Ordering::AcqRel);
+            spawn(Task::Dir(Arc::clone(node), name));
         }
     }
 
@@ -479,6 +515,9 @@ impl RmShared {
             node.pending.fetch_add(1, Ordering::AcqRel);
             spawn(Task::Dir(Arc::clone(node), name));
         }
+        if let Some(gate) = self.gate {
+            return self.unlink_gated(gate, node, &listed, spawn);
+        }
         if listed.len() <= BATCH {
             if let Some(all) = listed.batches(BATCH).next() {
                 self.unlink_all(node, &all, spawn);
@@ -512,7 +551,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     crate::signals::install();
     walk::raise_fd_limit();
     let mut timing = Timing::start(o.cold, &cold_roots(&targets), o.threads)?;
-    let ctx = RmShared { o: o.clone(), t: Tally::default(), fs: Mutex::new(Vec::new()) };
+    let gate = o.in_flight_max.and_then(|max| Gate::for_plan(Plan::Adaptive { start: o.threads, max }));
+    let ctx = RmShared { o: o.clone(), t: Tally::default(), fs: Mutex::new(Vec::new()), gate: gate.as_ref() };
     for t in &targets {
         let shown = || t.shown.display().to_string();
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
@@ -557,7 +597,12 @@ pub fn run(o: &Options) -> Result<Summary> {
                 ld(&c.t.failed)
             )
         });
-        walk::par_tasks(o.threads, roots, |t, spawn| c.task(t, spawn));
+        inflight::controlled(c.gate, || {
+            walk::par_tasks(inflight::walk_threads(c.gate, o.threads), roots, |t, spawn| {
+                let _pass = inflight::enter_dir(c.gate);
+                c.task(t, spawn)
+            })
+        });
         reporter.stop();
     });
     let returned_s = t0.elapsed().as_secs_f64();
@@ -569,6 +614,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     };
     let bytes_freed = ctx.freed();
     let mut s = Summary::of(shown, &[part], bytes_freed, elapsed_s, o.threads, None);
+    s.in_flight = inflight::report(ctx.gate, o.threads);
     s.timing = timing;
     Ok(s)
 }
@@ -582,6 +628,7 @@ pub(crate) mod tests {
         Options {
             paths: vec![p.to_path_buf()],
             threads: 3,
+            in_flight_max: None,
             cross_mounts: false,
             quiet: true,
             cold: false,

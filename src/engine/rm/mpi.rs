@@ -306,6 +306,7 @@ mod tests {
         Options {
             paths: vec![p.to_path_buf()],
             threads: 3,
+            in_flight_max: None,
             cross_mounts: false,
             quiet: true,
             cold: false,

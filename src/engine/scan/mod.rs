@@ -87,6 +87,9 @@ pub struct ScanConfig {
     /// Write the tree's shape (an inventory) here, from the same walk.
     pub inventory: Option<PathBuf>,
     pub threads: usize,
+    /// Some(max): the statx calls' in-flight starts at `threads` and is moved up to `max`
+    /// while the scan runs (`engine::inflight`); None: `threads`, fixed.
+    pub in_flight_max: Option<usize>,
     pub json: Option<PathBuf>,
     pub command_line: Vec<String>,
     /// Evict the tree from the caches before the clock starts (`--cold`).
@@ -164,6 +167,8 @@ pub struct ScanReport {
     /// None for a walk without index.
     pub db: Option<String>,
     pub threads: usize,
+    /// The in-flight the walk's statx calls used (fixed, or adaptive with its median and max).
+    pub in_flight: crate::engine::inflight::InFlightReport,
     pub elapsed_s: f64,
     pub phases: Phases,
     /// Entries found (the root included).
@@ -342,6 +347,9 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
     raise_fd_limit();
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
+    let gate = cfg.in_flight_max.and_then(|max| {
+        crate::engine::inflight::Gate::for_plan(crate::engine::inflight::Plan::Adaptive { start: cfg.threads, max })
+    });
     let flush = 4096;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(32);
     let mut totals = Totals::default();
@@ -353,7 +361,12 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     std::thread::scope(|s| {
         let stats = &stats;
         let skip = skip.as_ref();
-        s.spawn(move || producer::produce(root_fd, cfg.threads, flush, skip, &tx, stats));
+        let gate = gate.as_ref();
+        s.spawn(move || {
+            crate::engine::inflight::controlled(gate, || {
+                producer::produce(root_fd, cfg.threads, gate, flush, skip, &tx, stats)
+            })
+        });
         let mut wait = 0.0;
         loop {
             let t = Instant::now();
@@ -386,6 +399,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     let returned_s = start.elapsed().as_secs_f64();
     let db = db.as_ref().map(|d| d.describe());
     let mut report = report(root, db, cfg.threads, start, phases, &totals, indexed_before, diff, walked, provenance);
+    report.in_flight = crate::engine::inflight::report(gate.as_ref(), cfg.threads);
     report.timing = timing;
     end_timing(cfg, &mut report, returned_s, true);
     save(cfg, &mut report, stats.take_inventory())?;
@@ -473,6 +487,7 @@ pub(crate) fn report(
         root,
         db,
         threads,
+        in_flight: crate::engine::inflight::InFlightReport::fixed(threads),
         elapsed_s: start.elapsed().as_secs_f64(),
         phases,
         entries: totals.entries,
@@ -538,6 +553,7 @@ impl ScanReport {
             rate(self.entries, self.elapsed_s),
             self.threads
         ));
+        s.push_str(&self.in_flight.text());
         s.push_str(&self.timing.text());
         match &self.db {
             Some(db) => {

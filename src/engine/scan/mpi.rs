@@ -389,7 +389,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
                 |_: &std::sync::Arc<rustix::fd::OwnedFd>, _: std::ffi::CString, p: Vec<u8>, k: u64, d: u32| {
                     spawn(item(k, d, &p))
                 };
-            producer::dir_rows(opened, t0, path, key, depth, name_len, flush, skip, &send, stats, &mut sub);
+            producer::dir_rows(opened, t0, path, key, depth, name_len, flush, skip, &send, stats, &mut sub, None);
         };
         let walked = MpiWalk { threads: cfg.threads }.run(roots, &work);
         if me_root {

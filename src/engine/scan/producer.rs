@@ -5,6 +5,7 @@
 //! instead of filling memory).
 
 use super::backend::Meta;
+use crate::engine::inflight::Gate;
 use crate::fs::walk::{self, Kind};
 use crate::signals;
 use crate::tree::inventory::Inventory;
@@ -206,9 +207,11 @@ fn elapsed_ns(t: Instant) -> u64 {
 
 /// Walk the tree below `root` on `threads` threads, sending rows (the root first) to
 /// `tx` in batches of at most `flush` rows. Stops early on a signal or `stats.stop`.
+#[allow(clippy::too_many_arguments)]
 pub fn produce(
     root: OwnedFd,
     threads: usize,
+    gate: Option<&Gate>,
     flush: usize,
     skip: Option<&Skip>,
     tx: &SyncSender<Batch>,
@@ -231,17 +234,19 @@ pub fn produce(
     // The root task reads the root through a fresh descriptor of ".".
     let root = Arc::new(root);
     let task = Task { parent: root, name: c".".into(), path: Vec::new(), key: root_key, depth: 0 };
+    let threads = crate::engine::inflight::walk_threads(gate, threads);
     walk::par_tasks(threads, vec![task], |t: Task, spawn| {
         if stats.stop.load(Ordering::Relaxed) || signals::pending() != 0 {
             return;
         }
+        let _pass = crate::engine::inflight::enter_dir(gate);
         let t0 = Instant::now();
         let opened = walk::open_dir_at(t.parent.as_fd(), &t.name);
         let name_len = (t.depth > 0).then_some(t.name.as_bytes().len());
         let mut sub = |fd: &Arc<OwnedFd>, name: CString, path: Vec<u8>, key: u64, depth: u32| {
             spawn(Task { parent: Arc::clone(fd), name, path, key, depth })
         };
-        dir_rows(opened, t0, &t.path, t.key, t.depth, name_len, flush, skip, &send, stats, &mut sub);
+        dir_rows(opened, t0, &t.path, t.key, t.depth, name_len, flush, skip, &send, stats, &mut sub, gate);
     });
 }
 
@@ -277,6 +282,7 @@ pub(crate) fn dir_rows(
     send: &dyn Fn(Batch),
     stats: &WalkStats,
     sub: &mut SubDir<'_>,
+    gate: Option<&Gate>,
 ) {
     let t_depth = depth;
     let fd = match opened {
@@ -297,7 +303,16 @@ pub(crate) fn dir_rows(
         Some((r.map(|st| (meta_of(&st), st.stx_nlink)), elapsed_ns(t1)))
     };
     let opened_ns = elapsed_ns(t0);
-    let (entries, read_ns) = match walk::read_dir_mapped(fd.as_fd(), fd.as_fd(), CHUNK, stat_one) {
+    let read = match gate {
+        None => walk::read_dir_mapped(fd.as_fd(), fd.as_fd(), CHUNK, stat_one),
+        // In-flight gate: each part's statx calls in batches on as many threads as it
+        // lets through (on a share each is a round trip).
+        Some(_) => walk::read_dir_parts(fd.as_fd(), fd.as_fd(), CHUNK, |part| {
+            let rs = crate::engine::inflight::map_items(gate, &part, stat_one);
+            part.into_iter().zip(rs).collect()
+        }),
+    };
+    let (entries, read_ns) = match read {
         Ok(x) => x,
         Err(e) => return unreadable(stats, path, t_depth, name_len, e, t0),
     };
