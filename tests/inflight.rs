@@ -4,9 +4,8 @@
 //!   reason without them, except under CI (CI=true), where a skip is a failure), a `copy`
 //!   and a `scan` of 2,000 files of 4 KiB raise it to 8 or more (the JSON's `in_flight`:
 //!   the limit's max and the most batches seen running at once);
-//! - on a local temporary directory (warm, CPU-bound) it stays at its start: the cores
-//!   for scan and rm, twice the cores for copy (one more than the start is allowed as
-//!   slack: the rule never raises by one, so any raise fails the test);
+//! - on local storage there is no gate: the engines' threads as before (the cores for
+//!   scan and rm, twice the cores for copy), and the summary says so;
 //! - `--in-flight N` holds it at N, `--threads N` runs without it (as before); 0 and 1025
 //!   are bad input, both at once too.
 
@@ -61,33 +60,31 @@ fn in_flight(doc: &Value) -> (u64, u64, u64, u64, String) {
 #[test]
 fn local_storage_keeps_the_start() {
     let _g = serial();
-    // Big enough that copy runs for several periods of 150 ms on any machine; scan and
-    // rm of it a period or two. In RAM where there is one (/dev/shm): on a disk, the
-    // copy's writes could be throttled by writeback, and waiting on a device is exactly
-    // what raises the limit.
+    // Local storage (here RAM, /dev/shm where there is one): no gate, the engines' own
+    // threads as before the controller (it cost 4–11% on local nested trees); the
+    // summary says so. --in-flight still puts a gate on local storage.
     let shm = Path::new("/dev/shm");
     let t = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.unwrap();
     let src = t.path().join("src");
-    tree(&src, 8, 6000, 100);
+    tree(&src, 4, 500, 100);
     let (dst, j) = (t.path().join("dst"), t.path().join("j.json"));
     let r =
         common::run(["copy", src.to_str().unwrap(), dst.to_str().unwrap(), "--quiet", "--json", j.to_str().unwrap()]);
     r.ok();
-    let (start, max, peak, samples, mode) = in_flight(&json(&j));
-    println!("copy: start {start}, max {max}, peak {peak}, {samples} periods");
-    assert_eq!((mode.as_str(), start), ("adaptive", 2 * cores()));
-    assert!(samples >= 2, "copy of 48,000 files ended within {samples} periods: the test would judge nothing");
-    assert!(max <= start + 1 && peak <= start + 1, "local copy raised its in-flight: max {max}, peak {peak}");
-    assert!(r.stdout.contains("in flight: adaptive from"), "{}", r.stdout);
+    let doc = json(&j);
+    assert_eq!(doc["in_flight"]["mode"], "fixed", "{doc}");
+    assert_eq!(doc["in_flight"]["start"].as_u64(), Some(2 * cores()));
+    assert!(doc["in_flight"]["peak"].is_null(), "no gate: {doc}");
+    assert!(r.stdout.contains("one operation per thread; adaptive on FUSE and network file systems"), "{}", r.stdout);
     for (verb, args) in [
         ("scan", vec!["scan", src.to_str().unwrap(), "--json", j.to_str().unwrap()]),
         ("rm", vec!["rm", dst.to_str().unwrap(), "--quiet", "--json", j.to_str().unwrap()]),
     ] {
         common::run(&args).ok();
-        let (start, max, peak, samples, mode) = in_flight(&json(&j));
-        println!("{verb}: start {start}, max {max}, peak {peak}, {samples} periods");
-        assert_eq!((mode.as_str(), start), ("adaptive", cores()), "{verb}");
-        assert!(max <= start + 1 && peak <= start + 1, "local {verb} raised its in-flight: max {max}, peak {peak}");
+        let doc = json(&j);
+        assert_eq!(doc["in_flight"]["mode"], "fixed", "{verb}: {doc}");
+        assert_eq!(doc["in_flight"]["start"].as_u64(), Some(cores()), "{verb}");
+        assert!(doc["in_flight"]["peak"].is_null(), "{verb}: no gate");
     }
 }
 
@@ -165,7 +162,8 @@ fn export_of(mp: &Path) -> PathBuf {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        // `manyfiles mount` records end in .mount; the stack's other records in .json.
+        .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "mount"))
         .filter_map(|p| serde_json::from_slice(&std::fs::read(&p).ok()?).ok())
         .collect();
     let client = recs.iter().find(|r| share_stack::is_client(r) && r.mount_point.as_deref() == Some(mp)).unwrap();

@@ -259,20 +259,27 @@ fn cores_per_rank(usable: usize, online: usize, ranks_here: usize) -> usize {
 
 /// `--threads` and `--in-flight` → the engine's threads and the most operations it may
 /// keep in flight (`engine::inflight`): neither given, adaptive from `default` up to
-/// [`DEFAULT_MAX`](manyfiles::engine::inflight::DEFAULT_MAX); `--in-flight N`: the gate
-/// held at N (directories and batches of entries on N threads); `--threads N`: N threads
-/// and no gate, as before the controller existed (clap refuses both at once).
+/// [`DEFAULT_MAX`](manyfiles::engine::inflight::DEFAULT_MAX) when one of `roots` is on a
+/// FUSE or network file system, else `default` threads and no gate (the gate's
+/// bookkeeping cost 4–11% on local nested trees: BENCHMARKS.md, session 12);
+/// `--in-flight N`: the gate held at N (directories and batches of entries on N threads);
+/// `--threads N`: N threads and no gate, as before the controller existed (clap refuses
+/// both at once).
 pub(super) fn in_flight(
     threads: Option<usize>,
     in_flight: Option<usize>,
     default: usize,
+    roots: &[&std::path::Path],
 ) -> Result<(usize, Option<usize>)> {
     match (threads, in_flight) {
         (_, Some(0)) => Err(Error::bad("--in-flight", "must be at least 1")),
         (_, Some(n)) if n > 1024 => Err(Error::bad("--in-flight", "must be at most 1024")),
         (_, Some(n)) => Ok((n, Some(n))),
         (Some(t), None) => Ok((threads_or(Some(t), default)?, None)),
-        (None, None) => Ok((default, Some(manyfiles::engine::inflight::DEFAULT_MAX.max(default)))),
+        (None, None) if roots.iter().any(|r| manyfiles::storage::cache::round_trip_fs(r).is_some()) => {
+            Ok((default, Some(manyfiles::engine::inflight::DEFAULT_MAX.max(default))))
+        }
+        (None, None) => Ok((default, None)),
     }
 }
 

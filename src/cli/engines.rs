@@ -126,7 +126,7 @@ pub fn copy_config(
     // cold on a RAM-backed ext4, 2 cores: 4 threads 1.20× faster than 2, 8 no faster than
     // 4; BENCHMARKS.md). A walk (dry run) gains nothing from more threads than cores.
     let default = if writes { 2 * cores() } else { cores() };
-    let (threads, in_flight_max) = in_flight(c.threads, c.in_flight, default)?;
+    let (threads, in_flight_max) = in_flight(c.threads, c.in_flight, default, &[src, dst])?;
     let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads);
     o.in_flight_max = in_flight_max;
     o.quiet = c.quiet;
@@ -185,7 +185,8 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
     if let Some(j) = &a.json {
         check_output(j, "--json")?;
     }
-    let (threads, in_flight_max) = in_flight(a.threads, a.in_flight, cores())?;
+    let (threads, in_flight_max) =
+        in_flight(a.threads, a.in_flight, cores(), &a.paths.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
     let o = manyfiles::engine::rm::Options {
         paths: a.paths.clone(),
         threads,
@@ -242,7 +243,7 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         }
     }
     // --cold and --durable are judged by the scan (ScanConfig::check_timing), after PATH.
-    let (threads, in_flight_max) = in_flight(a.threads, a.in_flight, cores())?;
+    let (threads, in_flight_max) = in_flight(a.threads, a.in_flight, cores(), &[a.path.as_path()])?;
     let cfg = manyfiles::engine::scan::ScanConfig {
         root: a.path.clone(),
         db,

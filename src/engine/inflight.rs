@@ -126,7 +126,10 @@ impl InFlightReport {
     /// One line for a summary.
     pub fn text(&self) -> String {
         match self.peak {
-            None => format!("in flight: {} (fixed)\n", self.start),
+            None => format!(
+                "in flight: {} (one operation per thread; adaptive on FUSE and network file systems, or fixed by --in-flight)\n",
+                self.start
+            ),
             Some(peak) if self.mode == "fixed" => {
                 format!("in flight: {} (fixed; at most {peak} ran at once)\n", self.start)
             }

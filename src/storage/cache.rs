@@ -82,6 +82,34 @@ pub struct Eviction {
     pub files: u64,
 }
 
+/// File systems where one operation may cost a network round trip (or a user-space
+/// daemon's), by statfs magic: FUSE (sshfs, rclone, ntfs-3g), NFS, SMB/CIFS, 9p, Ceph, AFS.
+const ROUND_TRIP_FS: [(i64, &str); 8] = [
+    (FUSE_MAGIC, "fuse"),
+    (0x6969, "nfs"),
+    (0x517B, "smb"),
+    (0xFE53_4D42, "smb2"),
+    (0xFF53_4D42, "cifs"),
+    (0x0102_1997, "9p"),
+    (0x00C3_6400, "ceph"),
+    (0x5346_414F, "afs"),
+];
+
+/// The kind of file system `path` (or, when it does not exist yet, its nearest existing
+/// ancestor) is on when an operation there may wait on a network or a daemon; None for
+/// local storage or when it cannot be told.
+pub fn round_trip_fs(path: &Path) -> Option<&'static str> {
+    let mut p = Some(path);
+    while let Some(q) = p {
+        if let Ok(st) = rustix::fs::statfs(q) {
+            let magic = st.f_type as i64;
+            return ROUND_TRIP_FS.iter().find(|(m, _)| *m == magic).map(|(_, n)| *n);
+        }
+        p = q.parent().filter(|x| !x.as_os_str().is_empty());
+    }
+    None
+}
+
 /// The kind of memory file system `path` is on (its storage is the page cache: nothing
 /// can be evicted from it), or None.
 pub fn memory_fs(path: &Path) -> Result<Option<&'static str>, String> {
