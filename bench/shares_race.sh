@@ -91,7 +91,7 @@ export_of() {
 import glob, json, os, sys
 mp = os.path.realpath(sys.argv[1])
 recs = []
-for p in glob.glob("/run/manyfiles/*.json"):
+for p in glob.glob("/run/manyfiles/*.json") + glob.glob("/run/manyfiles/*.mount"):  # mount records: .mount
     try:
         recs.append(json.load(open(p)))
     except Exception:
