@@ -259,6 +259,18 @@ impl MockTiming {
         if disturbed {
             t *= 2.0;
         }
+        // The figures drawn from the phase (portions, finish times, latencies) are scaled
+        // with it, so a page made from mock runs does not show two different speeds.
+        if r.elapsed_s > 0.0 {
+            let k = t / r.elapsed_s;
+            r.portions.iter_mut().for_each(|p| p.elapsed_s *= k);
+            r.first_finish_s *= k;
+            r.last_finish_s *= k;
+            let l = &mut r.latency_us;
+            for v in [&mut l.mean, &mut l.p50, &mut l.p90, &mut l.p99, &mut l.max] {
+                *v *= k;
+            }
+        }
         r.elapsed_s = t;
         r.returned_s = r.returned_s.map(|_| t);
         r.flush_s = r.flush_s.map(|_| 0.0);
@@ -451,5 +463,21 @@ mod tests {
         m.apply(&mut b, 100, 0, 3);
         assert_eq!(a.elapsed_s, b.elapsed_s);
         assert!(a.elapsed_s > 0.0);
+    }
+
+    #[test]
+    fn mock_timing_scales_the_portions_with_the_phase() {
+        use crate::measure::Portion;
+        let m = MockTiming::parse("cv=0,seed=2").unwrap();
+        let mut r = crate::measure::PhaseResult { elapsed_s: 0.1, last_finish_s: 0.1, ..Default::default() };
+        r.portions = (1..=4).map(|i| Portion { files: 100, elapsed_s: 0.025, end_files: 100 * i }).collect();
+        r.latency_us.p50 = 250.0;
+        m.apply(&mut r, 400, 0, 0);
+        let t = 1e-3 + 400.0 * 5e-6; // cv 0: exactly the mean
+        assert!((r.elapsed_s - t).abs() < 1e-12);
+        let sum: f64 = r.portions.iter().map(|p| p.elapsed_s).sum();
+        assert!((sum - t).abs() < 1e-12, "portions add up to the synthetic time: {sum} vs {t}");
+        assert!((r.last_finish_s - t).abs() < 1e-12);
+        assert!((r.latency_us.p50 - 250.0 * t / 0.1).abs() < 1e-9);
     }
 }

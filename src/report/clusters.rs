@@ -1,5 +1,5 @@
 //! The `clusters` view: for each target (one cluster size of a file system) and file
-//! size, seconds per portion of files created (mean ± 95% CI half-width), the space one
+//! size, time per portion of files created (mean ± 95% CI half-width), the space one
 //! file takes as st_blocks count it with the share of it that is slack, and what the
 //! file system's used blocks grew by per file (statvfs, metadata included). Three
 //! [`Grid`]s, the same on the terminal and the HTML page.
@@ -43,7 +43,7 @@ pub fn grids(rs: &ResultSet, portion: u64) -> [Grid; 3] {
     let header = |first: &str| std::iter::once(first.to_string()).chain(sizes.iter().cloned()).collect();
     let mut time = Grid {
         id: "clusters-time".into(),
-        title: format!("Seconds per {portion} files created (mean ± 95% CI half-width)"),
+        title: format!("Time per {portion} files created (mean ± 95% CI half-width)"),
         header: header("cluster \\ file size"),
         ..Grid::default()
     };
