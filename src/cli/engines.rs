@@ -44,15 +44,14 @@ pub struct SyncArgs {
 
 #[derive(Args, Debug)]
 pub struct CopyCommonArgs {
-    /// Worker threads, parallel across directories, fixed (default: adaptive, see
-    /// --in-flight)
+    /// Worker threads, parallel across directories, fixed (default: see --in-flight)
     #[arg(long)]
     pub threads: Option<usize>,
     /// Operations in flight, fixed at N: directories, and batches of a directory's entries
-    /// (statx, compare, copy), on N threads. Default: adaptive, from twice the available
-    /// cores (sync --dry-run: the cores) up to 64 while the storage keeps up (a share,
-    /// where each operation is a round trip); the summary's `in flight` line says what it
-    /// used
+    /// (statx, compare, copy), on N threads. Default: on local storage, twice the
+    /// available cores (sync --dry-run: the cores) with no limit; where a root is on FUSE,
+    /// NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive from there up to
+    /// 64 while the storage keeps up; the summary's `in flight` line says which
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
     /// Write the summary as JSON here
@@ -155,14 +154,14 @@ pub struct RmArgs {
     /// Also remove below mount points inside the trees (default: leave them, and report them)
     #[arg(long)]
     pub cross_mounts: bool,
-    /// Worker threads, parallel across directories, fixed (default: adaptive, see
-    /// --in-flight)
+    /// Worker threads, parallel across directories, fixed (default: see --in-flight)
     #[arg(long)]
     pub threads: Option<usize>,
     /// Operations in flight, fixed at N: directories, and batches of a directory's unlinks,
-    /// on N threads. Default: adaptive, from the available cores up to 64 while the storage
-    /// keeps up (a share, where each operation is a round trip); the summary's `in flight`
-    /// line says what it used
+    /// on N threads. Default: on local storage, the available cores with no limit; where a
+    /// path is on FUSE, NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive
+    /// from there up to 64 while the storage keeps up; the summary's `in flight` line says
+    /// which
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
     /// No progress line
@@ -210,14 +209,14 @@ pub struct ScanArgs {
     /// Also write the tree's shape (counts and histograms, no names) as JSON here
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
-    /// Walk threads, parallel across directories, fixed (default: adaptive, see
-    /// --in-flight)
+    /// Walk threads, parallel across directories, fixed (default: see --in-flight)
     #[arg(long)]
     pub threads: Option<usize>,
     /// Operations in flight, fixed at N: directories, and batches of a directory's statx
-    /// calls, on N threads. Default: adaptive, from the available cores up to 64 while the
-    /// storage keeps up (a share, where each operation is a round trip); the report's `in
-    /// flight` line says what it used
+    /// calls, on N threads. Default: on local storage, the available cores with no limit;
+    /// where the path is on FUSE, NFS, SMB, 9p, Ceph or AFS (each operation a round trip),
+    /// adaptive from there up to 64 while the storage keeps up; the report's `in flight`
+    /// line says which
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
     /// Write the scan report (counts, diff, phase times, provenance) as JSON here
