@@ -3,7 +3,7 @@
 # with many small files, at each round trip.
 #
 #   bench/shares_race.sh        (root: mounts; needs what `--fs share:` needs, see README)
-#   N=10000 SIZE=4096 DIRS=100 RTTS="0 1 5" ROUNDS=3 PROTO=sftp JOBS="sync copy scan rm"
+#   N=10000 SIZE=4096 DIRS=100 RTTS="0 1 5" ROUNDS=3 PROTO=sftp JOBS="sync copy scan rm" MF_ARGS=
 #
 # For each RTT (ms): `manyfiles mount share:PROTO@rtt=RTTms DIR` (the export on tmpfs),
 # then for each job ROUNDS rounds, each running the job's contenders once in a shuffled
@@ -43,6 +43,7 @@ ROUNDS=${ROUNDS:-3}
 PROTO=${PROTO:-sftp}
 JOBS=${JOBS:-sync copy scan rm}
 RAW=${RAW:-}
+MF_ARGS=${MF_ARGS:-}  # extra arguments for every manyfiles contender (e.g. "--in-flight 16")
 bench_setup
 export PATH="$HOME/.cargo/bin:$PATH"
 have() { command -v "$1" >/dev/null; }
@@ -63,7 +64,7 @@ done
 bench_build
 version() { if have "$1"; then "$1" --version 2>/dev/null | head -1 | tr -s ' '; else echo "$1: missing"; fi; }
 bench_header "Shares: manyfiles against rsync, cpz, rclone, find and rmz" \
-    "N=$N SIZE=$SIZE DIRS=$DIRS RTTS=\"$RTTS\" ROUNDS=$ROUNDS PROTO=$PROTO JOBS=\"$JOBS\" bench/shares_race.sh" \
+    "N=$N SIZE=$SIZE DIRS=$DIRS RTTS=\"$RTTS\" ROUNDS=$ROUNDS PROTO=$PROTO JOBS=\"$JOBS\"${MF_ARGS:+ MF_ARGS=\"$MF_ARGS\"} bench/shares_race.sh" \
     "$(version rsync); $(version cpz); $(version rmz); $(version rclone); $(find --version | head -1)"
 
 SRC=$WORK/src
@@ -152,15 +153,15 @@ for rtt in $RTTS; do
                 j=$WORK/mf.json
                 rm -f "$j"
                 case "$c" in
-                    mf-sync-n) timed "$MF" sync "$SRC" "$mp/$name" --dry-run -q --json "$j" ;;
+                    mf-sync-n) timed "$MF" sync "$SRC" "$mp/$name" --dry-run -q --json "$j" $MF_ARGS ;;
                     rsync-an) timed rsync -an "$SRC/" "$mp/$name/" ;;
-                    mf-copy) timed "$MF" copy "$SRC" "$mp/$name" -q --json "$j" ;;
+                    mf-copy) timed "$MF" copy "$SRC" "$mp/$name" -q --json "$j" $MF_ARGS ;;
                     cpz) timed cpz "$SRC" "$mp/$name" ;;
                     rclone) timed rclone copy "$SRC" "$mp/$name" ;;
                     rclone-t16) timed rclone copy "$SRC" "$mp/$name" --transfers 16 --checkers 16 ;;
-                    mf-scan) timed "$MF" scan "$mp/$name" --json "$j" ;;
+                    mf-scan) timed "$MF" scan "$mp/$name" --json "$j" $MF_ARGS ;;
                     find-printf) timed find "$mp/$name" -printf '%s %T@ %p\n' ;;
-                    mf-rm) timed "$MF" rm "$mp/$name" -q --json "$j" ;;
+                    mf-rm) timed "$MF" rm "$mp/$name" -q --json "$j" $MF_ARGS ;;
                     rmz) timed rmz "$mp/$name" ;;
                 esac
                 read -r wall _ <"$WORK/last"

@@ -277,7 +277,8 @@ pub(super) fn in_flight(
         (_, Some(n)) => Ok((n, Some(n))),
         (Some(t), None) => Ok((threads_or(Some(t), default)?, None)),
         (None, None) if roots.iter().any(|r| manyfiles::storage::cache::round_trip_fs(r).is_some()) => {
-            Ok((default, Some(manyfiles::engine::inflight::DEFAULT_MAX.max(default))))
+            use manyfiles::engine::inflight::{DEFAULT_MAX, ROUND_TRIP_START};
+            Ok((default.max(ROUND_TRIP_START), Some(DEFAULT_MAX.max(default))))
         }
         (None, None) => Ok((default, None)),
     }

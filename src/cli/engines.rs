@@ -50,8 +50,8 @@ pub struct CopyCommonArgs {
     /// Operations in flight, fixed at N: directories, and batches of a directory's entries
     /// (statx, compare, copy), on N threads. Default: on local storage, twice the
     /// available cores (sync --dry-run: the cores) with no limit; where a root is on FUSE,
-    /// NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive from there up to
-    /// 64 while the storage keeps up; the summary's `in flight` line says which
+    /// NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive from 16 up to 64
+    /// while the storage keeps up; the summary's `in flight` line says which
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
     /// Write the summary as JSON here
@@ -160,7 +160,7 @@ pub struct RmArgs {
     /// Operations in flight, fixed at N: directories, and batches of a directory's unlinks,
     /// on N threads. Default: on local storage, the available cores with no limit; where a
     /// path is on FUSE, NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive
-    /// from there up to 64 while the storage keeps up; the summary's `in flight` line says
+    /// from 16 up to 64 while the storage keeps up; the summary's `in flight` line says
     /// which
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
@@ -215,7 +215,7 @@ pub struct ScanArgs {
     /// Operations in flight, fixed at N: directories, and batches of a directory's statx
     /// calls, on N threads. Default: on local storage, the available cores with no limit;
     /// where the path is on FUSE, NFS, SMB, 9p, Ceph or AFS (each operation a round trip),
-    /// adaptive from there up to 64 while the storage keeps up; the report's `in flight`
+    /// adaptive from 16 up to 64 while the storage keeps up; the report's `in flight`
     /// line says which
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,

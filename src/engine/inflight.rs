@@ -68,6 +68,11 @@ use std::time::{Duration, Instant};
 
 /// Most operations an adaptive engine keeps in flight by default (helpers in its pool).
 pub const DEFAULT_MAX: usize = 64;
+/// Where the adaptive limit starts on storage known to cost a round trip per operation
+/// (FUSE, network file systems): a scan of 10,000 files through sshfs at 1 ms lasts
+/// ~0.4 s, under three periods, so climbing from the cores ended at 8 in flight and 0.385
+/// s; started at 16 it took 0.229 s (bench/shares_race.sh, BENCHMARKS).
+pub const ROUND_TRIP_START: usize = 16;
 /// The controller's sampling period.
 pub const PERIOD: Duration = Duration::from_millis(150);
 /// Throughput a raise must add to be kept (×).
