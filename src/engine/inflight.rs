@@ -42,8 +42,11 @@
 //! run of a few thousand files; and why the sleeping test rather than wall against CPU
 //! time: a throughput comparison alone is noisy on a loaded machine, wall time includes
 //! waiting for a core there, and on local storage (warm: no sleep) the test keeps the
-//! limit at the start instead of probing (local runs stay at today's speed). The start is the
-//! engine's default thread count (the cores; copy: twice the cores).
+//! limit at the start instead of probing. The start is the engine's default thread count
+//! (the cores; copy: twice the cores), or [`ROUND_TRIP_START`] if more: the CLI puts a gate
+//! only where a root is on FUSE or a network file system (local runs keep their threads
+//! and no gate: it cost 4–11% there), and there a short run ends before a climb from the
+//! cores gets far.
 //!
 //! Directories: with a gate the walk runs on up to `max` threads, and each directory
 //! task is a pass of the gate's directory lane (same limit): on a share, opening and
