@@ -579,21 +579,34 @@ pub fn for_ranges_split(
     if left == 0 {
         return;
     }
-    let helpers = (left.div_ceil(batch_for(op_ns.load(Ordering::Relaxed))) - 1).min(g.max);
+    // Helpers only for the room the directory lane leaves, looked at again after every
+    // batch (the limit moves): with the limit's worth of directories in flight (a scan of
+    // many small directories) the operations are in flight already, and helpers would
+    // only add thread switches on the cores the share's client needs (a 10,000-file scan
+    // through sshfs: 16,000 sched_yield and as many getrusage calls from helpers of
+    // 100-entry directories; 0.22 s, 0.19 s with helpers kept to the room).
+    let most = (left.div_ceil(batch_for(op_ns.load(Ordering::Relaxed))) - 1).min(g.max);
+    let room = || g.limit().saturating_sub(g.lanes[DIRS].running.load(Ordering::Relaxed)).min(most);
     let stop = AtomicBool::new(false);
     let (one, shared, stop) = (&one, &shared, &stop);
     g.pool().in_place_scope(|sc| {
-        for _ in 0..helpers {
-            sc.spawn(move |_| {
-                // Until nothing is left (or the call is over before this helper started).
-                while !stop.load(Ordering::Relaxed) {
-                    if !one(true, &mut |r| shared(r)) {
-                        break;
+        let mut helpers = 0;
+        loop {
+            while helpers < room() {
+                helpers += 1;
+                sc.spawn(move |_| {
+                    // Until nothing is left (or the call is over before this helper started).
+                    while !stop.load(Ordering::Relaxed) {
+                        if !one(true, &mut |r| shared(r)) {
+                            break;
+                        }
                     }
-                }
-            });
+                });
+            }
+            if !one(true, &mut here) {
+                break;
+            }
         }
-        while one(true, &mut here) {}
         // Helpers not started yet have nothing left to claim.
         stop.store(true, Ordering::Relaxed);
     });

@@ -63,6 +63,14 @@ pub struct Entry {
     pub ino: u64,
 }
 
+/// One directory entry's name and inode, its kind not looked up (for callers that statx
+/// every entry anyway: see [`for_each_name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Named {
+    pub name: CString,
+    pub ino: u64,
+}
+
 /// getdents64 buffer: 64 KiB holds ~2,000 entries of short names per call.
 const DENTS_BUF: usize = 64 * 1024;
 
@@ -105,11 +113,10 @@ pub fn read_dir_fd(fd: BorrowedFd<'_>, parent_for_stat: BorrowedFd<'_>) -> Resul
 /// ~0.4 s of a warm 1.7 s scan on one core (issue 15).
 pub fn read_dir_mapped<R: Send>(
     fd: BorrowedFd<'_>,
-    parent_for_stat: BorrowedFd<'_>,
     chunk: usize,
-    map: impl Fn(&Entry) -> R + Sync,
-) -> Result<(Vec<(Entry, R)>, u64), Errno> {
-    let map_all = |part: Vec<Entry>| -> Vec<(Entry, R)> {
+    map: impl Fn(&Named) -> R + Sync,
+) -> Result<(Vec<(Named, R)>, u64), Errno> {
+    let map_all = |part: Vec<Named>| -> Vec<(Named, R)> {
         part.into_iter()
             .map(|e| {
                 let r = map(&e);
@@ -117,7 +124,7 @@ pub fn read_dir_mapped<R: Send>(
             })
             .collect()
     };
-    read_dir_parts(fd, parent_for_stat, chunk, map_all)
+    read_dir_parts(fd, chunk, map_all)
 }
 
 /// [`read_dir_mapped`] with the mapping of a whole part given (`map_all` returns the
@@ -125,18 +132,17 @@ pub fn read_dir_mapped<R: Send>(
 /// threads of their own.
 pub fn read_dir_parts<R: Send>(
     fd: BorrowedFd<'_>,
-    parent_for_stat: BorrowedFd<'_>,
     chunk: usize,
-    map_all: impl Fn(Vec<Entry>) -> Vec<(Entry, R)> + Sync,
-) -> Result<(Vec<(Entry, R)>, u64), Errno> {
+    map_all: impl Fn(Vec<Named>) -> Vec<(Named, R)> + Sync,
+) -> Result<(Vec<(Named, R)>, u64), Errno> {
     let done = std::sync::Mutex::new(Vec::new());
     let read = rayon::scope(|s| {
         let (map_all, done) = (&map_all, &done);
         let mut cur = Vec::new();
         let mut parts = 0;
         let t0 = std::time::Instant::now();
-        let read = for_each_entry(fd, parent_for_stat, |name, kind, ino| {
-            cur.push(Entry { name: name.to_owned(), kind, ino });
+        let read = for_each_name(fd, |name, ino| {
+            cur.push(Named { name: name.to_owned(), ino });
             if cur.len() == chunk.max(1) {
                 let (part, i) = (std::mem::take(&mut cur), parts);
                 parts += 1;
@@ -165,20 +171,41 @@ pub fn for_each_entry(
     parent_for_stat: BorrowedFd<'_>,
     mut f: impl FnMut(&CStr, Kind, u64),
 ) -> Result<(), Errno> {
+    for_each_typed(fd, |name, ft, ino| {
+        let kind = match Kind::from_file_type(ft) {
+            Some(k) => k,
+            None => kind_of(parent_for_stat, name)?,
+        };
+        f(name, kind, ino);
+        Ok(())
+    })
+}
+
+/// Calls `f(name, ino)` for every entry of the directory `fd` (at position 0; used up)
+/// except `.` and `..`: [`for_each_entry`] without the kinds, for callers that statx
+/// every entry anyway. A file system that leaves d_type unknown (sshfs) would otherwise
+/// cost a second statx per entry, one at a time on the listing thread.
+pub fn for_each_name(fd: BorrowedFd<'_>, mut f: impl FnMut(&CStr, u64)) -> Result<(), Errno> {
+    for_each_typed(fd, |name, _, ino| {
+        f(name, ino);
+        Ok(())
+    })
+}
+
+/// getdents on `fd` with d_type as the file system gave it (maybe unknown).
+fn for_each_typed(
+    fd: BorrowedFd<'_>,
+    mut f: impl FnMut(&CStr, FileType, u64) -> Result<(), Errno>,
+) -> Result<(), Errno> {
     DENTS.with(|buf| {
         let mut buf = buf.borrow_mut();
         let mut it = RawDir::new(fd, &mut buf[..]);
         while let Some(e) = it.next() {
             let e = e?;
             let name = e.file_name();
-            if name == c"." || name == c".." {
-                continue;
+            if name != c"." && name != c".." {
+                f(name, e.file_type(), e.ino())?;
             }
-            let kind = match Kind::from_file_type(e.file_type()) {
-                Some(k) => k,
-                None => kind_of(parent_for_stat, name)?,
-            };
-            f(name, kind, e.ino());
         }
         Ok(())
     })
@@ -356,14 +383,14 @@ mod tests {
         let root = open_root(t.path()).unwrap();
         let plain: Vec<CString> = read_dir(root.as_fd()).unwrap().into_iter().map(|e| e.name).collect();
         let own = open_dir_at(root.as_fd(), c".").unwrap();
-        let (mapped, _) = read_dir_mapped(own.as_fd(), root.as_fd(), 512, |e| e.name.to_bytes().len()).unwrap();
+        let (mapped, _) = read_dir_mapped(own.as_fd(), 512, |e| e.name.to_bytes().len()).unwrap();
         assert_eq!(mapped.iter().map(|(e, _)| e.name.clone()).collect::<Vec<_>>(), plain);
         assert!(mapped.iter().all(|(e, n)| e.name.to_bytes().len() == *n));
         // Fewer entries than a chunk: mapped here, same result.
         let small = tempfile::tempdir().unwrap();
         std::fs::write(small.path().join("only"), b"").unwrap();
         let fd = open_root(small.path()).unwrap();
-        let (one, _) = read_dir_mapped(fd.as_fd(), fd.as_fd(), 512, |_| 7u8).unwrap();
+        let (one, _) = read_dir_mapped(fd.as_fd(), 512, |_| 7u8).unwrap();
         assert_eq!(one.len(), 1);
         assert_eq!((one[0].0.name.as_c_str(), one[0].1), (c"only", 7));
     }

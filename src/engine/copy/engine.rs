@@ -412,7 +412,19 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
             return;
         }
     };
-    t.src_entries = src_items.len() as u64;
+    // What is listed goes into the counters at once, not with the directory's tallies
+    // after its work: the progress line's pending count is listed and not yet done.
+    let (mut listed_dirs, mut listed_bytes) = (0, 0);
+    for &(_, _, m) in &src_items.items {
+        match m.kind {
+            Kind::Dir => listed_dirs += 1,
+            Kind::File => listed_bytes += m.size,
+            _ => {}
+        }
+    }
+    ctx.c.src_entries.fetch_add(src_items.len() as u64, Ordering::Relaxed);
+    ctx.c.src_dirs.fetch_add(listed_dirs, Ordering::Relaxed);
+    ctx.c.src_bytes.fetch_add(listed_bytes, Ordering::Relaxed);
     let dst_items = match dst_listed {
         None => Listing::default(),
         Some((Ok(v), took)) => {
@@ -454,13 +466,8 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
                 let j = matched[i];
                 let s = src_items.item(i);
                 let d = (j != NO_MATCH).then(|| dst_items.item(j as usize));
-                match s.m.kind {
-                    Kind::File => {
-                        t.src_files += 1;
-                        t.src_bytes += s.m.size;
-                    }
-                    Kind::Dir => t.src_dirs += 1,
-                    _ => {}
+                if s.m.kind == Kind::File {
+                    t.src_files += 1;
                 }
                 entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }

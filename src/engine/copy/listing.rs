@@ -108,7 +108,7 @@ pub(super) fn list(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str) -> std::re
     let own = rustix::fs::openat(dir, c".", walk::DIR_FLAGS, FsMode::empty())?;
     let mut names = Vec::new();
     let mut found: Vec<(u64, u32, u32)> = Vec::new();
-    walk::for_each_entry(own.as_fd(), dir, |name, _, ino| {
+    walk::for_each_name(own.as_fd(), |name, ino| {
         let bytes = name.to_bytes_with_nul();
         found.push((ino, names.len() as u32, bytes.len() as u32 - 1));
         names.extend_from_slice(bytes);

@@ -19,23 +19,28 @@ pub struct Reporter<'scope> {
     handle: Option<ScopedJoinHandle<'scope, ()>>,
 }
 
-/// One progress line from the counters.
+/// One progress line from the counters: what azcopy's lines say (percent, done, failed,
+/// pending, total, throughput), with "total" what is listed so far (the walk runs
+/// alongside the transfer, so the total grows until the listing ends).
 pub fn line(c: &Counters, start: Instant) -> String {
     let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64().max(1e-9);
-    let (copied, skipped, scanned) = (ld(&c.copied), ld(&c.skipped), ld(&c.src_entries));
+    let (copied, skipped) = (ld(&c.copied), ld(&c.skipped));
+    // Entries other than directories, as in the summary: copied + unchanged + failed.
+    let listed = ld(&c.src_entries).saturating_sub(ld(&c.src_dirs));
+    let (done, failed) = (copied + skipped, ld(&c.failed_entries));
+    let pending = listed.saturating_sub(done + failed);
+    let pct = if listed == 0 { 0.0 } else { 100.0 * (done + failed) as f64 / listed as f64 };
     let (bytes, total) = (ld(&c.bytes), ld(&c.src_bytes));
     format!(
-        "{:.0}s: {} done of {} scanned (copied {copied}, unchanged {skipped}, deleted {}, failed {}), {} of {} ({}/s, {} files/s)",
+        "{:.0}s: {pct:.1}% of {listed} listed so far: {done} done (copied {copied}, unchanged {skipped}), \
+         {failed} failed, {pending} pending, deleted {}; {} of {} ({}/s, {} files/s)",
         secs,
-        copied + skipped,
-        scanned,
         ld(&c.deleted),
-        ld(&c.failed),
         fmt_size(bytes as f64),
         fmt_size(total as f64),
         fmt_size(bytes as f64 / secs),
-        sig3((copied + skipped) as f64 / secs)
+        sig3(done as f64 / secs)
     )
 }
 
@@ -93,5 +98,30 @@ impl<'scope> Reporter<'scope> {
             h.thread().unpark();
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_says_percent_done_failed_pending_and_what_is_listed() {
+        let c = Counters::default();
+        let set = |a: &std::sync::atomic::AtomicU64, v| a.store(v, Ordering::Relaxed);
+        // 110 entries listed, 10 of them directories: 100 to do; 70 done, 5 failed.
+        set(&c.src_entries, 110);
+        set(&c.src_dirs, 10);
+        set(&c.copied, 50);
+        set(&c.skipped, 20);
+        set(&c.failed_entries, 5);
+        set(&c.deleted, 3);
+        let l = line(&c, Instant::now());
+        assert!(l.contains("75.0% of 100 listed so far"), "{l}");
+        assert!(l.contains("70 done (copied 50, unchanged 20)"), "{l}");
+        assert!(l.contains("5 failed, 25 pending, deleted 3"), "{l}");
+        // Nothing listed yet: 0%, not a division by zero.
+        let l = line(&Counters::default(), Instant::now());
+        assert!(l.contains("0.0% of 0 listed so far"), "{l}");
     }
 }

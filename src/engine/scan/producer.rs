@@ -294,7 +294,7 @@ pub(crate) fn dir_rows(
     // threads while getdents goes on (lookups take the directory's lock shared, so they
     // run in parallel); what is kept of each (Meta and nlink) is small, and the rows are
     // made in order afterwards.
-    let stat_one = |e: &walk::Entry| {
+    let stat_one = |e: &walk::Named| {
         if skip_here.is_some_and(|s| s.names.iter().any(|n| n == e.name.as_bytes())) {
             return None;
         }
@@ -304,10 +304,10 @@ pub(crate) fn dir_rows(
     };
     let opened_ns = elapsed_ns(t0);
     let read = match gate {
-        None => walk::read_dir_mapped(fd.as_fd(), fd.as_fd(), CHUNK, stat_one),
+        None => walk::read_dir_mapped(fd.as_fd(), CHUNK, stat_one),
         // In-flight gate: each part's statx calls in batches on as many threads as it
         // lets through (on a share each is a round trip).
-        Some(_) => walk::read_dir_parts(fd.as_fd(), fd.as_fd(), CHUNK, |part| {
+        Some(_) => walk::read_dir_parts(fd.as_fd(), CHUNK, |part| {
             let rs = crate::engine::inflight::map_items(gate, &part, stat_one);
             part.into_iter().zip(rs).collect()
         }),
