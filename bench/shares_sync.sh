@@ -5,6 +5,7 @@
 #   bench/shares_sync.sh        (root: mounts; needs what `--fs share:` needs, see README)
 #   NS="1000 10000 100000" SIZE=65536 PER_DIR=1000 RTTS="1 5" PROTO=sftp CHANGED=1 INTERVAL=15m
 #   LADDER=1 (a sync ladder on the share first, for `predict --interval`; 0: none)
+#   LADDER_TO=4096 LADDER_TOTAL=256MiB (its rungs)
 #
 # The published experiment (DESIGN.md): azcopy sync of 1 k … 1 M files of 1 MB between two
 # cloud SMB shares: 1 M files took 13m52s to compare and copy, 25m12s to compare alone.
@@ -25,7 +26,7 @@
 # and its time is the wall time of the command (single runs: the 100,000-file steps take
 # minutes; say so beside any ratio).
 # With LADDER=1, a ladder with sync, sync-nochange and sync-change:CHANGED on share A
-# first (`--to 4096 --total 256MiB`: 64 KiB at the top rung) gives the models
+# first (`--to LADDER_TO --total LADDER_TOTAL`: 64 KiB at the top rung by default) gives the models
 # `predict --model … --tree A/t --interval INTERVAL` uses; its prediction for each step
 # (and the recovery point: interval + sync time) is printed beside what was measured.
 set -euo pipefail
@@ -43,6 +44,8 @@ PROTO=${PROTO:-sftp}
 CHANGED=${CHANGED:-1}
 INTERVAL=${INTERVAL:-15m}
 LADDER=${LADDER:-1}
+LADDER_TO=${LADDER_TO:-4096}
+LADDER_TOTAL=${LADDER_TOTAL:-256MiB}
 LOGS=${LOGS:-}  # keep the progress logs and JSON here
 bench_setup
 [ -x /usr/bin/time ] || (apt-get install -y -qq time >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time; }) >&2
@@ -162,7 +165,7 @@ for rtt in $RTTS; do
     if [ "$LADDER" = 1 ]; then
         model=$logs/ladder-$rtt.json
         echo "[$(date +%T)] rtt=${rtt}ms: sync ladder on A (for predict)" >&2
-        "$MF" ladder --target "$a" --to 4096 --total 256MiB --second-total off \
+        "$MF" ladder --target "$a" --to "$LADDER_TO" --total "$LADDER_TOTAL" --second-total off \
             --ops "create,sync,sync-nochange,sync-change:$CHANGED" --max-time 4m -q --json "$model" \
             >"$logs/ladder-$rtt.txt" 2>&1 || { echo "  ladder failed: see $logs/ladder-$rtt.txt; no prediction" >&2; model=""; }
     fi
@@ -214,10 +217,11 @@ def predicted(path, step):
     d = json.load(open(path))
     for p in d.get("predictions", []):
         if p.get("op", "").split(":")[0] == op[step]:
-            s = p["prediction"]
-            lo, hi = (s.get("interval95") or [None, None])
+            lo, hi = (p.get("interval95") or [None, None])
             rp = p.get("recovery_point_s")
-            pr = f"{s['seconds']:.1f}" + (f" [{lo:.1f}–{hi:.1f}]" if lo is not None else "")
+            pr = f"{p['seconds']:.2f}" + (f" [{lo:.2f}–{hi:.2f}]" if lo is not None else "")
+            if p.get("reach", {}).get("outside"):
+                pr += " ⚠ outside
             return pr, (f"{rp[0]:.0f} (up to {rp[1]:.0f})" if rp else "—")
     return "—", "—"
 print(f"| RTT ms | files ({size // 1024} KiB) | sync | time s | files copied | in flight (median/max) | progress | predicted s [95%] | recovery point s, interval {interval} |")
