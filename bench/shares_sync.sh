@@ -139,8 +139,6 @@ progress_of() {
     echo "$n lines"
 }
 
-rows=$WORK/rows.tsv
-: >"$rows"
 mounted=()
 umount_all() {
     local m
@@ -150,6 +148,8 @@ umount_all() {
 trap 'st=$?; umount_all; (exit $st); bench_cleanup' EXIT
 logs=${LOGS:-$WORK/logs}
 mkdir -p "$logs"
+rows=$logs/rows.tsv  # kept with the logs: the table can be made again from it
+: >"$rows"
 
 for rtt in $RTTS; do
     a=$WORK/a-$rtt b=$WORK/b-$rtt
@@ -221,7 +221,7 @@ def predicted(path, step):
             rp = p.get("recovery_point_s")
             pr = f"{p['seconds']:.2f}" + (f" [{lo:.2f}–{hi:.2f}]" if lo is not None else "")
             if p.get("reach", {}).get("outside"):
-                pr += " ⚠ outside
+                pr += " ⚠ outside"
             return pr, (f"{rp[0]:.0f} (up to {rp[1]:.0f})" if rp else "—")
     return "—", "—"
 print(f"| RTT ms | files ({size // 1024} KiB) | sync | time s | files copied | in flight (median/max) | progress | predicted s [95%] | recovery point s, interval {interval} |")

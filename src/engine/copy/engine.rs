@@ -457,6 +457,7 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
         extraneous(ctx, &node, &dst_items.item(j), &mut t);
     }
     let entries = |range: std::ops::Range<usize>, t: &mut Tally, spawn: &mut dyn FnMut(Task)| {
+        let before = [t.copied, t.skipped, t.bytes];
         IO.with(|buf| {
             let buf = &mut buf.borrow_mut()[..];
             for i in range {
@@ -471,7 +472,10 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
                 }
                 entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }
-        })
+        });
+        for (slot, (now, was)) in ctx.c.progress.iter().zip([t.copied, t.skipped, t.bytes].into_iter().zip(before)) {
+            slot.fetch_add(now - was, Ordering::Relaxed);
+        }
     };
     match ctx.gate {
         // Fixed threads: the directory's entries on this thread, as always.

@@ -313,6 +313,10 @@ pub struct Counters {
     pub bytes: AtomicU64,
     /// Phase times in nanoseconds, in [`PhaseTimes`] order.
     pub phase_ns: [AtomicU64; 5],
+    /// For the progress line only: copied, unchanged and bytes, added after every range
+    /// of a directory's entries (the counts above come once per directory, so a share's
+    /// directory of 1,000 files showed 0 done for half a minute).
+    pub progress: [AtomicU64; 3],
 }
 
 /// The failures list: capped, the rest counted in [`Counters::failed`].

@@ -25,13 +25,13 @@ pub struct Reporter<'scope> {
 pub fn line(c: &Counters, start: Instant) -> String {
     let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64().max(1e-9);
-    let (copied, skipped) = (ld(&c.copied), ld(&c.skipped));
+    let [copied, skipped, bytes] = c.progress.each_ref().map(ld);
     // Entries other than directories, as in the summary: copied + unchanged + failed.
     let listed = ld(&c.src_entries).saturating_sub(ld(&c.src_dirs));
     let (done, failed) = (copied + skipped, ld(&c.failed_entries));
     let pending = listed.saturating_sub(done + failed);
     let pct = if listed == 0 { 0.0 } else { 100.0 * (done + failed) as f64 / listed as f64 };
-    let (bytes, total) = (ld(&c.bytes), ld(&c.src_bytes));
+    let total = ld(&c.src_bytes);
     format!(
         "{:.0}s: {pct:.1}% of {listed} listed so far: {done} done (copied {copied}, unchanged {skipped}), \
          {failed} failed, {pending} pending, deleted {}; {} of {} ({}/s, {} files/s)",
@@ -112,8 +112,8 @@ mod tests {
         // 110 entries listed, 10 of them directories: 100 to do; 70 done, 5 failed.
         set(&c.src_entries, 110);
         set(&c.src_dirs, 10);
-        set(&c.copied, 50);
-        set(&c.skipped, 20);
+        set(&c.progress[0], 50);
+        set(&c.progress[1], 20);
         set(&c.failed_entries, 5);
         set(&c.deleted, 3);
         let l = line(&c, Instant::now());
