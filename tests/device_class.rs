@@ -109,6 +109,9 @@ fn class_records() -> Vec<(PathBuf, PathBuf, PathBuf)> {
 #[test]
 fn every_preset_sets_up_and_tears_down() {
     need_stack!();
+    // Beside another test's cleanup, which stops stacks, this test's checks of what a
+    // stack leaves would also see that one's.
+    let _g = serial();
     for p in manyfiles::storage::device_class::PRESETS {
         let spec = FsSpec::parse(&format!("ext4@class:{}", p.name)).unwrap();
         let t0 = Instant::now();
@@ -302,4 +305,53 @@ fn a_ladder_far_over_its_budget_is_refused_before_anything_starts() {
     let left = left_by(pid);
     assert!(left.is_empty(), "the refused ladder left {left:?}");
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run directory or results");
+}
+
+/// nbdkit gone right after it accepted the readiness probe (seen once in CI): the stack
+/// starts it once more and comes up. A stand-in `nbdkit` first in PATH (for the child
+/// only) listens on the socket, writes the pid file, accepts one connection and exits;
+/// called a second time it runs the real nbdkit.
+#[test]
+fn an_nbdkit_that_exits_after_the_probe_is_started_again() {
+    need_stack!();
+    let _g = serial();
+    let real = ["/usr/sbin/nbdkit", "/usr/bin/nbdkit", "/sbin/nbdkit"].into_iter().find(|p| Path::new(p).exists());
+    let real = real.expect("nbdkit found above");
+    let bin = tempfile::tempdir().unwrap();
+    let marker = bin.path().join("started-once");
+    let fake = format!(
+        r#"#!/usr/bin/python3
+import os, socket, sys
+if os.path.exists("{marker}"):
+    os.execv("{real}", ["nbdkit"] + sys.argv[1:])
+open("{marker}", "w").close()
+a = sys.argv
+sock, pidfile = a[a.index("--unix") + 1], a[a.index("--pidfile") + 1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(sock)
+s.listen(1)
+open(pidfile, "w").write(str(os.getpid()))
+s.accept()[0].close()
+"#,
+        marker = marker.display()
+    );
+    let script = bin.path().join("nbdkit");
+    std::fs::write(&script, fake).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let mp = dir.path().canonicalize().unwrap();
+    let out = Command::new(common::bin())
+        .args(["mount", "ext4@class:ebs-gp2", mp.to_str().unwrap(), "--size", "64MiB"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(marker.exists(), "the stand-in ran first");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_, nbd_dir, _) = class_records().into_iter().find(|(_, _, m)| *m == mp).expect("registered");
+    assert_eq!(daemons_in(&nbd_dir).len(), 2, "the real nbdkit and nbdfuse serve it");
+    std::fs::write(mp.join("f"), b"x").unwrap();
+    common::run(["umount", mp.to_str().unwrap()]).ok();
+    let left = leftovers(&nbd_dir, &mp);
+    assert!(left.is_empty(), "umount left {left:?}");
 }

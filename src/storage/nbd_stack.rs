@@ -235,9 +235,24 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
         let running = |name: &str| stack_pids(&sock(dir).display().to_string()).iter().any(|(_, n)| *n == name);
         if !accepts() {
             let state = if running("nbdkit") { "runs but no longer accepts connections" } else { "has exited" };
-            return Err(Error::failed(format!("{first}; nbdkit {state}: {}", last_line(&log))));
-        }
-        if crate::signals::pending() != 0 || running("nbdfuse") || !mounts_at(&fuse_dir(dir)).is_empty() {
+            let first = format!("{first}; nbdkit {state}: {}", last_line(&log));
+            // Seen once in CI (session 14): nbdkit gone, its log empty, right after it
+            // had accepted the readiness probe. Nothing of it is left to serve: start
+            // the whole stack once more, and say both failures if that fails too.
+            if state == "runs but no longer accepts connections"
+                || crate::signals::pending() != 0
+                || running("nbdfuse")
+                || !mounts_at(&fuse_dir(dir)).is_empty()
+            {
+                return Err(Error::failed(first));
+            }
+            for stale in [sock(dir), pidfile.clone()] {
+                let _ = std::fs::remove_file(stale);
+            }
+            spawn_detached(&kit, &log)?;
+            wait_ready(dir, "nbdkit", &log, || pidfile.exists() && accepts())
+                .map_err(|e| Error::failed(format!("{first}; then, started again: {e}")))?;
+        } else if crate::signals::pending() != 0 || running("nbdfuse") || !mounts_at(&fuse_dir(dir)).is_empty() {
             return Err(first);
         }
         spawn_detached(&fuse, &flog)?;
