@@ -85,28 +85,6 @@ for d in os.listdir(root):
 os.utime(root, (t, t))
 EOF
 
-# The export's mount point of the share mounted at $1 (the registry's records: the
-# client's record and the export's share one stack directory).
-export_of() {
-    python3 - "$1" <<'EOF'
-import glob, json, os, sys
-mp = os.path.realpath(sys.argv[1])
-recs = []
-for p in glob.glob("/run/manyfiles/*.json") + glob.glob("/run/manyfiles/*.mount"):  # mount records: .mount
-    try:
-        recs.append(json.load(open(p)))
-    except Exception:
-        pass
-client = [r for r in recs if r.get("mount_point") == mp and r.get("share_dir") and r.get("fuse_source")]
-if not client:
-    sys.exit(f"no share client record for {mp}")
-export = [r for r in recs if r.get("share_dir") == client[0]["share_dir"] and not r.get("fuse_source")]
-if not export:
-    sys.exit(f"no export record for {mp}")
-print(export[0]["mount_point"])
-EOF
-}
-
 contenders() {
     case "$1" in
         sync) echo mf-sync-n; have rsync && echo rsync-an ;;

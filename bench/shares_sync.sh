@@ -58,27 +58,6 @@ max_n=0
 for n in $NS; do [ "$n" -gt "$max_n" ] && max_n=$n; done
 size_mib=$(( max_n * (SIZE + 4096) * 5 / 4 / 1048576 + 512 ))
 
-# The export's mount point of the share mounted at $1 (as bench/shares_race.sh).
-export_of() {
-    python3 - "$1" <<'EOF'
-import glob, json, os, sys
-mp = os.path.realpath(sys.argv[1])
-recs = []
-for p in glob.glob("/run/manyfiles/*.mount") + glob.glob("/run/manyfiles/*.json"):
-    try:
-        recs.append(json.load(open(p)))
-    except Exception:
-        pass
-client = [r for r in recs if r.get("mount_point") == mp and r.get("share_dir") and r.get("fuse_source")]
-if not client:
-    sys.exit(f"no share client record for {mp}")
-export = [r for r in recs if r.get("share_dir") == client[0]["share_dir"] and not r.get("fuse_source")]
-if not export:
-    sys.exit(f"no export record for {mp}")
-print(export[0]["mount_point"])
-EOF
-}
-
 # make_tree DIR N: N files of SIZE in directories of PER_DIR, mtimes in whole seconds
 # (sftp carries no nanoseconds). Each file's bytes differ (a counter in a random block).
 make_tree() {
