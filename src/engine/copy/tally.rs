@@ -5,13 +5,11 @@
 use super::Counters;
 use std::sync::atomic::Ordering;
 
-/// Per-directory tallies, added to the shared counters once per directory.
+/// Per-directory tallies, added to the shared counters once per directory (what SRC
+/// lists goes into the counters at listing, see `do_dir`).
 #[derive(Default)]
 pub(super) struct Tally {
-    pub(super) src_entries: u64,
     pub(super) src_files: u64,
-    pub(super) src_dirs: u64,
-    pub(super) src_bytes: u64,
     pub(super) dst_entries: u64,
     pub(super) copied: u64,
     pub(super) deleted: u64,
@@ -24,10 +22,7 @@ pub(super) struct Tally {
 impl Tally {
     /// Adds `o`'s counts and times to these.
     pub(super) fn add(&mut self, o: &Tally) {
-        self.src_entries += o.src_entries;
         self.src_files += o.src_files;
-        self.src_dirs += o.src_dirs;
-        self.src_bytes += o.src_bytes;
         self.dst_entries += o.dst_entries;
         self.copied += o.copied;
         self.deleted += o.deleted;
@@ -45,10 +40,7 @@ impl Tally {
                 a.fetch_add(v, Ordering::Relaxed);
             }
         };
-        add(&c.src_entries, self.src_entries);
         add(&c.src_files, self.src_files);
-        add(&c.src_dirs, self.src_dirs);
-        add(&c.src_bytes, self.src_bytes);
         add(&c.dst_entries, self.dst_entries);
         add(&c.copied, self.copied);
         add(&c.deleted, self.deleted);
