@@ -316,6 +316,7 @@ fn calibrated(
         threads: p.threads,
         runs_ahead: p.runs_ahead,
         calibrated: true,
+        check_threads: p.check_threads,
     })
 }
 

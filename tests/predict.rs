@@ -276,6 +276,15 @@ fn predict_calibrates_on_a_directory() {
     }
     assert!(keys.len() >= 7, "{keys:?}");
     assert!(same_shape >= 3, "{same_shape} of {} calibration trees follow the tree's histogram", keys.len());
+    // The calibration copies on as many threads as the user's check `manyfiles copy`
+    // (two a core by default): with the cores alone its copies were 12–15% slower.
+    let (dst, summary) = (tmp.path().join("check"), tmp.path().join("check.json"));
+    run(["copy", "--quiet", "--json", summary.to_str().unwrap(), tree.to_str().unwrap(), dst.to_str().unwrap()]).ok();
+    let check_threads = u(&load_json(&summary), "threads");
+    std::fs::remove_dir_all(&dst).unwrap();
+    let copies: Vec<u64> =
+        arr(&rs, "measurements").iter().filter(|m| m["op"] == "copy").map(|m| u(m, "threads")).collect();
+    assert!(!copies.is_empty() && copies.iter().all(|&t| t == check_threads), "{copies:?} vs {check_threads}");
     // --model reproduces the prediction from the saved calibration.
     let again = tmp.path().join("again.json");
     run([

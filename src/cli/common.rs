@@ -527,6 +527,7 @@ impl RunArgs {
             mock: self.mock()?,
             warmup: self.warmup,
             threads: threads(self.threads)?,
+            copy_threads: None,
             portion_files: self.portion,
             keep: self.keep,
             shared_dir: self.shared_dir,

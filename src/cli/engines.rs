@@ -120,11 +120,7 @@ pub fn copy_config(
     if let Some(j) = &c.json {
         check_output(j, "--json")?;
     }
-    // A job that copies defaults to two threads a core: a cold source file's read blocks
-    // its thread on the device while the other thread of that core goes on (100,000 × 1 KiB
-    // cold on a RAM-backed ext4, 2 cores: 4 threads 1.20× faster than 2, 8 no faster than
-    // 4; BENCHMARKS.md). A walk (dry run) gains nothing from more threads than cores.
-    let default = if writes { 2 * cores() } else { cores() };
+    let default = manyfiles::engine::copy::default_threads(cores(), writes);
     let (threads, in_flight_max) = in_flight(c.threads, c.in_flight, default, &[src, dst])?;
     let mut o = manyfiles::engine::copy::Options::new(mode, src, dst, threads);
     o.in_flight_max = in_flight_max;

@@ -217,7 +217,8 @@ pub struct PredictArgs {
     /// Also write the predictions as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Threads for walking --tree and for the calibration (default: available cores)
+    /// Threads for walking --tree and for the calibration (default: available cores; its
+    /// copies: two a core, as `manyfiles copy`). The check commands then need --threads N
     #[arg(long)]
     pub threads: Option<usize>,
     /// Calibration: no progress bar
@@ -279,6 +280,8 @@ pub struct PredictParts {
     pub json: Option<PathBuf>,
     pub threads: usize,
     pub runs_ahead: u32,
+    /// `--threads` as given: the calibration ran every op with it, so the checks need it.
+    pub check_threads: Option<usize>,
 }
 
 pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<PredictJob> {
@@ -344,6 +347,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             threads,
             runs_ahead: a.runs_ahead,
             calibrated: false,
+            check_threads: None,
         })));
     };
     let max_time_s = humantime::parse_duration(&a.max_time)
@@ -360,13 +364,21 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         max_time_s,
         limits: Default::default(),
         threads,
+        copy_threads: a.threads.unwrap_or(manyfiles::engine::copy::default_threads(super::common::cores(), true)),
         quiet: a.quiet,
         save: a.save_calibration.clone(),
         command_line,
     };
     Ok(PredictJob::Calibrate(
         Box::new(cal),
-        PredictParts { tree, interval_s, json: a.json.clone(), threads, runs_ahead: a.runs_ahead },
+        PredictParts {
+            tree,
+            interval_s,
+            json: a.json.clone(),
+            threads,
+            runs_ahead: a.runs_ahead,
+            check_threads: a.threads,
+        },
     ))
 }
 

@@ -140,7 +140,12 @@ pub struct CalibrateConfig {
     /// Time budget of the adaptive runs, seconds.
     pub max_time_s: f64,
     pub limits: Limits,
+    /// Threads of create, walk, read and rm (scan's and rm's default: the cores).
     pub threads: usize,
+    /// Threads of the copy: what `manyfiles copy` runs with (its default is two a core,
+    /// [`crate::engine::copy::default_threads`]). With 2 the calibration's copies were
+    /// 12–15% slower than the user's check on RAM ext4 (BENCHMARKS, issue 27).
+    pub copy_threads: usize,
     pub quiet: bool,
     /// Keep the calibration's results here (`predict --model FILE` reads them).
     pub save: Option<PathBuf>,
@@ -173,6 +178,7 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         mock: None::<rounds::MockTiming>,
         warmup: 0,
         threads: cfg.threads,
+        copy_threads: Some(cfg.copy_threads),
         portion_files: 10_000,
         keep: false,
         shared_dir: false,

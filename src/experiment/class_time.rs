@@ -289,6 +289,7 @@ mod tests {
             mock: None,
             warmup: 0,
             threads: 2,
+            copy_threads: None,
             portion_files: 10_000,
             keep: false,
             shared_dir: false,

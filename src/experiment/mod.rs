@@ -73,6 +73,9 @@ pub struct TreeExperiment {
     pub mock: Option<rounds::MockTiming>,
     pub warmup: u32,
     pub threads: usize,
+    /// Threads of the copy engine's ops (copy and the sync family); None: `threads`.
+    /// `predict` gives the engine's own default, which the user's check runs with.
+    pub copy_threads: Option<usize>,
     pub portion_files: u64,
     pub keep: bool,
     /// MPI `--shared-dir`: all ranks in rank 0's directories, each on its own files.
@@ -541,7 +544,14 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         reformat: cfg.ops.iter().any(|o| o == REFORMAT),
     };
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti, watch| {
-        let env = TreeEnv { settings: &settings, progress: &progress, caches: cfg.caches, pairs: &pairs, watch };
+        let env = TreeEnv {
+            settings: &settings,
+            copy_threads: cfg.copy_threads.unwrap_or(settings.threads),
+            progress: &progress,
+            caches: cfg.caches,
+            pairs: &pairs,
+            watch,
+        };
         run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &env, cfg.measure_allocation)
     })
 }
@@ -662,6 +672,8 @@ fn run_tree(
 /// What every tree of an experiment runs with.
 struct TreeEnv<'a> {
     settings: &'a PhaseSettings,
+    /// Threads of the copy engine's pair ops (external tools get `settings.threads`).
+    copy_threads: usize,
     progress: &'a Progress,
     caches: CacheMode,
     pairs: &'a [Box<dyn PairOp>],
@@ -710,9 +722,9 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
     const DST: &std::ffi::CStr = c"dst";
     let src = rundir.path.join("tree");
     let dst = rundir.path.join("dst");
-    let threads = env.settings.threads;
     for op in env.pairs {
         let name = op.name();
+        let threads = if name.starts_with("cmd:") { env.settings.threads } else { env.copy_threads };
         if let Err(e) = mkdirat(rundir.fd(), DST, Mode::from_raw_mode(0o755)) {
             return Some(Stop::Failed(format!("{name}: cannot create the destination: {e}")));
         }

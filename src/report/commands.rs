@@ -146,6 +146,8 @@ pub struct PredictConfig {
     pub runs_ahead: u32,
     /// The model is a calibration made for this tree (`--on`/`--fs`): say how to check it.
     pub calibrated: bool,
+    /// `--threads` given to a calibration: the check commands carry it.
+    pub check_threads: Option<usize>,
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
@@ -175,11 +177,12 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
     let mut text =
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
     if cfg.calibrated {
-        text.push_str(
-            "check, one run each, on the target: `manyfiles copy --cold --durable PATH DST` (copy), then \
-             `manyfiles scan --cold DST` (scan) and `manyfiles rm --cold --durable DST` (rm); the calibration's copies \
-             ran target to target: a copy from another disk also pays that disk's reads\n",
-        );
+        let t = cfg.check_threads.map(|n| format!(" --threads {n}")).unwrap_or_default();
+        text.push_str(&format!(
+            "check, one run each, on the target: `manyfiles copy{t} --cold --durable PATH DST` (copy), then \
+             `manyfiles scan{t} --cold DST` (scan) and `manyfiles rm{t} --cold --durable DST` (rm); the calibration's \
+             copies ran target to target: a copy from another disk also pays that disk's reads\n",
+        ));
     }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");

@@ -78,6 +78,16 @@ pub struct Options {
     pub durable: bool,
 }
 
+/// The threads a copy or sync runs on by default with `cores` cores. A job that copies
+/// gets two threads a core: a cold source file's read blocks its thread on the device
+/// while the other thread of that core goes on (100,000 × 1 KiB cold on a RAM-backed
+/// ext4, 2 cores: 4 threads 1.20× faster than 2, 8 no faster than 4; BENCHMARKS.md). A
+/// walk (a dry run) gains nothing from more threads than cores. `predict` calibrates
+/// its copies with the same number, as the user's check `manyfiles copy` runs.
+pub fn default_threads(cores: usize, writes: bool) -> usize {
+    if writes { 2 * cores } else { cores }
+}
+
 impl Options {
     pub fn new(mode: Mode, src: &Path, dst: &Path, threads: usize) -> Options {
         Options {
