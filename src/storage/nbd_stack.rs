@@ -106,16 +106,31 @@ pub fn nbdkit_argv(dir: &Path, class: &DeviceClass, bytes: u64) -> Vec<String> {
         v.push(format!("delay-zero={wd}ms"));
         v.push(format!("delay-trim={wd}ms"));
     }
-    // nbdkit 1.32's rate filter has one bucket for reads and writes (rate=, bits/s):
-    // the slower direction's cap when they differ (recorded; see README).
+    // nbdkit 1.32's rate filter has one rate for reads and writes (rate=, bits/s): the
+    // slower direction's cap when they differ (recorded; see README).
     let bw = match (class.read.bw, class.write.bw) {
         (Some(r), Some(w)) => Some(r.min(w)),
         (a, b) => a.or(b),
     };
     if let Some(b) = bw {
         v.push(format!("rate={}", b.saturating_mul(8)));
+        v.push(format!("burstiness={:.6}", burst_seconds(b)));
     }
     v
+}
+
+/// Bytes the rate filter lets pass unthrottled after a pause (its bucket's capacity):
+/// above the largest request the stack sends (the loop device's 1,280 KiB), because the
+/// filter credits a request that slept for its remainder with at most the bucket's
+/// capacity, so a smaller bucket would slow big requests far below the cap.
+pub const RATE_BURST_BYTES: u64 = 2 << 20;
+
+/// The rate filter's `burstiness=` for a cap of `bw` bytes/s: [`RATE_BURST_BYTES`] worth.
+/// nbdkit's default is 2 s: an ebs-gp2 (250 MiB/s) then wrote 500 MiB after every pause
+/// at memory speed, so no create of the default ladder (64 MiB) met the cap (fitted
+/// 423 MiB/s), and fio's sequential 1 MiB writes streamed 280 MiB/s (session 14).
+fn burst_seconds(bw: u64) -> f64 {
+    RATE_BURST_BYTES as f64 / bw.max(1) as f64
 }
 
 /// Connections nbdfuse is asked for so that `qd` of them carry requests: nbdfuse
@@ -365,6 +380,8 @@ mod tests {
         assert!(s.contains("--filter=rate --filter=delay memory size=1073741824"), "{s}");
         assert!(s.contains("delay-read=10ms delay-write=10ms"), "{s}");
         assert!(s.contains(&format!("rate={}", (90u64 * 8) << 20)), "{s}");
+        // A burst of 2 MiB at 90 MiB/s, not nbdkit's default 2 s (180 MiB).
+        assert!(s.contains(&format!("burstiness={:.6}", 2.0 / 90.0)), "{s}");
         assert_eq!(expected(&c, &c.read), Some([100.0, 500.0]));
         let h = DeviceClass::parse("hdd").unwrap();
         assert_eq!((delay_ms(&h, &h.read), delay_ms(&h, &h.write)), (13, 14));
