@@ -346,3 +346,48 @@ fn predict_calibration_bad_input() {
     // Nothing was made in the target by any of these.
     assert!(run_dirs(tmp.path()).is_empty());
 }
+
+/// `manyfiles mount SPEC DIR` for the life of the value.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let r = run(["umount", self.0.to_str().unwrap()]);
+        if !std::thread::panicking() {
+            r.ok();
+        }
+    }
+}
+
+/// On FUSE (exFAT through exfat-fuse) `manyfiles copy`, `scan` and `rm` run without
+/// `--threads` from 16 threads with in-flight control; the calibration must copy as they
+/// do (its walks and removals ran on the cores: exFAT scans were predicted 3× too slow,
+/// removals 2×). Root: the exFAT image is mounted.
+#[test]
+fn predict_on_fuse_calibrates_as_the_checks_run() {
+    if !is_root() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+        eprintln!("skipped: mounting an exFAT image needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    odd_tree(&tree);
+    let on = tmp.path().join("on");
+    std::fs::create_dir(&on).unwrap();
+    run(["mount", "exfat@ram", on.to_str().unwrap(), "--size", "64MiB"]).ok();
+    let _mounted = Mounted(on.clone());
+    let cal = tmp.path().join("cal.json");
+    let (t, o, c) = (tree.to_str().unwrap(), on.to_str().unwrap(), cal.to_str().unwrap());
+    run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet", "--save-calibration", c]).ok();
+    let (dst, summary) = (on.join("check"), tmp.path().join("check.json"));
+    // exFAT holds no permission bits and coarser times: --lossy accepts that.
+    run(["copy", "--quiet", "--lossy", "--json", summary.to_str().unwrap(), t, dst.to_str().unwrap()]).ok();
+    let check = load_json(&summary);
+    assert_eq!(s(&check["in_flight"], "mode"), "adaptive", "{check:#}");
+    let check_threads = u(&check, "threads");
+    let rs = load_json(&cal);
+    let copies: Vec<u64> =
+        arr(&rs, "measurements").iter().filter(|m| m["op"] == "copy").map(|m| u(m, "threads")).collect();
+    assert!(!copies.is_empty() && copies.iter().all(|&t| t == check_threads), "{copies:?} vs {check_threads}");
+}

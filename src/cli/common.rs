@@ -276,11 +276,7 @@ pub(super) fn in_flight(
         (_, Some(n)) if n > 1024 => Err(Error::bad("--in-flight", "must be at most 1024")),
         (_, Some(n)) => Ok((n, Some(n))),
         (Some(t), None) => Ok((threads_or(Some(t), default)?, None)),
-        (None, None) if roots.iter().any(|r| manyfiles::storage::cache::round_trip_fs(r).is_some()) => {
-            use manyfiles::engine::inflight::{DEFAULT_MAX, ROUND_TRIP_START};
-            Ok((default.max(ROUND_TRIP_START), Some(DEFAULT_MAX.max(default))))
-        }
-        (None, None) => Ok((default, None)),
+        (None, None) => Ok(manyfiles::engine::default_plan(default, roots).threads_and_max()),
     }
 }
 

@@ -42,19 +42,15 @@
 //! run of a few thousand files; and why the sleeping test rather than wall against CPU
 //! time: a throughput comparison alone is noisy on a loaded machine, wall time includes
 //! waiting for a core there, and on local storage (warm: no sleep) the test keeps the
-//! limit at the start instead of probing. The start is the engine's default thread count
-//! (the cores; copy: twice the cores), or [`ROUND_TRIP_START`] if more: the CLI puts a gate
-//! only where a root is on FUSE or a network file system (local runs keep their threads
-//! and no gate: it cost 4–11% there), and there a short run ends before a climb from the
-//! cores gets far.
+//! limit at the start instead of probing. Where the gate goes and where it starts:
+//! [`super::default_plan`] (local runs keep their threads and no gate: it cost 4–11%).
 //!
 //! Directories: with a gate the walk runs on up to `max` threads, and each directory
 //! task is a pass of the gate's directory lane (same limit): on a share, opening and
 //! listing a directory are round trips too, and a tree of small directories needs them
 //! in flight. Locally the extra walk threads wait at the lane.
 //!
-//! `MANYFILES_INFLIGHT_TRACE=1` prints every period's sample and the limit it led to on
-//! stderr.
+//! `MANYFILES_INFLIGHT_TRACE=1` prints each period's sample and new limit on stderr.
 //!
 //! Deadlock freedom: an entries pass is held only around leaf work (no rayon wait
 //! inside); a directory pass may be held across rayon waits, so a thread holding one
@@ -104,6 +100,16 @@ pub enum Plan {
     Fixed(usize),
     /// Start at `start`, move between `start` and `max`.
     Adaptive { start: usize, max: usize },
+}
+
+impl Plan {
+    /// The engines' options: threads, and the in-flight limit's most (None: no gate).
+    pub fn threads_and_max(self) -> (usize, Option<usize>) {
+        match self {
+            Plan::Fixed(n) => (n, None),
+            Plan::Adaptive { start, max } => (start, Some(max)),
+        }
+    }
 }
 
 /// The in-flight an engine used, for its summary and JSON.

@@ -150,7 +150,7 @@ impl PairOp for ExternalCmd {
         format!("cmd:{}", self.name)
     }
 
-    fn run(&self, src: &Path, dst: &Path, _threads: usize) -> PhaseResult {
+    fn run(&self, src: &Path, dst: &Path, _plan: crate::engine::inflight::Plan) -> PhaseResult {
         let argv = self.argv(src, dst);
         let start = Instant::now();
         let mut child = match Command::new(&argv[0])
@@ -261,7 +261,7 @@ mod tests {
         std::fs::write(s.join("sub/f"), b"abc").unwrap();
         std::fs::create_dir(&d).unwrap();
         let good = ExternalCmd::parse("cp=cp -a {src}/. {dst}").unwrap();
-        let r = good.run(&s, &d, 1);
+        let r = good.run(&s, &d, crate::engine::inflight::Plan::Fixed(1));
         assert!(r.complete(), "{r:?}");
         assert_eq!((r.files, r.bytes, r.dirs), (1, 3, 1));
         assert!(r.peak_rss_bytes.unwrap() > 0 && r.elapsed_s > 0.0);
@@ -269,9 +269,11 @@ mod tests {
         std::fs::create_dir(&d).unwrap();
         // Exits 0 but copies nothing: a wrong tree, reported as an error.
         let lazy = ExternalCmd::parse("lazy=true {src} {dst}").unwrap();
-        let r = lazy.run(&s, &d, 1);
+        let r = lazy.run(&s, &d, crate::engine::inflight::Plan::Fixed(1));
         assert!(!r.complete() && r.first_error.unwrap().contains("wrong tree"));
         let fails = ExternalCmd::parse("f=false {src} {dst}").unwrap();
-        assert!(fails.run(&s, &d, 1).first_error.unwrap().contains("exited with 1"));
+        assert!(
+            fails.run(&s, &d, crate::engine::inflight::Plan::Fixed(1)).first_error.unwrap().contains("exited with 1")
+        );
     }
 }

@@ -73,8 +73,10 @@ pub struct TreeExperiment {
     pub mock: Option<rounds::MockTiming>,
     pub warmup: u32,
     pub threads: usize,
-    /// Threads of the copy engine's ops (copy and the sync family); None: `threads`.
-    /// `predict` gives the engine's own default, which the user's check runs with.
+    /// The copy engine's ops (copy and the sync family) run as `manyfiles copy` does
+    /// without `--threads`: from this many threads, with in-flight control where a call
+    /// may cost a round trip ([`crate::engine::default_plan`]); `predict` sets it, so
+    /// that it calibrates with what the user's check runs. None: `threads`, fixed.
     pub copy_threads: Option<usize>,
     pub portion_files: u64,
     pub keep: bool,
@@ -546,7 +548,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     drive(&driver, targets, rs, &metas, &progress, |rundir, ti, watch| {
         let env = TreeEnv {
             settings: &settings,
-            copy_threads: cfg.copy_threads.unwrap_or(settings.threads),
+            copy_threads: cfg.copy_threads,
             progress: &progress,
             caches: cfg.caches,
             pairs: &pairs,
@@ -672,8 +674,9 @@ fn run_tree(
 /// What every tree of an experiment runs with.
 struct TreeEnv<'a> {
     settings: &'a PhaseSettings,
-    /// Threads of the copy engine's pair ops (external tools get `settings.threads`).
-    copy_threads: usize,
+    /// The copy engine's pair ops run as `manyfiles copy` would from this many threads;
+    /// None: `settings.threads`, fixed (external tools always).
+    copy_threads: Option<usize>,
     progress: &'a Progress,
     caches: CacheMode,
     pairs: &'a [Box<dyn PairOp>],
@@ -724,7 +727,11 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
     let dst = rundir.path.join("dst");
     for op in env.pairs {
         let name = op.name();
-        let threads = if name.starts_with("cmd:") { env.settings.threads } else { env.copy_threads };
+        let threads = env.settings.threads;
+        let plan = match env.copy_threads {
+            Some(n) if !name.starts_with("cmd:") => crate::engine::default_plan(n, &[&src, &dst]),
+            _ => crate::engine::inflight::Plan::Fixed(threads),
+        };
         if let Err(e) = mkdirat(rundir.fd(), DST, Mode::from_raw_mode(0o755)) {
             return Some(Stop::Failed(format!("{name}: cannot create the destination: {e}")));
         }
@@ -740,7 +747,7 @@ fn run_pairs(rundir: &RunDir, tree: &Prepared, env: &TreeEnv, done: &mut Vec<(St
                 env.progress.phase(&name, tree.plan.files);
                 watched(env.watch, cache, || {
                     crate::experiment::all_ranks::run_phase_everywhere(|| {
-                        let mut r = op.run(&src, &dst, threads);
+                        let mut r = op.run(&src, &dst, plan);
                         if r.flush_s.is_none() {
                             make_durable(&mut r, &dst); // external tools flush before their check
                         }

@@ -369,9 +369,14 @@ fn trial(setup: &PackTrialSetup, src_rd: &RunDir, dst_rd: &RunDir, ti: usize, wa
         let loose = dst_rd.path.join("loose");
         let before = used(&dst_rd.path);
         let io = Io { reads: Some(&src), writes: Some(&dst_rd.path), watch: watches.dst };
-        let mut r = match s
-            .measure("loose", io, || ops::copy::engine(crate::engine::copy::Mode::Copy, &src, &loose, threads))
-        {
+        let mut r = match s.measure("loose", io, || {
+            ops::copy::engine(
+                crate::engine::copy::Mode::Copy,
+                &src,
+                &loose,
+                crate::engine::inflight::Plan::Fixed(threads),
+            )
+        }) {
             Ok(r) => r,
             Err(e) => return Some(Stop::Failed(e)),
         };

@@ -4,6 +4,7 @@
 //! of them are prepared, timed and checked alike by the experiment runner.
 
 use crate::engine::copy::{self, Mode, Summary};
+use crate::engine::inflight::Plan;
 use crate::measure::{Latency, PhaseResult, Portion};
 use std::path::Path;
 
@@ -15,8 +16,8 @@ pub trait PairOp: Sync {
     fn prepare(&self, _src: &Path, _dst: &Path, _threads: usize) -> Result<(), String> {
         Ok(())
     }
-    /// The timed work.
-    fn run(&self, src: &Path, dst: &Path, threads: usize) -> PhaseResult;
+    /// The timed work, on the threads (and in-flight limit) of `plan`.
+    fn run(&self, src: &Path, dst: &Path, plan: Plan) -> PhaseResult;
 }
 
 /// `copy`: the parallel copy into an empty DST.
@@ -26,14 +27,16 @@ impl PairOp for Copy {
     fn name(&self) -> String {
         "copy".into()
     }
-    fn run(&self, src: &Path, dst: &Path, threads: usize) -> PhaseResult {
-        engine(Mode::Copy, src, dst, threads)
+    fn run(&self, src: &Path, dst: &Path, plan: Plan) -> PhaseResult {
+        engine(Mode::Copy, src, dst, plan)
     }
 }
 
 /// Run the engine quietly and turn its summary into a measurement.
-pub fn engine(mode: Mode, src: &Path, dst: &Path, threads: usize) -> PhaseResult {
-    let o = copy::Options::new(mode, src, dst, threads);
+pub fn engine(mode: Mode, src: &Path, dst: &Path, plan: Plan) -> PhaseResult {
+    let (threads, in_flight_max) = plan.threads_and_max();
+    let mut o = copy::Options::new(mode, src, dst, threads);
+    o.in_flight_max = in_flight_max;
     match copy::engine::run(&o) {
         Ok(s) => phase_result(&s),
         Err(e) => failed_result(e.to_string()),

@@ -58,7 +58,8 @@ impl PairOp for PackOp {
     fn name(&self) -> String {
         format!("pack:{}", self.container.name())
     }
-    fn run(&self, src: &Path, dst: &Path, threads: usize) -> PhaseResult {
+    fn run(&self, src: &Path, dst: &Path, plan: crate::engine::inflight::Plan) -> PhaseResult {
+        let (threads, _) = plan.threads_and_max();
         // Both files live in the run directory that holds DST; removed untimed.
         let dir = dst.parent().unwrap_or(Path::new("."));
         let n = self.container.name();

@@ -41,10 +41,13 @@ impl Op for Rm {
         if !same {
             return w.fail(format!("rm: {} is no longer the tree's root; nothing removed", tree.display()));
         }
+        // As `manyfiles rm` runs without --threads (predict checks with it).
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let (threads, in_flight_max) = crate::engine::default_plan(cores, &[&tree]).threads_and_max();
         let o = Options {
             paths: vec![tree.clone()],
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            in_flight_max: None,
+            threads,
+            in_flight_max,
             cross_mounts: false,
             quiet: true,
             cold: false,

@@ -53,12 +53,15 @@ impl Op for Scan {
         } else if self.rescan && !index.exists() {
             return w.fail("rescan: no index (give scan before rescan in --ops)".into());
         }
+        // As `manyfiles scan` runs without --threads (predict checks with it).
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let (threads, in_flight_max) = crate::engine::default_plan(cores, &[&tree]).threads_and_max();
         let cfg = ScanConfig {
             root: tree,
             db: self.index.then_some(DbUrl::Sqlite(index)),
             inventory: None,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            in_flight_max: None,
+            threads,
+            in_flight_max,
             json: None,
             command_line: Vec::new(),
             cold: false,

@@ -36,7 +36,7 @@ impl PairOp for Sync {
         if self.kind == SyncKind::Empty {
             return Ok(());
         }
-        let first = engine(Mode::Sync, src, dst, threads);
+        let first = engine(Mode::Sync, src, dst, crate::engine::inflight::Plan::Fixed(threads));
         if !first.complete() {
             return Err(format!("the untimed first sync failed: {}", first.first_error.unwrap_or_default()));
         }
@@ -48,8 +48,8 @@ impl PairOp for Sync {
         Ok(())
     }
 
-    fn run(&self, src: &Path, dst: &Path, threads: usize) -> PhaseResult {
-        engine(Mode::Sync, src, dst, threads)
+    fn run(&self, src: &Path, dst: &Path, plan: crate::engine::inflight::Plan) -> PhaseResult {
+        engine(Mode::Sync, src, dst, plan)
     }
 }
 
