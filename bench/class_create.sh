@@ -5,8 +5,9 @@
 # (returned: the writes into memory) and the device's (flush: the syncfs), the write
 # requests and bytes the loop device saw, and the class's model of the flush from those
 # requests and bytes: `DeviceClass::seconds_for` (each request its delay + 0.25 ms of
-# stack in `qd` slots, the bytes at `bw`, the two added) and, beside it, the same with the
-# two overlapped (the larger of the two, plus the run's commits one after another). Then
+# stack in `qd` slots and its bytes at `bw`, overlapped: the larger of the two, plus the
+# run's SERIAL commits one after another) and, beside it, the sum it used before session
+# 15 (the two added). Then
 # the per-file cost of each part, fitted over the rungs (relative least squares,
 # a·files + b·bytes + k), and what the class's model gives a file at the largest rungs.
 #
@@ -54,10 +55,10 @@ for key in dict.fromkeys(x["tree_key"] for x in d["measurements"]):
     added = req * each / qd + wb / bw
     overlapped = max((req - serial) * each / qd, wb / bw) + serial * each
     rows.append((n, b, med([x["returned_s"] for x in ms]), med([x["flush_s"] for x in ms]), med([x["elapsed_s"] for x in ms]), req, wb, added, overlapped))
-print("| files | bytes | create ms | returned ms | flush ms | write requests | MiB written | model, added ms | model, overlapped ms |")
+print("| files | bytes | create ms | returned ms | flush ms | write requests | MiB written | model ms (seconds_for) | the sum (before) ms |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in sorted(rows, key=lambda r: (r[1] != max(x[1] for x in rows), r[0])):
-    print(f"| {r[0]} | {r[1] / 2**20:.0f} MiB | {r[4]*1e3:.1f} | {r[2]*1e3:.1f} | {r[3]*1e3:.1f} | {r[5]:.0f} | {r[6] / 2**20:.1f} | {r[7]*1e3:.1f} ({r[7] / r[3] - 1:+.0%}) | {r[8]*1e3:.1f} ({r[8] / r[3] - 1:+.0%}) |")
+    print(f"| {r[0]} | {r[1] / 2**20:.0f} MiB | {r[4]*1e3:.1f} | {r[2]*1e3:.1f} | {r[3]*1e3:.1f} | {r[5]:.0f} | {r[6] / 2**20:.1f} | {r[8]*1e3:.1f} ({r[8] / r[3] - 1:+.0%}) | {r[7]*1e3:.1f} ({r[7] / r[3] - 1:+.0%}) |")
 
 def fit(rows, i):
     """a·files + b·bytes + k on relative error: coefficients and standard errors."""
@@ -87,6 +88,6 @@ if len(big) == 2 and big[1][0] > big[0][0]:
     (n0, _, _, f0, _, q0, w0, a0, o0), (n1, _, _, f1, _, q1, w1, a1, o1) = big
     dn = n1 - n0
     print(f"- the device a file between the two largest rungs ({n0} and {n1} files): measured {(f1 - f0) / dn * 1e6:.1f} µs, "
-          f"model added {(a1 - a0) / dn * 1e6:.1f} µs, overlapped {(o1 - o0) / dn * 1e6:.1f} µs; "
+          f"model {(o1 - o0) / dn * 1e6:.1f} µs, the sum {(a1 - a0) / dn * 1e6:.1f} µs; "
           f"{(q1 - q0) / dn:.4f} requests and {(w1 - w0) / dn:.0f} bytes a file")
 EOF
