@@ -1,7 +1,9 @@
 //! Records which git commit the binary was built from (for `--version` and the
 //! provenance in results files): `MANYFILES_BUILT_FROM` = "commit <hash> (<date>)", or
 //! "not from git" when built outside a git checkout (a tarball) or without git.
-//! Reruns when HEAD moves (a commit, a checkout), so the recorded commit stays true.
+//! Reruns when HEAD moves (a commit, a checkout) or a source changes, so the recorded
+//! commit stays true; a build from a tree whose sources differ from that commit says so
+//! (", with uncommitted changes"): its results did not come from the commit alone.
 
 use std::path::Path;
 use std::process::Command;
@@ -32,12 +34,29 @@ fn main() {
                 }
             }
         }
-        commit.zip(date)
+        // What the binary is built from: a change to any of these since the commit makes
+        // the build "with uncommitted changes". (A directory is scanned whole by cargo.)
+        let sources = ["src", "build.rs", "Cargo.toml", "Cargo.lock", "assets"];
+        for p in sources {
+            if Path::new(&dir).join(p).exists() {
+                println!("cargo:rerun-if-changed={p}");
+            }
+        }
+        // --no-optional-locks: a build never writes the index (a user's git may be running).
+        let status = Command::new("git")
+            .args(["--no-optional-locks", "-C", &dir, "status", "--porcelain", "--"])
+            .args(sources)
+            .output()
+            .ok()
+            .filter(|o| o.status.success());
+        let dirty = status.is_some_and(|o| !o.stdout.is_empty());
+        commit.zip(date).map(|(c, d)| (c, d, dirty))
     } else {
         None
     };
     let built_from = match from_git {
-        Some((commit, date)) => format!("commit {commit} ({date})"),
+        Some((commit, date, false)) => format!("commit {commit} ({date})"),
+        Some((commit, date, true)) => format!("commit {commit} ({date}), with uncommitted changes"),
         None => "not from git".to_string(),
     };
     println!("cargo:rustc-env=MANYFILES_BUILT_FROM={built_from}");

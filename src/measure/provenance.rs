@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What build.rs found: "commit <hash> (<date>)" or "not from git".
+/// What build.rs found: "commit <hash> (<date>)", the same followed by ", with uncommitted
+/// changes" when the sources differ from that commit, or "not from git".
 pub const BUILT_FROM: &str = env!("MANYFILES_BUILT_FROM");
 
 /// `--version`'s text: the version and what it was built from.
