@@ -270,6 +270,11 @@ fn ladders_run_and_leave_nothing() {
         assert_eq!(t["share"]["proto"], proto.name(), "{t}");
         assert_eq!(t["latency_toxic_ms"], 1);
         assert!(t["client_caches"].as_str().is_some_and(|c| !c.is_empty()));
+        // The stack's processes (server, proxy, client) do the share's work: their CPU is
+        // the target's own, not a neighbour's (a share has no block device to watch).
+        let serving: f64 =
+            doc["measurements"].as_array().unwrap().iter().filter_map(|m| m["machine"]["serving_cpu_s"].as_f64()).sum();
+        assert!(serving > 0.0, "{spec}: no CPU of the share's own processes was counted as the target's");
         let mine: Vec<(PathBuf, Record)> = records().into_iter().filter(|(_, rec)| rec.pid == pid).collect();
         assert!(mine.is_empty(), "{spec}: records left {mine:?}");
         let dirs: Vec<PathBuf> = std::fs::read_dir(registry::state_dir())

@@ -16,7 +16,7 @@
 use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive};
 use crate::error::{Error, Result};
 use crate::fs::write_all;
-use crate::measure::diskstats::DeviceWatch;
+use crate::measure::TargetWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::measure::{Latency, PhaseResult, cpu_times, new_histogram, portions_from_points};
@@ -238,7 +238,7 @@ fn run_trial(
     cfg: &BigfileConfig,
     content: &ContentSource,
     progress: &Progress,
-    watch: Option<&DeviceWatch>,
+    watch: &TargetWatch,
     cache: CacheState,
 ) -> (Vec<(&'static str, PhaseResult)>, Option<Stop>) {
     let mut done = Vec::new();

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
 use crate::measure::PhaseResult;
-use crate::measure::diskstats::DeviceWatch;
+use crate::measure::TargetWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
@@ -113,14 +113,10 @@ pub(crate) fn prepare_caches(
     }
 }
 
-/// Time `phase`, recording what `watch`'s device did meanwhile and the cache state.
-pub(crate) fn watched(
-    watch: Option<&DeviceWatch>,
-    cache: CacheState,
-    phase: impl FnOnce() -> PhaseResult,
-) -> PhaseResult {
-    let serving = watch.map_or(&[][..], |w| w.serving());
-    let ((mut r, io), machine) = crate::measure::machine::around(serving, || DeviceWatch::around(watch, phase));
+/// Time `phase`, recording what `watch`'s device and the machine did meanwhile and the
+/// cache state.
+pub(crate) fn watched(watch: &TargetWatch, cache: CacheState, phase: impl FnOnce() -> PhaseResult) -> PhaseResult {
+    let (mut r, io, machine) = watch.around(phase);
     r.device = io;
     r.machine = machine;
     r.cache = Some(cache.name().to_string());
@@ -265,7 +261,7 @@ pub(crate) fn drive(
     mut rs: ResultSet,
     trees: &[TreeMeta],
     progress: &Progress,
-    mut trial: impl FnMut(&RunDir, usize, Option<&DeviceWatch>) -> TrialOutcome,
+    mut trial: impl FnMut(&RunDir, usize, &TargetWatch) -> TrialOutcome,
 ) -> Result<ResultSet> {
     let save = |rs: &mut ResultSet, stage: export::Stage| -> Result<()> {
         rs.derive();
@@ -362,12 +358,12 @@ pub(crate) fn drive(
         // Cloned after the trial's mount: the processes serving it are current.
         let watch = target.watch.clone();
         let (mut done, mut stop) = match (begun, target.rundir()) {
-            (Ok(()), Some(rundir)) => trial(rundir, ti, watch.as_ref()),
+            (Ok(()), Some(rundir)) => trial(rundir, ti, &watch),
             (Ok(()), None) => (Vec::new(), Some(Stop::Failed("run directory missing".into()))),
             (Err(e), _) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         };
         if d.reformat && stop.is_none() {
-            let mut r = watched(watch.as_ref(), CacheState::Warm, || reformat_phase(target, tree));
+            let mut r = watched(&watch, CacheState::Warm, || reformat_phase(target, tree));
             r.cache = None; // reads nothing: no cache state to report
             if let Some(f) = &r.failed {
                 stop = Some(Stop::Failed(format!("reformat failed: {f}")));
@@ -680,8 +676,8 @@ struct TreeEnv<'a> {
     progress: &'a Progress,
     caches: CacheMode,
     pairs: &'a [Box<dyn PairOp>],
-    /// The target's block device, watched around every phase.
-    watch: Option<&'a DeviceWatch>,
+    /// The target's block device and serving processes, watched around every phase.
+    watch: &'a TargetWatch,
 }
 
 /// The pair ops (copy, sync family, external tools) of `cfg.ops`, in order.

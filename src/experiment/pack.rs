@@ -28,7 +28,7 @@ use crate::experiment::all_ranks::{self, run_phase};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
 use crate::measure::PhaseResult;
-use crate::measure::diskstats::DeviceWatch;
+use crate::measure::TargetWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::ops::{self, CreateOptions, PhaseSettings};
@@ -262,7 +262,7 @@ struct Steps<'a> {
 struct Io<'p> {
     reads: Option<&'p Path>,
     writes: Option<&'p Path>,
-    watch: Option<&'p DeviceWatch>,
+    watch: &'p TargetWatch,
 }
 
 impl Steps<'_> {
@@ -329,11 +329,11 @@ fn untimed(r: std::result::Result<(), String>) -> Option<Stop> {
     r.err().map(Stop::Failed).or_else(interrupted)
 }
 
-/// The devices watched during a trial's steps: the source's and the destination's.
+/// What is watched during a trial's steps: the source target's and the destination's.
 #[derive(Clone, Copy)]
 struct Watches<'a> {
-    src: Option<&'a DeviceWatch>,
-    dst: Option<&'a DeviceWatch>,
+    src: &'a TargetWatch,
+    dst: &'a TargetWatch,
 }
 
 /// One trial: make (or take) the source tree, copy it loose, then every container.
@@ -596,12 +596,13 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         reformat: false,
     };
     let progress = Progress::new(cfg.quiet);
-    let src_watch = src.as_ref().and_then(|s| s.watch.clone());
     let results = drive(&driver, vec![dst], rs, &metas, &progress, |dst_rd, ti, watch| match src.as_mut() {
         None => trial(&setup, dst_rd, dst_rd, ti, Watches { src: watch, dst: watch }),
-        Some(s) => match s.begin_trial() {
-            Ok(src_rd) => trial(&setup, src_rd, dst_rd, ti, Watches { src: src_watch.as_ref(), dst: watch }),
-            Err(e) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
+        // The source's watch after its trial began: its serving processes are current.
+        Some(s) => match (s.begin_trial().map(|_| ()), s.rundir()) {
+            (Ok(()), Some(src_rd)) => trial(&setup, src_rd, dst_rd, ti, Watches { src: &s.watch, dst: watch }),
+            (Ok(()), None) => (Vec::new(), Some(Stop::Failed("source run directory missing".into()))),
+            (Err(e), _) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
         },
     });
     if let Some(s) = src {

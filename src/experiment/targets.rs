@@ -5,6 +5,7 @@
 
 use super::{check_target, estimate_space};
 use crate::error::{Error, Result};
+use crate::measure::TargetWatch;
 use crate::measure::diskstats::DeviceWatch;
 use crate::ranks;
 use crate::storage::TargetInfo;
@@ -25,8 +26,9 @@ pub enum TargetSpec {
 pub struct LiveTarget {
     pub id: String,
     pub info: TargetInfo,
-    /// The block device under the target (None: tmpfs, or not in /proc/diskstats).
-    pub watch: Option<DeviceWatch>,
+    /// The block device under the target (None: tmpfs, a share, or not in
+    /// /proc/diskstats) and the processes serving it, watched around every phase.
+    pub watch: TargetWatch,
     // Field order is drop order: the run directory (fds inside the mount) must go
     // before the file system is unmounted.
     rundir: Option<RunDir>,
@@ -239,8 +241,9 @@ impl LiveTarget {
             let rundir = if ranks::makes_dirs() { Some(RunDir::create(&info.path, keep)?) } else { None };
             // A FUSE file system has an anonymous st_dev: its loop device is named instead.
             let device = managed.as_ref().and_then(|m| m.details().device.clone());
-            let watch = DeviceWatch::for_target(&info.path, device.as_deref());
-            info.device = watch.as_ref().map(|w| w.device().to_string());
+            let watch =
+                TargetWatch { device: DeviceWatch::for_target(&info.path, device.as_deref()), serving: Vec::new() };
+            info.device = watch.device.as_ref().map(|w| w.device().to_string());
             out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0, fresh: false });
         }
         Self::set_labels(&mut out, &[]);
@@ -292,10 +295,10 @@ impl LiveTarget {
                 self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
             }
         }
-        // A FUSE daemon is started anew with every mount: its CPU and I/O are the file
-        // system's own (measure::machine), not a neighbour's.
-        if let (Some(w), Some(m)) = (self.watch.as_mut(), self.managed.as_ref()) {
-            w.set_serving(m.serving_pids());
+        // A FUSE daemon (a share's client) is started anew with every mount: its CPU and
+        // I/O are the file system's own (measure::machine), not a neighbour's.
+        if let Some(m) = self.managed.as_ref() {
+            self.watch.serving = m.serving_pids();
         }
         // Formatted afresh before the next trial: what this one leaves need not be removed.
         if let (Some(rd), Some(_), false) = (self.rundir.as_mut(), self.managed.as_ref(), self.reuse) {

@@ -39,9 +39,6 @@ struct Counters {
 pub struct DeviceWatch {
     device: String,
     backing: Option<String>,
-    /// Processes that serve the file system on this device (a FUSE daemon): their CPU
-    /// and I/O are the file system's own work, not a neighbour's.
-    serving: Vec<u32>,
 }
 
 /// Counters of the watched devices at one instant.
@@ -63,21 +60,11 @@ impl DeviceWatch {
         }?;
         read_counters(&name)?;
         let backing = loop_backing_device(&name).filter(|b| read_counters(b).is_some());
-        Some(DeviceWatch { device: name, backing, serving: Vec::new() })
+        Some(DeviceWatch { device: name, backing })
     }
 
     pub fn device(&self) -> &str {
         &self.device
-    }
-
-    /// The processes serving the file system (see [`DeviceWatch::serving`]).
-    pub fn set_serving(&mut self, pids: Vec<u32>) {
-        self.serving = pids;
-    }
-
-    /// Processes serving the file system on the device (FUSE daemons).
-    pub fn serving(&self) -> &[u32] {
-        &self.serving
     }
 
     /// Run `f`, and what `watch`'s devices did meanwhile (None without a watch).

@@ -9,6 +9,25 @@ pub mod spread;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+/// What is watched around every phase on one target: its block device (none for tmpfs
+/// and shares) and the processes serving it (a FUSE daemon; a device class's nbdkit and
+/// nbdfuse; a share's server, proxy and client), whose CPU is the file system's own
+/// work, not a neighbour's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TargetWatch {
+    pub device: Option<diskstats::DeviceWatch>,
+    pub serving: Vec<u32>,
+}
+
+impl TargetWatch {
+    /// Run `phase`; what the device did meanwhile, and the rest of the machine.
+    pub fn around<T>(&self, phase: impl FnOnce() -> T) -> (T, Option<diskstats::DeviceIo>, Option<machine::Activity>) {
+        let ((r, io), act) =
+            machine::around(&self.serving, || diskstats::DeviceWatch::around(self.device.as_ref(), phase));
+        (r, io, act)
+    }
+}
+
 /// One slice of a phase: `files` more files done in `elapsed_s`; `end_files` is the
 /// running total at the slice's end. A slice ends every N files or at least once a second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
