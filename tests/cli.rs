@@ -40,6 +40,23 @@ fn version_prints_name_version_and_commit() {
             return;
         }
     };
+    // Built from sources that differ from HEAD: the version says so (build.rs reruns on a
+    // source change); the sources are as they were when cargo built the binary just now.
+    let dirty = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "status", "--porcelain", "--"])
+        .args(["src", "build.rs", "Cargo.toml", "Cargo.lock", "assets"])
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty());
+    let from = match from.strip_suffix(", with uncommitted changes") {
+        Some(f) => {
+            assert!(dirty, "{line}: says uncommitted changes, git status shows none");
+            f
+        }
+        None => {
+            assert!(!dirty, "{line}: git status shows uncommitted changes, the version does not say so");
+            from
+        }
+    };
     let (commit, date) =
         from.strip_prefix("commit ").and_then(|r| r.split_once(' ')).unwrap_or_else(|| panic!("{line}"));
     assert_eq!(commit, head, "--version names the commit checked out (build.rs reruns when HEAD moves)");

@@ -378,3 +378,36 @@ fn symlinked_target_is_accepted() {
     assert!(run_dirs(&real).is_empty());
     assert!(link.is_symlink(), "the symlink itself is left alone");
 }
+
+/// Without --threads a ladder's copy runs as `manyfiles copy` does (two threads a core on
+/// local storage), so a model of it predicts that command; with --threads N on N. The
+/// footer says what each op ran on.
+#[test]
+fn copy_ops_run_as_the_copy_command_unless_threads_given() {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap();
+    for (extra, want) in [("", 2 * cores), (" --threads 1", 1)] {
+        let target = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let json = out.path().join("r.json");
+        let args = format!("--total 64KiB --from 16 --to 16 --runs 1 --ops create,copy --second-total off{extra}");
+        let r = run(ladder_args(target.path(), &json, &args));
+        r.ok();
+        let v = load_json(&json);
+        let copies: Vec<u64> =
+            arr(&v, "measurements").iter().filter(|m| s(m, "op") == "copy").map(|m| u(m, "threads")).collect();
+        assert_eq!(copies, vec![want as u64], "{extra}");
+        // The footer names the ops that ran on other than the experiment's threads.
+        let base = u(get(&v, "experiment"), "threads");
+        let others: Vec<String> = arr(&v, "measurements")
+            .iter()
+            .filter(|m| u(m, "threads") != base)
+            .map(|m| format!("{} {}", s(m, "op"), u(m, "threads")))
+            .collect();
+        let text = match others.is_empty() {
+            true => format!("· {base} threads, order"),
+            false => format!("· {base} threads ({}), order", others.join(", ")),
+        };
+        let footer = r.stdout.lines().find(|l| l.starts_with("runs:")).unwrap_or_default().to_string();
+        assert!(footer.contains(&text), "{footer} (want {text})");
+    }
+}

@@ -76,7 +76,8 @@ pub struct TreeExperiment {
     /// The copy engine's ops (copy and the sync family) run as `manyfiles copy` does
     /// without `--threads`: from this many threads, with in-flight control where a call
     /// may cost a round trip ([`crate::engine::default_plan`]); `predict` sets it, so
-    /// that it calibrates with what the user's check runs. None: `threads`, fixed.
+    /// that it calibrates with what the user's check runs, and so does a ladder without
+    /// `--threads`. None: `threads`, fixed.
     pub copy_threads: Option<usize>,
     pub portion_files: u64,
     pub keep: bool,

@@ -345,12 +345,12 @@ fn footer(rs: &ResultSet, sources: &[(String, Provenance)]) -> String {
     let e = &rs.experiment;
     let mut h = String::from("<footer class=\"provenance\"><h2>Provenance</h2>\n<ul>");
     h.push_str(&format!(
-        "<li>experiment {}: ops {}, {} (+{} warmup), {} threads, order {}, caches {}</li>",
+        "<li>experiment {}: ops {}, {} (+{} warmup), {}, order {}, caches {}</li>",
         esc(&e.name),
         esc(&e.ops.join(", ")),
         esc(&runs_per_cell(rs)),
         e.warmup,
-        e.threads,
+        esc(&super::table::threads_text(rs)),
         esc(&e.order),
         format!("{:?}", e.caches).to_lowercase()
     ));

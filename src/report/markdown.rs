@@ -14,7 +14,7 @@ impl Exporter for MarkdownExporter {
         let e = &rs.experiment;
         let mut s = format!("## manyfiles {}: {}\n\n", e.name, e.ops.join(", "));
         s.push_str(&format!(
-            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {} threads, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
+            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {}, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
             p.started_utc,
             p.host,
             p.cpu_model,
@@ -27,7 +27,7 @@ impl Exporter for MarkdownExporter {
                 None => e.runs.to_string(),
             },
             e.warmup,
-            e.threads,
+            super::table::threads_text(rs),
             e.order,
             format!("{:?}", e.caches).to_lowercase()
         ));

@@ -555,6 +555,32 @@ pub fn op_label(rs: &ResultSet, op: &str) -> String {
     }
 }
 
+/// The threads the phases ran on: "2 threads", and the ops that ran on others beside it
+/// ("2 threads; sync 16–64, scan 16"): without `--threads` the copy engine's ops run as
+/// `manyfiles copy` does (two a core; on a FUSE or network file system adaptive from 16),
+/// and so do walk, scan and rm there.
+pub fn threads_text(rs: &ResultSet) -> String {
+    let base = rs.experiment.threads;
+    let mut others: Vec<(String, usize, usize)> = Vec::new(); // op, least, most, in op order
+    for m in rs.measurements.iter().filter(|m| m.result.threads > 0) {
+        let t = m.result.threads;
+        match others.iter_mut().find(|o| o.0 == m.op) {
+            Some(o) => (o.1, o.2) = (o.1.min(t), o.2.max(t)),
+            None => others.push((m.op.clone(), t, t)),
+        }
+    }
+    others.retain(|o| (o.1, o.2) != (base, base));
+    let mut s = format!("{base} threads");
+    if !others.is_empty() {
+        let list: Vec<String> = others
+            .iter()
+            .map(|(op, lo, hi)| if lo == hi { format!("{op} {lo}") } else { format!("{op} {lo}–{hi}") })
+            .collect();
+        s.push_str(&format!(" ({})", list.join(", ")));
+    }
+    s
+}
+
 /// How many runs the figures rest on: the fixed count, or how adaptive runs ended
 /// (cells that reached the precision, the others with what they reached), and the
 /// runs left out as disturbed.
@@ -568,7 +594,7 @@ pub fn runs_line(rs: &ResultSet) -> String {
     let (lo, hi) = (ns.iter().min().copied().unwrap_or(0), ns.iter().max().copied().unwrap_or(0));
     let range = if lo == hi { lo.to_string() } else { format!("{lo}–{hi}") };
     let e = &rs.experiment;
-    let setup = format!("{} threads, order {}, {} warmup", e.threads, e.order, e.warmup);
+    let setup = format!("{}, order {}, {} warmup", threads_text(rs), e.order, e.warmup);
     let pct = |x: f64| {
         let v = x * 100.0;
         if (v - v.round()).abs() < 1e-9 { format!("{}", v.round()) } else { sig3(v) }
