@@ -245,7 +245,7 @@ fn predict_calibrates_on_a_directory() {
         "read",
         "rm (the whole tree)",
         "predicted time of one run",
-        "check, one run each",
+        "check, one run each, on the target: `manyfiles copy --cold --durable PATH DST`",
     ] {
         assert!(r.stdout.contains(w), "{w}: {}", r.stdout);
     }
@@ -379,7 +379,10 @@ fn predict_on_fuse_calibrates_as_the_checks_run() {
     let _mounted = Mounted(on.clone());
     let cal = tmp.path().join("cal.json");
     let (t, o, c) = (tree.to_str().unwrap(), on.to_str().unwrap(), cal.to_str().unwrap());
-    run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet", "--save-calibration", c]).ok();
+    let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet", "--save-calibration", c]);
+    p.ok();
+    // The check line carries --lossy: exFAT drops modes, and without it the copy fails.
+    assert!(p.stdout.contains("`manyfiles copy --lossy --cold --durable PATH DST`"), "{}", p.stdout);
     let (dst, summary) = (on.join("check"), tmp.path().join("check.json"));
     // exFAT holds no permission bits and coarser times: --lossy accepts that.
     run(["copy", "--quiet", "--lossy", "--json", summary.to_str().unwrap(), t, dst.to_str().unwrap()]).ok();

@@ -178,8 +178,14 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
     if cfg.calibrated {
         let t = cfg.check_threads.map(|n| format!(" --threads {n}")).unwrap_or_default();
+        // Onto exFAT, FAT or NTFS the check's copy drops modes (and owners, fine times):
+        // reported as losses, which fail the copy unless accepted.
+        let lossy = match cfg.model.targets.iter().all(|t| t.keeps_posix_modes()) {
+            true => "",
+            false => " --lossy",
+        };
         text.push_str(&format!(
-            "check, one run each, on the target: `manyfiles copy{t} --cold --durable PATH DST` (copy), then \
+            "check, one run each, on the target: `manyfiles copy{t}{lossy} --cold --durable PATH DST` (copy), then \
              `manyfiles scan{t} --cold DST` (scan) and `manyfiles rm{t} --cold --durable DST` (rm); the calibration's \
              copies ran target to target: a copy from another disk also pays that disk's reads\n",
         ));

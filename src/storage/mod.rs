@@ -48,6 +48,16 @@ pub struct TargetInfo {
 }
 
 impl TargetInfo {
+    /// False for file systems that keep no POSIX permission bits or owners (exFAT, FAT,
+    /// NTFS through ntfs-3g without a user mapping, counted with ntfs3; FUSE block mounts
+    /// are those two): a `manyfiles copy` onto them reports what it drops as losses and
+    /// fails without `--lossy`. Decided by name: the copy engine learns it per
+    /// destination (`Caps`), but a target already torn down cannot be asked.
+    pub fn keeps_posix_modes(&self) -> bool {
+        let fs = self.managed.as_ref().map_or(self.fs_type.as_str(), |m| m.fs_type.as_str());
+        !matches!(fs, "exfat" | "vfat" | "msdos" | "ntfs" | "ntfs3" | "fuseblk")
+    }
+
     /// Describe the directory `path` (which must exist).
     pub fn probe(id: &str, path: &Path) -> std::io::Result<TargetInfo> {
         let abs = std::fs::canonicalize(path)?;
