@@ -403,9 +403,10 @@ fn copy_ops_run_as_the_copy_command_unless_threads_given() {
             .filter(|m| u(m, "threads") != base)
             .map(|m| format!("{} {}", s(m, "op"), u(m, "threads")))
             .collect();
+        let threads = if base == 1 { "1 thread".to_string() } else { format!("{base} threads") };
         let text = match others.is_empty() {
-            true => format!("· {base} threads, order"),
-            false => format!("· {base} threads ({}), order", others.join(", ")),
+            true => format!("· {threads}, order"),
+            false => format!("· {threads} ({}), order", others.join(", ")),
         };
         let footer = r.stdout.lines().find(|l| l.starts_with("runs:")).unwrap_or_default().to_string();
         assert!(footer.contains(&text), "{footer} (want {text})");

@@ -570,7 +570,7 @@ pub fn threads_text(rs: &ResultSet) -> String {
         }
     }
     others.retain(|o| (o.1, o.2) != (base, base));
-    let mut s = format!("{base} threads");
+    let mut s = format!("{base} thread{}", if base == 1 { "" } else { "s" });
     if !others.is_empty() {
         let list: Vec<String> = others
             .iter()
