@@ -231,7 +231,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
         Command::Completions(a) => out(&String::from_utf8_lossy(&cli::completions(a.shell))),
         Command::Man(a) => {
-            let pages = cli::man_pages(&a.dir)?;
+            let pages = cli::man_pages(&a.dir, a.replace.force)?;
             out(&format!(
                 "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
                 pages.len(),

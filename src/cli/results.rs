@@ -1,7 +1,7 @@
 //! The commands that read result files: report, compare, predict and plan (their
 //! arguments, `read_results`, and their translation into configs).
 
-use super::common::{check_output, threads};
+use super::common::{Replace, check_output, threads};
 use clap::Args;
 use manyfiles::error::{Error, Result};
 use manyfiles::report::export::{Format, Output};
@@ -32,6 +32,8 @@ pub struct ReportArgs {
     /// (without it, several files are shown side by side)
     #[arg(long)]
     pub pool: bool,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 #[derive(Args, Debug)]
@@ -62,6 +64,8 @@ pub struct CompareArgs {
     /// Also write the comparison as one self-contained HTML file (ratio table, forest plot)
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
@@ -98,6 +102,9 @@ fn pooled(
 }
 
 pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
+    if a.replace.force {
+        manyfiles::fs::output::force_replacing(); // --png's charts are checked by name when drawn
+    }
     if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() && a.json.is_none() {
         return Err(Error::bad(
             "--html",
@@ -111,19 +118,19 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
         (&a.json, Format::Json, "--json"),
     ] {
         if let Some(p) = p {
-            check_output(p, flag)?;
+            check_output(p, flag, a.replace.force)?;
             exports.push(Output { path: p.clone(), format: f });
         }
     }
     if let Some(h) = &a.html {
-        check_output(h, "--html")?;
+        check_output(h, "--html", a.replace.force)?;
     }
     if let Some(d) = &a.png {
         if d.exists() && !d.is_dir() {
             return Err(Error::bad("--png", format!("{} is not a directory", d.display())));
         }
         if !d.exists() {
-            check_output(d, "--png")?;
+            check_output(d, "--png", a.replace.force)?;
         }
     }
     // A `predict --json` file is read as one when it is no result file.
@@ -170,7 +177,7 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
         }
     }
     if let Some(h) = &a.html {
-        check_output(h, "--html")?;
+        check_output(h, "--html", a.replace.force)?;
     }
     manyfiles::report::table::set_wide(a.wide);
     Ok(manyfiles::report::CompareConfig {
@@ -224,6 +231,8 @@ pub struct PredictArgs {
     /// Calibration: no progress bar
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 #[derive(Args, Debug)]
@@ -250,6 +259,8 @@ pub struct PlanArgs {
     /// Threads for walking PATH (default: available cores)
     #[arg(long)]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 fn tree_input(
@@ -296,7 +307,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         return Err(Error::bad("--runs-ahead", format!("{}: must be between 1 and 1000", a.runs_ahead)));
     }
     if let Some(j) = &a.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", a.replace.force)?;
     }
     let target = match (&a.on, &a.fs) {
         (Some(d), _) => {
@@ -357,7 +368,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         return Err(Error::bad("--max-time", "must be more than 0 seconds"));
     }
     if let Some(p) = &a.save_calibration {
-        check_output(p, "--save-calibration")?;
+        check_output(p, "--save-calibration", a.replace.force)?;
     }
     let cal = manyfiles::experiment::calibrate::CalibrateConfig {
         target,
@@ -407,7 +418,7 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
         }
     }
     if let Some(j) = &a.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", a.replace.force)?;
     }
     let tree = tree_input(&a.path, &a.inventory, "PATH")?;
     if let TreeInput::Inventory(inv) = &tree {

@@ -31,6 +31,14 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
         return Err(Error::bad("RESULTS.json", "no result file given"));
     };
     let charts = super::chart::charts(&rs);
+    let png_path = |dir: &std::path::Path, c: &super::chart::Chart| dir.join(format!("{}.png", c.id));
+    // Every chart's file is checked before anything is written: a file of that name
+    // that is no manyfiles chart stops the report (exit 2, unless --force).
+    if let Some(dir) = cfg.png.as_ref().filter(|d| d.is_dir()) {
+        for c in &charts {
+            crate::fs::output::check_path(&png_path(dir, c), false).map_err(|e| Error::bad("--png", e))?;
+        }
+    }
     let mut said = String::new();
     if let Some(h) = &cfg.html {
         let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
@@ -43,10 +51,12 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
             std::fs::create_dir(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
         }
         for c in &charts {
-            let path = dir.join(format!("{}.png", c.id));
+            let path = png_path(dir, c);
             // Drawn beside the final name, then renamed: a reader never sees half a PNG.
             let tmp = dir.join(format!(".{}.tmp-{}.png", c.id, std::process::id()));
-            let r = super::chart::png(c, &tmp).and_then(|_| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
+            let r = super::chart::png(c, &tmp)
+                .and_then(|_| crate::fs::output::check_path(&path, false))
+                .and_then(|_| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
             if let Err(e) = r {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(Error::failed(format!("cannot write {}: {e}", path.display())));
