@@ -103,7 +103,7 @@ fn out(text: &str) {
 fn run(cli: Cli, args: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Run(a) => {
-            let file_args = cli::toml_args(&a.file)?;
+            let file_args = cli::toml_args(&a)?;
             if let Some((flag, value)) = cli::negative_value(&file_args) {
                 return Err(manyfiles::error::Error::bad(
                     "FILE",
