@@ -84,6 +84,36 @@ pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::res
 
 /// `first` with the invocations `more` pooled in (`results::pool`); `first` alone when
 /// there are none.
+/// Files to pool must be distinct runs: the same file twice, or two files of identical
+/// content (a copy), are refused naming `flag` (the provenance check in `pool` then
+/// catches a run written out again, e.g. by `report --json`).
+fn distinct_files(files: &[&std::path::Path], flag: &str) -> Result<()> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<(&std::path::Path, (u64, u64), u64)> = Vec::new();
+    for f in files {
+        let md = std::fs::metadata(f).map_err(|e| Error::bad(flag, format!("{}: {e}", f.display())))?;
+        let text = manyfiles::fs::input::read_bounded(f, manyfiles::fs::input::JSON_MAX)
+            .map_err(|e| Error::bad(flag, format!("{}: {e}", f.display())))?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let (id, hash) = ((md.dev(), md.ino()), h.finish());
+        if let Some((other, _, _)) = seen.iter().find(|(_, i, x)| *i == id || *x == hash) {
+            let how = if seen.iter().any(|(_, i, _)| *i == id) { "the same file" } else { "identical (a copy)" };
+            return Err(Error::bad(
+                flag,
+                format!(
+                    "{} and {} are {how}: pooling one run twice would count its runs twice",
+                    other.display(),
+                    f.display()
+                ),
+            ));
+        }
+        seen.push((f, id, hash));
+    }
+    Ok(())
+}
+
 fn pooled(
     first: &std::path::Path,
     first_flag: &str,
@@ -94,6 +124,8 @@ fn pooled(
     if more.is_empty() {
         return Ok(rs);
     }
+    let all: Vec<&std::path::Path> = std::iter::once(first).chain(more.iter().map(|p| p.as_path())).collect();
+    distinct_files(&all, flag)?;
     let mut named = vec![(first.display().to_string(), rs)];
     for f in more {
         named.push((f.display().to_string(), read_results(f, flag)?));
@@ -152,6 +184,7 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
         return Err(Error::bad("--html", "a predict --json file gives --html FILE only"));
     }
     if a.pool && !sets.is_empty() {
+        distinct_files(&a.files.iter().map(|f| f.as_path()).collect::<Vec<_>>(), "--pool")?;
         let named = a.files.iter().map(|f| f.display().to_string()).zip(sets).collect();
         sets = vec![manyfiles::results::pool::pool(named).map_err(|e| Error::bad("--pool", e))?];
     }
