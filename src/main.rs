@@ -204,7 +204,9 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
                 cli::PredictJob::Model(cfg) => *cfg,
                 cli::PredictJob::Calibrate(cal, p) => calibrated(&cal, p)?,
             };
-            out(&manyfiles::report::run_predict(&cfg)?);
+            let (text, verdict) = manyfiles::report::run_predict(&cfg);
+            out(&text);
+            verdict?;
         }
         Command::Plan(a) => {
             let cfg = cli::plan_config(&a)?;
@@ -298,9 +300,9 @@ fn calibrated(
     p: cli::PredictParts,
 ) -> manyfiles::error::Result<manyfiles::report::PredictConfig> {
     use manyfiles::report::TreeInput;
-    let inv = match p.tree {
-        TreeInput::Path(path) => manyfiles::tree::inventory::Inventory::scan(&path, p.threads)?,
-        TreeInput::Inventory(i) => *i,
+    let (inv, tree_path) = match p.tree {
+        TreeInput::Path(path) => (manyfiles::tree::inventory::Inventory::scan(&path, p.threads)?, Some(path)),
+        TreeInput::Inventory(i) => (*i, None),
     };
     let model = manyfiles::experiment::calibrate::run(cal, &inv)?;
     let model_name = match &cal.save {
@@ -317,6 +319,7 @@ fn calibrated(
         runs_ahead: p.runs_ahead,
         calibrated: true,
         check_threads: p.check_threads,
+        tree_path,
     })
 }
 

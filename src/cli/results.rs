@@ -328,6 +328,29 @@ pub struct PredictParts {
     pub check_threads: Option<usize>,
 }
 
+/// The calibration writes its run directory into `--on DIR`: refused (exit 2) when DIR
+/// is the tree or inside it, judged by identity (device + inode of DIR's ancestors, and
+/// the path inside the file system, so a bind mount of the tree is seen too). A tree
+/// inside DIR is fine: the run directory is made beside it, never in it.
+fn calibration_outside_tree(dir: &std::path::Path, tree: &std::path::Path) -> Result<()> {
+    use manyfiles::engine::overlap::{Overlap, overlap, place};
+    let bad = |e: std::io::Error| Error::bad("--on", format!("{}: {e}", dir.display()));
+    let (d, t) = (place(dir).map_err(bad)?, place(tree).map_err(bad)?);
+    match overlap(&d, &t) {
+        Some(Overlap::Same | Overlap::FirstInside) => Err(Error::bad(
+            "--on",
+            format!(
+                "{} is {} --tree {}: the calibration would write its run directory into the tree; \
+                 calibrate on a directory outside it",
+                dir.display(),
+                if overlap(&d, &t) == Some(Overlap::Same) { "the same directory as" } else { "inside" },
+                tree.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<PredictJob> {
     use manyfiles::experiment::TargetSpec;
     let interval_s = match &a.interval {
@@ -346,6 +369,9 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         (Some(d), _) => {
             if !d.is_dir() {
                 return Err(Error::bad("--on", format!("{} is not a directory", d.display())));
+            }
+            if let Some(tree) = a.tree.as_deref().filter(|t| t.is_dir()) {
+                calibration_outside_tree(d, tree)?;
             }
             Some(TargetSpec::Dir(d.clone()))
         }
@@ -392,6 +418,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             runs_ahead: a.runs_ahead,
             calibrated: false,
             check_threads: None,
+            tree_path: None,
         })));
     };
     let max_time_s = humantime::parse_duration(&a.max_time)
