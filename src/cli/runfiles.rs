@@ -9,7 +9,8 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct RunFileArgs {
     /// Experiment file: `command = "ladder"` plus the command's long flags as keys
-    /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...)
+    /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...); relative paths in it are
+    /// taken from its own directory
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Let the file name targets and outputs outside its own directory (by default a

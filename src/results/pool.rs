@@ -133,6 +133,7 @@ mod tests {
         let e = pool(vec![("a".into(), a.clone()), ("b".into(), b)]).unwrap_err();
         assert!(e.contains("only invocations of one experiment"), "{e}");
         let mut c = a.clone();
+        c.provenance.invocation.push('c'); // another invocation, on another file system
         c.targets[0].fs_type = "xfs".into();
         let e = pool(vec![("a".into(), a), ("c".into(), c)]).unwrap_err();
         assert!(e.contains("not the same target"), "{e}");
