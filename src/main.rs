@@ -199,15 +199,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             out(&text);
             verdict?;
         }
-        Command::Predict(a) => {
-            let cfg = match cli::predict_config(&a, args)? {
-                cli::PredictJob::Model(cfg) => *cfg,
-                cli::PredictJob::Calibrate(cal, p) => calibrated(&cal, p)?,
-            };
-            let (text, verdict) = manyfiles::report::run_predict(&cfg);
-            out(&text);
-            verdict?;
-        }
+        Command::Predict(a) => predict(&a, args)?,
         Command::Plan(a) => {
             let cfg = cli::plan_config(&a)?;
             out(&manyfiles::report::run_plan(cfg)?);
@@ -321,6 +313,18 @@ fn calibrated(
         check_threads: p.check_threads,
         tree_path,
     })
+}
+
+/// `predict`: calibrate first if asked; the predictions are printed even when the tree
+/// could not be read whole (then exit 1).
+fn predict(a: &cli::PredictArgs, args: Vec<String>) -> Result<()> {
+    let cfg = match cli::predict_config(a, args)? {
+        cli::PredictJob::Model(cfg) => *cfg,
+        cli::PredictJob::Calibrate(cal, p) => calibrated(&cal, p)?,
+    };
+    let (text, verdict) = manyfiles::report::run_predict(&cfg);
+    out(&text);
+    verdict
 }
 
 /// Title, the command's own tables, then warnings, targets, machine and the results file.

@@ -486,7 +486,8 @@ fn predict_on_tmpfs_prints_check_lines_the_tool_accepts() {
     let (t, o) = (tree.to_str().unwrap(), on.to_str().unwrap());
     let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet"]);
     p.ok();
-    let line = p.stdout.lines().find(|l| l.starts_with("check, one run each")).unwrap_or_else(|| panic!("{}", p.stdout));
+    let line =
+        p.stdout.lines().find(|l| l.starts_with("check, one run each")).unwrap_or_else(|| panic!("{}", p.stdout));
     // Every command in backquotes, with PATH and DST filled in, must be accepted.
     let dst = on.join("check");
     let cmds: Vec<&str> = line.split('`').skip(1).step_by(2).collect();

@@ -583,7 +583,8 @@ pub(super) fn check_runs(n: u32) -> Result<u32> {
 /// regular file must be one manyfiles wrote unless `force` (devices, fifos, sockets,
 /// symlinks and `-` are fine: see `fs::output::write_output`).
 pub(super) fn check_output(path: &std::path::Path, flag: &str, force: bool) -> Result<()> {
-    manyfiles::fs::output::check_path(path, force).map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
+    manyfiles::fs::output::check_path(path, force)
+        .map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
 }
 
 #[cfg(test)]

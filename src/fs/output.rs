@@ -95,7 +95,8 @@ pub const MARKDOWN_MARK: &str = "<!-- written by manyfiles; `--markdown` replace
 /// How pages written before [`HTML_MARK`] begin: head, title, then the bundled font's
 /// first bytes as a data URI.
 const LEGACY_HTML: &str = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>";
-const LEGACY_FONT: &str = "<style>@font-face{font-family:'DejaVu Sans';src:url(data:font/ttf;base64,AAEAAAAUAQAABABARkZUTaBP";
+const LEGACY_FONT: &str =
+    "<style>@font-face{font-family:'DejaVu Sans';src:url(data:font/ttf;base64,AAEAAAAUAQAABABARkZUTaBP";
 /// How this tool's CSV files begin (their header: no comment line that would break readers).
 pub const CSV_HEADER_START: &str = "experiment,target,label,";
 /// The PNG `tEXt` chunk's keyword and text this tool puts in every chart.
@@ -131,7 +132,8 @@ pub fn looks_own(head: &[u8]) -> bool {
         return t.contains(HTML_MARK) || (t.starts_with(LEGACY_HTML) && t.contains(LEGACY_FONT));
     }
     t.starts_with(MARKDOWN_MARK)
-        || (t.starts_with("## manyfiles ") && t.lines().nth(2).is_some_and(|l| l.starts_with("Measured ") && l.contains(" with manyfiles ")))
+        || (t.starts_with("## manyfiles ")
+            && t.lines().nth(2).is_some_and(|l| l.starts_with("Measured ") && l.contains(" with manyfiles ")))
         || t.starts_with(CSV_HEADER_START)
         || (t.starts_with(".ie \\n(.g") && t.lines().any(|l| l.starts_with(".TH manyfiles")))
 }
@@ -445,7 +447,11 @@ mod tests {
         let mut s = Streamed::open(&p).unwrap();
         s.write(b"half").unwrap();
         drop(s);
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"tool\": \"manyfiles\", \"a\": [1]}", "an unfinished stream replaced the file");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "{\"tool\": \"manyfiles\", \"a\": [1]}",
+            "an unfinished stream replaced the file"
+        );
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "temp file left behind");
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -234,10 +234,8 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
             let fs = t.managed.as_ref().map_or(t.fs_type.as_str(), |m| m.fs_type.as_str());
             matches!(fs, "tmpfs" | "ramfs")
         });
-        let tree_on_memory = cfg
-            .tree_path
-            .as_deref()
-            .is_some_and(|p| matches!(crate::storage::cache::memory_fs(p), Ok(Some(_))));
+        let tree_on_memory =
+            cfg.tree_path.as_deref().is_some_and(|p| matches!(crate::storage::cache::memory_fs(p), Ok(Some(_))));
         let cold = |memory: bool| if memory { "" } else { " --cold" };
         let (src_cold, dst_cold) = (cold(tree_on_memory), cold(on_memory));
         text.push_str(&format!(
