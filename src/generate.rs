@@ -15,7 +15,11 @@
 //! Before removing anything, gen checks every entry of the directory against the
 //! recorded spec (the layout is deterministic from it, tree/layout.rs): each directory a
 //! planned one, each file a regular file with a planned name, in its planned directory,
-//! of its planned size. The first entry that is not → refused (exit 2, naming it),
+//! of its planned size, and not changed since gen wrote it: every file's ctime is at most
+//! the time gen sealed the tree (the directory's ctime right after the last write, read
+//! from the file system's own clock and kept with the spec), so an edit that keeps the
+//! size (`dd conv=notrunc`, `touch`, `chmod`) is seen at the cost of a ctime in the
+//! statx gen already makes per file. The first entry that is not → refused (exit 2, naming it),
 //! nothing removed; the removal itself unlinks only planned names and removes only
 //! planned directories (rmdir: never a directory something else appeared in). Where the
 //! file system keeps no user xattrs (vfat, exfat, ramfs, some NFS), nothing is recorded
@@ -108,12 +112,22 @@ struct Mark {
     /// The spec, when it is kept in the attribute (no state directory when it was made);
     /// None: in the state record.
     spec: Option<TreeSpec>,
+    /// With the spec in the attribute: when gen sealed the tree ([`Sealed`]).
+    sealed: Option<Sealed>,
 }
+
+/// The directory's ctime (seconds, nanoseconds) once gen had written the whole tree: no
+/// file gen wrote has a later ctime unless it changed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+struct Sealed(i64, u32);
 
 impl Mark {
     fn encode(&self) -> Vec<u8> {
         let Identity { dev, ino, btime_sec, btime_nsec } = self.id;
         let mut v = format!("{MARK_MAGIC} dev={dev} ino={ino} btime={btime_sec}.{btime_nsec:09} token={}", self.token);
+        if let Some(Sealed(s, n)) = self.sealed {
+            v.push_str(&format!(" sealed={s}.{n:09}"));
+        }
         match &self.spec {
             None => v.push_str(" record"),
             Some(s) => {
@@ -151,7 +165,12 @@ impl Mark {
             "spec" => Some(serde_json::from_str(rest).ok()?),
             _ => return None,
         };
-        Some(Mark { id, token, spec })
+        let sealed = match kv.get("sealed").map(|v| v.split_once('.')) {
+            Some(Some((s, n))) => Some(Sealed(s.parse().ok()?, n.parse().ok()?)),
+            Some(None) => return None,
+            None => None,
+        };
+        Some(Mark { id, token, spec, sealed })
     }
 }
 
@@ -163,6 +182,10 @@ struct Record {
     id: Identity,
     token: String,
     spec: TreeSpec,
+    /// When gen sealed the tree; None while it is being written, and in older records
+    /// (then only sizes are compared).
+    #[serde(default)]
+    sealed: Option<Sealed>,
 }
 
 /// The tool's state directory: `$XDG_STATE_HOME/manyfiles`, else
@@ -260,14 +283,14 @@ pub fn gen_owned(dir: BorrowedFd<'_>) -> std::result::Result<bool, Errno> {
     Ok(read_mark(dir)?.is_some_and(|m| m.id == here && recorded_spec(&m).is_ok()))
 }
 
-/// The spec the mark's tree was generated from: in the attribute, or in the state
-/// record under the mark's identity with the mark's token.
-fn recorded_spec(m: &Mark) -> std::result::Result<TreeSpec, String> {
+/// The spec the mark's tree was generated from, and when gen sealed it: in the
+/// attribute, or in the state record under the mark's identity with the mark's token.
+fn recorded_spec(m: &Mark) -> std::result::Result<(TreeSpec, Option<Sealed>), String> {
     if let Some(s) = &m.spec {
-        return Ok(s.clone());
+        return Ok((s.clone(), m.sealed));
     }
     match read_record(&m.id) {
-        Some(r) if r.token == m.token && r.id == m.id => Ok(r.spec),
+        Some(r) if r.token == m.token && r.id == m.id => Ok((r.spec, r.sealed)),
         Some(_) => Err("gen's record under its identity names another tree".into()),
         None => Err(format!(
             "gen's record of it is missing from {}",
@@ -277,22 +300,45 @@ fn recorded_spec(m: &Mark) -> std::result::Result<TreeSpec, String> {
 }
 
 /// Record that gen owns `dir` and is writing `spec` there (the attribute on the
-/// directory, plus the state record when there is a state directory). Returns the mark's
-/// identity; Err (with the attribute's errno) when the attribute could not be set.
-fn claim(dir: BorrowedFd<'_>, path: &Path, spec: &TreeSpec) -> std::result::Result<Identity, Errno> {
+/// directory, plus the state record when there is a state directory). Returns the mark;
+/// Err (with the attribute's errno) when the attribute could not be set.
+fn claim(dir: BorrowedFd<'_>, path: &Path, spec: &TreeSpec) -> std::result::Result<Mark, Errno> {
     let id = identity(dir)?;
     let token = random_token();
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let rec = Record { dir: abs, id, token: token.clone(), spec: spec.clone() };
+    let rec = Record { dir: abs, id, token: token.clone(), spec: spec.clone(), sealed: None };
     let recorded = write_record(&rec).is_ok();
-    let mark = Mark { id, token, spec: (!recorded).then(|| spec.clone()) };
+    let mark = Mark { id, token, spec: (!recorded).then(|| spec.clone()), sealed: None };
     if let Err(e) = fsetxattr(dir, OWNER_XATTR, &mark.encode(), XattrFlags::empty()) {
         if recorded {
             remove_record(&id);
         }
         return Err(e);
     }
-    Ok(id)
+    Ok(mark)
+}
+
+/// Seal the tree gen has just written whole: set the mark to another value (which moves
+/// the directory's ctime to the file system's "now", after every file's last change;
+/// ext4 leaves the ctime alone when a value is set again unchanged), read that ctime, and
+/// keep it with the spec. Best effort: unsealed, a later gen compares sizes only, as
+/// before.
+fn seal(dir: BorrowedFd<'_>, path: &Path, spec: &TreeSpec, mut mark: Mark) {
+    let mut sealing = mark.encode();
+    sealing.extend_from_slice(b" sealing");
+    if fsetxattr(dir, OWNER_XATTR, &sealing, XattrFlags::empty()).is_err() {
+        return;
+    }
+    let Ok(st) = rustix::fs::statx(dir, c"", AtFlags::EMPTY_PATH, StatxFlags::CTIME) else { return };
+    let sealed = Some(Sealed(st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec));
+    if mark.spec.is_some() {
+        mark.sealed = sealed;
+        let _ = fsetxattr(dir, OWNER_XATTR, &mark.encode(), XattrFlags::empty());
+    } else {
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let _ = write_record(&Record { dir: abs, id: mark.id, token: mark.token.clone(), spec: spec.clone(), sealed });
+        let _ = fsetxattr(dir, OWNER_XATTR, &mark.encode(), XattrFlags::empty());
+    }
 }
 
 /// Take the mark (and its record) off a directory gen leaves as it found it.
@@ -372,8 +418,13 @@ impl From<(String, Errno)> for Stop {
 }
 
 /// The first entry below `root` (depth first, names in byte order) that the tree of
-/// `spec` does not hold, and why. Ok(None): every entry is one gen wrote.
-fn first_foreign(root: BorrowedFd<'_>, spec: &TreeSpec) -> std::result::Result<Option<String>, String> {
+/// `spec` does not hold, or that changed after `sealed`, and why. Ok(None): every entry
+/// is one gen wrote, as it wrote it.
+fn first_foreign(
+    root: BorrowedFd<'_>,
+    spec: &TreeSpec,
+    sealed: Option<Sealed>,
+) -> std::result::Result<Option<String>, String> {
     let plan = Plan::new(spec);
     let children: std::collections::HashSet<(u32, &CStr)> =
         plan.dirs.iter().skip(1).map(|d| (d.parent, d.name.as_c_str())).collect();
@@ -389,10 +440,18 @@ fn first_foreign(root: BorrowedFd<'_>, spec: &TreeSpec) -> std::result::Result<O
                     None => Some("a file gen did not write".to_string()),
                     Some(i) => {
                         let want = spec.size.size_of(spec.seed, i);
-                        let st = rustix::fs::statx(fd, e.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW, StatxFlags::SIZE)
+                        // One statx as before: the ctime comes with the size.
+                        let mask = StatxFlags::SIZE | StatxFlags::CTIME;
+                        let st = rustix::fs::statx(fd, e.name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW, mask)
                             .map_err(|err| Stop::Io(rel(&plan, d, &e.name), err))?;
-                        (st.stx_size != want)
-                            .then(|| format!("{} bytes where gen wrote {want} (changed since)", st.stx_size))
+                        let ctime = Sealed(st.stx_ctime.tv_sec, st.stx_ctime.tv_nsec);
+                        if st.stx_size != want {
+                            Some(format!("{} bytes where gen wrote {want} (changed since)", st.stx_size))
+                        } else if sealed.is_some_and(|s| ctime > s) && st.stx_mask & StatxFlags::CTIME.bits() != 0 {
+                            Some("changed since gen wrote it (its ctime is after gen finished)".to_string())
+                        } else {
+                            None
+                        }
                     }
                 },
                 k => Some(format!("a {} gen did not make", k.name())),
@@ -487,7 +546,9 @@ fn inspect(dir: &Path) -> Result<DirState> {
             // Name the first entry gen did not write, whenever the recorded spec is known
             // (for a copy too: its mark names the original, whose record says what it holds).
             let foreign = match &spec {
-                Ok(s) => first_foreign(fd.as_fd(), s).map_err(|e| bad(format!("{}/{e}", dir.display())))?,
+                // A copy's files are new inodes: their ctimes say nothing of edits.
+                Ok((s, sealed)) => first_foreign(fd.as_fd(), s, sealed.filter(|_| mark.id == here))
+                    .map_err(|e| bad(format!("{}/{e}", dir.display())))?,
                 Err(_) => None,
             };
             let foreign_note = foreign.as_deref().map(|f| format!("; {f}")).unwrap_or_default();
@@ -500,7 +561,8 @@ fn inspect(dir: &Path) -> Result<DirState> {
                     mark.id.ino
                 )));
             }
-            let spec = spec.map_err(|why| bad(format!("{} carries gen's mark, but {why}: {refuse}", dir.display())))?;
+            let (spec, _) =
+                spec.map_err(|why| bad(format!("{} carries gen's mark, but {why}: {refuse}", dir.display())))?;
             if let Some(f) = foreign {
                 return Err(bad(format!("{}: {f}: {refuse} (move it out, or give another directory)", dir.display())));
             }
@@ -553,8 +615,8 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
             ))
         })?;
     }
-    let claimed = match claim(root.as_fd(), &cfg.dir, &cfg.spec) {
-        Ok(id) => Some(id),
+    let mark = match claim(root.as_fd(), &cfg.dir, &cfg.spec) {
+        Ok(m) => Some(m),
         Err(e) => {
             // The tree is still exact; only a later gen into it will want it emptied first.
             eprintln!(
@@ -564,6 +626,7 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
             None
         }
     };
+    let claimed = mark.as_ref().map(|m| m.id);
     let cleanup = |root: &OwnedFd| {
         let _ = remove_owned(root.as_fd(), &cfg.spec);
         if created {
@@ -612,6 +675,9 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
             result.errors,
             result.first_error.unwrap_or_default()
         )));
+    }
+    if let Some(m) = mark {
+        seal(root.as_fd(), &cfg.dir, &cfg.spec, m);
     }
     Ok(GenOutcome { dirs: result.dirs, result, info, threads: settings.threads })
 }

@@ -103,7 +103,7 @@ fn out(text: &str) {
 fn run(cli: Cli, args: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Run(a) => {
-            let file_args = cli::toml_args(&a.file)?;
+            let file_args = cli::toml_args(&a)?;
             if let Some((flag, value)) = cli::negative_value(&file_args) {
                 return Err(manyfiles::error::Error::bad(
                     "FILE",
@@ -199,13 +199,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
             out(&text);
             verdict?;
         }
-        Command::Predict(a) => {
-            let cfg = match cli::predict_config(&a, args)? {
-                cli::PredictJob::Model(cfg) => *cfg,
-                cli::PredictJob::Calibrate(cal, p) => calibrated(&cal, p)?,
-            };
-            out(&manyfiles::report::run_predict(&cfg)?);
-        }
+        Command::Predict(a) => predict(&a, args)?,
         Command::Plan(a) => {
             let cfg = cli::plan_config(&a)?;
             out(&manyfiles::report::run_plan(cfg)?);
@@ -231,7 +225,7 @@ fn run(cli: Cli, args: Vec<String>) -> Result<()> {
         }
         Command::Completions(a) => out(&String::from_utf8_lossy(&cli::completions(a.shell))),
         Command::Man(a) => {
-            let pages = cli::man_pages(&a.dir)?;
+            let pages = cli::man_pages(&a.dir, a.replace.force)?;
             out(&format!(
                 "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
                 pages.len(),
@@ -298,9 +292,9 @@ fn calibrated(
     p: cli::PredictParts,
 ) -> manyfiles::error::Result<manyfiles::report::PredictConfig> {
     use manyfiles::report::TreeInput;
-    let inv = match p.tree {
-        TreeInput::Path(path) => manyfiles::tree::inventory::Inventory::scan(&path, p.threads)?,
-        TreeInput::Inventory(i) => *i,
+    let (inv, tree_path) = match p.tree {
+        TreeInput::Path(path) => (manyfiles::tree::inventory::Inventory::scan(&path, p.threads)?, Some(path)),
+        TreeInput::Inventory(i) => (*i, None),
     };
     let model = manyfiles::experiment::calibrate::run(cal, &inv)?;
     let model_name = match &cal.save {
@@ -317,7 +311,20 @@ fn calibrated(
         runs_ahead: p.runs_ahead,
         calibrated: true,
         check_threads: p.check_threads,
+        tree_path,
     })
+}
+
+/// `predict`: calibrate first if asked; the predictions are printed even when the tree
+/// could not be read whole (then exit 1).
+fn predict(a: &cli::PredictArgs, args: Vec<String>) -> Result<()> {
+    let cfg = match cli::predict_config(a, args)? {
+        cli::PredictJob::Model(cfg) => *cfg,
+        cli::PredictJob::Calibrate(cal, p) => calibrated(&cal, p)?,
+    };
+    let (text, verdict) = manyfiles::report::run_predict(&cfg);
+    out(&text);
+    verdict
 }
 
 /// Title, the command's own tables, then warnings, targets, machine and the results file.

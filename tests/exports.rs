@@ -32,7 +32,8 @@ fn csv_and_markdown_match_the_json() {
         assert_eq!(row[col("tree_files")], m["tree_files"].to_string());
     }
     let text = std::fs::read_to_string(&md).unwrap();
-    assert!(text.starts_with("## manyfiles ladder"), "{text}");
+    assert!(text.starts_with("<!-- written by manyfiles"), "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with("## manyfiles ladder"), "{text}");
     // Rows name the target by its label (path and file system), not its id.
     let label = format!("| {} |", d["targets"][0]["label"].as_str().unwrap());
     let table_rows = text.lines().filter(|l| l.starts_with("| target") || l.starts_with(&label)).count();

@@ -619,11 +619,67 @@ fn user_entries_in_a_real_gen_tree_are_kept() {
     std::fs::write(&f, b"edited").unwrap();
     let name = f.file_name().unwrap().to_string_lossy().into_owned();
     assert_gen_refused(&g, "10", &format!("{name} is 6 bytes where gen wrote 100"), &[&f], "resized gen file");
+    // Rewritten at its planned size: still the user's (issue 38, 5).
     std::fs::write(&f, [0u8; 100]).unwrap();
+    assert_gen_refused(&g, "10", &format!("{name} is changed since gen wrote it"), &[&f], "rewritten gen file");
+    std::fs::remove_file(&f).unwrap();
     // gen's own tree again (sizes as written): replaced, exit 0, exactly the new spec.
     gen_ok(&g, "--files 10 --flat");
     assert_eq!(walk(&g, false).len(), 10);
     gen_ok(&g, "--files 10 --flat");
+}
+
+/// Issue 38, 5: a gen file edited in place without changing its size (`dd
+/// conv=notrunc`), or with its mtime set back, or only chmod'ed, stops the next gen: its
+/// ctime is after gen sealed the tree. With the spec in the state record and in the mark
+/// (no state directory) alike; an untouched tree is still re-generated.
+#[test]
+fn a_gen_file_edited_in_place_stops_gen() {
+    use std::io::{Seek, SeekFrom, Write};
+    let tmp = tempfile::tempdir().unwrap();
+    for (case, no_state) in [("record", false), ("mark", true)] {
+        let g = tmp.path().join(case);
+        let gen_here = |files: &str| {
+            let mut c = cmd();
+            c.args(["gen", g.to_str().unwrap(), "--files", files, "--size", "4k", "--quiet"]);
+            if no_state {
+                c.env_remove("XDG_STATE_HOME").env_remove("HOME");
+            }
+            c.output().unwrap()
+        };
+        assert!(gen_here("40").status.success());
+        if mark_of(&g).is_none() {
+            println!("skipped: no user xattrs here");
+            return;
+        }
+        // An untouched tree: re-generated.
+        let o = gen_here("40");
+        assert!(o.status.success(), "{case}: {}", String::from_utf8_lossy(&o.stderr));
+        let f = tree_files(&g)[7].path.clone();
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let mut h = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+        h.seek(SeekFrom::Start(100)).unwrap();
+        h.write_all(b"EDIT").unwrap();
+        drop(h);
+        let edited = std::fs::read(&f).unwrap();
+        assert_eq!(edited.len(), 4096);
+        for what in ["dd conv=notrunc", "mtime set back"] {
+            if what == "mtime set back" {
+                let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+                std::fs::File::options().write(true).open(&f).unwrap().set_modified(old).unwrap();
+            }
+            let before = snapshot(&g);
+            let o = gen_here("10");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{case}, {what}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(&format!("{name} is changed since gen wrote it")), "{case}, {what}: {err}");
+            assert_eq!(std::fs::read(&f).unwrap(), edited, "{case}, {what}: the edit is gone");
+            assert_eq!(snapshot(&g), before, "{case}, {what}: nothing removed");
+        }
+        std::fs::remove_file(&f).unwrap();
+        assert!(gen_here("10").status.success(), "{case}: the tree is gen's alone again");
+    }
 }
 
 /// Issue 25, Why 1: `tar --xattrs` carries the mark too; the extracted tree is not gen's.

@@ -394,3 +394,111 @@ fn predict_on_fuse_calibrates_as_the_checks_run() {
         arr(&rs, "measurements").iter().filter(|m| m["op"] == "copy").map(|m| u(m, "threads")).collect();
     assert!(!copies.is_empty() && copies.iter().all(|&t| t == check_threads), "{copies:?} vs {check_threads}");
 }
+
+/// Issue 38, 10: `--on DIR` inside `--tree PATH` (or the tree itself, or inside it through
+/// a bind mount) would put the calibration's run directory into the tree: refused, exit
+/// 2 naming --on, nothing made. A tree inside DIR is fine (the run directory goes beside it).
+#[test]
+fn predict_on_inside_the_tree_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    odd_tree(&tree);
+    let sub = tree.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let before = snapshot(&tree);
+    let t = tree.to_str().unwrap();
+    for (on, what) in [(&sub, "inside the tree"), (&tree, "the tree itself")] {
+        let r = run(["predict", "--tree", t, "--on", on.to_str().unwrap(), "--max-time", "5s", "--quiet"]);
+        assert_bad_input(&r, "--on", what);
+        assert!(r.stderr.contains("run directory into the tree"), "{what}: {}", r.stderr);
+    }
+    if is_root() {
+        let bind = tmp.path().join("bind");
+        std::fs::create_dir(&bind).unwrap();
+        let ok = std::process::Command::new("mount").arg("--bind").arg(&tree).arg(&bind).status().unwrap();
+        assert!(ok.success());
+        let r = run(["predict", "--tree", t, "--on", bind.join("sub").to_str().unwrap(), "--quiet"]);
+        let _ = std::process::Command::new("umount").arg(&bind).status();
+        assert_bad_input(&r, "--on", "inside the tree through a bind mount");
+    }
+    assert_eq!(snapshot(&tree), before, "the tree is untouched");
+}
+
+/// Issue 38, 14: `predict --tree` as a user who cannot read part of the tree says so
+/// and exits 1 (as `scan` does), the predictions for the part it read still printed.
+#[test]
+fn predict_tree_it_cannot_read_whole_exits_1() {
+    if !is_root() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+        eprintln!("skipped: running as nobody needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let model = ladder(tmp.path());
+    let tree = tmp.path().join("tree");
+    for d in ["open", "closed", "closed/deeper"] {
+        std::fs::create_dir_all(tree.join(d)).unwrap();
+        for i in 0..5 {
+            std::fs::write(tree.join(d).join(format!("f{i}")), b"data").unwrap();
+        }
+    }
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [(tmp.path(), 0o755), (&tree, 0o755), (&tree.join("open"), 0o755), (&tree.join("closed"), 0o700)] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::fs::set_permissions(&model, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(bin())
+        .args(["predict", "--model", model.to_str().unwrap(), "--tree", tree.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("1 directory could not be read") && err.contains("for the 5 files"), "{err}");
+    assert!(out.contains("predicted time of one run"), "the predictions are still printed: {out}");
+}
+
+/// Issue 38 (unclear): on a memory file system `--cold` is refused, so `predict --on` a
+/// tmpfs prints check lines without it, and they run (exit 0).
+#[test]
+fn predict_on_tmpfs_prints_check_lines_the_tool_accepts() {
+    if !is_root() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    odd_tree(&tree);
+    let on = tmp.path().join("on");
+    std::fs::create_dir(&on).unwrap();
+    let ok = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=64m", "mf-test"]).arg(&on).status();
+    assert!(ok.unwrap().success());
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(on.clone());
+    let (t, o) = (tree.to_str().unwrap(), on.to_str().unwrap());
+    let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet"]);
+    p.ok();
+    let line =
+        p.stdout.lines().find(|l| l.starts_with("check, one run each")).unwrap_or_else(|| panic!("{}", p.stdout));
+    // Every command in backquotes, with PATH and DST filled in, must be accepted.
+    let dst = on.join("check");
+    let cmds: Vec<&str> = line.split('`').skip(1).step_by(2).collect();
+    assert_eq!(cmds.len(), 3, "{line}");
+    assert!(cmds[0].contains("--cold"), "the tree is on disk: its copy is cold: {line}");
+    for c in &cmds[1..] {
+        assert!(!c.contains("--cold"), "refused on tmpfs: {line}");
+    }
+    for c in cmds {
+        let c = c.replace("PATH", t).replace("DST", dst.to_str().unwrap());
+        let args: Vec<String> = c.split_whitespace().skip(1).map(String::from).collect();
+        run(&args).ok();
+    }
+}

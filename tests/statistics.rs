@@ -318,3 +318,33 @@ fn invocations_pool_as_blocks() {
         assert!(!dir.path().join("x.json").exists());
     }
 }
+
+/// Issue 38, 15: one run pooled twice would count as two independent invocations and
+/// narrow every interval falsely. `report --pool` and `compare --pool-a/-b` refuse the
+/// same file twice, a byte copy of it, and the same run written out again (other
+/// bytes, one invocation): exit 2, one line naming the flag, nothing
+/// written. Two real invocations still pool.
+#[test]
+fn one_run_is_not_pooled_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    ladder(dir.path(), &a, "--mock-timing cv=0.05,seed=1 --runs 6").ok();
+    ladder(dir.path(), &b, "--mock-timing cv=0.05,seed=2 --runs 6").ok();
+    let copy = dir.path().join("copy.json");
+    std::fs::copy(&a, &copy).unwrap();
+    // The same run written out again (compact JSON): other bytes, one invocation.
+    let again = dir.path().join("again.json");
+    std::fs::write(&again, serde_json::to_vec(&load_json(&a)).unwrap()).unwrap();
+    assert!(std::fs::read(&a).unwrap() != std::fs::read(&again).unwrap(), "written out again: other bytes");
+    let out = dir.path().join("pooled.json");
+    let p = |f: &Path| f.to_string_lossy().into_owned();
+    for (twice, why) in [(&a, "the same file"), (&copy, "identical (a copy)"), (&again, "one invocation")] {
+        let r = run(vec!["report".into(), "--pool".into(), p(&b), p(&a), p(twice), "--json".into(), p(&out)]);
+        assert_bad_input(&r, "--pool", why);
+        assert!(r.stderr.contains(why), "{why}: {}", r.stderr);
+        assert!(!out.exists(), "{why}: nothing written");
+        let r = run(vec!["compare".into(), p(&b), p(&a), "--pool-b".into(), p(twice)]);
+        assert_bad_input(&r, "--pool-b", why);
+    }
+    run(vec!["report".into(), "--pool".into(), p(&a), p(&b), "--json".into(), p(&out)]).ok();
+}

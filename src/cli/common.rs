@@ -196,6 +196,17 @@ pub struct RunArgs {
     /// by default they fit 100 columns
     #[arg(long)]
     pub wide: bool,
+    #[command(flatten)]
+    pub replace: Replace,
+}
+
+/// `--force`, on every command that writes output files.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct Replace {
+    /// Replace existing output files that manyfiles did not write (without it such a file
+    /// stops the command before anything runs, exit 2)
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -360,7 +371,7 @@ impl RunArgs {
         let mut v = Vec::new();
         for (p, f, flag) in [(&self.csv, Format::Csv, "--csv"), (&self.markdown, Format::Markdown, "--markdown")] {
             if let Some(p) = p {
-                check_output(p, flag)?;
+                check_output(p, flag, self.replace.force)?;
                 v.push(Output { path: p.clone(), format: f });
             }
         }
@@ -502,7 +513,7 @@ impl RunArgs {
             return Err(Error::bad("--portion", "must be at least 1"));
         }
         if let Some(j) = &self.json {
-            check_output(j, "--json")?;
+            check_output(j, "--json", self.replace.force)?;
         }
         let targets = self.targets()?;
         // A view setting, not the experiment's: the tables printed at the end.
@@ -568,10 +579,12 @@ pub(super) fn check_runs(n: u32) -> Result<u32> {
     }
 }
 
-/// An output must not be a directory, and a new file's directory must exist (devices,
-/// fifos, sockets, symlinks and `-` are fine: see `fs::output::write_output`).
-pub(super) fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
-    manyfiles::fs::output::check_path(path).map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
+/// An output must not be a directory, a new file's directory must exist, and an existing
+/// regular file must be one manyfiles wrote unless `force` (devices, fifos, sockets,
+/// symlinks and `-` are fine: see `fs::output::write_output`).
+pub(super) fn check_output(path: &std::path::Path, flag: &str, force: bool) -> Result<()> {
+    manyfiles::fs::output::check_path(path, force)
+        .map_err(|reason| Error::bad(flag, format!("{}: {reason}", path.display())))
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub struct ManArgs {
     /// Directory to write the pages into (made if missing)
     #[arg(default_value = ".")]
     pub dir: PathBuf,
+    #[command(flatten)]
+    pub replace: super::common::Replace,
 }
 
 /// The completion script for `shell`, generated from these very definitions.
@@ -153,7 +155,7 @@ fn related(command: &str) -> &'static [&'static str] {
 
 /// Man pages (roff) for the tool and each command into `dir` (made if missing);
 /// returns the files written.
-pub fn man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+pub fn man_pages(dir: &std::path::Path, force: bool) -> Result<Vec<PathBuf>> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(Error::bad("DIR", format!("{} is not a directory", dir.display()))),
@@ -171,13 +173,22 @@ pub fn man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
     pages.extend(
         cmd.get_subcommands().filter(|s| !s.is_hide_set()).map(|s| (Some(s.get_name().to_string()), s.clone())),
     );
-    let mut written = Vec::new();
+    let mut rendered = Vec::new();
     for (name, page) in pages {
         let man = clap_mangen::Man::new(page);
         let path = dir.join(man.get_filename());
         let mut text = Vec::new();
         man.render(&mut text).map_err(|e| Error::failed(format!("man page: {e}")))?;
         text.extend_from_slice(extra_sections(name.as_deref(), &commands).as_bytes());
+        rendered.push((path, text));
+    }
+    // Every page is checked before any is written: a file of that name that is no
+    // manyfiles page stops them all.
+    for (path, _) in &rendered {
+        manyfiles::fs::output::check_path(path, force).map_err(|e| Error::bad("DIR", e))?;
+    }
+    let mut written = Vec::new();
+    for (path, text) in rendered {
         manyfiles::fs::output::write_file(&path, &text)?;
         written.push(path);
     }

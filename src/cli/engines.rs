@@ -106,6 +106,8 @@ pub struct CopyCommonArgs {
     /// (also shown apart as sync_s); without it the time ends when the copy returned
     #[arg(long)]
     pub durable: bool,
+    #[command(flatten)]
+    pub replace: super::common::Replace,
 }
 
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
@@ -118,7 +120,7 @@ pub fn copy_config(
     writes: bool,
 ) -> Result<(manyfiles::engine::copy::Options, Option<PathBuf>)> {
     if let Some(j) = &c.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", c.replace.force)?;
     }
     let default = manyfiles::engine::copy::default_threads(cores(), writes);
     let (threads, in_flight_max) = in_flight(c.threads, c.in_flight, default, &[src, dst])?;
@@ -174,11 +176,13 @@ pub struct RmArgs {
     /// reported time (also shown apart as sync_s)
     #[arg(long)]
     pub durable: bool,
+    #[command(flatten)]
+    pub replace: super::common::Replace,
 }
 
 pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
     if let Some(j) = &a.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", a.replace.force)?;
     }
     let (threads, in_flight_max) =
         in_flight(a.threads, a.in_flight, cores(), &a.paths.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
@@ -227,6 +231,8 @@ pub struct ScanArgs {
     /// written)
     #[arg(long)]
     pub durable: bool,
+    #[command(flatten)]
+    pub replace: super::common::Replace,
 }
 
 pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
@@ -234,7 +240,7 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         a.db.as_deref().map(manyfiles::engine::scan::DbUrl::parse).transpose().map_err(|e| Error::bad("--db", e))?;
     for (p, flag) in [(&a.inventory, "--inventory"), (&a.json, "--json")] {
         if let Some(p) = p {
-            check_output(p, flag)?;
+            check_output(p, flag, a.replace.force)?;
         }
     }
     // --cold and --durable are judged by the scan (ScanConfig::check_timing), after PATH.

@@ -195,7 +195,7 @@ pub fn bigfile_config(
     let drop_caches = r.cache_mode()? == CacheMode::Drop;
     let until = Until::parse(&r.until)?;
     if let Some(j) = &r.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", r.replace.force)?;
     }
     if a.block > usize::MAX as u64 {
         return Err(Error::bad("--block", "too large"));
@@ -417,6 +417,8 @@ pub struct PackArgs {
     pub shape: ShapeArgs,
     #[command(flatten)]
     pub write: WriteArgs,
+    #[command(flatten)]
+    pub replace: super::common::Replace,
 }
 
 /// One end of `pack`: a directory, a test file system, or (None) the default.
@@ -469,7 +471,7 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         None => (manyfiles::pack::NAMES.iter().map(|s| s.to_string()).collect(), false),
     };
     if let Some(j) = &a.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", a.replace.force)?;
     }
     let runs = check_runs(a.runs)?;
     let consumer = match &a.consumer {

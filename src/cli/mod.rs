@@ -16,7 +16,7 @@ use docs::{CompletionsArgs, ManArgs};
 use engines::{CopyArgs, SyncArgs};
 use experiments::{BigfileArgs, ClustersArgs, DirsizeArgs, GenArgs, LadderArgs, OpsArgs, PackArgs};
 use mounts::{CleanupArgs, MountArgs, UmountArgs};
-use results::{CompareArgs, PlanArgs, PredictArgs, ReportArgs};
+use results::{CompareArgs, PlanArgs, ReportArgs};
 use runfiles::RunFileArgs;
 
 pub use docs::{completions, man_pages};
@@ -25,7 +25,7 @@ pub use experiments::{
     bigfile_config, clusters_config, dirsize_config, gen_config, ladder_config, ops_config, pack_config,
 };
 pub use mounts::mount_config;
-pub use results::{PredictJob, PredictParts, compare_config, plan_config, predict_config, report_config};
+pub use results::{PredictArgs, PredictJob, PredictParts, compare_config, plan_config, predict_config, report_config};
 pub use runfiles::toml_args;
 
 #[derive(Parser, Debug)]

@@ -1,7 +1,7 @@
 //! The commands that read result files: report, compare, predict and plan (their
 //! arguments, `read_results`, and their translation into configs).
 
-use super::common::{check_output, threads};
+use super::common::{Replace, check_output, threads};
 use clap::Args;
 use manyfiles::error::{Error, Result};
 use manyfiles::report::export::{Format, Output};
@@ -32,6 +32,8 @@ pub struct ReportArgs {
     /// (without it, several files are shown side by side)
     #[arg(long)]
     pub pool: bool,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 #[derive(Args, Debug)]
@@ -62,6 +64,8 @@ pub struct CompareArgs {
     /// Also write the comparison as one self-contained HTML file (ratio table, forest plot)
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 /// Read a result file; a missing or foreign file is bad input naming `flag`. A file
@@ -80,6 +84,36 @@ pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::res
 
 /// `first` with the invocations `more` pooled in (`results::pool`); `first` alone when
 /// there are none.
+/// Files to pool must be distinct runs: the same file twice, or two files of identical
+/// content (a copy), are refused naming `flag` (the provenance check in `pool` then
+/// catches a run written out again, e.g. by `report --json`).
+fn distinct_files(files: &[&std::path::Path], flag: &str) -> Result<()> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<(&std::path::Path, (u64, u64), u64)> = Vec::new();
+    for f in files {
+        let md = std::fs::metadata(f).map_err(|e| Error::bad(flag, format!("{}: {e}", f.display())))?;
+        let text = manyfiles::fs::input::read_bounded(f, manyfiles::fs::input::JSON_MAX)
+            .map_err(|e| Error::bad(flag, format!("{}: {e}", f.display())))?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let (id, hash) = ((md.dev(), md.ino()), h.finish());
+        if let Some((other, _, _)) = seen.iter().find(|(_, i, x)| *i == id || *x == hash) {
+            let how = if seen.iter().any(|(_, i, _)| *i == id) { "the same file" } else { "identical (a copy)" };
+            return Err(Error::bad(
+                flag,
+                format!(
+                    "{} and {} are {how}: pooling one run twice would count its runs twice",
+                    other.display(),
+                    f.display()
+                ),
+            ));
+        }
+        seen.push((f, id, hash));
+    }
+    Ok(())
+}
+
 fn pooled(
     first: &std::path::Path,
     first_flag: &str,
@@ -90,6 +124,8 @@ fn pooled(
     if more.is_empty() {
         return Ok(rs);
     }
+    let all: Vec<&std::path::Path> = std::iter::once(first).chain(more.iter().map(|p| p.as_path())).collect();
+    distinct_files(&all, flag)?;
     let mut named = vec![(first.display().to_string(), rs)];
     for f in more {
         named.push((f.display().to_string(), read_results(f, flag)?));
@@ -98,6 +134,9 @@ fn pooled(
 }
 
 pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> {
+    if a.replace.force {
+        manyfiles::fs::output::force_replacing(); // --png's charts are checked by name when drawn
+    }
     if a.html.is_none() && a.png.is_none() && a.csv.is_none() && a.markdown.is_none() && a.json.is_none() {
         return Err(Error::bad(
             "--html",
@@ -111,19 +150,19 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
         (&a.json, Format::Json, "--json"),
     ] {
         if let Some(p) = p {
-            check_output(p, flag)?;
+            check_output(p, flag, a.replace.force)?;
             exports.push(Output { path: p.clone(), format: f });
         }
     }
     if let Some(h) = &a.html {
-        check_output(h, "--html")?;
+        check_output(h, "--html", a.replace.force)?;
     }
     if let Some(d) = &a.png {
         if d.exists() && !d.is_dir() {
             return Err(Error::bad("--png", format!("{} is not a directory", d.display())));
         }
         if !d.exists() {
-            check_output(d, "--png")?;
+            check_output(d, "--png", a.replace.force)?;
         }
     }
     // A `predict --json` file is read as one when it is no result file.
@@ -145,6 +184,7 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
         return Err(Error::bad("--html", "a predict --json file gives --html FILE only"));
     }
     if a.pool && !sets.is_empty() {
+        distinct_files(&a.files.iter().map(|f| f.as_path()).collect::<Vec<_>>(), "--pool")?;
         let named = a.files.iter().map(|f| f.display().to_string()).zip(sets).collect();
         sets = vec![manyfiles::results::pool::pool(named).map_err(|e| Error::bad("--pool", e))?];
     }
@@ -170,7 +210,7 @@ pub fn compare_config(a: &CompareArgs) -> Result<manyfiles::report::CompareConfi
         }
     }
     if let Some(h) = &a.html {
-        check_output(h, "--html")?;
+        check_output(h, "--html", a.replace.force)?;
     }
     manyfiles::report::table::set_wide(a.wide);
     Ok(manyfiles::report::CompareConfig {
@@ -224,6 +264,8 @@ pub struct PredictArgs {
     /// Calibration: no progress bar
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 #[derive(Args, Debug)]
@@ -250,6 +292,8 @@ pub struct PlanArgs {
     /// Threads for walking PATH (default: available cores)
     #[arg(long)]
     pub threads: Option<usize>,
+    #[command(flatten)]
+    pub replace: Replace,
 }
 
 fn tree_input(
@@ -284,6 +328,29 @@ pub struct PredictParts {
     pub check_threads: Option<usize>,
 }
 
+/// The calibration writes its run directory into `--on DIR`: refused (exit 2) when DIR
+/// is the tree or inside it, judged by identity (device + inode of DIR's ancestors, and
+/// the path inside the file system, so a bind mount of the tree is seen too). A tree
+/// inside DIR is fine: the run directory is made beside it, never in it.
+fn calibration_outside_tree(dir: &std::path::Path, tree: &std::path::Path) -> Result<()> {
+    use manyfiles::engine::overlap::{Overlap, overlap, place};
+    let bad = |e: std::io::Error| Error::bad("--on", format!("{}: {e}", dir.display()));
+    let (d, t) = (place(dir).map_err(bad)?, place(tree).map_err(bad)?);
+    match overlap(&d, &t) {
+        Some(Overlap::Same | Overlap::FirstInside) => Err(Error::bad(
+            "--on",
+            format!(
+                "{} is {} --tree {}: the calibration would write its run directory into the tree; \
+                 calibrate on a directory outside it",
+                dir.display(),
+                if overlap(&d, &t) == Some(Overlap::Same) { "the same directory as" } else { "inside" },
+                tree.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<PredictJob> {
     use manyfiles::experiment::TargetSpec;
     let interval_s = match &a.interval {
@@ -296,12 +363,15 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         return Err(Error::bad("--runs-ahead", format!("{}: must be between 1 and 1000", a.runs_ahead)));
     }
     if let Some(j) = &a.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", a.replace.force)?;
     }
     let target = match (&a.on, &a.fs) {
         (Some(d), _) => {
             if !d.is_dir() {
                 return Err(Error::bad("--on", format!("{} is not a directory", d.display())));
+            }
+            if let Some(tree) = a.tree.as_deref().filter(|t| t.is_dir()) {
+                calibration_outside_tree(d, tree)?;
             }
             Some(TargetSpec::Dir(d.clone()))
         }
@@ -348,6 +418,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             runs_ahead: a.runs_ahead,
             calibrated: false,
             check_threads: None,
+            tree_path: None,
         })));
     };
     let max_time_s = humantime::parse_duration(&a.max_time)
@@ -357,7 +428,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         return Err(Error::bad("--max-time", "must be more than 0 seconds"));
     }
     if let Some(p) = &a.save_calibration {
-        check_output(p, "--save-calibration")?;
+        check_output(p, "--save-calibration", a.replace.force)?;
     }
     let cal = manyfiles::experiment::calibrate::CalibrateConfig {
         target,
@@ -407,7 +478,7 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
         }
     }
     if let Some(j) = &a.json {
-        check_output(j, "--json")?;
+        check_output(j, "--json", a.replace.force)?;
     }
     let tree = tree_input(&a.path, &a.inventory, "PATH")?;
     if let TreeInput::Inventory(inv) = &tree {

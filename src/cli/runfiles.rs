@@ -9,10 +9,25 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct RunFileArgs {
     /// Experiment file: `command = "ladder"` plus the command's long flags as keys
-    /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...)
+    /// (fs = "ext4,xfs", to = 16384, runs = 5, keep = true, ...); relative paths in it are
+    /// taken from its own directory
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// Let the file name targets and outputs outside its own directory (by default a
+    /// key such as target, json or fs = "ext4@disk:DIR" must stay inside it, exit 2)
+    #[arg(long)]
+    pub allow_outside: bool,
+    #[command(flatten)]
+    pub replace: super::common::Replace,
 }
+
+/// Keys whose value is a path the run writes to or works in (outputs and targets):
+/// relative ones are taken from the file's directory and, unless `--allow-outside`,
+/// must stay inside it.
+const WRITE_PATH_KEYS: &[&str] = &["target", "json", "csv", "markdown", "destroy_device"];
+/// Keys whose value is a path the run only reads: relative ones are taken from the
+/// file's directory.
+const READ_PATH_KEYS: &[&str] = &["like"];
 
 /// Keys whose flag takes a comma-separated list although its value name does not say so.
 const LIST_KEYS: &[&str] = &["ops", "cluster", "sizes"];
@@ -26,6 +41,11 @@ fn refused(command: &str, key: &str, v: &toml::Value) -> Option<String> {
              for warm reads write cache = \"warm\""
                 .into(),
         ),
+        (_, "force", _) => Some(
+            "only the command line may let outputs replace files manyfiles did not write: \
+             manyfiles run FILE --force"
+                .into(),
+        ),
         ("bigfile", "fsync", _) => Some(
             "has no effect (kept for old command lines): the write phase always ends with a timed fsync; \
              until = \"returned\" times the write loop alone"
@@ -36,14 +56,85 @@ fn refused(command: &str, key: &str, v: &toml::Value) -> Option<String> {
 }
 
 /// Turn a TOML experiment file into the command line it stands for, so a file and
-/// the flags mean exactly the same thing (one parser, one validation).
-pub fn toml_args(path: &std::path::Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::bad("FILE", format!("{}: {e}", path.display())))?;
-    text_args(&text, path)
+/// the flags mean exactly the same thing (one parser, one validation). The file is
+/// bounded input (a regular file of at most 1 MiB); paths in it are taken from its own
+/// directory and, unless `a.allow_outside`, must not leave it; `a.replace.force` is
+/// passed on as `--force`.
+pub fn toml_args(a: &RunFileArgs) -> Result<Vec<String>> {
+    let path = &a.file;
+    let text = manyfiles::fs::input::read_bounded(path, manyfiles::fs::input::RUN_FILE_MAX)
+        .map_err(|e| Error::bad("FILE", format!("{}: {e}", path.display())))?;
+    let dir = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+        .ok_or_else(|| Error::bad("FILE", format!("{}: cannot resolve its directory", path.display())))?;
+    let mut args = text_args(&text, path, &PathRule { dir, allow_outside: a.allow_outside })?;
+    if a.replace.force {
+        args.push("--force".into());
+    }
+    Ok(args)
+}
+
+/// Where a run file's paths are taken from and whether they may leave it.
+struct PathRule {
+    /// The file's directory (canonical).
+    dir: PathBuf,
+    allow_outside: bool,
+}
+
+impl PathRule {
+    /// `value` of path key `k`: relative to the file's directory; an error (the reason)
+    /// when it writes outside that directory and that is not allowed.
+    fn resolve(&self, k: &str, value: &str) -> std::result::Result<String, String> {
+        let p = self.dir.join(value);
+        if WRITE_PATH_KEYS.contains(&k) && !self.allow_outside && !inside(&self.dir, &p) {
+            return Err(format!(
+                "{value} is outside {} (the run file's directory); manyfiles run FILE --allow-outside allows it",
+                self.dir.display()
+            ));
+        }
+        Ok(p.to_string_lossy().into_owned())
+    }
+
+    /// An `--fs` list: the paths in `@disk:DIR` and `@dev:/dev/NAME` items resolved and
+    /// checked as [`PathRule::resolve`] does.
+    fn resolve_fs(&self, value: &str) -> std::result::Result<String, String> {
+        let mut items = Vec::new();
+        for item in value.split(',') {
+            let found = ["@disk:", "@dev:"].iter().find_map(|m| item.find(m).map(|i| (i + m.len(), *m)));
+            match found {
+                Some((at, _)) if !item[at..].is_empty() => {
+                    let dir = self.resolve("target", &item[at..])?;
+                    items.push(format!("{}{dir}", &item[..at]));
+                }
+                _ => items.push(item.to_string()),
+            }
+        }
+        Ok(items.join(","))
+    }
+}
+
+/// Is `p` (absolute, maybe not there yet) inside `dir` (canonical) once its existing
+/// part is resolved (symlinks followed, as the run will follow them)? A `..` in the part
+/// that does not exist yet is never inside.
+fn inside(dir: &std::path::Path, p: &std::path::Path) -> bool {
+    let mut existing = p.to_path_buf();
+    let mut rest = Vec::new();
+    while std::fs::symlink_metadata(&existing).is_err() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { return false };
+        rest.push(name.to_os_string());
+        existing = parent.to_path_buf();
+    }
+    if p.components().any(|c| c == std::path::Component::ParentDir) && !rest.is_empty() {
+        return false;
+    }
+    let Ok(mut resolved) = std::fs::canonicalize(&existing) else { return false };
+    resolved.extend(rest.iter().rev());
+    resolved.starts_with(dir)
 }
 
 /// [`toml_args`] of a file's text (`path` names it in messages).
-fn text_args(text: &str, path: &std::path::Path) -> Result<Vec<String>> {
+fn text_args(text: &str, path: &std::path::Path, rule: &PathRule) -> Result<Vec<String>> {
     let bad = |r: String| Error::bad("FILE", format!("{}: {r}", path.display()));
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
     let mut args = vec!["manyfiles".to_string()];
@@ -79,6 +170,26 @@ fn text_args(text: &str, path: &std::path::Path) -> Result<Vec<String>> {
         if let Some(why) = refused(&command, k, v) {
             return Err(bad(format!("key {k}: {why}")));
         }
+        let v = &match v {
+            toml::Value::String(s) if WRITE_PATH_KEYS.contains(&k.as_str()) || READ_PATH_KEYS.contains(&k.as_str()) => {
+                toml::Value::String(rule.resolve(k, s).map_err(|why| bad(format!("key {k}: {why}")))?)
+            }
+            toml::Value::String(s) if k == "fs" => {
+                toml::Value::String(rule.resolve_fs(s).map_err(|why| bad(format!("key {k}: {why}")))?)
+            }
+            toml::Value::Array(items) if k == "destroy_device" || k == "fs" => {
+                let one = |s: &str| if k == "fs" { rule.resolve_fs(s) } else { rule.resolve(k, s) };
+                let items: std::result::Result<Vec<_>, String> = items
+                    .iter()
+                    .map(|i| match i {
+                        toml::Value::String(s) => one(s).map(toml::Value::String),
+                        other => Ok(other.clone()),
+                    })
+                    .collect();
+                toml::Value::Array(items.map_err(|why| bad(format!("key {k}: {why}")))?)
+            }
+            other => other.clone(),
+        };
         // A list only where the flag takes one: `target = ["a", "b"]` would be one
         // directory named "a,b".
         let list = arg.get_value_delimiter().is_some()
@@ -125,7 +236,8 @@ mod tests {
     /// The configuration a file stands for (Debug text, without the command line), or
     /// the error it gets.
     fn config_of(text: &str) -> std::result::Result<String, String> {
-        let args = text_args(text, std::path::Path::new("t.toml")).map_err(|e| e.to_string())?;
+        let rule = PathRule { dir: std::env::temp_dir(), allow_outside: true };
+        let args = text_args(text, std::path::Path::new("t.toml"), &rule).map_err(|e| e.to_string())?;
         let cli = crate::cli::Cli::try_parse_from(&args).map_err(|e| e.to_string())?;
         let c = match &cli.command {
             Command::Ladder(a) => crate::cli::ladder_config(a, vec![]).map(|c| format!("{c:?}")),

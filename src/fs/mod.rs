@@ -1,8 +1,9 @@
 //! File-system primitives every layer uses, relative to directory fds: the walk
 //! ([`walk`]: getdents, `O_NOFOLLOW` opens, the work-stealing task tree), bounded
-//! removal ([`remove`]), output files ([`output`]) and [`write_all`]. Imports nothing
+//! removal ([`remove`]), bounded input files ([`input`]), output files ([`output`]) and [`write_all`]. Imports nothing
 //! else of the crate but `error`.
 
+pub mod input;
 pub mod output;
 pub mod remove;
 pub mod walk;

@@ -1,7 +1,9 @@
 //! Output files the tool writes (result files, `--json`, scan summaries): `-` is
 //! standard output, a device, fifo, socket or one of this process's own descriptors is
 //! written in place, and a regular file is replaced atomically (temp file, fsync,
-//! rename), symlinks followed and kept.
+//! rename), symlinks followed and kept. An existing regular file is replaced only when
+//! this tool wrote it ([`is_own_output`]: a marker or signature in its first 64 KiB) or
+//! the user said `--force` ([`check_path`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -78,6 +80,100 @@ pub fn is_file_destination(path: &Path) -> bool {
     matches!(destination(path), Ok(Dest::File(_)))
 }
 
+/// `--force`: replace existing files this tool did not write.
+static FORCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--force` given: from now on this process may replace files it did not write.
+pub fn force_replacing() {
+    FORCE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The text that marks an HTML page as this tool's (in its `<head>`).
+pub const HTML_MARK: &str = "<meta name=\"generator\" content=\"manyfiles\">";
+/// The first line of every Markdown file this tool writes (an HTML comment: not shown).
+pub const MARKDOWN_MARK: &str = "<!-- written by manyfiles; `--markdown` replaces this file -->";
+/// How pages written before [`HTML_MARK`] begin: head, title, then the bundled font's
+/// first bytes as a data URI.
+const LEGACY_HTML: &str = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>";
+const LEGACY_FONT: &str =
+    "<style>@font-face{font-family:'DejaVu Sans';src:url(data:font/ttf;base64,AAEAAAAUAQAABABARkZUTaBP";
+/// How this tool's CSV files begin (their header: no comment line that would break readers).
+pub const CSV_HEADER_START: &str = "experiment,target,label,";
+/// The PNG `tEXt` chunk's keyword and text this tool puts in every chart.
+pub const PNG_SOFTWARE: &[u8] = b"Software\0manyfiles";
+/// How much of an existing file is read to recognise it.
+const HEAD_BYTES: usize = 64 << 10;
+
+/// Does `head` (a file's first bytes) carry this tool's marker or the signature of one of
+/// its outputs? Results, predictions and calibrations name `"tool": "manyfiles"`,
+/// inventories `"kind": "manyfiles-…"`; the engines' summaries (copy, sync, rm, scan,
+/// `--itemize`) and plan's are known by their first keys; HTML, Markdown and PNG by the
+/// mark written with them, CSV by its header, man pages by their title line.
+pub fn looks_own(head: &[u8]) -> bool {
+    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return head.windows(PNG_SOFTWARE.len()).any(|w| w == PNG_SOFTWARE);
+    }
+    let text = String::from_utf8_lossy(head);
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    if t.starts_with('{') {
+        // Whitespace outside the keys' strings does not matter: compare without any.
+        let j: String = t.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+        let has = |k: &str| j.contains(k);
+        return has("\"tool\":\"manyfiles\"")
+            || has("\"kind\":\"manyfiles-")
+            || ((j.starts_with("{\"mode\":\"copy\"") || j.starts_with("{\"mode\":\"sync\""))
+                && has("\"src_entries\":"))
+            || (j.starts_with("{\"changes\":[") && (j.starts_with("{\"changes\":[]") || has("[{\"change\":\"")))
+            || (j.starts_with("{\"paths\":[") && has("\"bytes_freed\":"))
+            || (j.starts_with("{\"root\":") && has("\"db\":") && has("\"in_flight\":"))
+            || (j.starts_with("{\"files\":") && has("\"rows\":[{\"cluster_bytes\":"));
+    }
+    if t.starts_with("<!DOCTYPE html>") {
+        return t.contains(HTML_MARK) || (t.starts_with(LEGACY_HTML) && t.contains(LEGACY_FONT));
+    }
+    t.starts_with(MARKDOWN_MARK)
+        || (t.starts_with("## manyfiles ")
+            && t.lines().nth(2).is_some_and(|l| l.starts_with("Measured ") && l.contains(" with manyfiles ")))
+        || t.starts_with(CSV_HEADER_START)
+        || (t.starts_with(".ie \\n(.g") && t.lines().any(|l| l.starts_with(".TH manyfiles")))
+}
+
+/// Is the existing file at `path` (a regular file: no fifo is opened) one this tool wrote?
+pub fn is_own_output(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Ok(false);
+    }
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    f.take(HEAD_BYTES as u64).read_to_end(&mut head)?;
+    Ok(looks_own(&head))
+}
+
+/// May the regular file (or nothing) at the link-free path `p` be replaced? Nothing there,
+/// this tool's output, or `--force`; else an error naming why (exit 2 before a run, 1 at
+/// a write).
+fn may_replace(p: &Path) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    match std::fs::symlink_metadata(p) {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+        Ok(md) if !md.is_file() => return Ok(()),
+        Ok(_) => {}
+    }
+    if FORCE.load(std::sync::atomic::Ordering::Relaxed) || is_own_output(p)? {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::AlreadyExists,
+        format!("{} exists and is not a manyfiles output; not replaced (--force replaces it)", p.display()),
+    ))
+}
+
 static STDOUT_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Has an output claimed standard output (`-`)? Then the human report goes to stderr,
@@ -87,15 +183,20 @@ pub fn stdout_taken() -> bool {
 }
 
 /// Is `path` usable as an output (checked before anything runs)? A directory is not;
-/// the directory a new file would go in must exist. `-` claims standard output.
-pub fn check_path(path: &Path) -> Result<(), String> {
+/// the directory a new file would go in must exist; an existing regular file must be one
+/// this tool wrote unless `force` (then every later write of this process may replace
+/// files it did not write). `-` claims standard output.
+pub fn check_path(path: &Path, force: bool) -> Result<(), String> {
+    if force {
+        force_replacing();
+    }
     match destination(path).map_err(|e| e.to_string())? {
         Dest::File(p) => {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !dir.is_dir() {
                 return Err(format!("directory {} does not exist", dir.display()));
             }
-            Ok(())
+            may_replace(&p).map_err(|e| e.to_string())
         }
         Dest::Stdout => {
             STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -178,6 +279,7 @@ impl Streamed {
                 (Box::new(Borrowed(std::mem::ManuallyDrop::new(f))), None)
             }
             Dest::File(p) => {
+                may_replace(&p)?;
                 let tmp = tmp_path(&p);
                 let f = std::fs::File::create(&tmp)?;
                 (Box::new(f.try_clone()?), Some((f, tmp, p)))
@@ -194,7 +296,7 @@ impl Streamed {
     pub fn finish(mut self) -> std::io::Result<()> {
         self.w.flush()?;
         if let Some((f, tmp, path)) = self.file.take() {
-            let r = f.sync_all().and_then(|()| std::fs::rename(&tmp, &path));
+            let r = f.sync_all().and_then(|()| may_replace(&path)).and_then(|()| std::fs::rename(&tmp, &path));
             if r.is_err() {
                 let _ = std::fs::remove_file(&tmp);
             }
@@ -241,6 +343,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        may_replace(path)?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {
@@ -260,11 +363,66 @@ mod tests {
         d
     }
 
+    const OWN: &str = "{\n  \"schema\": 1,\n  \"provenance\": {\n    \"tool\": \"manyfiles\"\n  }\n}\n";
+
+    #[test]
+    fn only_files_this_tool_wrote_are_replaced() {
+        let d = tmpdir("own");
+        let notes = d.join("notes.txt");
+        std::fs::write(&notes, "my notes\n").unwrap();
+        let e = check_path(&notes, false).unwrap_err();
+        assert!(e.contains("not a manyfiles output") && e.contains("--force"), "{e}");
+        assert!(write_output(&notes, b"x").is_err());
+        assert!(Streamed::open(&notes).is_err());
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "temp file left behind");
+        // through a symlink: the file it names is judged
+        std::os::unix::fs::symlink("notes.txt", d.join("link.json")).unwrap();
+        assert!(check_path(&d.join("link.json"), false).is_err());
+        // an empty file is no output of this tool either
+        std::fs::write(d.join("empty"), "").unwrap();
+        assert!(check_path(&d.join("empty"), false).is_err());
+        // its own outputs are replaced
+        let own = d.join("r.json");
+        std::fs::write(&own, OWN).unwrap();
+        check_path(&own, false).unwrap();
+        write_output(&own, b"{}").unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn outputs_are_recognised_by_their_marks() {
+        assert!(looks_own(OWN.as_bytes()));
+        assert!(looks_own(b"{\n  \"kind\": \"manyfiles-inventory\",\n  \"schema\": 1"));
+        assert!(looks_own(b"{\n  \"mode\": \"sync\",\n  \"src\": \"s\",\n  \"src_entries\": 1"));
+        assert!(looks_own(b"{\n  \"changes\": [\n    {\"change\":\"new\",\"kind\":\"file\",\"path\":\"b\"}"));
+        assert!(looks_own(b"{\n  \"paths\": [\n    \"/x\"\n  ],\n  \"files\": 1,\n  \"bytes_freed\": 0"));
+        assert!(looks_own(b"{\n  \"root\": \"/s\",\n  \"db\": null,\n  \"in_flight\": {}"));
+        assert!(looks_own(format!("<!DOCTYPE html>\n<html><head>{HTML_MARK}<title>").as_bytes()));
+        assert!(looks_own(format!("{MARKDOWN_MARK}\n## manyfiles ladder").as_bytes()));
+        assert!(looks_own(format!("{CSV_HEADER_START}fs_type\nladder,dir").as_bytes()));
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x12tEXt".to_vec();
+        png.extend_from_slice(PNG_SOFTWARE);
+        assert!(looks_own(&png));
+        for foreign in [
+            &b"root:x:0:0:root:/root:/bin/bash\n"[..],
+            b"",
+            b"{\"mode\": \"copy\"}",
+            b"{\"name\": \"manyfiles\"}",
+            b"<!DOCTYPE html>\n<html><head><title>mine</title>",
+            b"## manyfiles notes\n",
+            b"experiment,result\n",
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+        ] {
+            assert!(!looks_own(foreign), "{}", String::from_utf8_lossy(foreign));
+        }
+    }
+
     #[test]
     fn a_symlink_is_followed_and_kept() {
         let d = tmpdir("link");
         std::fs::create_dir(d.join("elsewhere")).unwrap();
-        std::fs::write(d.join("elsewhere/run42.json"), "old").unwrap();
+        std::fs::write(d.join("elsewhere/run42.json"), OWN).unwrap();
         std::os::unix::fs::symlink("elsewhere/run42.json", d.join("results.json")).unwrap();
         write_output(&d.join("results.json"), b"new").unwrap();
         assert!(std::fs::symlink_metadata(d.join("results.json")).unwrap().file_type().is_symlink());
@@ -281,15 +439,19 @@ mod tests {
         let d = tmpdir("streamed");
         let p = d.join("out.json");
         let mut s = Streamed::open(&p).unwrap();
-        s.write(b"{\"a\": [").unwrap();
+        s.write(b"{\"tool\": \"manyfiles\", \"a\": [").unwrap();
         assert!(!p.exists(), "visible before finish");
         s.write(b"1]}").unwrap();
         s.finish().unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\": [1]}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"tool\": \"manyfiles\", \"a\": [1]}");
         let mut s = Streamed::open(&p).unwrap();
         s.write(b"half").unwrap();
         drop(s);
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\": [1]}", "an unfinished stream replaced the file");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "{\"tool\": \"manyfiles\", \"a\": [1]}",
+            "an unfinished stream replaced the file"
+        );
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "temp file left behind");
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -297,11 +459,11 @@ mod tests {
     #[test]
     fn directories_and_missing_parents_are_refused() {
         let d = tmpdir("dir");
-        assert!(check_path(&d).unwrap_err().contains("is a directory"));
+        assert!(check_path(&d, false).unwrap_err().contains("is a directory"));
         assert!(write_output(&d, b"x").is_err());
-        assert!(check_path(&d.join("no/such/file.json")).unwrap_err().contains("does not exist"));
-        assert!(check_path(&d.join("fine.json")).is_ok());
-        assert!(check_path(Path::new("-")).is_ok());
+        assert!(check_path(&d.join("no/such/file.json"), false).unwrap_err().contains("does not exist"));
+        assert!(check_path(&d.join("fine.json"), false).is_ok());
+        assert!(check_path(Path::new("-"), false).is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

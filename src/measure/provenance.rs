@@ -27,6 +27,23 @@ pub struct Provenance {
     /// Under MPI: every rank's host, in rank order (empty with one rank).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// This invocation's id (128 random bits, hex): pooling refuses one invocation twice.
+    /// Empty in files from before it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub invocation: String,
+}
+
+/// 128 bits, hex, from two hashers std seeds at random per process, fed the time and pid.
+fn invocation_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let half = || {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(now);
+        h.write_u32(std::process::id());
+        h.finish()
+    };
+    format!("{:016x}{:016x}", half(), half())
 }
 
 impl Provenance {
@@ -45,7 +62,17 @@ impl Provenance {
             memory_bytes: memory_bytes().unwrap_or(0),
             ranks: crate::ranks::size(),
             hosts: if crate::ranks::size() > 1 { crate::ranks::hosts() } else { Vec::new() },
+            invocation: invocation_id(),
         }
+    }
+
+    /// Are these two the provenance of one invocation? By id when both have one, else by
+    /// host, start (to the second) and command line.
+    pub fn same_invocation(&self, other: &Provenance) -> bool {
+        if !self.invocation.is_empty() && !other.invocation.is_empty() {
+            return self.invocation == other.invocation;
+        }
+        self.host == other.host && self.started_utc == other.started_utc && self.command_line == other.command_line
     }
 
     /// One line for the bottom of a table: where these figures come from.

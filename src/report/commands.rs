@@ -31,6 +31,14 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
         return Err(Error::bad("RESULTS.json", "no result file given"));
     };
     let charts = super::chart::charts(&rs);
+    let png_path = |dir: &std::path::Path, c: &super::chart::Chart| dir.join(format!("{}.png", c.id));
+    // Every chart's file is checked before anything is written: a file of that name
+    // that is no manyfiles chart stops the report (exit 2, unless --force).
+    if let Some(dir) = cfg.png.as_ref().filter(|d| d.is_dir()) {
+        for c in &charts {
+            crate::fs::output::check_path(&png_path(dir, c), false).map_err(|e| Error::bad("--png", e))?;
+        }
+    }
     let mut said = String::new();
     if let Some(h) = &cfg.html {
         let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
@@ -43,10 +51,12 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
             std::fs::create_dir(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
         }
         for c in &charts {
-            let path = dir.join(format!("{}.png", c.id));
+            let path = png_path(dir, c);
             // Drawn beside the final name, then renamed: a reader never sees half a PNG.
             let tmp = dir.join(format!(".{}.tmp-{}.png", c.id, std::process::id()));
-            let r = super::chart::png(c, &tmp).and_then(|_| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
+            let r = super::chart::png(c, &tmp)
+                .and_then(|_| crate::fs::output::check_path(&path, false))
+                .and_then(|_| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
             if let Err(e) = r {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(Error::failed(format!("cannot write {}: {e}", path.display())));
@@ -148,6 +158,9 @@ pub struct PredictConfig {
     pub calibrated: bool,
     /// `--threads` given to a calibration: the check commands carry it.
     pub check_threads: Option<usize>,
+    /// The tree's directory, when it was walked for a calibration: its check copy is
+    /// `--cold` only where its storage is not memory.
+    pub tree_path: Option<PathBuf>,
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {
@@ -156,12 +169,43 @@ fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> 
     crate::fs::output::write_file(path, &bytes)
 }
 
-pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
-    use crate::results::predict::{self, Shape};
-    let shape = match &cfg.tree {
-        TreeInput::Path(p) => Shape::from(&crate::tree::inventory::Inventory::scan(p, cfg.threads)?),
-        TreeInput::Inventory(i) => Shape::from(i.as_ref()),
+/// The predictions' text, and an error (exit 1) when the tree could not be read whole:
+/// the predictions then are for the part that could, and the text says so.
+pub fn run_predict(cfg: &PredictConfig) -> (String, Result<()>) {
+    let inv = match &cfg.tree {
+        TreeInput::Path(p) => match crate::tree::inventory::Inventory::scan(p, cfg.threads) {
+            Ok(inv) => std::borrow::Cow::Owned(inv),
+            Err(e) => return (String::new(), Err(e)),
+        },
+        TreeInput::Inventory(i) => std::borrow::Cow::Borrowed(i.as_ref()),
     };
+    let text = match predictions(cfg, &inv) {
+        Ok(t) => t,
+        Err(e) => return (String::new(), Err(e)),
+    };
+    (text, complete(&inv))
+}
+
+/// An error naming what the walk of the tree could not read (exit 1, as `scan`), if
+/// anything.
+fn complete(inv: &crate::tree::inventory::Inventory) -> Result<()> {
+    if inv.unreadable_dirs == 0 {
+        return Ok(());
+    }
+    let dirs = match inv.unreadable_dirs {
+        1 => "1 directory".to_string(),
+        n => format!("{n} directories"),
+    };
+    Err(Error::failed(format!(
+        "tree incomplete: {dirs} could not be read (permission denied?); the predictions are for the {} files \
+         that could, not for the whole tree",
+        inv.files
+    )))
+}
+
+fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> Result<String> {
+    use crate::results::predict::{self, Shape};
+    let shape = Shape::from(inv);
     let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.runs_ahead);
     if let Some(j) = &cfg.json {
         // The model's file, target labels and provenance: what `report --html` names.
@@ -184,10 +228,20 @@ pub fn run_predict(cfg: &PredictConfig) -> Result<String> {
             true => "",
             false => " --lossy",
         };
+        // --cold is refused on a memory file system (tmpfs, ramfs: nothing to evict), so
+        // the check lines carry it only where the command would accept it.
+        let on_memory = cfg.model.targets.iter().any(|t| {
+            let fs = t.managed.as_ref().map_or(t.fs_type.as_str(), |m| m.fs_type.as_str());
+            matches!(fs, "tmpfs" | "ramfs")
+        });
+        let tree_on_memory =
+            cfg.tree_path.as_deref().is_some_and(|p| matches!(crate::storage::cache::memory_fs(p), Ok(Some(_))));
+        let cold = |memory: bool| if memory { "" } else { " --cold" };
+        let (src_cold, dst_cold) = (cold(tree_on_memory), cold(on_memory));
         text.push_str(&format!(
-            "check, one run each, on the target: `manyfiles copy{t}{lossy} --cold --durable PATH DST` (copy), then \
-             `manyfiles scan{t} --cold DST` (scan) and `manyfiles rm{t} --cold --durable DST` (rm); the calibration's \
-             copies ran target to target: a copy from another disk also pays that disk's reads\n",
+            "check, one run each, on the target: `manyfiles copy{t}{lossy}{src_cold} --durable PATH DST` (copy), then \
+             `manyfiles scan{t}{dst_cold} DST` (scan) and `manyfiles rm{t}{dst_cold} --durable DST` (rm); the \
+             calibration's copies ran target to target: a copy from another disk also pays that disk's reads\n",
         ));
     }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {

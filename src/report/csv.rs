@@ -33,6 +33,11 @@ const HEADER: [&str; 25] = [
     "host",
 ];
 
+#[test]
+fn the_header_is_the_mark_outputs_look_for() {
+    assert!(HEADER.join(",").starts_with(crate::fs::output::CSV_HEADER_START));
+}
+
 impl Exporter for CsvExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, String> {
         let mut w = csv::Writer::from_writer(Vec::new());

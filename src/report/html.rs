@@ -47,6 +47,8 @@ details{margin:.3em 0}summary{cursor:pointer}footer{margin-top:2em;border-top:1p
 /// The page's head and heading: `title`, and the targets by their labels.
 pub fn head(title: &str, targets: &[String]) -> String {
     let mut h = String::from("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    // The mark `--html` looks for before it replaces an existing file.
+    h.push_str(crate::fs::output::HTML_MARK);
     // The charts' text was laid out with the bundled font's metrics: embed that font so
     // every browser draws it the same way (and none needs fonts of its own).
     h.push_str(&format!(

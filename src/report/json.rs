@@ -29,7 +29,8 @@ pub const SCHEMA_TEXT: &str = include_str!("../../schema/result-v1.schema.json")
 pub const MAX_SECONDS: f64 = 1e12;
 
 pub fn read(path: &Path) -> Result<ResultSet, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = crate::fs::input::read_bounded(path, crate::fs::input::JSON_MAX)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let not = |why: String| format!("{} is not a manyfiles result: {why}", path.display());
     let v: Value = serde_json::from_str(&text).map_err(|e| not(e.to_string()))?;
     if !v.is_object() {

@@ -12,7 +12,8 @@ impl Exporter for MarkdownExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, String> {
         let p = &rs.provenance;
         let e = &rs.experiment;
-        let mut s = format!("## manyfiles {}: {}\n\n", e.name, e.ops.join(", "));
+        // The first line is the mark `--markdown` looks for before it replaces a file.
+        let mut s = format!("{}\n## manyfiles {}: {}\n\n", crate::fs::output::MARKDOWN_MARK, e.name, e.ops.join(", "));
         s.push_str(&format!(
             "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {}, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
             p.started_utc,

@@ -42,7 +42,8 @@ fn pair(v: &Value) -> Option<[f64; 2]> {
 /// Read `path` as a predict file: an object with a `predictions` array whose rows have
 /// `target`, `op` and `seconds`. Err: why it is not one.
 pub fn read(path: &std::path::Path) -> Result<PredictFile, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = crate::fs::input::read_bounded(path, crate::fs::input::JSON_MAX)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let preds = v.get("predictions").and_then(Value::as_array).ok_or("no \"predictions\" array")?;
     let mut rows = Vec::new();

@@ -11,10 +11,20 @@ const FILE_BLOCKS: u32 = crate::analysis::blocks::INVOCATION_BLOCKS;
 
 /// Pool `sets` (in the order given; settings and provenance from the first). Refused
 /// when they are not one experiment: another experiment name, time (`until`), or a
-/// target of another id or file system.
+/// target of another id or file system; and when two are one invocation (its id, or
+/// host, start and command line in files without one): its runs would count twice
+/// as independent invocations and narrow every interval falsely.
 pub fn pool(mut sets: Vec<(String, ResultSet)>) -> Result<ResultSet, String> {
     if sets.is_empty() {
         return Err("nothing to pool".into());
+    }
+    for (i, (a, ra)) in sets.iter().enumerate() {
+        if let Some((b, _)) = sets[i + 1..].iter().find(|(_, rb)| ra.provenance.same_invocation(&rb.provenance)) {
+            return Err(format!(
+                "{a} and {b} are one invocation (started {} on {}): pooling it twice would count its runs twice",
+                ra.provenance.started_utc, ra.provenance.host
+            ));
+        }
     }
     let (first_name, mut out) = sets.remove(0);
     relabel_blocks(&mut out, 0);
@@ -82,6 +92,7 @@ mod tests {
     /// A result set of one cell whose runs are `times`, in blocks of two.
     fn invocation(times: &[f64]) -> ResultSet {
         let mut rs = crate::results::testing::one_cell(times);
+        rs.provenance.invocation = format!("{times:?}-{}", rs.provenance.invocation);
         for (i, m) in rs.measurements.iter_mut().enumerate() {
             m.block = Some(i as u32 / 2);
         }
@@ -122,8 +133,26 @@ mod tests {
         let e = pool(vec![("a".into(), a.clone()), ("b".into(), b)]).unwrap_err();
         assert!(e.contains("only invocations of one experiment"), "{e}");
         let mut c = a.clone();
+        c.provenance.invocation.push('c'); // another invocation, on another file system
         c.targets[0].fs_type = "xfs".into();
         let e = pool(vec![("a".into(), a), ("c".into(), c)]).unwrap_err();
         assert!(e.contains("not the same target"), "{e}");
+    }
+
+    #[test]
+    fn one_invocation_twice_is_refused() {
+        let a = invocation(&[1.0, 1.1, 0.9, 1.0, 1.05, 0.95]);
+        let e = pool(vec![("a".into(), a.clone()), ("copy".into(), a.clone())]).unwrap_err();
+        assert!(e.contains("a and copy are one invocation"), "{e}");
+        // files from before invocation ids: host, start and command line
+        let mut old = a.clone();
+        old.provenance.invocation.clear();
+        let mut b = invocation(&[2.0; 6]);
+        b.provenance.started_utc = "2000-01-01T00:00:00Z".into();
+        let e = pool(vec![("b".into(), b), ("old".into(), old.clone()), ("a".into(), a)]).unwrap_err();
+        assert!(e.contains("old and a are one invocation"), "{e}");
+        let mut later = old.clone();
+        later.provenance.started_utc = "2099-01-01T00:00:00Z".into();
+        assert!(pool(vec![("old".into(), old), ("later".into(), later)]).is_ok());
     }
 }

@@ -314,7 +314,8 @@ impl Inventory {
 
     pub fn load(path: &Path) -> Result<Inventory> {
         let flag = "--inventory";
-        let text = std::fs::read_to_string(path).map_err(|e| Error::bad(flag, format!("{}: {e}", path.display())))?;
+        let text = crate::fs::input::read_bounded(path, crate::fs::input::JSON_MAX)
+            .map_err(|e| Error::bad(flag, format!("{}: {e}", path.display())))?;
         let inv: Inventory = serde_json::from_str(&text)
             .map_err(|e| Error::bad(flag, format!("{}: not a manyfiles inventory: {e}", path.display())))?;
         if inv.kind != INVENTORY_KIND {
