@@ -106,6 +106,10 @@ pub struct CopyCommonArgs {
     /// (also shown apart as sync_s); without it the time ends when the copy returned
     #[arg(long)]
     pub durable: bool,
+    /// Also enter mount points below DST: write into them and, with --delete, empty them
+    /// (the mount point itself stays). Default: leave them alone, and report them (exit 1)
+    #[arg(long)]
+    pub cross_mounts: bool,
 }
 
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
@@ -128,6 +132,7 @@ pub fn copy_config(
     o.itemize = c.itemize;
     o.verify = c.verify;
     (o.cold, o.durable) = (c.cold, c.durable);
+    o.cross_mounts = c.cross_mounts;
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,
