@@ -492,6 +492,14 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             // What the local engine does when it opens a subdirectory's task: make it in
             // DST (here, in the parent's task), then hand it to any rank.
             let sub_rel = join_rel(rel, t.name.to_bytes());
+            // A mount point in DST (the listing's statx reached its root): not entered
+            // without --cross-mounts, as in one process.
+            if !o.cross_mounts && t.dst_meta.is_some_and(|m| m.attrs & walk::ATTR_MOUNT_ROOT != 0) {
+                let path = join(&t.parent.path, Some(&t.name));
+                ctx.refuse(&path, None, "a mount point in DST: not entered; --cross-mounts to enter it");
+                release(&ctx, t.parent);
+                return;
+            }
             let mut fresh = t.dst_meta.is_none();
             if fresh && o.dry_run {
                 ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
