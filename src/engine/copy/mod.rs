@@ -562,3 +562,23 @@ pub fn write_json(o: &Options, s: &mut Summary, path: &Path) -> Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_failure_line_is_capped_and_says_how_much_went() {
+        let deep = format!("{}: open source directory: Too many open files", "new/".repeat(20_016));
+        let c = capped(deep.clone());
+        assert!(c.len() < MAX_LINE + 64, "{}", c.len());
+        assert!(c.starts_with("new/new/") && c.ends_with("Too many open files"), "{c}");
+        let (head, rest) = c.split_once(" … (").unwrap();
+        let (n, tail) = rest.split_once(" bytes more) … ").unwrap();
+        assert_eq!(head.len() + n.parse::<usize>().unwrap() + tail.len(), deep.len(), "says how much went");
+        // Short lines, and multi-byte characters at the cut, are fine.
+        assert_eq!(capped("x: y".into()), "x: y");
+        let wide = "é".repeat(2_000);
+        assert!(capped(wide).contains("bytes more"));
+    }
+}
