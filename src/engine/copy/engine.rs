@@ -469,6 +469,8 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
 
     let clock = Instant::now();
     let matched = dst_items.matches(&src_items);
+    // A destination that folds case holds one of SRC's names that differ only in case.
+    let lost_case = if ctx.caps.folds_case { super::case::lost_to_case(&src_items, &matched) } else { None };
     let mut extra = vec![true; dst_items.len()];
     for &j in &matched {
         if j != NO_MATCH {
@@ -497,6 +499,10 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
                 let d = (j != NO_MATCH).then(|| dst_items.item(j as usize));
                 if s.m.kind == Kind::File {
                     t.src_files += 1;
+                }
+                if lost_case.as_ref().is_some_and(|l| l[i]) {
+                    super::case::lose(ctx, &node, s.name, &s.m);
+                    continue;
                 }
                 entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }

@@ -14,6 +14,7 @@
 //! Memory is bounded by directories in flight, never by the tree: no global entry list.
 
 pub mod attrs;
+mod case;
 mod delete;
 pub mod engine;
 pub mod file;

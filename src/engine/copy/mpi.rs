@@ -341,6 +341,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 | (mine.hard_links as u32) << 4
                 | (mine.names_bytes as u32) << 5
                 | (mine.names_ctrl as u32) << 6
+                | (mine.folds_case as u32) << 7
                 | (mine.dropped_ns as u32) << 8,
         ]);
         Caps {
@@ -358,6 +359,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             hard_links: w[8] & 16 != 0,
             names_bytes: w[8] & 32 != 0,
             names_ctrl: w[8] & 64 != 0,
+            folds_case: w[8] & 128 != 0,
             dropped_ns: (w[8] >> 8) as u8,
         }
     };
