@@ -49,7 +49,7 @@ pub(super) fn folds_listed(dst: BorrowedFd<'_>) -> Option<bool> {
 }
 
 /// The key names fold to: lowercase (Unicode for UTF-8 names, ASCII otherwise).
-fn folded(name: &[u8]) -> Vec<u8> {
+pub(super) fn folded(name: &[u8]) -> Vec<u8> {
     match std::str::from_utf8(name) {
         Ok(s) => s.to_lowercase().into_bytes(),
         Err(_) => name.to_ascii_lowercase(),

@@ -279,6 +279,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let (u1, s1) = crate::measure::cpu_times();
     let mut s = summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0))], t0);
     s.modify_window_ns = ctx.caps.window_ns;
+    s.dst_keeps_modes = Some(ctx.caps.modes);
     s.in_flight = inflight::report(ctx.gate, o.threads);
     Ok(s)
 }

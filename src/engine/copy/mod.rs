@@ -180,6 +180,10 @@ pub struct Summary {
     /// compared equal (1: exact).
     #[serde(default)]
     pub modify_window_ns: u64,
+    /// The destination keeps permission bits (the probe's answer; not in the JSON, which
+    /// lists the modes lost): `--verify` compares them only then.
+    #[serde(skip)]
+    pub dst_keeps_modes: Option<bool>,
     pub bytes_transferred: u64,
     pub elapsed_s: f64,
     pub cpu_user_s: f64,
@@ -543,7 +547,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     if o.verify && !s.interrupted {
         let checks = verify::Checks { content: true, meta: true };
-        let kept = verify::Kept::new(&o.keep, &s.losses);
+        let kept = verify::Kept::new(&o.keep, &s.losses).on_dst(s.modify_window_ns, s.dst_keeps_modes);
         s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)

@@ -648,9 +648,10 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     s.ranks = Some(RankCounts::new(unit, work, walks));
     s.modify_window_ns = ctx.caps.window_ns;
+    s.dst_keeps_modes = Some(ctx.caps.modes);
     if o.verify && !s.interrupted && ranks::is_root() {
         let checks = verify::Checks { content: true, meta: true };
-        let kept = verify::Kept::new(&o.keep, &s.losses);
+        let kept = verify::Kept::new(&o.keep, &s.losses).on_dst(s.modify_window_ns, s.dst_keeps_modes);
         s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
