@@ -257,3 +257,70 @@ fn rm_of_a_mount_point_is_refused_unless_cross_mounts() {
     assert_eq!(v["kept_mount_points"].as_array().map(|a| a.len()), Some(1), "{v}");
     assert_eq!(v["failed"], 0);
 }
+
+/// An exFAT image mounted by `manyfiles mount`, taken down by `manyfiles umount` (that
+/// mount only) when dropped.
+struct Exfat(PathBuf);
+
+impl Exfat {
+    fn mount(at: &Path) -> Exfat {
+        std::fs::create_dir_all(at).unwrap();
+        let out = mf(&["mount".as_ref(), "exfat".as_ref(), at.as_os_str(), "--size".as_ref(), "64MiB".as_ref()]);
+        assert_eq!(out.code, Some(0), "{}", out.show());
+        Exfat(at.to_path_buf())
+    }
+}
+
+impl Drop for Exfat {
+    fn drop(&mut self) {
+        let out = run_bounded(&["umount".as_ref(), self.0.as_os_str()], LIMIT, None);
+        assert_eq!(out.code, Some(0), "{}", out.show());
+    }
+}
+
+/// Reproduction 13: `sync` onto exFAT with names that differ only in case (A/a, Dir/dir)
+/// exited 0, kept one of each pair, and every sync copied again (content alternating).
+/// Now: one of each pair is made, the others are a `names` loss (exit 1 without
+/// --lossy, 0 with it), and a second sync copies nothing. copy says the same.
+/// `--lossy --verify` onto exFAT passes (what --lossy accepted is no difference).
+#[test]
+fn sync_onto_exfat_with_names_differing_in_case_converges_and_reports_them() {
+    let Some(_g) = root_only("mounting exFAT needs root") else { return };
+    let t = scratch("exfat");
+    let s = t.path().join("s");
+    write(&s.join("A"), "upper");
+    write(&s.join("a"), "lower");
+    write(&s.join("Dir/f1"), "1");
+    write(&s.join("dir/f2"), "2");
+    write(&s.join("plain"), "plain");
+    let ex = Exfat::mount(&t.path().join("ex"));
+    let d = ex.0.join("d");
+    let sync = |extra: &[&str]| {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["sync".as_ref(), s.as_os_str(), d.as_os_str(), "-q".as_ref()];
+        a.extend(extra.iter().map(|x| std::ffi::OsStr::new(*x)));
+        let json = t.path().join("sync.json");
+        a.extend(["--json".as_ref(), json.as_os_str()]);
+        let out = mf(&a);
+        (out, serde_json::from_slice::<serde_json::Value>(&std::fs::read(&json).unwrap()).unwrap())
+    };
+    let (out, v) = sync(&[]);
+    assert_eq!(out.code, Some(1), "names lost without --lossy\n{}", out.show());
+    let names = v["losses"].as_array().unwrap().iter().find(|l| l["kind"] == "names").cloned();
+    assert_eq!(names.as_ref().map(|n| n["count"].as_u64()), Some(Some(2)), "{v}");
+    assert_eq!(v["lost_entries"], 2, "a and dir/f2: {v}");
+    let first = (std::fs::read_to_string(d.join("A")).unwrap(), std::fs::read_to_string(d.join("Dir/f1")).unwrap());
+    assert_eq!(first, ("upper".to_string(), "1".to_string()), "the first name in byte order is made");
+    for _ in 0..2 {
+        let (out, v) = sync(&["--lossy", "--verify"]);
+        assert_eq!(out.code, Some(0), "{}", out.show());
+        assert_eq!(v["copied"], 0, "a second sync copies nothing: {v}");
+        assert_eq!(v["failed"], 0);
+        assert_eq!(v["verify"]["differences"], 0, "{v}");
+        assert_eq!(std::fs::read_to_string(d.join("A")).unwrap(), "upper", "no alternation");
+    }
+    let c = ex.0.join("c");
+    let out = mf(&["copy".as_ref(), s.as_os_str(), c.as_os_str(), "-q".as_ref(), "--lossy".as_ref(), "--verify".as_ref()]);
+    assert_eq!(out.code, Some(0), "{}", out.show());
+    assert!(out.stdout.contains("names 2") && out.stdout.contains("only its case differs"), "{}", out.show());
+    assert!(out.stdout.contains("verify:") && out.stdout.contains(": 0 differences"), "{}", out.show());
+}
