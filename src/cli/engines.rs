@@ -152,7 +152,9 @@ pub struct RmArgs {
     /// Files or directories to remove (a symlink is removed itself, never followed)
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
-    /// Also remove below mount points inside the trees (default: leave them, and report them)
+    /// Also remove below mount points inside the trees, and empty a PATH that is a mount
+    /// point (kept, said in the summary). Default: mount points inside are left and
+    /// reported (exit 1); a PATH that is one is refused (exit 2)
     #[arg(long)]
     pub cross_mounts: bool,
     /// Worker threads, parallel across directories, fixed (default: see --in-flight)
