@@ -67,7 +67,7 @@ fn sync_delete_never_empties_a_mount_point_at_dsts_top_level() {
         let out = mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "--delete".as_ref(), "-q".as_ref()]);
         assert_eq!(out.code, Some(1), "{}", out.show());
         assert_eq!(snapshot(&p, &[]), before, "the bind-mounted directory is untouched\n{}", out.show());
-        assert!(out.stdout.contains("bm: a mount point in DST") && out.stdout.contains("--cross-mounts"), "{}", out.show());
+        assert!(out.stdout.contains("bm: not deleted: a mount point in DST") && out.stdout.contains("--cross-mounts"), "{}", out.show());
         assert_eq!(out.stdout.matches("a mount point").count(), 1, "one line for it\n{}", out.show());
         assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a", "the rest is done");
         assert!(!d.join("old").exists(), "other extraneous entries are deleted");

@@ -91,7 +91,7 @@ pub(super) enum Unremoved {
 pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Meta) -> (u64, Result<(), Unremoved>) {
     if m.kind != Kind::Dir {
         if m.attrs & walk::ATTR_MOUNT_ROOT != 0 {
-            return (0, Err(Unremoved::Refused("a mount point in DST (a file bind mount): not deleted".into())));
+            return (0, Err(Unremoved::Refused("not deleted: a mount point in DST (a file bind mount)".into())));
         }
         return match unlinkat(dir, name, AtFlags::empty()) {
             Ok(()) => (1, Ok(())),
@@ -103,7 +103,7 @@ pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Met
         Err(e) => return (0, Err(Unremoved::Failed(e))),
     };
     if let Some(why) = ctx.wall(sub.as_fd(), false, Some(dir)) {
-        return (0, Err(Unremoved::Refused(why.replace("not entered;", "not entered nor emptied;"))));
+        return (0, Err(Unremoved::Refused(format!("not deleted: {}", why.replace("not entered;", "not entered nor emptied;")))));
     }
     let mount_point = walk::dir_id(sub.as_fd()).is_ok_and(|id| id.mount_root == Some(true));
     // A read-only directory cannot have its entries removed: make it writable first.
@@ -112,7 +112,7 @@ pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Met
     let r = remove_contents_crossing(sub.as_fd(), &mut n, ctx.o.cross_mounts, &ctx.walls.src_chain);
     if mount_point && r.is_ok() {
         let desc = crate::engine::overlap::describe_mount(sub.as_fd());
-        let why = format!("a mount point in DST ({desc}): emptied (--cross-mounts); the mount point itself stays");
+        let why = format!("not deleted: a mount point in DST ({desc}): emptied (--cross-mounts); the mount point itself stays");
         return (n, Err(Unremoved::Refused(why)));
     }
     match r {
