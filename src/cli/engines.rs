@@ -108,6 +108,10 @@ pub struct CopyCommonArgs {
     pub durable: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
+    /// Also enter mount points below DST: write into them and, with --delete, empty them
+    /// (the mount point itself stays). Default: leave them alone, and report them (exit 1)
+    #[arg(long)]
+    pub cross_mounts: bool,
 }
 
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
@@ -130,6 +134,7 @@ pub fn copy_config(
     o.itemize = c.itemize;
     o.verify = c.verify;
     (o.cold, o.durable) = (c.cold, c.durable);
+    o.cross_mounts = c.cross_mounts;
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,
@@ -149,7 +154,9 @@ pub struct RmArgs {
     /// Files or directories to remove (a symlink is removed itself, never followed)
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
-    /// Also remove below mount points inside the trees (default: leave them, and report them)
+    /// Also remove below mount points inside the trees, and empty a PATH that is a mount
+    /// point (kept, said in the summary). Default: mount points inside are left and
+    /// reported (exit 1); a PATH that is one is refused (exit 2)
     #[arg(long)]
     pub cross_mounts: bool,
     /// Worker threads, parallel across directories, fixed (default: see --in-flight)

@@ -129,9 +129,144 @@ fn inside_fs(mountinfo: &str, p: &Path) -> Option<(String, PathBuf)> {
     Some((dev, if rest.as_os_str().is_empty() { root } else { root.join(rest) }))
 }
 
+/// One line of `/proc/self/mountinfo`, the fields the checks need.
+#[derive(Debug, Clone)]
+struct MountLine {
+    id: u64,
+    root: PathBuf,
+    point: PathBuf,
+    fstype: String,
+    source: String,
+    supers: String,
+}
+
+/// mountinfo's lines: `id parent major:minor root point options [optional …] - type
+/// source super-options`.
+fn mount_lines(mountinfo: &str) -> Vec<MountLine> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            let dash = f.iter().position(|x| *x == "-")?;
+            (f.len() > dash + 2 && dash >= 5).then(|| MountLine {
+                id: f[0].parse().unwrap_or(0),
+                root: unescape(f[3]),
+                point: unescape(f[4]),
+                fstype: f[dash + 1].to_string(),
+                source: unescape(f[dash + 2]).to_string_lossy().into_owned(),
+                supers: f.get(dash + 3).unwrap_or(&"").to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The mount whose root the directory open at `fd` is, described for a message:
+/// "tmpfs tmpfs", "ext4 /dev/vda, a bind mount of /srv/p". Read only when a mount
+/// point is met (never per entry).
+pub fn describe_mount(fd: rustix::fd::BorrowedFd<'_>) -> String {
+    use rustix::fs::{AtFlags, StatxFlags, statx};
+    let Ok(st) = statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID) else {
+        return "a mount".into();
+    };
+    let dev = format!("device {}:{}", st.stx_dev_major, st.stx_dev_minor);
+    if st.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
+        return dev;
+    }
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    match mount_lines(&text).into_iter().find(|m| m.id == st.stx_mnt_id) {
+        Some(m) if m.root == Path::new("/") => format!("{} {}", m.fstype, m.source),
+        Some(m) => format!("{} {}, a bind mount of {}", m.fstype, m.source, m.root.display()),
+        None => dev,
+    }
+}
+
+/// An overlayfs mount: where it is mounted and the directories it shows (upper, every
+/// lower, work), from its super options in mountinfo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlay {
+    pub point: PathBuf,
+    pub layers: Vec<PathBuf>,
+}
+
+/// Every overlayfs mount of `mountinfo`. Values are escaped as the kernel shows them
+/// (`\054` for a comma …); lower directories are separated by `:` (`::` before
+/// data-only ones; a `:` inside a path is escaped).
+fn overlays_in(mountinfo: &str) -> Vec<Overlay> {
+    mount_lines(mountinfo)
+        .into_iter()
+        .filter(|m| m.fstype == "overlay")
+        .map(|m| {
+            let mut layers = Vec::new();
+            for opt in m.supers.split(',') {
+                let Some((key, value)) = opt.split_once('=') else { continue };
+                match key.trim_end_matches('+') {
+                    "lowerdir" | "datadir" => {
+                        layers.extend(value.split(':').filter(|v| !v.is_empty()).map(unescape))
+                    }
+                    "upperdir" | "workdir" => layers.push(unescape(value)),
+                    _ => {}
+                }
+            }
+            Overlay { point: m.point, layers }
+        })
+        .collect()
+}
+
+/// Is one side on (or around) an overlayfs mount that shows the other side, or a
+/// directory that holds it or is inside it? An overlay's merged view has its own
+/// device, so neither ancestors nor paths inside the file system see that writing to
+/// `m/new` writes into its upper directory (`up/new`): a copy of `up` into `m/new`
+/// grew `up/new/new/…` until it ran out of descriptors (issue 38). Returns (the overlay's
+/// mount point, the layer) of the first one found.
+pub fn through_overlay(a: &Place, b: &Place) -> Option<(PathBuf, String)> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    for ov in overlays_in(&text) {
+        let inside = a.path.starts_with(&ov.point);
+        if !(inside || ov.point.starts_with(&a.path)) {
+            continue;
+        }
+        for layer in &ov.layers {
+            if let Ok(l) = place(layer)
+                && overlap(&l, b).is_some()
+            {
+                return Some((ov.point.clone(), format!("{} (a layer of it)", layer.display())));
+            }
+        }
+        // A layer named by a relative path (as the mount command was given it) says
+        // nothing about where it is from here. The merged view's directories carry
+        // their real directories' inode numbers (on the overlay's own device): one of
+        // `a`'s inside the overlay that is `b` or one of its ancestors, or `b`'s
+        // identity among them, is taken as the same directory.
+        if inside && ov.layers.iter().any(|l| l.is_relative()) {
+            let merged: Vec<u64> = a.chain.iter().take_while(|id| id.0 == a.id.0).map(|id| id.1).collect();
+            if b.chain.iter().any(|id| id.0 != a.id.0 && merged.contains(&id.1)) {
+                let what = "a layer of it by inode (mountinfo names its layers by relative paths)";
+                return Some((ov.point.clone(), what.to_string()));
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlay_layers_from_mountinfo() {
+        let info = "\
+22 1 254:0 / / rw - ext4 /dev/vda rw
+40 22 0:50 / /tmp/x/m rw,relatime shared:9 - overlay o rw,lowerdir=/tmp/x/lo:/tmp/x/lo\\0722,upperdir=/tmp/x/up\\054u,workdir=/tmp/x/wk,uuid=on
+41 22 0:51 / /tmp/y rw - tmpfs t rw
+";
+        let ov = overlays_in(info);
+        assert_eq!(ov.len(), 1);
+        assert_eq!(ov[0].point, Path::new("/tmp/x/m"));
+        let layers: Vec<String> = ov[0].layers.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(layers, vec!["/tmp/x/lo", "/tmp/x/lo:2", "/tmp/x/up,u", "/tmp/x/wk"]);
+        let lines = mount_lines(info);
+        assert_eq!((lines[1].id, lines[1].fstype.as_str(), lines[1].source.as_str()), (40, "overlay", "o"));
+    }
 
     const INFO: &str = "\
 22 1 254:0 / / rw,relatime - ext4 /dev/vda rw

@@ -20,7 +20,7 @@
 
 use crate::fs::walk::{self, DIR_FLAGS, Kind};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags, StatxAttributes, StatxFlags, openat, statx, unlinkat};
+use rustix::fs::{AtFlags, Mode, OFlags, openat, unlinkat};
 use rustix::io::Errno;
 use std::ffi::{CStr, CString};
 
@@ -133,9 +133,8 @@ pub fn open_to_empty(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno>
 /// system (another device than `parent_dev`, or a mount root: a bind mount of the same
 /// file system included).
 pub fn crossing(fd: BorrowedFd<'_>, parent_dev: u64) -> Result<(u64, bool), Errno> {
-    let st = statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::TYPE)?;
-    let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
-    Ok((dev, dev != parent_dev || st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)))
+    let id = walk::dir_id(fd)?;
+    Ok((id.dev, id.crosses(parent_dev)))
 }
 
 /// A directory of our own without write or search permission (a read-only tree, as Go's
@@ -168,14 +167,28 @@ pub fn grant_below(parent: BorrowedFd<'_>, name: &CStr) -> bool {
 /// symlinks: subdirectories are opened with O_NOFOLLOW relative to their parent's fd,
 /// and symlinks are unlinked, not followed.
 pub fn remove_contents(dir: BorrowedFd<'_>) -> Result<(), Errno> {
-    remove_below(dir, &mut 0)
+    remove_below(dir, &mut 0, false, &[])
 }
 
 /// [`remove_contents`], adding the entries removed to `removed` (also when it fails
 /// part-way). A directory on another device or that is a mount root (a bind mount of
 /// the same file system included) is not entered: its mount point is left, EXDEV.
 pub fn remove_contents_counted(dir: BorrowedFd<'_>, removed: &mut u64) -> Result<(), Errno> {
-    remove_below(dir, removed)
+    remove_below(dir, removed, false, &[])
+}
+
+/// [`remove_contents_counted`] that, with `cross_mounts`, also empties the mounts below
+/// (`sync --delete --cross-mounts`, as `rm --cross-mounts`): their mount points stay
+/// (busy while mounted), which is the error returned (EBUSY).
+/// Directories whose (device, inode) is in `never` are not entered either way (SRC
+/// and its ancestors, for sync: a bind mount of them below DST).
+pub fn remove_contents_crossing(
+    dir: BorrowedFd<'_>,
+    removed: &mut u64,
+    cross_mounts: bool,
+    never: &[(u64, u64)],
+) -> Result<(), Errno> {
+    remove_below(dir, removed, cross_mounts, never)
 }
 
 /// Directory fds kept open during removal: deeper trees reopen a parent through `..`
@@ -217,7 +230,7 @@ fn empty_files(dir: BorrowedFd<'_>, removed: &mut u64, first_err: &mut Option<Er
     subdirs
 }
 
-fn remove_below(dir: BorrowedFd<'_>, removed: &mut u64) -> Result<(), Errno> {
+fn remove_below(dir: BorrowedFd<'_>, removed: &mut u64, cross_mounts: bool, never: &[(u64, u64)]) -> Result<(), Errno> {
     // A fresh open, not a dup: a dup shares the caller's directory offset, and a run
     // directory's fd that was listed before would list nothing (and its rmdir fail).
     let root = openat(dir, c".", DIR_FLAGS, Mode::empty())?;
@@ -232,10 +245,14 @@ fn remove_below(dir: BorrowedFd<'_>, removed: &mut u64) -> Result<(), Errno> {
             let tfd = top.fd.as_ref().expect("the top frame always has its fd");
             let opened = open_to_empty(tfd.as_fd(), &name).and_then(|sub| {
                 // A mount below (a bind mount of someone's directory): never entered.
-                if crossing(sub.as_fd(), root_dev)?.1 {
+                if !cross_mounts && crossing(sub.as_fd(), root_dev)?.1 {
                     return Err(Errno::XDEV);
                 }
-                Ok((dev_ino(sub.as_fd())?, sub))
+                let id = dev_ino(sub.as_fd())?;
+                if never.contains(&id) {
+                    return Err(Errno::XDEV);
+                }
+                Ok((id, sub))
             });
             match opened {
                 Ok((id, sub)) => {

@@ -301,6 +301,40 @@ impl Meta {
     }
 }
 
+/// An open directory's identity, and whether it is the root of a mount: a mount point
+/// seen from above (another file system, or a bind mount of the same one, which
+/// `st_dev` alone does not tell). One statx on the fd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirId {
+    pub dev: u64,
+    pub ino: u64,
+    /// None: the kernel does not report STATX_ATTR_MOUNT_ROOT (before 5.8).
+    pub mount_root: Option<bool>,
+}
+
+impl DirId {
+    /// Entering this directory from one on `parent_dev` crosses into another mount.
+    pub fn crosses(&self, parent_dev: u64) -> bool {
+        self.dev != parent_dev || self.mount_root == Some(true)
+    }
+}
+
+/// [`DirId`] of the directory open at `fd`.
+pub fn dir_id(fd: BorrowedFd<'_>) -> Result<DirId, Errno> {
+    use rustix::fs::StatxAttributes;
+    let st = statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::TYPE | StatxFlags::INO)?;
+    let known = st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT);
+    Ok(DirId {
+        dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        ino: st.stx_ino,
+        mount_root: known.then(|| st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)),
+    })
+}
+
+/// statx's STATX_ATTR_MOUNT_ROOT in [`Meta::attrs`]: the entry listed is a mount point
+/// (its statx, by name from the parent, reached the mounted root).
+pub const ATTR_MOUNT_ROOT: u32 = 0x2000;
+
 /// [`Meta`] of `name` below `dir`, not following a symlink.
 pub fn meta_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Meta, Errno> {
     let want = StatxFlags::TYPE

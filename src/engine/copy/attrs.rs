@@ -120,6 +120,9 @@ pub struct Caps {
     /// character (exFAT, FAT: no; NTFS through ntfs-3g: yes).
     pub names_bytes: bool,
     pub names_ctrl: bool,
+    /// Names that differ only in case are one entry (exFAT, FAT): of SRC's names that
+    /// fold to one, only one can be made ([`super::case::lost_to_case`]).
+    pub folds_case: bool,
 }
 
 impl Caps {
@@ -172,6 +175,7 @@ impl Default for Caps {
             dropped_ns: 0,
             names_bytes: true,
             names_ctrl: true,
+            folds_case: false,
         }
     }
 }
@@ -194,7 +198,9 @@ pub fn is_root() -> bool {
 pub fn probe(dst: BorrowedFd<'_>, dry: bool) -> Caps {
     use rustix::fs::{Timespec, Timestamps, fstat};
     if dry {
-        return caps_of_type(dst);
+        let mut caps = caps_of_type(dst);
+        caps.folds_case = super::case::folds_listed(dst).unwrap_or(caps.folds_case);
+        return caps;
     }
     // The probe's entries move DST root's mtime: put back (an unchanged sync changes nothing).
     let before = fstat(dst).ok();
@@ -223,6 +229,8 @@ fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
         return caps_of_type(dst);
     };
     let mut caps = Caps::default();
+    // The scratch file's name in capitals: the same entry on a case-insensitive DST.
+    caps.folds_case = super::case::same_entry_by_other_case(dst, name.as_c_str());
     let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o604));
     if let Ok(st) = fstat(&fd) {
         caps.modes = st.st_mode & 0o7777 == 0o604;
@@ -325,6 +333,7 @@ fn caps_of_type(dst: BorrowedFd<'_>) -> Caps {
         hard_links: false,
         names_bytes: false,
         names_ctrl: false,
+        folds_case: true,
         ..Caps::default()
     };
     match st.f_type as u64 {

@@ -6,8 +6,8 @@ use super::engine::{CopyShared, DELETE, Node, Tally};
 use super::file::is_tmp_name;
 use super::itemize;
 use super::listing::Item;
-use crate::fs::remove::remove_contents_counted;
-use crate::fs::walk::{self, Kind, open_dir_at};
+use crate::fs::remove::remove_contents_crossing;
+use crate::fs::walk::{self, Kind, Meta, open_dir_at};
 use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{AtFlags, Mode as FsMode, unlinkat};
 use rustix::io::Errno;
@@ -32,17 +32,13 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
     }
     let Some(dst) = &node.dst else { return };
     let clock = Instant::now();
-    let (gone, r) = remove(ctx, dst.as_fd(), d.name, d.m.kind);
+    let (gone, r) = remove(ctx, dst.as_fd(), d.name, &d.m);
     t.deleted += gone;
     match r {
         Ok(()) if ctx.o.itemize && !own_tmp => itemize::say(ctx.o, &deleted(node, d, gone)),
         Ok(()) => {}
-        Err(Errno::XDEV) => ctx.refuse(
-            &node.path,
-            Some(d.name),
-            "not deleted: a mount, or SRC or a directory holding it (a bind mount?), is below or at it; not entered",
-        ),
-        Err(e) => ctx.fail(&node.path, Some(d.name), "delete", e),
+        Err(Unremoved::Refused(why)) => ctx.refuse(&node.path, Some(d.name), &why),
+        Err(Unremoved::Failed(e)) => ctx.fail(&node.path, Some(d.name), "delete", e),
     }
     t.phase[DELETE] += clock.elapsed();
 }
@@ -79,37 +75,59 @@ pub(super) fn would_remove(node: &Node, d: &Item) -> u64 {
     n
 }
 
-/// Remove `name` from `dir`: a directory with everything below it, through fds without
-/// following symlinks (a symlink in DST pointing outside is unlinked, never followed),
-/// never entering a mount below it nor SRC or one of its ancestors (a bind mount).
-/// Returns the entries removed (itself included) and the first error.
-pub(super) fn remove(
-    ctx: &CopyShared,
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    kind: Kind,
-) -> (u64, std::result::Result<(), Errno>) {
-    if kind != Kind::Dir {
+/// Why a DST entry was not removed.
+pub(super) enum Unremoved {
+    Failed(Errno),
+    /// The tool's own refusal (a mount point, SRC behind a bind mount), its words.
+    Refused(String),
+}
+
+/// Remove `name` (listed as `m`) from `dir`: a directory with everything below it,
+/// through fds without following symlinks (a symlink in DST pointing outside is
+/// unlinked, never followed), never entering SRC or one of its ancestors (a bind mount)
+/// nor, without `--cross-mounts`, a mount point at or below it (with it: the mounts
+/// are emptied, their mount points stay). Returns the entries removed (itself
+/// included) and why it is not all gone.
+pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Meta) -> (u64, Result<(), Unremoved>) {
+    if m.kind != Kind::Dir {
+        if m.attrs & walk::ATTR_MOUNT_ROOT != 0 {
+            return (0, Err(Unremoved::Refused("not deleted: a mount point in DST (a file bind mount)".into())));
+        }
         return match unlinkat(dir, name, AtFlags::empty()) {
             Ok(()) => (1, Ok(())),
-            Err(e) => (0, Err(e)),
+            Err(e) => (0, Err(Unremoved::Failed(e))),
         };
     }
     let sub = match open_dir_at(dir, name) {
         Ok(fd) => fd,
-        Err(e) => return (0, Err(e)),
+        Err(e) => return (0, Err(Unremoved::Failed(e))),
     };
-    if ctx.walled(sub.as_fd(), false) {
-        return (0, Err(Errno::XDEV));
+    if let Some(why) = ctx.wall(sub.as_fd(), false, Some(dir)) {
+        return (0, Err(Unremoved::Refused(format!("not deleted: {}", why.replace("not entered;", "not entered nor emptied;")))));
     }
+    let mount_point = walk::dir_id(sub.as_fd()).is_ok_and(|id| id.mount_root == Some(true));
     // A read-only directory cannot have its entries removed: make it writable first.
     let _ = rustix::fs::fchmod(&sub, FsMode::from_raw_mode(0o700));
     let mut n = 0;
-    if let Err(e) = remove_contents_counted(sub.as_fd(), &mut n) {
-        return (n, Err(e));
+    let r = remove_contents_crossing(sub.as_fd(), &mut n, ctx.o.cross_mounts, &ctx.walls.src_chain);
+    if mount_point && r.is_ok() {
+        let desc = crate::engine::overlap::describe_mount(sub.as_fd());
+        let why = format!("not deleted: a mount point in DST ({desc}): emptied (--cross-mounts); the mount point itself stays");
+        return (n, Err(Unremoved::Refused(why)));
+    }
+    match r {
+        Ok(()) => {}
+        Err(Errno::XDEV) => {
+            let why = match ctx.o.cross_mounts {
+                false => "not all deleted: a mount point below it (or SRC, through a bind mount) was not entered nor emptied; --cross-mounts to enter mounts",
+                true => "not all deleted: SRC or a directory holding it is below it (a bind mount): not entered",
+            };
+            return (n, Err(Unremoved::Refused(why.into())));
+        }
+        Err(e) => return (n, Err(Unremoved::Failed(e))),
     }
     match unlinkat(dir, name, AtFlags::REMOVEDIR) {
         Ok(()) => (n + 1, Ok(())),
-        Err(e) => (n, Err(e)),
+        Err(e) => (n, Err(Unremoved::Failed(e))),
     }
 }

@@ -10,7 +10,7 @@
 //! turn.
 
 use super::attrs::{self, Caps, Loc, Loss, Losses};
-use super::delete::{dir_is_empty, extraneous, remove, would_remove};
+use super::delete::{Unremoved, dir_is_empty, extraneous, remove, would_remove};
 use super::file::{self, Step, copy_file, copy_special, copy_symlink, finish_dir, read_link, same_content, tmp_name};
 use super::finish::{self, Attr};
 use super::itemize;
@@ -18,7 +18,7 @@ use super::links::{Claim, Links, make_link};
 use super::listing::{Item, Listing, NO_MATCH, list};
 use super::losses;
 use super::summary::{Part, summary};
-use super::unmade::{count_below, fail_below, name_lost};
+use super::unmade::{count_below, fail_below, fail_below_because, name_lost};
 use super::{Counters, Failures, Mode, Options, Summary, Walls};
 use crate::engine::inflight::{self, Gate, Plan};
 use crate::error::{Error, Result};
@@ -84,7 +84,6 @@ impl CopyShared<'_> {
     pub(crate) fn refuse(&self, path: &str, name: Option<&CStr>, what: &str) {
         self.f.push(&self.c, format!("{}: {what}", join(path, name)));
     }
-    /// Is the directory open at `fd` one the walk must not enter on this side?
     /// The attribute context for entries of `node`.
     pub(crate) fn attr(&self, node: &Node) -> Attr<'_> {
         Attr {
@@ -94,10 +93,36 @@ impl CopyShared<'_> {
             dst_may_have: self.o.mode == Mode::Sync && node.dst_meta.is_some(),
         }
     }
-    pub(crate) fn walled(&self, fd: BorrowedFd<'_>, src_side: bool) -> bool {
-        let Ok(st) = rustix::fs::fstat(fd) else { return false };
-        let id = (st.st_dev, st.st_ino);
-        if src_side { self.walls.dst_chain.contains(&id) } else { self.walls.src_chain.contains(&id) }
+    /// Why the walk must not enter the directory open at `fd` on this side (None: it
+    /// may): SRC's or DST's root or one of their ancestors on either side (a bind mount
+    /// that shows one side inside the other, or a side inside itself: a loop), and on
+    /// DST's side a mount point (another file system or a bind mount: never written
+    /// into nor emptied) unless `--cross-mounts`. One statx per directory, none per file.
+    pub(crate) fn wall(&self, fd: BorrowedFd<'_>, src_side: bool, parent: Option<BorrowedFd<'_>>) -> Option<String> {
+        let Ok(id) = walk::dir_id(fd) else { return None };
+        let me = (id.dev, id.ino);
+        let w = &self.walls;
+        let said = |s: &str| Some(s.to_string());
+        match src_side {
+            true if w.dst_chain.contains(&me) => said("is DST or holds it (a bind mount?): not entered"),
+            true if w.src_chain.contains(&me) => said("is SRC or holds it (a bind mount: a loop): not entered"),
+            false if w.src_chain.contains(&me) => said("in DST is SRC or holds it (a bind mount?): not entered"),
+            false if w.dst_chain.contains(&me) => said("in DST is DST or holds it (a bind mount: a loop): not entered"),
+            false if !self.o.cross_mounts && self.crosses(&id, parent) => Some(format!(
+                "a mount point in DST ({}): not entered; --cross-mounts to enter it",
+                crate::engine::overlap::describe_mount(fd)
+            )),
+            _ => None,
+        }
+    }
+    /// Is `id` (a DST directory) a mount root, or on another device than its `parent`?
+    /// The kernel's mount-root attribute says (5.8 on); before it, the parent's device.
+    fn crosses(&self, id: &walk::DirId, parent: Option<BorrowedFd<'_>>) -> bool {
+        match (id.mount_root, parent) {
+            (Some(true), _) => true,
+            (Some(false), _) | (None, None) => false,
+            (None, Some(p)) => rustix::fs::fstat(p).is_ok_and(|st| st.st_dev != id.dev),
+        }
     }
 }
 
@@ -254,6 +279,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let (u1, s1) = crate::measure::cpu_times();
     let mut s = summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0))], t0);
     s.modify_window_ns = ctx.caps.window_ns;
+    s.dst_keeps_modes = Some(ctx.caps.modes);
     s.in_flight = inflight::report(ctx.gate, o.threads);
     Ok(s)
 }
@@ -271,8 +297,8 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
             return None;
         }
     };
-    if ctx.walled(src.as_fd(), true) {
-        ctx.refuse(&path, None, "is DST or holds it (a bind mount?): not entered");
+    if let Some(why) = ctx.wall(src.as_fd(), true, None) {
+        ctx.refuse(&path, None, &why);
         release(ctx, t.parent);
         return None;
     }
@@ -313,12 +339,15 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
                 }
             }
             match open_dir_at(pd.as_fd(), &t.name) {
-                Ok(fd) if ctx.walled(fd.as_fd(), false) => {
-                    ctx.refuse(&path, None, "in DST is SRC or holds it (a bind mount?): not entered");
-                    release(ctx, t.parent);
-                    return None;
-                }
-                Ok(fd) => Some(fd),
+                Ok(fd) => match ctx.wall(fd.as_fd(), false, Some(pd.as_fd())) {
+                    Some(why) => {
+                        ctx.refuse(&path, None, &why);
+                        fail_below_because(ctx, src.as_fd(), &path, "its destination directory was not entered");
+                        release(ctx, t.parent);
+                        return None;
+                    }
+                    None => Some(fd),
+                },
                 Err(e) => {
                     ctx.fail(&path, None, "open destination directory", e);
                     fail_below(ctx, src.as_fd(), &path);
@@ -441,6 +470,8 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
 
     let clock = Instant::now();
     let matched = dst_items.matches(&src_items);
+    // A destination that folds case holds one of SRC's names that differ only in case.
+    let lost_case = if ctx.caps.folds_case { super::case::lost_to_case(&src_items, &matched) } else { None };
     let mut extra = vec![true; dst_items.len()];
     for &j in &matched {
         if j != NO_MATCH {
@@ -469,6 +500,10 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
                 let d = (j != NO_MATCH).then(|| dst_items.item(j as usize));
                 if s.m.kind == Kind::File {
                     t.src_files += 1;
+                }
+                if lost_case.as_ref().is_some_and(|l| l[i]) {
+                    super::case::lose(ctx, &node, s.name, &s.m);
+                    continue;
                 }
                 entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }
@@ -621,6 +656,12 @@ fn entry(
         ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    // A file bind-mounted over DST's entry: neither written into nor renamed over.
+    if let Some(d) = d.filter(|d| d.m.attrs & walk::ATTR_MOUNT_ROOT != 0 && d.m.kind != Kind::Dir) {
+        ctx.refuse(path, Some(d.name), "a mount point in DST (a file bind mount): not replaced");
+        ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     // No deletion without --delete: a DST directory where SRC has a file or symlink goes
     // only when it is empty (as rsync decides); a non-empty one is the user's to remove.
     if replace
@@ -662,13 +703,15 @@ fn entry(
     if replace {
         let clock = Instant::now();
         let d = d.expect("replace implies a DST entry");
-        let (gone, r) = remove(ctx, dst, d.name, d.m.kind);
+        let (gone, r) = remove(ctx, dst, d.name, &d.m);
         t.deleted += gone;
-        if let Err(e) = r {
-            if s.m.kind == Kind::Dir {
-                ctx.fail(path, Some(d.name), "remove (type changed)", e);
-            } else {
-                ctx.fail_entry(path, Some(d.name), "remove (type changed)", e);
+        if let Err(why) = r {
+            match why {
+                Unremoved::Refused(why) => ctx.refuse(path, Some(d.name), &why),
+                Unremoved::Failed(e) => ctx.fail(path, Some(d.name), "remove (type changed)", e),
+            }
+            if s.m.kind != Kind::Dir {
+                ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
             }
             t.phase[DELETE] += clock.elapsed();
             return;

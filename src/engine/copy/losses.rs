@@ -71,7 +71,9 @@ impl Loss {
             Loss::Specials => "fifos, sockets or device nodes not made",
             Loss::Flags => "inode flags (chattr) not kept",
             Loss::Sparse => "holes filled (sparse file written whole)",
-            Loss::Names => "names the destination cannot hold (not UTF-8, or a character it forbids): not copied",
+            Loss::Names => {
+                "names the destination cannot hold (not UTF-8, a character it forbids, or only the case differs from another name on a destination that ignores case): not copied"
+            }
         }
     }
     /// The flag that turns this kind off (and with it its losses).

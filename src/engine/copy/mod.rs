@@ -14,6 +14,7 @@
 //! Memory is bounded by directories in flight, never by the tree: no global entry list.
 
 pub mod attrs;
+mod case;
 mod delete;
 pub mod engine;
 pub mod file;
@@ -76,6 +77,10 @@ pub struct Options {
     pub cold: bool,
     /// End the time with a syncfs of DST's file system (`--durable`).
     pub durable: bool,
+    /// Enter mount points met below DST (write into them; with --delete empty them, the
+    /// mount point itself staying), as `rm --cross-mounts`. Without it they are left
+    /// alone and reported.
+    pub cross_mounts: bool,
 }
 
 /// The threads a copy or sync runs on by default with `cores` cores. A job that copies
@@ -107,6 +112,7 @@ impl Options {
             keep: attrs::Keep::default(),
             cold: false,
             durable: false,
+            cross_mounts: false,
         }
     }
 }
@@ -174,6 +180,10 @@ pub struct Summary {
     /// compared equal (1: exact).
     #[serde(default)]
     pub modify_window_ns: u64,
+    /// The destination keeps permission bits (the probe's answer; not in the JSON, which
+    /// lists the modes lost): `--verify` compares them only then.
+    #[serde(skip)]
+    pub dst_keeps_modes: Option<bool>,
     pub bytes_transferred: u64,
     pub elapsed_s: f64,
     pub cpu_user_s: f64,
@@ -304,6 +314,28 @@ impl Summary {
 /// Failures listed in full; the rest are only counted.
 pub const MAX_FAILURES: usize = 100;
 
+/// Bytes of one failure line kept: a path thousands of levels deep made one line of
+/// 80 KB (issue 38). The middle goes, and the line says how much of it.
+pub const MAX_LINE: usize = 1024;
+
+/// `line` cut to about [`MAX_LINE`] bytes (its start and end kept, at character
+/// boundaries), saying how many bytes were left out.
+pub fn capped(line: String) -> String {
+    if line.len() <= MAX_LINE {
+        return line;
+    }
+    let half = MAX_LINE / 2;
+    let mut head = half;
+    while !line.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = line.len() - half;
+    while !line.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{} … ({} bytes more) … {}", &line[..head], tail - head, &line[tail..])
+}
+
 /// Counters shared by every task: one relaxed add per directory, not per file.
 #[derive(Default)]
 pub struct Counters {
@@ -338,14 +370,14 @@ impl Failures {
         counters.failed.fetch_add(1, Ordering::Relaxed);
         let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if v.len() < MAX_FAILURES {
-            v.push((what, 1));
+            v.push((capped(what), 1));
         }
     }
     /// A line that stands for `n` failures counted elsewhere (not counted again).
     pub fn note(&self, what: String, n: u64) {
         let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if v.len() < MAX_FAILURES {
-            v.push((what, n));
+            v.push((capped(what), n));
         }
     }
     /// The lines, each with the number of failures it stands for.
@@ -470,6 +502,26 @@ pub fn walls(o: &Options) -> Result<Walls> {
             ),
         ))
     };
+    // Through an overlayfs mount: one side on the merged view (or holding it), the
+    // other one of the directories it shows. DST not made yet is where it would be.
+    let dst_at = match exists {
+        true => dst.clone(),
+        false => overlap::Place { path: dst.path.join(o.dst.file_name().unwrap_or_default()), ..dst.clone() },
+    };
+    for (side, at, other, other_place) in [("DST", &dst_at, "SRC", &src), ("SRC", &src, "DST", &dst_at)] {
+        let path = &at.path;
+        if let Some((point, layer)) = overlap::through_overlay(at, other_place) {
+            return Err(Error::bad(
+                "DST",
+                format!(
+                    "{side} {} is on the overlay mounted at {}, which shows {layer}, and {other} {} is that or overlaps it: refused (writing one side would change the other)",
+                    path.display(),
+                    point.display(),
+                    other_place.path.display()
+                ),
+            ));
+        }
+    }
     match (hit, exists) {
         (None, _) => {}
         (Some(overlap::Overlap::Same), true) => return refuse("the same directory"),
@@ -495,7 +547,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     if o.verify && !s.interrupted {
         let checks = verify::Checks { content: true, meta: true };
-        let kept = verify::Kept::new(&o.keep, &s.losses);
+        let kept = verify::Kept::new(&o.keep, &s.losses).on_dst(s.modify_window_ns, s.dst_keeps_modes);
         s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)
@@ -513,5 +565,25 @@ pub fn write_json(o: &Options, s: &mut Summary, path: &Path) -> Result<()> {
             let text = serde_json::to_vec_pretty(s).map_err(|e| Error::failed(e.to_string()))?;
             crate::fs::output::write_file(path, &text)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_failure_line_is_capped_and_says_how_much_went() {
+        let deep = format!("{}: open source directory: Too many open files", "new/".repeat(20_016));
+        let c = capped(deep.clone());
+        assert!(c.len() < MAX_LINE + 64, "{}", c.len());
+        assert!(c.starts_with("new/new/") && c.ends_with("Too many open files"), "{c}");
+        let (head, rest) = c.split_once(" … (").unwrap();
+        let (n, tail) = rest.split_once(" bytes more) … ").unwrap();
+        assert_eq!(head.len() + n.parse::<usize>().unwrap() + tail.len(), deep.len(), "says how much went");
+        // Short lines, and multi-byte characters at the cut, are fine.
+        assert_eq!(capped("x: y".into()), "x: y");
+        let wide = "é".repeat(2_000);
+        assert!(capped(wide).contains("bytes more"));
     }
 }

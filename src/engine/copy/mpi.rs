@@ -341,6 +341,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                 | (mine.hard_links as u32) << 4
                 | (mine.names_bytes as u32) << 5
                 | (mine.names_ctrl as u32) << 6
+                | (mine.folds_case as u32) << 7
                 | (mine.dropped_ns as u32) << 8,
         ]);
         Caps {
@@ -358,6 +359,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             hard_links: w[8] & 16 != 0,
             names_bytes: w[8] & 32 != 0,
             names_ctrl: w[8] & 64 != 0,
+            folds_case: w[8] & 128 != 0,
             dropped_ns: (w[8] >> 8) as u8,
         }
     };
@@ -492,6 +494,14 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             // What the local engine does when it opens a subdirectory's task: make it in
             // DST (here, in the parent's task), then hand it to any rank.
             let sub_rel = join_rel(rel, t.name.to_bytes());
+            // A mount point in DST (the listing's statx reached its root): not entered
+            // without --cross-mounts, as in one process.
+            if !o.cross_mounts && t.dst_meta.is_some_and(|m| m.attrs & walk::ATTR_MOUNT_ROOT != 0) {
+                let path = join(&t.parent.path, Some(&t.name));
+                ctx.refuse(&path, None, "a mount point in DST: not entered; --cross-mounts to enter it");
+                release(&ctx, t.parent);
+                return;
+            }
             let mut fresh = t.dst_meta.is_none();
             if fresh && o.dry_run {
                 ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
@@ -638,9 +648,10 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     s.ranks = Some(RankCounts::new(unit, work, walks));
     s.modify_window_ns = ctx.caps.window_ns;
+    s.dst_keeps_modes = Some(ctx.caps.modes);
     if o.verify && !s.interrupted && ranks::is_root() {
         let checks = verify::Checks { content: true, meta: true };
-        let kept = verify::Kept::new(&o.keep, &s.losses);
+        let kept = verify::Kept::new(&o.keep, &s.losses).on_dst(s.modify_window_ns, s.dst_keeps_modes);
         s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
     Ok(s)

@@ -14,11 +14,16 @@ use std::sync::atomic::Ordering;
 /// it is counted as seen and failed (so copied + skipped + failed adds up to what SRC
 /// holds), without being named one by one. SRC is only read, without following symlinks.
 pub(super) fn fail_below(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str) {
+    fail_below_because(ctx, dir, path, "its destination directory could not be made")
+}
+
+/// [`fail_below`], saying `why` the entries below were not copied.
+pub(super) fn fail_below_because(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str, why: &str) {
     let Below { entries, dirs, unreadable } = count_below(ctx, dir);
     ctx.c.failed.fetch_add(entries, Ordering::Relaxed);
     ctx.c.failed_entries.fetch_add(entries - dirs, Ordering::Relaxed);
     if entries > 0 {
-        let what = format!("{entries} entries below it not copied (its destination directory could not be made)");
+        let what = format!("{entries} entries below it not copied ({why})");
         let what = if unreadable > 0 { format!("{what}; {unreadable} directories below it not listed") } else { what };
         ctx.f.note(format!("{}: {what}", join(path, None)), entries);
     }

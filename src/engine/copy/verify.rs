@@ -32,6 +32,16 @@ pub struct Checks {
 #[derive(Debug, Clone, Copy)]
 pub struct Kept {
     pub keep: Keep,
+    /// Permission bits, mtimes, symlinks and names are compared unless counted as lost
+    /// (exFAT keeps none of the first three; `--lossy --verify` accepted them and then
+    /// failed on every one: issue 38).
+    pub modes: bool,
+    pub times: bool,
+    pub symlinks: bool,
+    pub names: bool,
+    /// mtimes closer than this are equal (the destination's granularity, as sync
+    /// compares them).
+    pub window_ns: u64,
 }
 
 impl Kept {
@@ -50,7 +60,18 @@ impl Kept {
                 lossy: keep.lossy,
                 skip_ns: keep.skip_ns,
             },
+            modes: !lost("modes"),
+            times: !lost("times"),
+            symlinks: !lost("symlinks"),
+            names: !lost("names"),
+            window_ns: 1,
         }
+    }
+
+    /// What the destination holds, as the copy found it: mtimes compared within its
+    /// granularity, permission bits only where it keeps them.
+    pub fn on_dst(self, window_ns: u64, keeps_modes: Option<bool>) -> Kept {
+        Kept { window_ns: window_ns.max(1), modes: self.modes && keeps_modes != Some(false), ..self }
     }
 }
 
@@ -126,6 +147,33 @@ fn rel(path: &str, name: &CStr) -> String {
 }
 
 impl VerifyShared {
+    /// Permission bits differ, and they were kept.
+    fn perm_differs(&self, a: &Meta, b: &Meta) -> bool {
+        self.kept.is_none_or(|k| k.modes) && a.perm != b.perm
+    }
+    /// Mtimes differ, and they were kept.
+    fn time_differs(&self, a: &Meta, b: &Meta) -> bool {
+        let ns = |m: &Meta| m.mtime_s as i128 * 1_000_000_000 + m.mtime_ns as i128;
+        match &self.kept {
+            None => ns(a) != ns(b),
+            Some(k) => k.times && (ns(a) - ns(b)).unsigned_abs() >= k.window_ns as u128,
+        }
+    }
+    /// An entry missing in DST that the copy counted as lost: a symlink where symlinks
+    /// were lost, or, where names were lost, a name DST cannot hold (not UTF-8, a
+    /// control or forbidden character) or one DST holds in another case.
+    fn lost_entry(&self, e: &walk::Entry, dst: &[walk::Entry]) -> bool {
+        let Some(k) = &self.kept else { return false };
+        if e.kind == Kind::Symlink && !k.symlinks {
+            return true;
+        }
+        if k.names {
+            return false;
+        }
+        let n = e.name.to_bytes();
+        let odd = std::str::from_utf8(n).map_or(true, |s| s.chars().any(|c| c < ' ' || "\"*:<>?\\|".contains(c)));
+        odd || dst.iter().any(|x| super::case::folded(x.name.to_bytes()) == super::case::folded(n))
+    }
     /// Count one difference of `kind`, listed as "path: what".
     fn diff(&self, kind: &'static str, what: String) {
         *self.kinds.lock().unwrap_or_else(|p| p.into_inner()).entry(kind).or_default() += 1;
@@ -193,7 +241,7 @@ fn dir_meta(ctx: &VerifyShared, s: &OwnedFd, d: &OwnedFd, path: &str) {
         return;
     }
     if let (Ok(a), Ok(b)) = (walk::meta_of(s.as_fd()), walk::meta_of(d.as_fd())) {
-        if ctx.checks.meta && (a.perm != b.perm || a.mtime_s != b.mtime_s || a.mtime_ns != b.mtime_ns) {
+        if ctx.checks.meta && (ctx.perm_differs(&a, &b) || ctx.time_differs(&a, &b)) {
             ctx.diff("mode_mtime", format!("{path}: directory mode/mtime differ"));
         }
         same_attrs(ctx, &a, &b, Loc::Fd(s.as_fd()), Loc::Fd(d.as_fd()), path);
@@ -284,7 +332,9 @@ fn one_dir(
         }
         let p = rel(path, &e.name);
         let Some(x) = bi.next_if(|x| x.name == e.name) else {
-            diff("missing", format!("{p}: missing in destination"));
+            if !ctx.lost_entry(e, &b) {
+                diff("missing", format!("{p}: missing in destination"));
+            }
             continue;
         };
         let (ms, md) = match (meta_at(s.as_fd(), &e.name), meta_at(d.as_fd(), &x.name)) {
@@ -298,7 +348,7 @@ fn one_dir(
             diff("kind", format!("{p}: {} in source, {} in destination", ms.kind.name(), md.kind.name()));
             continue;
         }
-        let meta_differs = ms.mtime_s != md.mtime_s || ms.mtime_ns != md.mtime_ns;
+        let meta_differs = ctx.time_differs(&ms, &md);
         match ms.kind {
             Kind::File => {
                 ctx.files.fetch_add(1, Ordering::Relaxed);
@@ -309,7 +359,7 @@ fn one_dir(
                     && !same_content(s.as_fd(), &e.name, d.as_fd(), &x.name, &mut buf).unwrap_or(false)
                 {
                     diff("content", format!("{p}: content differs"));
-                } else if ctx.checks.meta && (meta_differs || ms.perm != md.perm) {
+                } else if ctx.checks.meta && (meta_differs || ctx.perm_differs(&ms, &md)) {
                     diff("mode_mtime", format!("{p}: mode/mtime differ"));
                 }
                 file_attrs(ctx, &ms, &md, &p);
@@ -340,7 +390,7 @@ fn one_dir(
                 {
                     if ms.ifmt != md.ifmt || ms.rdev != md.rdev {
                         diff("special", format!("{p}: special file type or device differs"));
-                    } else if ctx.checks.meta && (meta_differs || ms.perm != md.perm) {
+                    } else if ctx.checks.meta && (meta_differs || ctx.perm_differs(&ms, &md)) {
                         diff("mode_mtime", format!("{p}: mode/mtime differ"));
                     }
                     same_attrs(ctx, &ms, &md, Loc::At(s.as_fd(), &e.name), Loc::At(d.as_fd(), &x.name), &p);

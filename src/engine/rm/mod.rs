@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::fs::remove::{self, BATCH};
 use crate::fs::walk::{self, Kind};
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, StatxFlags, statx};
+use rustix::fs::{AtFlags, StatxAttributes, StatxFlags, statx};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
@@ -88,6 +88,10 @@ pub struct Summary {
     /// The first failures (at most 1,000).
     pub failures: Vec<Failure>,
     pub interrupted: bool,
+    /// PATHs that are mount points, emptied with --cross-mounts and kept (a mount point
+    /// cannot be removed while mounted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_mount_points: Vec<String>,
     /// Under MPI: how the work spread over the ranks (absent with one rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<crate::engine::walker::RankCounts>,
@@ -120,6 +124,7 @@ impl Summary {
             failed: parts.iter().map(|p| p.failed).sum(),
             failures,
             interrupted: parts.iter().any(|p| p.interrupted),
+            kept_mount_points: Vec::new(),
             ranks,
             timing: Timing::default(),
         }
@@ -141,6 +146,9 @@ impl Summary {
             self.threads
         );
         s.push_str(&self.timing.text());
+        for p in &self.kept_mount_points {
+            s.push_str(&format!("kept {p}: a mount point, emptied (--cross-mounts); unmount it to remove it\n"));
+        }
         if let Some(r) = &self.ranks {
             s.push_str(&r.text());
         }
@@ -211,6 +219,8 @@ pub(crate) struct Target {
     pub(crate) kind: Kind,
     pub(crate) dev: u64,
     pub(crate) ino: u64,
+    /// A directory that is a mount point (only with --cross-mounts): emptied, kept.
+    pub(crate) mount_point: bool,
 }
 
 /// Every PATH checked and resolved before anything is removed (bad ones are bad input,
@@ -223,7 +233,7 @@ pub(crate) fn targets(
     if o.paths.is_empty() {
         return Err(Error::bad("PATH", "name at least one path to remove"));
     }
-    let resolved = o.paths.iter().map(|p| resolve(p)).collect::<Result<Vec<_>>>().and_then(|t| {
+    let resolved = o.paths.iter().map(|p| resolve(p, o.cross_mounts)).collect::<Result<Vec<_>>>().and_then(|t| {
         if o.cold {
             let dirs: Vec<(&str, &Path)> = cold_roots(&t).into_iter().map(|p| ("PATH", p)).collect();
             timing::check_cold(&dirs)?;
@@ -244,7 +254,7 @@ pub(crate) fn cold_roots(targets: &[Target]) -> Vec<&Path> {
 }
 
 /// Resolve one PATH: a bad one is bad input (exit 2).
-fn resolve(path: &Path) -> Result<Target> {
+fn resolve(path: &Path, cross_mounts: bool) -> Result<Target> {
     // One line: "rm: PATH: reason".
     let bad = |why: String| Error::bad("rm", format!("{}: {why}", path.display()));
     let bytes = path.as_os_str().as_bytes();
@@ -264,10 +274,10 @@ fn resolve(path: &Path) -> Result<Target> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    // The user named the parent chain: it may go through symlinks, but every component
-    // must be there and searchable, or we would not know what we remove.
-    let canon = std::fs::canonicalize(parent).map_err(|e| bad(format!("cannot resolve {}: {e}", parent.display())))?;
-    let pfd = walk::open_root(&canon).map_err(|e| bad(format!("cannot open {}: {e}", canon.display())))?;
+    // Every component before the last is opened without following a symlink: `LINK/x`
+    // with LINK → /etc would otherwise remove /etc/x, though no symlink is followed.
+    let pfd = open_no_symlinks(parent).map_err(bad)?;
+    let canon = shown_path(pfd.as_fd()).unwrap_or_else(|| parent.to_path_buf());
     let cname = CString::new(name.as_bytes()).map_err(|_| bad("NUL in the path".into()))?;
     let want = StatxFlags::TYPE | StatxFlags::INO;
     let st = statx(&pfd, cname.as_c_str(), AtFlags::SYMLINK_NOFOLLOW, want).map_err(|e| match e {
@@ -297,7 +307,62 @@ fn resolve(path: &Path) -> Result<Target> {
         }
     }
     let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
-    Ok(Target { shown: canon.join(name), parent: pfd, name: cname, kind, dev, ino: st.stx_ino })
+    // A PATH that is a mount point: removing it would empty the mounted file system and
+    // then fail on the mount point (busy). Only with --cross-mounts: emptied, kept.
+    let mount_point = kind == Kind::Dir
+        && (st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
+            || rustix::fs::fstat(&pfd).is_ok_and(|p| p.st_dev != dev));
+    if mount_point && !cross_mounts {
+        let desc = walk::open_dir_at(pfd.as_fd(), &cname)
+            .map(|fd| crate::engine::overlap::describe_mount(fd.as_fd()))
+            .unwrap_or_else(|_| "a mount".into());
+        return Err(bad(format!(
+            "a mount point ({desc}): refused (it would empty the mounted file system; --cross-mounts empties it and keeps the mount point)"
+        )));
+    }
+    Ok(Target { shown: canon.join(name), parent: pfd, name: cname, kind, dev, ino: st.stx_ino, mount_point })
+}
+
+/// Open directory `path` with no symlink followed on the way (each component `O_PATH |
+/// O_NOFOLLOW`, from `/` or the working directory), then for real (`O_RDONLY`) to remove
+/// in it. A symlink among the components is refused, naming it.
+fn open_no_symlinks(path: &Path) -> std::result::Result<OwnedFd, String> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let start = if path.is_absolute() { Path::new("/") } else { Path::new(".") };
+    let mut cur = openat(rustix::fs::CWD, start, step, Mode::empty())
+        .map_err(|e| format!("cannot open {}: {e}", start.display()))?;
+    let mut walked = PathBuf::from(if path.is_absolute() { "/" } else { "" });
+    for c in path.components() {
+        let part = match c {
+            std::path::Component::Normal(n) => n,
+            std::path::Component::ParentDir => std::ffi::OsStr::new(".."),
+            _ => continue,
+        };
+        walked.push(part);
+        cur = match openat(&cur, part, step, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e @ (Errno::NOTDIR | Errno::LOOP)) => {
+                let link = statx(&cur, part, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE)
+                    .is_ok_and(|st| Kind::from_mode(st.stx_mode as u32) == Kind::Symlink);
+                return Err(match link {
+                    true => format!(
+                        "{} is a symlink: refused (symlinks in a PATH are never followed; name the directory it leads to{})",
+                        walked.display(),
+                        std::fs::canonicalize(&walked).map(|p| format!(", {}", p.display())).unwrap_or_default()
+                    ),
+                    false => format!("cannot resolve {}: {e}", walked.display()),
+                });
+            }
+            Err(e) => return Err(format!("cannot resolve {}: {e}", walked.display())),
+        };
+    }
+    openat(&cur, c".", walk::DIR_FLAGS, Mode::empty()).map_err(|e| format!("cannot open {}: {e}", path.display()))
+}
+
+/// Where the directory open at `fd` is, for messages (its path as the kernel tells it).
+fn shown_path(fd: rustix::fd::BorrowedFd<'_>) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", rustix::fd::AsRawFd::as_raw_fd(&fd))).ok()
 }
 
 /// A directory being emptied (or, for a PATH, the directory holding it: `top`).
@@ -311,6 +376,8 @@ struct Node {
     /// Something below could not be removed: keep this directory, quietly.
     blocked: AtomicBool,
     dev: u64,
+    /// A top node whose PATH is a mount point (--cross-mounts): emptied, not removed.
+    keeps_mount: bool,
 }
 
 enum Task {
@@ -333,6 +400,8 @@ struct RmShared<'a> {
     o: Options,
     t: Tally,
     fs: Mutex<Vec<FsFree>>,
+    /// PATHs kept as mount points (see [`Summary::kept_mount_points`]).
+    kept: Mutex<Vec<String>>,
     /// The in-flight gate of the unlinks (None: fixed threads).
     gate: Option<&'a Gate>,
 }
@@ -373,6 +442,8 @@ impl RmShared<'_> {
             let Some(parent) = node.parent.clone() else { return };
             if node.blocked.load(Ordering::Relaxed) {
                 parent.blocked.store(true, Ordering::Relaxed);
+            } else if parent.keeps_mount {
+                self.kept.lock().unwrap_or_else(|p| p.into_inner()).push(path_of(&parent, &node.name));
             } else {
                 let r = remove::rmdir_one(parent.fd.as_fd(), node.name.as_c_str());
                 match r {
@@ -488,6 +559,7 @@ impl RmShared<'_> {
                     pending: AtomicUsize::new(1),
                     blocked: AtomicBool::new(false),
                     dev,
+                    keeps_mount: false,
                 });
                 self.empty(&node, spawn);
                 self.finish(node);
@@ -552,7 +624,13 @@ pub fn run(o: &Options) -> Result<Summary> {
     walk::raise_fd_limit();
     let mut timing = Timing::start(o.cold, &cold_roots(&targets), o.threads)?;
     let gate = o.in_flight_max.and_then(|max| Gate::for_plan(Plan::Adaptive { start: o.threads, max }));
-    let ctx = RmShared { o: o.clone(), t: Tally::default(), fs: Mutex::new(Vec::new()), gate: gate.as_ref() };
+    let ctx = RmShared {
+        o: o.clone(),
+        t: Tally::default(),
+        fs: Mutex::new(Vec::new()),
+        kept: Mutex::new(Vec::new()),
+        gate: gate.as_ref(),
+    };
     for t in &targets {
         let shown = || t.shown.display().to_string();
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
@@ -573,6 +651,7 @@ pub fn run(o: &Options) -> Result<Summary> {
             pending: AtomicUsize::new(1),
             blocked: AtomicBool::new(false),
             dev: t.dev,
+            keeps_mount: t.mount_point,
         });
         if t.kind == Kind::Dir {
             top.pending.fetch_add(1, Ordering::AcqRel);
@@ -616,6 +695,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let mut s = Summary::of(shown, &[part], bytes_freed, elapsed_s, o.threads, None);
     s.in_flight = inflight::report(ctx.gate, o.threads);
     s.timing = timing;
+    s.kept_mount_points = ctx.kept.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(s)
 }
 
