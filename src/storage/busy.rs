@@ -24,7 +24,9 @@ impl std::fmt::Display for Holder {
 
 /// The command name of a process (/proc/PID/comm), or `?` if it is gone.
 pub fn command_of(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|s| s.trim_end().to_string()).unwrap_or_else(|_| "?".into())
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_else(|_| "?".into())
 }
 
 /// The command names of `pids`, for messages.
@@ -70,7 +72,10 @@ pub fn holders(mount_ids: &[u64], dev: Option<(u32, u32)>) -> Vec<Holder> {
         }
         if let Ok(fds) = std::fs::read_dir(dir.join("fdinfo")) {
             let open = fds.flatten().any(|fd| {
-                std::fs::read_to_string(fd.path()).ok().and_then(|t| mnt_id_in(&t)).is_some_and(|id| mount_ids.contains(&id))
+                std::fs::read_to_string(fd.path())
+                    .ok()
+                    .and_then(|t| mnt_id_in(&t))
+                    .is_some_and(|id| mount_ids.contains(&id))
             });
             if open {
                 uses.push("open file");

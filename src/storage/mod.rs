@@ -2,10 +2,10 @@
 //! inside a run directory it creates there (see [`rundir`]).
 
 pub mod allocation;
+pub mod busy;
 pub mod cache;
 pub mod device;
 pub mod device_class;
-pub mod busy;
 pub mod fsspec;
 pub mod loopdev;
 pub mod managed;

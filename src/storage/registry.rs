@@ -251,7 +251,8 @@ impl Registration {
         self.path = to;
         self.record.persistent = true;
         if let Some(mp) = &self.record.mount_point {
-            self.record.mount_id = mounts_at(mp).into_iter().rev().find(|m| owns_mount(&self.record, m)).map(|m| m.mount_id);
+            self.record.mount_id =
+                mounts_at(mp).into_iter().rev().find(|m| owns_mount(&self.record, m)).map(|m| m.mount_id);
         }
         self.save()?;
         let lp = lock_path(&self.path);
@@ -580,7 +581,11 @@ pub fn owns_mount(rec: &Record, m: &MountEntry) -> bool {
             }
             let nbd_disk = rec.nbd_dir.as_deref().map(super::nbd_stack::disk_file);
             m.source.starts_with("/dev/loop")
-                && rec.image.iter().chain(nbd_disk.iter()).any(|img| loop_backing_file(&m.source).as_deref() == Some(img))
+                && rec
+                    .image
+                    .iter()
+                    .chain(nbd_disk.iter())
+                    .any(|img| loop_backing_file(&m.source).as_deref() == Some(img))
         }
     }
 }

@@ -81,7 +81,12 @@ fn check_size(spec: &FsSpec, bytes: u64) -> Result<()> {
     if rounded < min {
         return Err(Error::bad(
             "--size",
-            format!("{} is below the minimum for {} ({})", fmt_size(bytes as f64), fs.fs_type.name(), fmt_size(min as f64)),
+            format!(
+                "{} is below the minimum for {} ({})",
+                fmt_size(bytes as f64),
+                fs.fs_type.name(),
+                fmt_size(min as f64)
+            ),
         ));
     }
     if fs.device().is_none() {
@@ -302,7 +307,10 @@ fn refuse_if_busy(abs: &Path, m: &MountEntry, rec: &Record, all: &[MountEntry], 
         .filter(|e| e.mount_id != m.mount_id && (e.major_minor == m.major_minor || owns_mount(rec, e)))
         .collect();
     for e in &same_fs {
-        why.push(format!("its file system is also mounted at {} (a bind mount; umount it first)", e.mount_point.display()));
+        why.push(format!(
+            "its file system is also mounted at {} (a bind mount; umount it first)",
+            e.mount_point.display()
+        ));
     }
     let ids: Vec<u64> = std::iter::once(m.mount_id).chain(same_fs.iter().map(|e| e.mount_id)).collect();
     let holders = super::busy::holders(&ids, super::mountinfo::dev_numbers(&m.major_minor));
