@@ -497,6 +497,8 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
             Err(_) => rec,
             Ok(b) => serde_json::from_slice(&b).unwrap_or(rec),
         };
+        // A `manyfiles mount` is taken down where it is now (a renamed parent moves it).
+        let rec = if is_mount_record(&path) || rec.persistent { super::user_mount::follow_moved(rec) } else { rec };
         wait_for_helpers(&rec);
         let before = rep.problems.len();
         clean_record(&rec, &mut rep);

@@ -141,6 +141,15 @@ pub fn locate(rec: &Record, all: &[MountEntry]) -> Option<MountEntry> {
     (whole.len() == 1).then(|| (*whole[0]).clone())
 }
 
+/// `rec` with its mount point where its mount is now (see [`locate`]), for `cleanup
+/// --mounts`; as it was if it is not mounted.
+pub(crate) fn follow_moved(mut rec: Record) -> Record {
+    if let Some(m) = locate(&rec, &mounts()) {
+        rec.mount_point = Some(m.mount_point);
+    }
+    rec
+}
+
 /// What `umount` took down.
 pub struct Umounted {
     pub dir: PathBuf,
@@ -347,6 +356,37 @@ fn unmount_in_use_refused(mp: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `manyfiles mount` whose parent was renamed twice is found where it is now, by
+    /// its mount id (what `cleanup --mounts` and `umount` take down), and `umount` of the
+    /// new path takes it down.
+    #[test]
+    fn a_mount_is_followed_past_a_renamed_parent() {
+        if !rustix::process::geteuid().is_root() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+            eprintln!("skipped: mount needs root");
+            return;
+        }
+        let scratch = tempfile::Builder::new().prefix("mounts-unit-").tempdir_in("/tmp").unwrap();
+        let root = scratch.path().canonicalize().unwrap();
+        let dir = root.join("a/mnt");
+        std::fs::create_dir_all(&dir).unwrap();
+        let m = mount(&FsSpec::parse("tmpfs").unwrap(), &dir, 4 << 20).unwrap();
+        let rec: Record = serde_json::from_slice(&std::fs::read(&m.record).unwrap()).unwrap();
+        assert!(rec.mount_id.is_some(), "mount records its mount id");
+        std::fs::rename(root.join("a"), root.join("b")).unwrap();
+        std::fs::rename(root.join("b"), root.join("c")).unwrap();
+        let now = root.join("c/mnt");
+        let moved = follow_moved(rec.clone());
+        let ok = moved.mount_point.as_deref() == Some(now.as_path());
+        let done = umount(&now);
+        if done.is_err() {
+            let _ = std::process::Command::new("umount").arg(&now).status();
+            let _ = std::fs::remove_file(&m.record);
+        }
+        assert!(ok, "followed to {:?}", moved.mount_point);
+        assert!(done.is_ok() && !m.record.exists() && mounts_at(&now).is_empty());
+    }
 
     /// A `manyfiles mount`'s record is `<key>.mount` (no `.json`, no lock file) and plain
     /// cleanup keeps it, its process gone or not; builds before the rename read only
