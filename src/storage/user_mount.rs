@@ -305,7 +305,9 @@ fn refuse_if_busy(abs: &Path, m: &MountEntry, rec: &Record, all: &[MountEntry], 
     for inner in super::mountinfo::mounts_inside(m.mount_id, all) {
         let p = inner.mount_point.display();
         let ours = users.iter().any(|(_, _, now)| now.as_ref().is_some_and(|n| n.mount_id == inner.mount_id));
-        why.push(if ours {
+        why.push(if inner.mount_point == abs {
+            format!("{} from {} is mounted on top of it (umount that first)", inner.fs_type, inner.source)
+        } else if ours {
             format!("the manyfiles mount {p} is inside it (manyfiles umount {p} first)")
         } else {
             format!("{p} ({} from {}) is mounted inside it (umount it first)", inner.fs_type, inner.source)
@@ -325,7 +327,18 @@ fn refuse_if_busy(abs: &Path, m: &MountEntry, rec: &Record, all: &[MountEntry], 
     let holders = super::busy::holders(&ids, super::mountinfo::dev_numbers(&m.major_minor));
     if !holders.is_empty() {
         const SHOWN: usize = 10;
-        let mut list: Vec<String> = holders.iter().take(SHOWN).map(|h| h.to_string()).collect();
+        let me = std::process::id();
+        let mut list: Vec<String> = holders
+            .iter()
+            .take(SHOWN)
+            .map(|h| {
+                if h.pid == me {
+                    format!("this umount itself ({}: cd out of it)", h.uses.join(", "))
+                } else {
+                    h.to_string()
+                }
+            })
+            .collect();
         if holders.len() > SHOWN {
             list.push(format!("{} more", holders.len() - SHOWN));
         }
@@ -356,6 +369,35 @@ fn unmount_in_use_refused(mp: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unmount `umount` does after its checks is never lazy: a process that came in
+    /// after them keeps the mount mounted (umount(8) fails with EBUSY), and it says so.
+    #[test]
+    fn the_unmount_after_the_checks_is_never_lazy() {
+        if !rustix::process::geteuid().is_root() {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+            eprintln!("skipped: mount needs root");
+            return;
+        }
+        let scratch = tempfile::Builder::new().prefix("mounts-unit-").tempdir_in("/tmp").unwrap();
+        let dir = scratch.path().canonicalize().unwrap().join("m");
+        std::fs::create_dir(&dir).unwrap();
+        let m = mount(&FsSpec::parse("tmpfs").unwrap(), &dir, 4 << 20).unwrap();
+        let mut late = std::process::Command::new("sleep").arg("30").current_dir(&dir).spawn().unwrap();
+        let r = unmount_in_use_refused(&dir);
+        let still = !mounts_at(&dir).is_empty();
+        let _ = late.kill();
+        let _ = late.wait();
+        let done = umount(&dir);
+        if done.is_err() {
+            let _ = std::process::Command::new("umount").arg(&dir).status();
+            let _ = std::fs::remove_file(&m.record);
+        }
+        let e = r.expect_err("refused while a process works in it").to_string();
+        assert!(e.contains("nothing was changed"), "{e}");
+        assert!(still, "not detached lazily");
+        assert!(done.is_ok() && !m.record.exists());
+    }
 
     /// A `manyfiles mount` whose parent was renamed twice is found where it is now, by
     /// its mount id (what `cleanup --mounts` and `umount` take down), and `umount` of the
