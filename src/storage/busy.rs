@@ -22,11 +22,20 @@ impl std::fmt::Display for Holder {
     }
 }
 
-/// The command name of a process (/proc/PID/comm), or `?` if it is gone.
+/// The command name of a process: its argv[0] without the directory (comm is cut at 15
+/// bytes: `toxiproxy-serve`), else /proc/PID/comm, or `?` if it is gone.
 pub fn command_of(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_else(|_| "?".into())
+    let argv0 = std::fs::read(format!("/proc/{pid}/cmdline")).ok().and_then(|c| {
+        // A rewritten title (`sshd: /usr/sbin/sshd -D [listener]`) is no path: comm then.
+        let first = c.split(|&b| b == 0).next().filter(|a| !a.contains(&b' '))?;
+        let name = first.rsplit(|&b| b == b'/').next()?;
+        (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
+    });
+    argv0.unwrap_or_else(|| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|s| s.trim_end().to_string())
+            .unwrap_or_else(|_| "?".into())
+    })
 }
 
 /// The command names of `pids`, for messages.
@@ -96,6 +105,16 @@ pub fn holders(mount_ids: &[u64], dev: Option<(u32, u32)>) -> Vec<Holder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_a_command_by_its_argv0() {
+        let mut c = std::process::Command::new("/bin/sleep").arg("30").spawn().unwrap();
+        let name = command_of(c.id());
+        let _ = c.kill();
+        let _ = c.wait();
+        assert_eq!(name, "sleep");
+        assert_eq!(command_of(u32::MAX), "?");
+    }
 
     #[test]
     fn parses_fdinfo_and_maps() {

@@ -263,7 +263,14 @@ pub fn umount(dir: &Path) -> Result<Umounted> {
         registry::rewrite_record(&path, &rec)?;
     }
     if now.is_some() {
-        unmount_in_use_refused(&abs)?;
+        if let Err(e) = unmount_in_use_refused(&abs) {
+            // Something came in after the checks: name it if it can be seen.
+            let again = mounts();
+            if let Some(m) = locate(&rec, &again) {
+                refuse_if_busy(&abs, &m, &rec, &again, &users)?;
+            }
+            return Err(e);
+        }
     }
     // A share's export has its own record naming the share's stack directory: taken
     // down after the share's client, server and proxy.
