@@ -8,8 +8,25 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Commands every topology is tried with.
-pub const COMMANDS: &[&str] =
-    &["copy", "sync", "sync-delete", "rm", "gen", "ladder-outputs", "scan-db", "run-file", "mount-umount"];
+pub const COMMANDS: &[&str] = &[
+    "copy",
+    "sync",
+    "sync-delete",
+    "rm",
+    "gen",
+    "ladder-outputs",
+    "report-outputs",
+    "scan-db",
+    "pack",
+    "predict-on",
+    "run-file",
+    "mount-umount",
+    "cleanup",
+];
+
+/// `predict --on` calibrates for half a minute even when told `--max-time 1s`: it runs
+/// on every this many topologies only.
+pub const PREDICT_EVERY: u64 = 50;
 
 /// A command ready to run against a topology, and what it may change.
 pub struct Case {
@@ -34,6 +51,8 @@ pub struct UmountCase {
     pub dir: PathBuf,
     pub busy: Option<std::process::Child>,
     pub nested: bool,
+    /// The command was plain `cleanup`: the mount must still be there.
+    pub by_cleanup: bool,
 }
 
 fn os(s: impl Into<OsString>) -> OsString {
@@ -107,6 +126,21 @@ fn dst_case(t: &Topology, args: Vec<OsString>, dst: &Path, src: Option<&Path>, s
     }
 }
 
+/// Sometimes give SRC a directory named like a mount point directly below DST, so a sync
+/// meets the mount as a directory it would update (reproduction 1's second form).
+fn name_like_a_mount_below(t: &mut Topology, rng: &mut Rng, src: &Path, dst: &Path) {
+    let dst = resolved(dst);
+    let points: Vec<PathBuf> = t.mounts.iter().filter(|m| m.at.parent() == Some(dst.as_path())).map(|m| m.at.clone()).collect();
+    if points.is_empty() || !rng.chance(60) {
+        return;
+    }
+    let name = rng.pick(&points).file_name().unwrap().to_os_string();
+    let d = src.join(&name);
+    if std::fs::create_dir(&d).is_ok() && std::fs::write(d.join("from-src"), b"src").is_ok() {
+        t.note(format!("SRC gets {} (named like a mount point below DST)", t.rel(&d)));
+    }
+}
+
 fn count_below(t: &Topology, p: &Path) -> usize {
     crate::snapshot::take(p, &t.skip).len()
 }
@@ -173,6 +207,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
         "copy" | "sync" | "sync-delete" => {
             let src = rng.pick(&t.dirs).clone();
             let dst = pick_dst(t, rng, Some(&src));
+            name_like_a_mount_below(t, rng, &src, &dst);
             let n = count_below(t, &src);
             let mut args = vec![os(if name == "copy" { "copy" } else { "sync" })];
             if name == "sync-delete" {
@@ -227,6 +262,45 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             exact.extend(output_allowed(t, &json));
             Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
         }
+        "report-outputs" => {
+            let html = pick_output(t, rng, "report.html");
+            let csv = pick_output(t, rng, "rows.csv");
+            let args = vec![os("report"), os(crate::sample_results()), os("--html"), os(&html), os("--csv"), os(&csv)];
+            let mut exact = output_allowed(t, &html);
+            exact.extend(output_allowed(t, &csv));
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
+        }
+        "pack" => {
+            let tree = rng.pick(&t.dirs).clone();
+            let work = rng.pick(&t.dirs).clone();
+            let json = pick_output(t, rng, "pack.json");
+            let args = ["pack", "--containers", "tar", "--runs", "1", "--cache", "warm", "-q"].map(os);
+            let mut args = args.to_vec();
+            args.extend([os(&tree), os("--src-target"), os(&work), os("--json"), os(&json)]);
+            let exact = output_allowed(t, &json);
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
+        }
+        "predict-on" => {
+            let tree = rng.pick(&t.dirs).clone();
+            // Half the time the calibration target is inside the tree (reproduction 10).
+            let on = if rng.chance(50) { tree.clone() } else { rng.pick(&t.dirs).clone() };
+            let json = pick_output(t, rng, "predict.json");
+            let args = vec![
+                os("predict"),
+                os("--tree"),
+                os(&tree),
+                os("--on"),
+                os(&on),
+                os("--max-time"),
+                os("1s"),
+                os("-q"),
+                os("--json"),
+                os(&json),
+            ];
+            let exact = output_allowed(t, &json);
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
+        }
+        "cleanup" => crate::umount_case::cleanup_case(t),
         "run-file" => run_file_case(t, rng),
         "mount-umount" => crate::umount_case::make(t, rng),
         other => panic!("no case {other}"),

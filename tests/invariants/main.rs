@@ -41,6 +41,23 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_manyfiles"))
 }
 
+/// A small ladder's results file, made once, for the report command's cases.
+pub fn sample_results() -> PathBuf {
+    static MADE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("mf-inv-sample-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("sample.json");
+        let args = ["ladder", "--to", "4", "--total", "64KiB", "--second-total", "off", "--runs", "1", "--cache", "warm", "--ops", "create", "-q"];
+        let mut a: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        a.extend([OsStr::new("--target"), dir.as_os_str(), OsStr::new("--json"), json.as_os_str()]);
+        let r = run_bin(&a, &dir);
+        assert_eq!(r.code, Some(0), "the sample ladder: {}", r.stderr);
+        json
+    })
+    .clone()
+}
+
 fn state_home() -> PathBuf {
     std::env::temp_dir().join(format!("mf-inv-state-{}", std::process::id()))
 }
@@ -97,7 +114,8 @@ pub fn mount_points() -> Vec<PathBuf> {
 /// What a command could leave behind, as lines naming the scratch root: mounts below it,
 /// registry records and loop devices naming it, processes working in it or naming it.
 fn leftovers(root: &Path, except: &[u32]) -> Vec<String> {
-    let r = root.to_string_lossy().into_owned();
+    // With a slash: `s1-sync` is not to match `s1-sync-delete`, another job's root.
+    let r = format!("{}/", root.to_string_lossy());
     let mut v: Vec<String> = mount_points()
         .into_iter()
         .filter(|p| p.starts_with(root) && p != root)
@@ -127,7 +145,8 @@ fn leftovers(root: &Path, except: &[u32]) -> Vec<String> {
             }
             let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmd).contains(&r) || cwd.starts_with(root) {
+            let named = String::from_utf8_lossy(&cmd).split('\0').any(|a| a.starts_with(&r) || a == &r[..r.len() - 1]);
+            if named || cwd.starts_with(root) {
                 v.push(format!("process {pid}: {}", String::from_utf8_lossy(&cmd).replace('\0', " ")));
             }
         }
@@ -207,6 +226,8 @@ fn judge(t: &topology::Topology, case: &Case, before: &snapshot::Snap, after: &s
 }
 
 struct Tally {
+    /// Seconds per command (the run, snapshots and checks).
+    per_command: std::collections::BTreeMap<&'static str, f64>,
     runs: usize,
     checked_paths: usize,
     violations: Vec<String>,
@@ -258,7 +279,7 @@ fn one(base: &Path, seed: u64, cmd_index: usize, name: &'static str, tally: &mut
 /// (its mount went with the scratch root): so one violation is not counted again by
 /// every later run. Only records naming this scratch root.
 fn forget_records(root: &Path) {
-    let r = root.to_string_lossy().into_owned();
+    let r = format!("{}/", root.to_string_lossy());
     if let Ok(rd) = std::fs::read_dir("/run/manyfiles") {
         for e in rd.flatten() {
             if std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&r)) {
@@ -291,23 +312,50 @@ fn nothing_outside_what_a_command_was_told_to_write_changes() {
     let base = std::env::temp_dir().join(format!("mf-inv-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
     let start = Instant::now();
-    let mut tally = Tally { runs: 0, checked_paths: 0, violations: Vec::new() };
-    for seed in first..first + seeds {
-        for &(i, name) in &commands {
-            one(&base, seed, i, name, &mut tally);
+    let jobs: Vec<(u64, usize, &'static str)> = (first..first + seeds)
+        .flat_map(|seed| commands.iter().map(move |&(i, name)| (seed, i, name)))
+        .filter(|&(seed, _, name)| name != "predict-on" || seed % cases::PREDICT_EVERY == 0)
+        .collect();
+    // Several at once: most of a command's time is waiting (a ladder's pauses, syncfs),
+    // and each job has its own scratch root.
+    let threads = env_num("MANYFILES_INVARIANT_JOBS", 3).max(1) as usize;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let tally = std::sync::Mutex::new(Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() });
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(seed, i, name)) = jobs.get(k) else { break };
+                    let mut mine = Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() };
+                    let clock = Instant::now();
+                    one(&base, seed, i, name, &mut mine);
+                    let mut t = tally.lock().unwrap();
+                    *t.per_command.entry(name).or_default() += clock.elapsed().as_secs_f64();
+                    t.runs += mine.runs;
+                    t.checked_paths += mine.checked_paths;
+                    t.violations.extend(mine.violations);
+                    if (k + 1) % 300 == 0 {
+                        eprintln!(
+                            "invariants: {} of {} runs, {} violations so far, {:.0} s",
+                            k + 1,
+                            jobs.len(),
+                            t.violations.len(),
+                            start.elapsed().as_secs_f64()
+                        );
+                    }
+                }
+            });
         }
-        if (seed - first + 1) % 50 == 0 {
-            eprintln!(
-                "invariants: {} topologies, {} runs, {} violations so far, {:.0} s",
-                seed - first + 1,
-                tally.runs,
-                tally.violations.len(),
-                start.elapsed().as_secs_f64()
-            );
-        }
-    }
+    });
+    let mut tally = tally.into_inner().unwrap();
+    tally.violations.sort_by_key(|v| {
+        let seed: u64 = v.split([' ', ',']).nth(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+        seed
+    });
     let _ = std::fs::remove_dir_all(&base);
     let _ = std::fs::remove_dir_all(state_home());
+    let _ = std::fs::remove_dir_all(sample_results().parent().unwrap());
     eprintln!(
         "invariants: {seeds} topologies (seeds {first}..{}) × {} commands = {} runs, {} paths compared, {} violations, {:.0} s",
         first + seeds,
@@ -317,6 +365,8 @@ fn nothing_outside_what_a_command_was_told_to_write_changes() {
         tally.violations.len(),
         start.elapsed().as_secs_f64()
     );
+    let per: Vec<String> = tally.per_command.iter().map(|(c, s)| format!("{c} {s:.0} s")).collect();
+    eprintln!("invariants: time per command (summed over jobs): {}", per.join(", "));
     if !tally.violations.is_empty() {
         let n = tally.violations.len();
         let shown: Vec<&String> = tally.violations.iter().take(25).collect();

@@ -40,6 +40,8 @@ impl Rng {
 pub enum MountKind {
     Bind { src: PathBuf },
     Tmpfs,
+    /// An ext4 image on a loop device (mount -o loop: the loop device goes with the mount).
+    LoopExt4,
     Overlay { lower: PathBuf, upper: PathBuf },
 }
 
@@ -112,6 +114,9 @@ impl Topology {
             std::fs::create_dir(&d).unwrap();
             t.dirs.push(d.clone());
             t.grow(&d, 0, &mut rng);
+        }
+        if rng.chance(10) {
+            t.add_loop_ext4(&mut rng);
         }
         let decorations = rng.below(6);
         for _ in 0..decorations {
@@ -189,6 +194,29 @@ impl Topology {
         }
         self.log.push(format!("tmpfs at {}", self.rel(&at)));
         self.mounts.push(Mount { at: at.clone(), kind: MountKind::Tmpfs });
+        self.dirs.push(at.clone());
+        self.grow(&at, 2, rng);
+    }
+
+    fn add_loop_ext4(&mut self, rng: &mut Rng) {
+        let at = self.new_point(rng);
+        let name = self.fresh_name("ext4-");
+        let img = self.root.join(format!("{name}.img"));
+        let ok = std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-E", "root_owner=0:0"])
+            .arg(&img)
+            .arg("8M")
+            .status()
+            .is_ok_and(|s| s.success())
+            && std::process::Command::new("mount").args(["-o", "loop"]).arg(&img).arg(&at).status().is_ok_and(|s| s.success());
+        if !ok {
+            self.log.push(format!("(ext4 on a loop device at {} could not be made)", self.rel(&at)));
+            return;
+        }
+        self.log.push(format!("ext4 on a loop device at {}", self.rel(&at)));
+        self.skip.push(img);
+        self.skip.push(at.join("lost+found"));
+        self.mounts.push(Mount { at: at.clone(), kind: MountKind::LoopExt4 });
         self.dirs.push(at.clone());
         self.grow(&at, 2, rng);
     }
@@ -288,7 +316,7 @@ impl Topology {
                 let pairs: Vec<(&Path, &Path)> = match &m.kind {
                     MountKind::Bind { src } => vec![(&m.at, src)],
                     MountKind::Overlay { lower, upper, .. } => vec![(&m.at, upper), (&m.at, lower)],
-                    MountKind::Tmpfs => vec![],
+                    MountKind::Tmpfs | MountKind::LoopExt4 => vec![],
                 };
                 for (a, b) in pairs {
                     for (from, to) in [(a, b), (b, a)] {
@@ -329,6 +357,10 @@ impl Topology {
     /// Take everything down: the scratch tmpfs and every mount below it.
     pub fn teardown(self) {
         for m in self.mounts.iter().rev() {
+            if matches!(m.kind, MountKind::LoopExt4) {
+                // A plain umount, so the loop device is released (autoclear) now.
+                let _ = std::process::Command::new("umount").arg("-R").arg(&m.at).status();
+            }
             detach(&m.at);
         }
         detach(&self.root);

@@ -61,7 +61,7 @@ pub fn make(t: &mut Topology, rng: &mut Rng) -> Case {
         may_mkdir_above: false,
         max_new: None,
         protected: None,
-        umount: Some(UmountCase { dir, busy, nested }),
+        umount: Some(UmountCase { dir, busy, nested, by_cleanup: false }),
     }
 }
 
@@ -73,13 +73,18 @@ pub fn mounted(dir: &Path) -> bool {
 /// After the command: judge it, then take the mount down for good (the harness's own
 /// teardown) — which must work once nothing holds it.
 pub fn finish(t: &Topology, u: &mut UmountCase, code: Option<i32>, violations: &mut Vec<String>) {
-    if code == Some(0) && u.busy.is_some() {
+    if u.by_cleanup && !mounted(&u.dir) {
+        violations.push("plain cleanup took down a live `manyfiles mount`".into());
+    }
+    if u.by_cleanup {
+        // fall through to the harness's own umount below
+    } else if code == Some(0) && u.busy.is_some() {
         violations.push("umount exited 0 while a process worked inside the mount".into());
     }
-    if code == Some(0) && u.nested {
+    if !u.by_cleanup && code == Some(0) && u.nested {
         violations.push("umount exited 0 with a mount inside the mount".into());
     }
-    if code == Some(0) && mounted(&u.dir) {
+    if !u.by_cleanup && code == Some(0) && mounted(&u.dir) {
         violations.push("umount exited 0 but the mount is still there".into());
     }
     if let Some(mut c) = u.busy.take() {
@@ -100,5 +105,24 @@ pub fn finish(t: &Topology, u: &mut UmountCase, code: Option<i32>, violations: &
                 r.stderr.trim()
             ));
         }
+    }
+}
+
+/// Plain `cleanup` while a user's `manyfiles mount` is live (made by a process that has
+/// exited, as every `mount` is): it must keep it, mount and data.
+pub fn cleanup_case(t: &mut Topology) -> Case {
+    let dir = t.root.join("mine");
+    std::fs::create_dir(&dir).unwrap();
+    let r = crate::run_bin(&["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()], &t.root);
+    t.note(format!("manyfiles mount tmpfs {} → exit {:?}", t.rel(&dir), r.code));
+    let _ = std::fs::write(dir.join("data"), b"kept by cleanup");
+    Case {
+        args: vec!["cleanup".into()],
+        allowed: Vec::new(),
+        exact: Vec::new(),
+        may_mkdir_above: false,
+        max_new: None,
+        protected: None,
+        umount: Some(UmountCase { dir, busy: None, nested: false, by_cleanup: true }),
     }
 }
