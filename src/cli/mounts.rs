@@ -19,7 +19,8 @@ pub struct MountArgs {
 
 #[derive(Args, Debug)]
 pub struct UmountArgs {
-    /// The directory a `manyfiles mount` mounted
+    /// The directory a `manyfiles mount` is mounted at now (it follows a renamed parent);
+    /// refused, changing nothing, while a process, a mount inside it or a bind mount uses it
     pub dir: PathBuf,
 }
 

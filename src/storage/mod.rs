@@ -2,10 +2,12 @@
 //! inside a run directory it creates there (see [`rundir`]).
 
 pub mod allocation;
+pub mod busy;
 pub mod cache;
 pub mod device;
 pub mod device_class;
 pub mod fsspec;
+pub mod loopdev;
 pub mod managed;
 pub mod mountinfo;
 pub mod nbd_stack;

@@ -32,6 +32,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+pub(crate) use super::loopdev::detach_loop;
+pub use super::loopdev::{loop_backing_file, loops_backed_by};
 pub use super::mountinfo::{MountEntry, mounts, mounts_at};
 
 /// Where records (and mount point directories) live.
@@ -96,6 +98,10 @@ pub struct Record {
     /// umount DIR` or `cleanup --mounts`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub persistent: bool,
+    /// The kernel's id of the mount at `mount_point` when a `manyfiles mount` finished:
+    /// `umount` finds it by this (and its source) wherever its path has moved since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_id: Option<u64>,
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -215,6 +221,7 @@ pub fn own_record(fs: &str) -> Record {
         nbd_dir: None,
         share_dir: None,
         persistent: false,
+        mount_id: None,
     }
 }
 
@@ -230,16 +237,7 @@ impl Registration {
     }
 
     fn save(&self) -> Result<()> {
-        let json = serde_json::to_vec_pretty(&self.record).expect("record serializes");
-        let ext = if is_mount_record(&self.path) { "mount.tmp" } else { "json.tmp" };
-        let tmp = self.path.with_extension(ext);
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
-            f.write_all(&json)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)
-        };
-        write().map_err(|e| Error::failed(format!("cannot write the registry record {}: {e}", self.path.display())))
+        rewrite_record(&self.path, &self.record)
     }
 
     /// Make this the record of a `manyfiles mount`, which outlives its process: renamed
@@ -252,6 +250,10 @@ impl Registration {
             .map_err(|e| Error::failed(format!("cannot rename {} to {}: {e}", self.path.display(), to.display())))?;
         self.path = to;
         self.record.persistent = true;
+        if let Some(mp) = &self.record.mount_point {
+            self.record.mount_id =
+                mounts_at(mp).into_iter().rev().find(|m| owns_mount(&self.record, m)).map(|m| m.mount_id);
+        }
         self.save()?;
         let lp = lock_path(&self.path);
         if same_file(&self.lock, &lp) {
@@ -286,6 +288,8 @@ pub struct CleanupReport {
     pub skipped_live: usize,
     /// `manyfiles mount`s left in place (`cleanup --mounts` or `umount DIR` removes them).
     pub kept_mounts: usize,
+    /// Daemons stopped (a device class's nbdkit and nbdfuse, a share's stack), by name.
+    pub stopped: Vec<String>,
     pub problems: Vec<String>,
 }
 
@@ -299,6 +303,9 @@ impl fmt::Display for CleanupReport {
             self.deleted.len(),
             self.skipped_live
         )?;
+        if !self.stopped.is_empty() {
+            write!(f, ", {} daemon(s) stopped ({})", self.stopped.len(), self.stopped.join(", "))?;
+        }
         if self.kept_mounts > 0 {
             write!(f, ", {} `manyfiles mount`(s) kept (umount DIR or cleanup --mounts)", self.kept_mounts)?;
         }
@@ -365,33 +372,6 @@ fn drop_lock(json: &Path, lock: Option<std::fs::File>) {
     }
 }
 
-/// Backing file of loop device `dev` (`/dev/loop3`), from sysfs; None if not attached.
-pub fn loop_backing_file(dev: &str) -> Option<PathBuf> {
-    let name = dev.strip_prefix("/dev/")?;
-    let text = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file")).ok()?;
-    let t = text.trim_end_matches('\n');
-    // A deleted image shows as "/path (deleted)".
-    Some(PathBuf::from(t.strip_suffix(" (deleted)").unwrap_or(t)))
-}
-
-/// Loop devices whose backing file is `image`.
-pub fn loops_backed_by(image: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/sys/block") else { return out };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("loop") {
-            continue;
-        }
-        let dev = format!("/dev/{name}");
-        if loop_backing_file(&dev).as_deref() == Some(image) {
-            out.push(dev);
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Is `name` the name of an image this tool makes?
 pub fn is_image_name(name: &str) -> bool {
     name.starts_with("manyfiles-img-") && name.ends_with(".img") && !name.contains('/')
@@ -433,25 +413,6 @@ pub(crate) fn unmount(mp: &Path) -> std::result::Result<(), String> {
     }
     run_tool(&sv(&["umount", "-l", &mps])).map_err(|e| format!("{last}; lazy unmount: {e}"))?;
     Ok(())
-}
-
-/// Detach `dev` and wait (up to ~2 s) until the kernel has let it go. If something still
-/// holds it open, `losetup -d` marks it auto-clear and the kernel detaches it on last close.
-pub(crate) fn detach_loop(dev: &str) -> std::result::Result<(), String> {
-    if loop_backing_file(dev).is_none() {
-        return Ok(());
-    }
-    let r = run_tool(&sv(&["losetup", "-d", dev]));
-    for _ in 0..40 {
-        if loop_backing_file(dev).is_none() {
-            return Ok(());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    match r {
-        Err(e) => Err(e),
-        Ok(_) => Err(format!("{dev} is still attached after losetup -d (busy?)")),
-    }
 }
 
 /// One cleanup (or `umount`) at a time, across processes: two would race on the same
@@ -536,6 +497,8 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
             Err(_) => rec,
             Ok(b) => serde_json::from_slice(&b).unwrap_or(rec),
         };
+        // A `manyfiles mount` is taken down where it is now (a renamed parent moves it).
+        let rec = if is_mount_record(&path) || rec.persistent { super::user_mount::follow_moved(rec) } else { rec };
         wait_for_helpers(&rec);
         let before = rep.problems.len();
         clean_record(&rec, &mut rep);
@@ -606,6 +569,43 @@ fn helper_running(names: &[String]) -> bool {
     })
 }
 
+/// Is mount `m` the one record `rec` names, by its source: the recorded tmpfs or FUSE
+/// source name, loop device (or one backed by the recorded image or class disk) or real
+/// device? (A bind mount of it has the same source: tell them apart by mount id.)
+pub fn owns_mount(rec: &Record, m: &MountEntry) -> bool {
+    match (&rec.tmpfs_source, &rec.fuse_source) {
+        (Some(src), _) => m.fs_type == "tmpfs" && &m.source == src,
+        (None, Some(src)) => m.fs_type.starts_with("fuse") && &m.source == src,
+        (None, None) => {
+            if rec.loop_device.as_deref() == Some(m.source.as_str()) || rec.device.as_deref() == Some(m.source.as_str())
+            {
+                return true;
+            }
+            let nbd_disk = rec.nbd_dir.as_deref().map(super::nbd_stack::disk_file);
+            m.source.starts_with("/dev/loop")
+                && rec
+                    .image
+                    .iter()
+                    .chain(nbd_disk.iter())
+                    .any(|img| loop_backing_file(&m.source).as_deref() == Some(img))
+        }
+    }
+}
+
+/// Write `rec` over the record file `path` (atomically), as `umount` does when the mount
+/// it names has moved.
+pub(crate) fn rewrite_record(path: &Path, rec: &Record) -> Result<()> {
+    let json = serde_json::to_vec_pretty(rec).expect("record serializes");
+    let tmp = path.with_extension(if is_mount_record(path) { "mount.tmp" } else { "json.tmp" });
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        f.write_all(&json)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| Error::failed(format!("cannot write the registry record {}: {e}", path.display())))
+}
+
 pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
     if let Some(rd) = &rec.run_dir {
         match crate::storage::rundir::remove_run_dir(rd) {
@@ -614,29 +614,12 @@ pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
             Err(e) => rep.problems.push(format!("{}: {e}", rd.display())),
         }
     }
-    // Loop devices that are ours: the recorded one if its backing file is the recorded
-    // image, and any other backed by the recorded image (killed before the record said).
-    let mut ours: Vec<String> = Vec::new();
-    if let Some(img) = &rec.image {
-        ours = loops_backed_by(img);
-    }
     let nbd_disk = rec.nbd_dir.as_deref().map(super::nbd_stack::disk_file);
-    if let Some(d) = &nbd_disk {
-        ours.extend(loops_backed_by(d));
-    }
-    // 1. Mounts at the recorded mount point whose source is ours.
+    // 1. Mounts at the recorded mount point whose source is ours (the recorded loop
+    // device, or any backed by the recorded image: killed before the record said).
     if let Some(mp) = &rec.mount_point {
         for m in mounts_at(mp).into_iter().rev() {
-            let mine = match (&rec.tmpfs_source, &rec.fuse_source) {
-                (Some(src), _) => m.fs_type == "tmpfs" && &m.source == src,
-                (None, Some(src)) => m.fs_type.starts_with("fuse") && &m.source == src,
-                (None, None) => {
-                    rec.loop_device.as_deref() == Some(m.source.as_str())
-                        || ours.contains(&m.source)
-                        || rec.device.as_deref() == Some(m.source.as_str())
-                }
-            };
-            if !mine {
+            if !owns_mount(rec, &m) {
                 rep.problems.push(format!(
                     "{}: mounted from {} ({}), which is not what the record names; left alone",
                     mp.display(),
@@ -665,12 +648,18 @@ pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
         }
     }
     if let Some(d) = &rec.nbd_dir {
-        if let Err(e) = super::nbd_stack::stop(d) {
-            rep.problems.push(e);
+        let running = super::busy::commands_of(&super::nbd_stack::daemon_pids(d));
+        match super::nbd_stack::stop(d) {
+            Ok(()) => rep.stopped.extend(running),
+            Err(e) => rep.problems.push(e),
         }
     }
     if let Some(d) = rec.share_dir.as_ref().filter(|_| super::share_stack::is_client(rec)) {
-        rep.problems.extend(super::share_stack::stop(d).err());
+        let running = super::busy::commands_of(&super::share_stack::daemon_pids(d));
+        match super::share_stack::stop(d) {
+            Ok(()) => rep.stopped.extend(running),
+            Err(e) => rep.problems.push(e),
+        }
     }
     // 3. The image, if it is one of ours (a pack container belongs to its run directory).
     if let Some(img) = rec.image.as_ref().filter(|_| !rec.pack_mount) {
