@@ -170,9 +170,23 @@ pub(super) fn version(tool: &str) -> String {
 
 /// Start `argv` in its own session (`setsid -f`), output to `log`; it is not our child.
 pub(super) fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
+    spawn_detached_with(argv, log, || Ok(()))
+}
+
+/// [`spawn_detached`] with `pre_exec` run in the child before `setsid` (a share stack's
+/// network namespace and account: [`super::share_netns::confine`]).
+pub(super) fn spawn_detached_with(
+    argv: &[String],
+    log: &Path,
+    pre_exec: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    use std::os::unix::process::CommandExt;
     let out = std::fs::File::create(log).map_err(|e| Error::failed(format!("cannot create {}: {e}", log.display())))?;
     let err = out.try_clone().map_err(|e| Error::failed(format!("{}: {e}", log.display())))?;
-    let st = std::process::Command::new("setsid")
+    let mut cmd = std::process::Command::new("setsid");
+    // SAFETY: the hooks given here make syscalls only (no allocation, no locks).
+    unsafe { cmd.pre_exec(pre_exec) };
+    let st = cmd
         .arg("-f")
         .args(argv)
         .stdin(std::process::Stdio::null())
