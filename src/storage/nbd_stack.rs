@@ -251,6 +251,7 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
     // Ready when it accepts a connection: a socket file alone may have no listener.
     let accepts = || std::os::unix::net::UnixStream::connect(sock(dir)).is_ok();
     wait_ready(dir, "nbdkit", &log, || pidfile.exists() && accepts())?;
+    owner_only(&sock(dir))?;
     let fuse = nbdfuse_argv(dir, class.qd);
     let flog = dir.join("nbdfuse.log");
     let fpid = dir.join("nbdfuse.pid");
@@ -281,6 +282,7 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
             spawn_detached(&kit, &log)?;
             wait_ready(dir, "nbdkit", &log, || pidfile.exists() && accepts())
                 .map_err(|e| Error::failed(format!("{first}; then, started again: {e}")))?;
+            owner_only(&sock(dir))?;
         } else if crate::signals::pending() != 0 || running("nbdfuse") || !mounts_at(&fuse_dir(dir)).is_empty() {
             return Err(first);
         }
@@ -300,6 +302,14 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
         nbdfuse_command: fuse,
         nbdfuse_version: version("nbdfuse"),
     })
+}
+
+/// Make the socket root's alone (0600): nbdkit makes it with the tool's umask, and the
+/// disk behind it serves anyone who connects (the private directory bars others too).
+fn owner_only(p: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::failed(format!("cannot make {} private: {e}", p.display())))
 }
 
 /// Processes named nbdkit or nbdfuse whose argv names `sock`: (pid, name).
