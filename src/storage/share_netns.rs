@@ -96,7 +96,7 @@ fn is_bound(ns: &Path) -> bool {
     let Ok(p) = cpath(ns) else { return false };
     // SAFETY: statfs fills the zeroed struct; p is NUL-terminated.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    (unsafe { libc::statfs(p.as_ptr(), &mut st) } == 0) && st.f_type as i64 == libc::NSFS_MAGIC as i64
+    (unsafe { libc::statfs(p.as_ptr(), &mut st) } == 0) && st.f_type == libc::NSFS_MAGIC
 }
 
 /// The namespace's identity (device, inode), while it is bound at `ns`.
