@@ -375,7 +375,8 @@ fn another_user_writes_nothing_to_a_mount_the_tool_made() {
         return;
     }
     for label in ["exfat", "ntfs", "ext4@class:lat=1ms", "exfat@class:lat=1ms", "ntfs@class:lat=1ms"] {
-        let tools = if label.starts_with("exfat") { ["mkfs.exfat", "mount.exfat-fuse"] } else { ["mkfs.ntfs", "ntfs-3g"] };
+        let tools =
+            if label.starts_with("exfat") { ["mkfs.exfat", "mount.exfat-fuse"] } else { ["mkfs.ntfs", "ntfs-3g"] };
         if !label.starts_with("ext4") && !tools.iter().all(|t| have(t)) {
             assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: needs {tools:?}");
             println!("skipped {label}: needs {tools:?}");

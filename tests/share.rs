@@ -149,9 +149,12 @@ fn leftovers(s: &Stack, ports: &[u16]) -> Vec<String> {
     }
     let src = share_stack::fsname(&s.dir);
     v.extend(registry::mounts().into_iter().filter(|m| m.source == src).map(|m| format!("mount {:?}", m.mount_point)));
-    v.extend(registry::mounts().into_iter().filter(|m| m.mount_point.starts_with(&s.dir)).map(|m| {
-        format!("mount {} ({})", m.mount_point.display(), m.fs_type)
-    }));
+    v.extend(
+        registry::mounts()
+            .into_iter()
+            .filter(|m| m.mount_point.starts_with(&s.dir))
+            .map(|m| format!("mount {} ({})", m.mount_point.display(), m.fs_type)),
+    );
     if s.dir.exists() {
         v.push(format!("directory {}", s.dir.display()));
     }
@@ -461,7 +464,11 @@ fn another_user_reaches_nothing_and_root_only_the_export() {
             assert!(ports.contains(&p), "{label}: port {p} not among those the stack listens on: {ports:?}");
         }
         for p in &pids {
-            assert_ne!(netns_of_pid(p), host_ns, "{label}: a process of the stack in the host's namespace: {running:?}");
+            assert_ne!(
+                netns_of_pid(p),
+                host_ns,
+                "{label}: a process of the stack in the host's namespace: {running:?}"
+            );
         }
         let reached = unprivileged::reachable_by_nobody(&ports);
         assert!(reached.is_empty(), "{label}: nobody connected to {reached:?} (the stack listens on {ports:?})");

@@ -115,9 +115,7 @@ pub fn pids_in(id: (u64, u64)) -> Vec<u32> {
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| (m.dev(), m.ino()) == id)
-        })
+        .filter(|pid| std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| (m.dev(), m.ino()) == id))
         .collect()
 }
 

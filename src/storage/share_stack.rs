@@ -35,9 +35,9 @@
 //! start through `setsid -f` (a terminal's SIGINT reaches the tool, which tears them down).
 
 use super::nbd_stack::{end_processes, last_line, remove_private_dir, spawn_detached_with};
-use super::share_netns::{self as netns, Account};
 use super::registry::{Record, mounts_at};
 use super::share::{Proto, ShareSpec};
+use super::share_netns::{self as netns, Account};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -314,9 +314,8 @@ fn start_proxy(
     let log = dir.join("toxiproxy.log");
     spawn(dir, &argv, &log, Some(account))?;
     wait_ready(dir, PROXY, &log, || accepts(&ns, api_port, None))?;
-    let proxy = format!(
-        r#"{{"name":"share","listen":"127.0.0.1:{listen}","upstream":"127.0.0.1:{server}","enabled":true}}"#
-    );
+    let proxy =
+        format!(r#"{{"name":"share","listen":"127.0.0.1:{listen}","upstream":"127.0.0.1:{server}","enabled":true}}"#);
     api(&ns, api_port, "POST", "/proxies", &proxy).map_err(Error::failed)?;
     wait_ready(dir, PROXY, &log, || accepts(&ns, listen, None))?;
     let mut toxics = Vec::new();
