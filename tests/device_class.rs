@@ -5,6 +5,7 @@
 //! CI (CI=true), where .ci/run installs them and a skip is a failure.
 
 mod common;
+mod unprivileged;
 
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::managed::ManagedFs;
@@ -354,4 +355,61 @@ s.accept()[0].close()
     common::run(["umount", mp.to_str().unwrap()]).ok();
     let left = leftovers(&nbd_dir, &mp);
     assert!(left.is_empty(), "umount left {left:?}");
+}
+
+/// Issue 38, reproduction 8: another local user (nobody) writes nothing to a mount the
+/// tool made: exFAT and NTFS (FUSE daemons that mount with allow_other, once with mode
+/// 0777), and ext4, exFAT and NTFS on a device class; nor reaches the class's disk (the
+/// nbdkit socket, nbdfuse's file, the loop device). Mounted at a directory nobody may
+/// enter the parent of, so that only the mount stands in the way.
+#[test]
+fn another_user_writes_nothing_to_a_mount_the_tool_made() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    need_stack!();
+    let _g = serial();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let have = |t: &str| manyfiles::storage::managed::find_in_path(t, &path).is_some();
+    if !have("setpriv") {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: needs setpriv");
+        println!("skipped: needs setpriv (util-linux)");
+        return;
+    }
+    for label in ["exfat", "ntfs", "ext4@class:lat=1ms", "exfat@class:lat=1ms", "ntfs@class:lat=1ms"] {
+        let tools =
+            if label.starts_with("exfat") { ["mkfs.exfat", "mount.exfat-fuse"] } else { ["mkfs.ntfs", "ntfs-3g"] };
+        if !label.starts_with("ext4") && !tools.iter().all(|t| have(t)) {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: needs {tools:?}");
+            println!("skipped {label}: needs {tools:?}");
+            continue;
+        }
+        let parent = tempfile::tempdir_in("/var/tmp").unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mp = parent.path().join("mnt");
+        std::fs::create_dir(&mp).unwrap();
+        let spec = FsSpec::parse(label).unwrap();
+        let mut fs = ManagedFs::create_in(&spec, 64 * MIB, 0, Some(&mp)).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let d = fs.details().clone();
+        let wrote = unprivileged::writes_by_nobody(&mp);
+        assert!(wrote.is_empty(), "{label}: nobody, on the mount ({}): {wrote:?}", d.mount_options);
+        let m = std::fs::metadata(&mp).unwrap();
+        assert_eq!(m.permissions().mode() & 0o022, 0, "{label}: the mount's root is writable by others");
+        if let Some(c) = &d.class {
+            let nbd_dir = d.image.parent().unwrap().parent().unwrap().to_path_buf();
+            let sock = nbd_dir.join("sock");
+            let sm = std::fs::symlink_metadata(&sock).unwrap();
+            assert!(sm.file_type().is_socket() && sm.permissions().mode() & 0o077 == 0, "{label}: {sm:?}");
+            let dev = d.device.clone().unwrap();
+            let script = format!(
+                "(: >> '{dev}') 2>/dev/null && echo 'opened {dev} for writing'; \
+                 (: >> '{}') 2>/dev/null && echo 'opened the disk file for writing'; \
+                 test -e '{}' && echo 'sees the socket'; true",
+                d.image.display(),
+                sock.display()
+            );
+            let (code, out) = unprivileged::as_nobody(&script, Duration::from_secs(30));
+            assert_eq!(code, Some(0), "{label}: {out}");
+            assert!(out.trim().is_empty(), "{label} ({}): nobody {out}", c.class.name);
+        }
+        fs.teardown().unwrap();
+    }
 }

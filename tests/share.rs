@@ -4,11 +4,14 @@
 //! its ports, no mount of the client or the export, no directory, no record);
 //! `manyfiles mount`/`umount`; a ladder run, SIGINT mid-ladder, and kill -9 followed by
 //! `cleanup` with server, proxy and client running; a missing tool named with its
-//! package. Needs root, FUSE, openssh-server, sshfs, samba, rclone and toxiproxy-server:
+//! package; another local user (nobody) reaches none of the stack's ports and writes
+//! nothing through the client, and root's SFTP login reaches only the export. Needs
+//! root, FUSE, openssh-server, sshfs, samba, rclone and toxiproxy-server:
 //! without them each test prints why it skipped, except under CI (CI=true), where
 //! .ci/run installs them and a skip is a failure.
 
 mod common;
+mod unprivileged;
 
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::managed::{ManagedFs, find_in_path};
@@ -42,8 +45,8 @@ fn missing() -> Option<String> {
             return Some(e);
         }
     }
-    if find_in_path("sftp", &path).is_none() && !Path::new(share_stack::SFTP_SERVER).exists() {
-        return Some("needs openssh-sftp-server".into());
+    if find_in_path("setpriv", &path).is_none() || find_in_path("nsenter", &path).is_none() {
+        return Some("needs setpriv and nsenter (util-linux)".into());
     }
     None
 }
@@ -58,15 +61,27 @@ macro_rules! need_stack {
     };
 }
 
-/// Processes whose argv names something in `dir` (found apart from the code under test).
-fn processes_naming(dir: &Path) -> Vec<String> {
-    let d = format!("{}/", dir.display());
+/// The stack's network namespace (device, inode of the nsfs bind mount `DIR/netns`),
+/// while it is bound there (found apart from the code under test).
+fn netns_of(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = dir.join("netns");
+    registry::mounts_at(&ns).iter().any(|m| m.fs_type == "nsfs").then_some(())?;
+    std::fs::metadata(&ns).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Processes whose argv names something in the stack's directory, or that run in its
+/// network namespace: "PID ARGV".
+fn stack_processes(s: &Stack) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let d = format!("{}/", s.dir.display());
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
         let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
         let text = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if text.contains(&d) {
+        let ns = std::fs::metadata(e.path().join("ns/net")).ok().map(|m| (m.dev(), m.ino()));
+        if text.contains(&d) || (s.netns.is_some() && ns == s.netns) {
             out.push(format!("{pid} {}", text.trim()));
         }
     }
@@ -87,6 +102,8 @@ struct Stack {
     export_mp: Option<PathBuf>,
     export_rec: Option<PathBuf>,
     pid: u32,
+    /// Its network namespace, as first seen.
+    netns: Option<(u64, u64)>,
 }
 
 fn records() -> Vec<(PathBuf, Record)> {
@@ -114,6 +131,7 @@ fn stacks() -> Vec<Stack> {
                 export_mp: export.and_then(|(_, e)| e.mount_point.clone()),
                 export_rec: export.map(|(p, _)| p.clone()),
                 pid: r.pid,
+                netns: netns_of(&dir),
                 dir,
             }
         })
@@ -123,7 +141,7 @@ fn stacks() -> Vec<Stack> {
 /// What the stack left: processes, listeners, mounts, directory, records. Empty when
 /// all is gone.
 fn leftovers(s: &Stack, ports: &[u16]) -> Vec<String> {
-    let mut v = processes_naming(&s.dir);
+    let mut v = stack_processes(s);
     v.extend(share_stack::daemon_pids(&s.dir).into_iter().map(|p| format!("descendant pid {p}")));
     v.extend(ports.iter().filter(|p| listening(**p)).map(|p| format!("listener on 127.0.0.1:{p}")));
     for mp in std::iter::once(&s.client_mp).chain(s.export_mp.iter()) {
@@ -131,6 +149,12 @@ fn leftovers(s: &Stack, ports: &[u16]) -> Vec<String> {
     }
     let src = share_stack::fsname(&s.dir);
     v.extend(registry::mounts().into_iter().filter(|m| m.source == src).map(|m| format!("mount {:?}", m.mount_point)));
+    v.extend(
+        registry::mounts()
+            .into_iter()
+            .filter(|m| m.mount_point.starts_with(&s.dir))
+            .map(|m| format!("mount {} ({})", m.mount_point.display(), m.fs_type)),
+    );
     if s.dir.exists() {
         v.push(format!("directory {}", s.dir.display()));
     }
@@ -184,7 +208,7 @@ fn each_proto_sets_up_serves_and_tears_down() {
             std::fs::write(mp.join("d/f"), &data).unwrap();
             assert_eq!(std::fs::read(export.join("d/f")).unwrap(), data, "{label}: on the export");
             assert_eq!(std::fs::read(mp.join("d/f")).unwrap(), data, "{label}: read back");
-            let running = processes_naming(&stack.dir);
+            let running = stack_processes(&stack);
             assert!(running.len() >= 3, "{label}: server, proxy and client run: {running:?}");
             assert!(fs.serving_pids().len() >= 3);
             // A refresh (every trial's fresh start) empties the export and mounts again.
@@ -219,7 +243,7 @@ fn mount_and_umount_leave_nothing() {
         common::run(["mount", &spec, mp.to_str().unwrap(), "--size", "64MiB"]).ok();
         assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some(proto.mountinfo_type()));
         let stack = stacks().into_iter().find(|s| s.client_mp == mp).expect("registered");
-        assert!(processes_naming(&stack.dir).len() >= 3, "server, proxy and client outlive the mount command");
+        assert!(stack_processes(&stack).len() >= 3, "server, proxy and client outlive the mount command");
         std::fs::write(mp.join("data"), b"user data").unwrap();
         let c = common::run(["cleanup"]);
         c.ok();
@@ -333,7 +357,7 @@ fn kill_9_then_cleanup_leaves_nothing() {
     let _g = serial();
     for proto in PROTOS {
         let (stack, _) = ladder_then(proto, libc::SIGKILL);
-        let running = processes_naming(&stack.dir);
+        let running = stack_processes(&stack);
         // Server and proxy always; the client unless the kill came between a trial's
         // unmount and mount.
         let (server, client) = if proto == Proto::Sftp { ("sshd", "sshfs") } else { ("smbd", "rclone") };
@@ -386,4 +410,91 @@ fn a_missing_tool_names_its_package() {
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("rclone not found: install the Debian package rclone"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+/// The network namespace of process `pid` (device, inode).
+fn netns_of_pid(pid: &str) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/ns/net")).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// `argv` run as root inside the stack's network namespace, bounded: (success, stdout + stderr).
+fn in_stack_netns(stack: &Stack, argv: &[&str]) -> (bool, String) {
+    let o = Command::new("nsenter")
+        .arg(format!("--net={}", stack.dir.join("netns").display()))
+        .args(["timeout", "20"])
+        .args(argv)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+/// Issue 38, reproductions 7 and 8: another local user (nobody) connects to none of the
+/// ports the stack listens on (server, proxy, the proxy's unauthenticated API: all in
+/// the stack's own network namespace) on any of the host's addresses, cannot enter that
+/// namespace, and writes nothing through the client's mount; root's SFTP login gets SFTP
+/// of the export and nothing else (no shell: `id` is refused; /etc/hostname is not there).
+#[test]
+fn another_user_reaches_nothing_and_root_only_the_export() {
+    use std::os::unix::fs::PermissionsExt;
+    need_stack!();
+    let _g = serial();
+    let host_ns = netns_of_pid("self");
+    for proto in PROTOS {
+        let label = format!("share:{}@rtt=0ms", proto.name());
+        // Parents nobody may enter: only the mount itself stands in the way.
+        let parent = tempfile::tempdir_in("/var/tmp").unwrap();
+        std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mp = parent.path().join("mnt");
+        std::fs::create_dir(&mp).unwrap();
+        let spec = FsSpec::parse(&label).unwrap();
+        let mut fs = ManagedFs::create_in(&spec, 64 * MIB, 0, Some(&mp)).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let d = fs.details().share.clone().unwrap();
+        let stack = stacks().into_iter().find(|s| s.client_mp == mp).expect("registered");
+        assert!(stack.netns.is_some(), "{label}: the stack has a network namespace of its own");
+        // Every port any process of the stack listens on, as seen inside its namespace.
+        let running = stack_processes(&stack);
+        let pids: Vec<&str> = running.iter().filter_map(|p| p.split(' ').next()).collect();
+        let mut ports: Vec<u16> =
+            pids.iter().filter_map(|p| p.parse().ok()).flat_map(unprivileged::listening_ports_of).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        for p in [d.server_port, d.proxy_port, d.proxy_api_port] {
+            assert!(ports.contains(&p), "{label}: port {p} not among those the stack listens on: {ports:?}");
+        }
+        for p in &pids {
+            assert_ne!(
+                netns_of_pid(p),
+                host_ns,
+                "{label}: a process of the stack in the host's namespace: {running:?}"
+            );
+        }
+        let reached = unprivileged::reachable_by_nobody(&ports);
+        assert!(reached.is_empty(), "{label}: nobody connected to {reached:?} (the stack listens on {ports:?})");
+        let ns = stack.dir.join("netns");
+        let (code, out) =
+            unprivileged::as_nobody(&format!("nsenter --net='{}' true", ns.display()), Duration::from_secs(10));
+        assert_ne!(code, Some(0), "{label}: nobody entered the stack's namespace: {out}");
+        // The mount works for root, and for nobody not at all.
+        std::fs::write(mp.join("only-in-export"), b"x").unwrap();
+        let wrote = unprivileged::writes_by_nobody(&mp);
+        assert!(wrote.is_empty(), "{label}: nobody, through the client: {wrote:?}");
+        if proto == Proto::Sftp {
+            let (cfg, port) = (stack.dir.join("ssh_config"), d.proxy_port.to_string());
+            let cfg = cfg.to_str().unwrap();
+            let (ok, out) = in_stack_netns(&stack, &["ssh", "-F", cfg, "-p", &port, "root@127.0.0.1", "id"]);
+            assert!(!ok && !out.contains("uid="), "{label}: root's login ran a command: {out}");
+            let batch = parent.path().join("batch");
+            let got = parent.path().join("hostname");
+            std::fs::write(&batch, format!("ls -1 /\nget /etc/hostname {}\n", got.display())).unwrap();
+            let sftp = ["sftp", "-F", cfg, "-P", &port, "-b", batch.to_str().unwrap(), "root@127.0.0.1"];
+            let (_, out) = in_stack_netns(&stack, &sftp);
+            assert!(out.contains("only-in-export"), "{label}: SFTP's / is the export: {out}");
+            assert!(!got.exists(), "{label}: SFTP read /etc/hostname: {out}");
+        }
+        fs.teardown().unwrap();
+        let left = leftovers(&stack, &[]);
+        assert!(left.is_empty(), "{label}: left {left:?}");
+    }
 }

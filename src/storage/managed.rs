@@ -69,6 +69,10 @@ pub struct ManagedFs {
     done: bool,
 }
 
+/// The modes an exFAT or NTFS mount shows (they keep no owners or modes): root's, not
+/// writable by others (see [`ManagedFs::mount_argv`]).
+pub const FUSE_MODES: &str = "umask=022";
+
 /// Inodes to ask of mkfs for `entries` files and directories: a quarter more, and room
 /// for the run directory and the file system's own.
 pub fn inodes_for(entries: u64) -> u64 {
@@ -541,8 +545,12 @@ impl ManagedFs {
                 &self.tmpfs_source,
                 &mp,
             ]),
-            FsType::Ntfs => argv(&["ntfs-3g", "-o", "big_writes", &dev, &mp]),
-            FsType::Exfat => argv(&["mount.exfat-fuse", &dev, &mp]),
+            // Both daemons mount with allow_other (exfat-fuse always, ntfs-3g by default)
+            // and, for file systems without owners, mode 0777: any local user could
+            // write. umask=022 shows everything as root's 0755 and turns on the kernel's
+            // permission checks (default_permissions), as on a freshly made ext4.
+            FsType::Ntfs => argv(&["ntfs-3g", "-o", &format!("big_writes,{FUSE_MODES}"), &dev, &mp]),
+            FsType::Exfat => argv(&["mount.exfat-fuse", "-o", FUSE_MODES, &dev, &mp]),
             t => argv(&["mount", "-t", t.name(), &dev, &mp]),
         }
     }

@@ -14,6 +14,7 @@ pub mod nbd_stack;
 pub mod registry;
 pub mod rundir;
 pub mod share;
+pub mod share_netns;
 pub mod share_stack;
 pub mod user_mount;
 

@@ -170,9 +170,23 @@ pub(super) fn version(tool: &str) -> String {
 
 /// Start `argv` in its own session (`setsid -f`), output to `log`; it is not our child.
 pub(super) fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
+    spawn_detached_with(argv, log, || Ok(()))
+}
+
+/// [`spawn_detached`] with `pre_exec` run in the child before `setsid` (a share stack's
+/// network namespace and account: [`super::share_netns::confine`]).
+pub(super) fn spawn_detached_with(
+    argv: &[String],
+    log: &Path,
+    pre_exec: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    use std::os::unix::process::CommandExt;
     let out = std::fs::File::create(log).map_err(|e| Error::failed(format!("cannot create {}: {e}", log.display())))?;
     let err = out.try_clone().map_err(|e| Error::failed(format!("{}: {e}", log.display())))?;
-    let st = std::process::Command::new("setsid")
+    let mut cmd = std::process::Command::new("setsid");
+    // SAFETY: the hooks given here make syscalls only (no allocation, no locks).
+    unsafe { cmd.pre_exec(pre_exec) };
+    let st = cmd
         .arg("-f")
         .args(argv)
         .stdin(std::process::Stdio::null())
@@ -237,6 +251,7 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
     // Ready when it accepts a connection: a socket file alone may have no listener.
     let accepts = || std::os::unix::net::UnixStream::connect(sock(dir)).is_ok();
     wait_ready(dir, "nbdkit", &log, || pidfile.exists() && accepts())?;
+    owner_only(&sock(dir))?;
     let fuse = nbdfuse_argv(dir, class.qd);
     let flog = dir.join("nbdfuse.log");
     let fpid = dir.join("nbdfuse.pid");
@@ -267,6 +282,7 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
             spawn_detached(&kit, &log)?;
             wait_ready(dir, "nbdkit", &log, || pidfile.exists() && accepts())
                 .map_err(|e| Error::failed(format!("{first}; then, started again: {e}")))?;
+            owner_only(&sock(dir))?;
         } else if crate::signals::pending() != 0 || running("nbdfuse") || !mounts_at(&fuse_dir(dir)).is_empty() {
             return Err(first);
         }
@@ -286,6 +302,14 @@ pub fn start(dir: &Path, class: &DeviceClass, bytes: u64) -> Result<ClassDetails
         nbdfuse_command: fuse,
         nbdfuse_version: version("nbdfuse"),
     })
+}
+
+/// Make the socket root's alone (0600): nbdkit makes it with the tool's umask, and the
+/// disk behind it serves anyone who connects (the private directory bars others too).
+fn owner_only(p: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::failed(format!("cannot make {} private: {e}", p.display())))
 }
 
 /// Processes named nbdkit or nbdfuse whose argv names `sock`: (pid, name).

@@ -1,14 +1,19 @@
 //! The processes behind a file share (`share:PROTO@rtt=…`, [`super::share`]): a server
 //! bound to 127.0.0.1 exporting a managed file system (its own registry record, mounted
 //! at its usual mount point), toxiproxy in front of it adding the round trip, and a FUSE
-//! client mounted through the proxy.
+//! client mounted through the proxy. All of them run in the stack's own network namespace
+//! ([`super::share_netns`]: loopback only, unreachable from the host and its other users);
+//! the proxy runs as an unnamed uid of its own, the servers as root (sshd needs it to
+//! chroot, smbd to serve root's files) but confined to the export.
 //!
 //! - `sftp`: a private sshd (own host key, own authorized key, own config, a free port,
-//!   no PAM, no DNS) with Debian's `sftp-server`; the client is sshfs with its default
-//!   caches, given explicitly so the results record them.
+//!   no PAM, no DNS) that grants root SFTP and nothing else: `ForceCommand internal-sftp`
+//!   chrooted to the export (no shell, no forwarding, no tty); the client is sshfs with
+//!   its default caches, given explicitly so the results record them.
 //! - `smb`: a private smbd (own smb.conf, state directories and port; one share of the
 //!   export for root, with a random password in the stack's own passdb: no guest access,
-//!   as smbd would map a guest to root here); the client is `rclone mount` with its smb back end
+//!   as smbd would map a guest to root here; no symlink leads out of the export); the
+//!   client is `rclone mount` with its smb back end
 //!   (Debian 12 has no kernel CIFS client here), its caches set as a kernel CIFS mount's
 //!   defaults (`actimeo=1`: attributes and directory entries for 1 s) and no file cache.
 //! - The proxy is toxiproxy (<https://github.com/Shopify/toxiproxy>, v2.9.0, built with
@@ -16,19 +21,23 @@
 //!   `toxiproxy-server`): a latency toxic of `rtt` on the server-to-client stream (so a
 //!   request and its reply take the whole round trip once; toxiproxy delays whole
 //!   milliseconds, hence rtt in milliseconds) and, with `bw=`, a bandwidth toxic on both
-//!   streams. Its toxics are added through its HTTP API on 127.0.0.1.
+//!   streams. Its proxy and toxics are made through its HTTP API on the namespace's
+//!   127.0.0.1, which has no authentication: only the tool reaches it (from a thread in
+//!   the namespace).
 //!
 //! Every file lives in the private directory `/run/manyfiles/share-<key>/` (0700),
-//! recorded in the registry before anything starts, and every daemon names a path in it
-//! in its argv (`-f DIR/sshd_config`, `-s DIR/smb.conf`, `-config DIR/toxiproxy.json`,
-//! `-F DIR/ssh_config`, `--config DIR/rclone.conf`): [`stop`] finds them by it and takes
-//! their descendants too (sshd's per-connection children rename themselves), even after
-//! a kill -9 of the tool before any pid file. Daemons start through `setsid -f` (a
-//! terminal's SIGINT reaches the tool, which tears them down).
+//! recorded in the registry before anything starts, the namespace too (`DIR/netns`).
+//! [`stop`] finds the stack's processes as those in that namespace, and (for a stack of
+//! an older build, or started before it) those of its programs that name a path in DIR in
+//! their argv (`-f DIR/sshd_config`, `-s DIR/smb.conf`, `-F DIR/ssh_config`,
+//! `--config DIR/rclone.conf`) with their descendants (sshd's per-connection children
+//! rename themselves), even after a kill -9 of the tool before any pid file. Daemons
+//! start through `setsid -f` (a terminal's SIGINT reaches the tool, which tears them down).
 
-use super::nbd_stack::{end_processes, last_line, remove_private_dir, spawn_detached};
+use super::nbd_stack::{end_processes, last_line, remove_private_dir, spawn_detached_with};
 use super::registry::{Record, mounts_at};
 use super::share::{Proto, ShareSpec};
+use super::share_netns::{self as netns, Account};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -41,8 +50,6 @@ pub const PROXY: &str = "toxiproxy-server";
 /// Where the proxy comes from, for the message when it is missing.
 pub const PROXY_SOURCE: &str =
     "go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.9.0, then put the binary in PATH as toxiproxy-server";
-/// Debian's sftp-server (package openssh-sftp-server), as sshd_config names it.
-pub const SFTP_SERVER: &str = "/usr/lib/openssh/sftp-server";
 
 /// Tools a protocol needs and their Debian packages (the proxy is checked apart).
 pub fn tools(proto: Proto) -> Vec<(&'static str, &'static str)> {
@@ -68,9 +75,6 @@ pub fn preflight(label: &str, share: &ShareSpec, search_path: &std::ffi::OsStr) 
             return Err(format!("{label}: {tool} not found: {how}"));
         }
     }
-    if share.proto == Proto::Sftp && !Path::new(SFTP_SERVER).exists() {
-        return Err(format!("{label}: {SFTP_SERVER} not found: install the Debian package openssh-sftp-server"));
-    }
     if !Path::new("/dev/fuse").exists() {
         return Err(format!("{label}: a share's client needs FUSE (no /dev/fuse); try `modprobe fuse`"));
     }
@@ -88,8 +92,14 @@ pub struct ShareDetails {
     /// toxiproxy's bandwidth toxic rate (units of 1,000 B/s, both streams), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth_toxic_rate: Option<u64>,
+    /// Ports in the stack's own network namespace (none on the host's addresses).
     pub server_port: u16,
     pub proxy_port: u16,
+    #[serde(default)]
+    pub proxy_api_port: u16,
+    /// Who runs what and what reaches it (README, "Security").
+    #[serde(default)]
+    pub confinement: String,
     pub server_command: Vec<String>,
     pub server_version: String,
     pub proxy_command: Vec<String>,
@@ -117,12 +127,6 @@ pub fn fsname(dir: &Path) -> String {
 /// export's record has `share_dir` too, but no FUSE source.
 pub fn is_client(rec: &Record) -> bool {
     rec.share_dir.is_some() && rec.fuse_source.is_some()
-}
-
-fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind(("127.0.0.1", 0))
-        .map_err(|e| Error::failed(format!("cannot find a free port on 127.0.0.1: {e}")))?;
-    l.local_addr().map(|a| a.port()).map_err(|e| Error::failed(format!("cannot find a free port: {e}")))
 }
 
 fn s(p: &Path) -> String {
@@ -154,8 +158,13 @@ fn tool_version(argv: &[&str], word: &str) -> String {
     lines.iter().find(|l| l.contains(word)).or(lines.first()).unwrap_or(&"").to_string()
 }
 
-/// Does 127.0.0.1:`port` accept a connection (and, with `banner`, send it)?
-fn accepts(port: u16, banner: Option<&[u8]>) -> bool {
+/// Does 127.0.0.1:`port` in the stack's namespace `ns` accept a connection (and, with
+/// `banner`, send it)?
+fn accepts(ns: &Path, port: u16, banner: Option<&[u8]>) -> bool {
+    netns::within(ns, || accepts_here(port, banner)).unwrap_or(false)
+}
+
+fn accepts_here(port: u16, banner: Option<&[u8]>) -> bool {
     let Ok(mut c) = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)) else {
         return false;
     };
@@ -190,9 +199,13 @@ fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> R
     }
 }
 
-/// One request to toxiproxy's HTTP API; Ok(body) on a 2xx status. Written by hand: one
-/// JSON POST per toxic does not need an HTTP client crate.
-fn api(port: u16, method: &str, path: &str, body: &str) -> std::result::Result<String, String> {
+/// One request to toxiproxy's HTTP API in the stack's namespace `ns`; Ok(body) on a 2xx
+/// status. Written by hand: a few JSON POSTs do not need an HTTP client crate.
+fn api(ns: &Path, port: u16, method: &str, path: &str, body: &str) -> std::result::Result<String, String> {
+    netns::within(ns, || api_here(port, method, path, body)).map_err(|e| e.to_string())?
+}
+
+fn api_here(port: u16, method: &str, path: &str, body: &str) -> std::result::Result<String, String> {
     let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("toxiproxy API: {e}"))?;
     let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
     let req = format!(
@@ -213,11 +226,23 @@ fn api(port: u16, method: &str, path: &str, body: &str) -> std::result::Result<S
 pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, mp: &Path) -> Result<ShareDetails> {
     let export_dir = export.mount_point();
     mkdir(dir, 0o700)?;
-    let (server_port, proxy_port, api_port) = (free_port()?, free_port()?, free_port()?);
+    let ns = netns::file(dir);
+    netns::create(&ns)?;
+    let ports = netns::within(&ns, || -> Result<[u16; 3]> {
+        // Held together so the three differ.
+        let held: Vec<std::net::TcpListener> = (0..3)
+            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
+            .collect::<std::io::Result<_>>()
+            .map_err(|e| Error::failed(format!("cannot find a free port in the share's namespace: {e}")))?;
+        let port = |i: usize| held[i].local_addr().map(|a| a.port()).unwrap_or(0);
+        Ok([port(0), port(1), port(2)])
+    })??;
+    let [server_port, proxy_port, api_port] = ports;
+    let account = netns::free_account()?;
     let (server_command, server_version, client_command, client_version, client_caches) = match share.proto {
         Proto::Sftp => {
-            let server = start_sshd(dir, server_port, proxy_port)?;
-            let (client, caches) = sshfs_argv(dir, proxy_port, export_dir, mp);
+            let server = start_sshd(dir, server_port, proxy_port, export_dir)?;
+            let (client, caches) = sshfs_argv(dir, proxy_port, mp);
             (
                 server,
                 format!("sshd of {}", tool_version(&["ssh", "-V"], "OpenSSH")),
@@ -238,7 +263,12 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
             )
         }
     };
-    let proxy_command = start_proxy(dir, share, server_port, proxy_port, api_port)?;
+    let proxy_command = start_proxy(dir, share, account, server_port, proxy_port, api_port)?;
+    let server = if share.proto == Proto::Sftp {
+        "sshd as root, SFTP only (internal-sftp), chrooted to the export, no shell, tty or forwarding"
+    } else {
+        "smbd as root, one share of the export for root (password in the stack's passdb), no wide links"
+    };
     Ok(ShareDetails {
         share: share.clone(),
         latency_toxic_ms: share.rtt_ms,
@@ -246,6 +276,12 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
         bandwidth_toxic_rate: share.toxic_rate(),
         server_port,
         proxy_port,
+        proxy_api_port: api_port,
+        confinement: format!(
+            "own network namespace (loopback only, nothing on the host's addresses); {server}; \
+             toxiproxy as uid {} gid {} (no account, no groups); client as root without allow_other",
+            account.uid, account.gid
+        ),
         server_command,
         server_version,
         proxy_command,
@@ -257,19 +293,31 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
     })
 }
 
-fn start_proxy(dir: &Path, share: &ShareSpec, server: u16, listen: u16, api_port: u16) -> Result<Vec<String>> {
-    let conf = dir.join("toxiproxy.json");
-    write_private(
-        &conf,
-        &format!(
-            r#"[{{"name":"share","listen":"127.0.0.1:{listen}","upstream":"127.0.0.1:{server}","enabled":true}}]"#
-        ),
-    )?;
-    let argv: Vec<String> =
-        [PROXY, "-host", "127.0.0.1", "-port", &api_port.to_string(), "-config", &s(&conf)].map(String::from).into();
+/// Start `argv` in the stack's namespace (as `account` when given), output to `log`.
+fn spawn(dir: &Path, argv: &[String], log: &Path, account: Option<Account>) -> Result<()> {
+    let ns = std::sync::Arc::new(netns::open(&netns::file(dir))?);
+    spawn_detached_with(argv, log, netns::confine(ns, account))
+}
+
+/// toxiproxy as `account` (it cannot read the stack's directory: the proxy is made
+/// through the API, not from a config file).
+fn start_proxy(
+    dir: &Path,
+    share: &ShareSpec,
+    account: Account,
+    server: u16,
+    listen: u16,
+    api_port: u16,
+) -> Result<Vec<String>> {
+    let ns = netns::file(dir);
+    let argv: Vec<String> = [PROXY, "-host", "127.0.0.1", "-port", &api_port.to_string()].map(String::from).into();
     let log = dir.join("toxiproxy.log");
-    spawn_detached(&argv, &log)?;
-    wait_ready(dir, PROXY, &log, || accepts(api_port, None) && accepts(listen, None))?;
+    spawn(dir, &argv, &log, Some(account))?;
+    wait_ready(dir, PROXY, &log, || accepts(&ns, api_port, None))?;
+    let proxy =
+        format!(r#"{{"name":"share","listen":"127.0.0.1:{listen}","upstream":"127.0.0.1:{server}","enabled":true}}"#);
+    api(&ns, api_port, "POST", "/proxies", &proxy).map_err(Error::failed)?;
+    wait_ready(dir, PROXY, &log, || accepts(&ns, listen, None))?;
     let mut toxics = Vec::new();
     if share.rtt_ms > 0 {
         toxics.push(format!(
@@ -285,7 +333,7 @@ fn start_proxy(dir: &Path, share: &ShareSpec, server: u16, listen: u16, api_port
         }
     }
     for t in &toxics {
-        api(api_port, "POST", "/proxies/share/toxics", t).map_err(Error::failed)?;
+        api(&ns, api_port, "POST", "/proxies/share/toxics", t).map_err(Error::failed)?;
     }
     Ok(argv)
 }
@@ -296,7 +344,10 @@ fn keygen(path: &Path) -> Result<()> {
     crate::helper::run(&argv).map(|_| ()).map_err(|e| Error::failed(e.to_string()))
 }
 
-fn start_sshd(dir: &Path, port: u16, proxy_port: u16) -> Result<Vec<String>> {
+/// sshd for root's SFTP into `export` only: `ChrootDirectory` (sshd checks that every
+/// component of it is root's and not writable by others, as a managed mount point is)
+/// with `ForceCommand internal-sftp`, no shell, tty, forwarding or rc files.
+fn start_sshd(dir: &Path, port: u16, proxy_port: u16, export: &Path) -> Result<Vec<String>> {
     keygen(&dir.join("host_key"))?;
     keygen(&dir.join("client_key"))?;
     let read = |p: &str| std::fs::read_to_string(dir.join(p)).map_err(|e| Error::failed(format!("{p}: {e}")));
@@ -309,7 +360,10 @@ fn start_sshd(dir: &Path, port: u16, proxy_port: u16) -> Result<Vec<String>> {
             "ListenAddress 127.0.0.1\nPort {port}\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PidFile {d}/sshd.pid\nUsePAM no\nUseDNS no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
              PubkeyAuthentication yes\nPermitRootLogin prohibit-password\nAllowUsers root\nX11Forwarding no\n\
-             AllowTcpForwarding no\nPrintMotd no\nSubsystem sftp {SFTP_SERVER}\nLogLevel ERROR\n"
+             AllowTcpForwarding no\nAllowStreamLocalForwarding no\nAllowAgentForwarding no\nPermitTunnel no\n\
+             DisableForwarding yes\nPermitTTY no\nPermitUserRC no\nPermitUserEnvironment no\nPrintMotd no\n\
+             Subsystem sftp internal-sftp\nChrootDirectory {}\nForceCommand internal-sftp\nLogLevel ERROR\n",
+            export.display()
         ),
     )?;
     write_private(
@@ -330,16 +384,18 @@ fn start_sshd(dir: &Path, port: u16, proxy_port: u16) -> Result<Vec<String>> {
     let argv: Vec<String> =
         [&sshd, "-D", "-f", &format!("{d}/sshd_config"), "-E", &format!("{d}/sshd.log")].map(String::from).into();
     let log = dir.join("sshd.out");
-    spawn_detached(&argv, &log)?;
+    spawn(dir, &argv, &log, None)?;
     let both = || format!("{}{}", last_line(&log), last_line(&dir.join("sshd.log")));
-    wait_ready(dir, "sshd", &log, || accepts(port, Some(b"SSH-")))
+    let ns = netns::file(dir);
+    wait_ready(dir, "sshd", &log, || accepts(&ns, port, Some(b"SSH-")))
         .map_err(|e| Error::failed(format!("{e} {}", both())))?;
     Ok(argv)
 }
 
-/// sshfs through the proxy, in the foreground of its own session. Its caches are sshfs
-/// 3.7's defaults, written out so the results record them.
-fn sshfs_argv(dir: &Path, proxy_port: u16, export: &Path, mp: &Path) -> (Vec<String>, String) {
+/// sshfs through the proxy, in the foreground of its own session, of the server's root
+/// (the export: sshd chroots there). Its caches are sshfs 3.7's defaults, written out so
+/// the results record them. No `allow_other`: only root reaches the mount.
+fn sshfs_argv(dir: &Path, proxy_port: u16, mp: &Path) -> (Vec<String>, String) {
     let caches = "dir_cache=yes,dcache_timeout=20,entry_timeout=1,attr_timeout=1,negative_timeout=0";
     let opts = format!("fsname={},{caches}", fsname(dir));
     let argv = [
@@ -351,7 +407,7 @@ fn sshfs_argv(dir: &Path, proxy_port: u16, export: &Path, mp: &Path) -> (Vec<Str
         &proxy_port.to_string(),
         "-o",
         &opts,
-        &format!("root@127.0.0.1:{}", export.display()),
+        "root@127.0.0.1:/",
         &s(mp),
     ]
     .map(String::from)
@@ -403,8 +459,10 @@ fn start_smbd(dir: &Path, port: u16, export: &Path) -> Result<Vec<String>> {
              cache directory = {t}/cache\n  private dir = {t}/private\n  pid directory = {t}/pid\n  \
              ncalrpc dir = {t}/ncalrpc\n  log file = {d}/smbd.log\n  logging = file\n  max log size = 1000\n  \
              load printers = no\n  printcap name = /dev/null\n  disable spoolss = yes\n  \
-             passdb backend = tdbsam:{t}/private/passdb.tdb\n  server min protocol = SMB2_10\n\
-             [export]\n  path = {}\n  read only = no\n  valid users = root\n",
+             passdb backend = tdbsam:{t}/private/passdb.tdb\n  server min protocol = SMB2_10\n  \
+             hosts allow = 127.0.0.1\n  restrict anonymous = 2\n  map to guest = Never\n  \
+             unix extensions = no\n  allow insecure wide links = no\n\
+             [export]\n  path = {}\n  read only = no\n  valid users = root\n  wide links = no\n",
             export.display()
         ),
     )?;
@@ -414,13 +472,14 @@ fn start_smbd(dir: &Path, port: u16, export: &Path) -> Result<Vec<String>> {
     let argv: Vec<String> =
         ["smbd", "--foreground", "--no-process-group", "-s", &format!("{d}/smb.conf")].map(String::from).into();
     let log = dir.join("smbd.out");
-    spawn_detached(&argv, &log)?;
-    wait_ready(dir, "smbd", &log, || accepts(port, None))?;
+    spawn(dir, &argv, &log, None)?;
+    let ns = netns::file(dir);
+    wait_ready(dir, "smbd", &log, || accepts(&ns, port, None))?;
     Ok(argv)
 }
 
 /// rclone mount of the share through the proxy, caches as a kernel CIFS mount's
-/// defaults (`actimeo=1`, see the module docs).
+/// defaults (`actimeo=1`, see the module docs). No `--allow-other`: only root reaches it.
 fn rclone_argv(dir: &Path, proxy_port: u16, mp: &Path) -> Result<(Vec<String>, String)> {
     let conf = dir.join("rclone.conf");
     let pw =
@@ -443,7 +502,7 @@ fn rclone_argv(dir: &Path, proxy_port: u16, mp: &Path) -> Result<(Vec<String>, S
 pub fn mount_client(dir: &Path, d: &ShareDetails, mp: &Path) -> Result<()> {
     let name = &d.client_command[0];
     let log = dir.join(format!("{name}.out"));
-    spawn_detached(&d.client_command, &log)?;
+    spawn(dir, &d.client_command, &log, None)?;
     let want = d.share.proto.mountinfo_type();
     let mounted = || mounts_at(mp).last().is_some_and(|m| m.fs_type == want);
     let r = wait_ready(dir, name, &log, mounted);
@@ -457,11 +516,12 @@ pub fn mount_client(dir: &Path, d: &ShareDetails, mp: &Path) -> Result<()> {
 const STACK_PROGRAMS: [&str; 9] =
     ["sshd", "sshfs", "ssh", "ssh-keygen", "sftp-server", "smbd", "smbpasswd", "rclone", PROXY];
 
-/// The stack's programs whose argv names a path in `dir`, and their descendants:
-/// (pid, argv).
+/// The processes in the stack's namespace, the stack's programs whose argv names a path
+/// in `dir`, and their descendants: (pid, argv).
 fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
     let needle = format!("{}/", dir.display());
     let me = std::process::id();
+    let in_ns = netns::identity(&netns::file(dir)).map(netns::pids_in).unwrap_or_default();
     let mut procs: Vec<(u32, u32, String)> = Vec::new(); // pid, ppid, argv
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
@@ -479,8 +539,11 @@ fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
         let name = first.rsplit('/').next().unwrap_or(first);
         STACK_PROGRAMS.contains(&name)
     };
-    let mut out: Vec<(u32, String)> =
-        procs.iter().filter(|p| p.0 != me && p.2.contains(&needle) && ours(&p.2)).map(|p| (p.0, p.2.clone())).collect();
+    let mut out: Vec<(u32, String)> = procs
+        .iter()
+        .filter(|p| p.0 != me && ((p.2.contains(&needle) && ours(&p.2)) || in_ns.contains(&p.0)))
+        .map(|p| (p.0, p.2.clone()))
+        .collect();
     let mut i = 0;
     while i < out.len() {
         let parent = out[i].0;
@@ -499,10 +562,12 @@ pub fn daemon_pids(dir: &Path) -> Vec<u32> {
     stack_pids(dir).into_iter().map(|(p, _)| p).collect()
 }
 
-/// Stop every process of the stack in `dir` and remove the directory; idempotent. The
-/// caller has unmounted the client (its record's mount); the export is its own record.
+/// Stop every process of the stack in `dir`, unbind its namespace and remove the
+/// directory; idempotent. The caller has unmounted the client (its record's mount); the
+/// export is its own record.
 pub fn stop(dir: &Path) -> std::result::Result<(), String> {
     end_processes(dir, || stack_pids(dir))?;
+    netns::remove(&netns::file(dir))?;
     remove_private_dir(dir)
 }
 
@@ -515,10 +580,11 @@ mod tests {
         let d = dir_for("20260101T000000Z-1-0");
         assert_eq!(d, Path::new("/run/manyfiles/share-20260101T000000Z-1-0"));
         assert_eq!(fsname(&d), "manyfiles-share-20260101T000000Z-1-0");
-        let (a, caches) = sshfs_argv(&d, 4000, Path::new("/run/manyfiles/mnt-x"), Path::new("/mnt/y"));
+        let (a, caches) = sshfs_argv(&d, 4000, Path::new("/mnt/y"));
         let t = a.join(" ");
         assert!(t.contains(&format!("-F {}/ssh_config -p 4000", d.display())), "{t}");
-        assert!(t.ends_with("root@127.0.0.1:/run/manyfiles/mnt-x /mnt/y"), "{t}");
+        assert!(t.ends_with("root@127.0.0.1:/ /mnt/y"), "the export is the server's root (chroot): {t}");
+        assert!(!t.contains("allow_other"), "{t}");
         assert!(caches.contains("dcache_timeout=20"));
         let mut r = own_record();
         assert!(!is_client(&r));
