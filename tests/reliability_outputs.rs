@@ -284,7 +284,8 @@ fn reliability_outputs_foreign_files_are_not_replaced() {
 /// Issue 38, 4: a run file's `json` (or `target`, `csv`, `markdown`, `fs` = "…@dev:…" /
 /// "…@disk:DIR", `destroy_device`) naming a place outside the file's own directory is
 /// refused (exit 2 naming the key; a symlink or `..` that leads out counts) unless
-/// `run FILE --allow-outside`; `force` is the command line's alone. Relative paths are
+/// `run FILE --allow-outside`; `force` is the command line's alone, and so is running the
+/// file's own commands (`cmd`: `run --allow-commands`). Relative paths are
 /// taken from the file's directory.
 #[test]
 fn reliability_outputs_run_file_stays_in_its_directory() {
@@ -310,6 +311,7 @@ fn reliability_outputs_run_file_stays_in_its_directory() {
         ("fs = \"ext4@dev:/dev/null\"".to_string(), "key fs"),
         (format!("fs = [\"tmpfs\", \"ext4@disk:{o}\"]"), "key fs"),
         ("force = true".to_string(), "key force"),
+        (format!("cmd = [\"x=touch {o}/made\"]"), "key cmd"),
     ] {
         let text = if extra.starts_with("target") { format!("{head}{extra}\n") } else { format!("{base}{extra}\n") };
         std::fs::write(&file, &text).unwrap();

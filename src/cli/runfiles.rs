@@ -17,6 +17,10 @@ pub struct RunFileArgs {
     /// key such as target, json or fs = "ext4@disk:DIR" must stay inside it, exit 2)
     #[arg(long)]
     pub allow_outside: bool,
+    /// Let the file's `cmd` keys run their commands (external tools timed as ops): by
+    /// default a run file runs no command of its own choosing (exit 2)
+    #[arg(long)]
+    pub allow_commands: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
 }
@@ -68,7 +72,8 @@ pub fn toml_args(a: &RunFileArgs) -> Result<Vec<String>> {
         .ok()
         .and_then(|p| p.parent().map(|d| d.to_path_buf()))
         .ok_or_else(|| Error::bad("FILE", format!("{}: cannot resolve its directory", path.display())))?;
-    let mut args = text_args(&text, path, &PathRule { dir, allow_outside: a.allow_outside })?;
+    let rule = PathRule { dir, allow_outside: a.allow_outside, allow_commands: a.allow_commands };
+    let mut args = text_args(&text, path, &rule)?;
     if a.replace.force {
         args.push("--force".into());
     }
@@ -80,6 +85,8 @@ struct PathRule {
     /// The file's directory (canonical).
     dir: PathBuf,
     allow_outside: bool,
+    /// `cmd` keys allowed (`run --allow-commands`).
+    allow_commands: bool,
 }
 
 impl PathRule {
@@ -170,6 +177,11 @@ fn text_args(text: &str, path: &std::path::Path, rule: &PathRule) -> Result<Vec<
         if let Some(why) = refused(&command, k, v) {
             return Err(bad(format!("key {k}: {why}")));
         }
+        if k == "cmd" && !rule.allow_commands {
+            return Err(bad(format!(
+                "key {k}: runs commands of the file's choosing; manyfiles run FILE --allow-commands allows it"
+            )));
+        }
         let v = &match v {
             toml::Value::String(s) if WRITE_PATH_KEYS.contains(&k.as_str()) || READ_PATH_KEYS.contains(&k.as_str()) => {
                 toml::Value::String(rule.resolve(k, s).map_err(|why| bad(format!("key {k}: {why}")))?)
@@ -236,7 +248,7 @@ mod tests {
     /// The configuration a file stands for (Debug text, without the command line), or
     /// the error it gets.
     fn config_of(text: &str) -> std::result::Result<String, String> {
-        let rule = PathRule { dir: std::env::temp_dir(), allow_outside: true };
+        let rule = PathRule { dir: std::env::temp_dir(), allow_outside: true, allow_commands: true };
         let args = text_args(text, std::path::Path::new("t.toml"), &rule).map_err(|e| e.to_string())?;
         let cli = crate::cli::Cli::try_parse_from(&args).map_err(|e| e.to_string())?;
         let c = match &cli.command {
