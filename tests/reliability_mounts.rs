@@ -67,7 +67,11 @@ fn sync_delete_never_empties_a_mount_point_at_dsts_top_level() {
         let out = mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "--delete".as_ref(), "-q".as_ref()]);
         assert_eq!(out.code, Some(1), "{}", out.show());
         assert_eq!(snapshot(&p, &[]), before, "the bind-mounted directory is untouched\n{}", out.show());
-        assert!(out.stdout.contains("bm: not deleted: a mount point in DST") && out.stdout.contains("--cross-mounts"), "{}", out.show());
+        assert!(
+            out.stdout.contains("bm: not deleted: a mount point in DST") && out.stdout.contains("--cross-mounts"),
+            "{}",
+            out.show()
+        );
         assert_eq!(out.stdout.matches("a mount point").count(), 1, "one line for it\n{}", out.show());
         assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a", "the rest is done");
         assert!(!d.join("old").exists(), "other extraneous entries are deleted");
@@ -78,7 +82,11 @@ fn sync_delete_never_empties_a_mount_point_at_dsts_top_level() {
         let out = mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "--delete".as_ref(), "-q".as_ref()]);
         assert_eq!(out.code, Some(1), "{}", out.show());
         assert_eq!(snapshot(&p, &[]), before, "nothing written into the mount\n{}", out.show());
-        assert!(out.stdout.contains("bm: a mount point in DST (") && out.stdout.contains("not entered"), "{}", out.show());
+        assert!(
+            out.stdout.contains("bm: a mount point in DST (") && out.stdout.contains("not entered"),
+            "{}",
+            out.show()
+        );
     }
     // A tmpfs there: the same; with --cross-mounts emptied, the mount point kept.
     let _m = Mounted::tmpfs(&d.join("bm"));
@@ -179,7 +187,8 @@ fn overlay_layers_count_in_the_overlap_check() {
             assert_eq!(snapshot(&root.join("up"), &[]), upper, "nothing written to the upper directory");
         }
         // Not related to the overlay's layers: copied as before.
-        let out = mf(&["copy".as_ref(), root.join("other").as_os_str(), root.join("m/fine").as_os_str(), "-q".as_ref()]);
+        let out =
+            mf(&["copy".as_ref(), root.join("other").as_os_str(), root.join("m/fine").as_os_str(), "-q".as_ref()]);
         assert_eq!(out.code, Some(0), "{}", out.show());
         assert_eq!(std::fs::read_to_string(root.join("up/fine/o")).unwrap(), "other");
         drop(m);
@@ -249,7 +258,14 @@ fn rm_of_a_mount_point_is_refused_unless_cross_mounts() {
     assert_eq!(snapshot(&p, &[]), before, "the bind mount's directory untouched");
     assert!(tm.join("d/z").exists());
     let json = t.path().join("rm.json");
-    let out = mf(&["rm".as_ref(), tm.as_os_str(), "--cross-mounts".as_ref(), "-q".as_ref(), "--json".as_ref(), json.as_os_str()]);
+    let out = mf(&[
+        "rm".as_ref(),
+        tm.as_os_str(),
+        "--cross-mounts".as_ref(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ]);
     assert_eq!(out.code, Some(0), "{}", out.show());
     assert!(out.stdout.contains("a mount point, emptied (--cross-mounts)"), "{}", out.show());
     assert!(tm.is_dir() && std::fs::read_dir(&tm).unwrap().next().is_none(), "emptied, kept");
@@ -319,7 +335,8 @@ fn sync_onto_exfat_with_names_differing_in_case_converges_and_reports_them() {
         assert_eq!(std::fs::read_to_string(d.join("A")).unwrap(), "upper", "no alternation");
     }
     let c = ex.0.join("c");
-    let out = mf(&["copy".as_ref(), s.as_os_str(), c.as_os_str(), "-q".as_ref(), "--lossy".as_ref(), "--verify".as_ref()]);
+    let out =
+        mf(&["copy".as_ref(), s.as_os_str(), c.as_os_str(), "-q".as_ref(), "--lossy".as_ref(), "--verify".as_ref()]);
     assert_eq!(out.code, Some(0), "{}", out.show());
     assert!(out.stdout.contains("names 2") && out.stdout.contains("only its case differs"), "{}", out.show());
     assert!(out.stdout.contains("verify:") && out.stdout.contains(": 0 differences"), "{}", out.show());

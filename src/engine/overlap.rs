@@ -200,9 +200,7 @@ fn overlays_in(mountinfo: &str) -> Vec<Overlay> {
             for opt in m.supers.split(',') {
                 let Some((key, value)) = opt.split_once('=') else { continue };
                 match key.trim_end_matches('+') {
-                    "lowerdir" | "datadir" => {
-                        layers.extend(value.split(':').filter(|v| !v.is_empty()).map(unescape))
-                    }
+                    "lowerdir" | "datadir" => layers.extend(value.split(':').filter(|v| !v.is_empty()).map(unescape)),
                     "upperdir" | "workdir" => layers.push(unescape(value)),
                     _ => {}
                 }

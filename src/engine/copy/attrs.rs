@@ -228,9 +228,8 @@ fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
     ) else {
         return caps_of_type(dst);
     };
-    let mut caps = Caps::default();
     // The scratch file's name in capitals: the same entry on a case-insensitive DST.
-    caps.folds_case = super::case::same_entry_by_other_case(dst, name.as_c_str());
+    let mut caps = Caps { folds_case: super::case::same_entry_by_other_case(dst, name.as_c_str()), ..Caps::default() };
     let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o604));
     if let Ok(st) = fstat(&fd) {
         caps.modes = st.st_mode & 0o7777 == 0o604;

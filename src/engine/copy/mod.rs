@@ -29,6 +29,7 @@ pub mod summary;
 mod tally;
 mod unmade;
 pub mod verify;
+mod walls;
 
 use super::overlap;
 use super::timing::Timing;
