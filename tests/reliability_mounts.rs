@@ -2,7 +2,8 @@
 //! A mount point anywhere below DST (top level included, a bind mount of the same file
 //! system included) is never entered, written into or emptied without --cross-mounts;
 //! overlayfs layers count in the overlap check; `rm` follows no symlink in a PATH and
-//! refuses a PATH that is a mount point. Every scenario as root (a scratch directory
+//! refuses a PATH that is a mount point; names that differ only in case onto exFAT; a
+//! DST file sync made immutable. Every scenario as root (a scratch directory
 //! under /tmp, mounts made and taken down by the test itself), every run bounded.
 
 mod reliability_common;
@@ -340,4 +341,28 @@ fn sync_onto_exfat_with_names_differing_in_case_converges_and_reports_them() {
     assert_eq!(out.code, Some(0), "{}", out.show());
     assert!(out.stdout.contains("names 2") && out.stdout.contains("only its case differs"), "{}", out.show());
     assert!(out.stdout.contains("verify:") && out.stdout.contains(": 0 differences"), "{}", out.show());
+}
+
+/// From the unclear list: a sync could not update a DST file it had made
+/// immutable (SRC's flag kept), so after `chattr -i`, an edit and `chattr +i` on SRC every
+/// sync failed ("rename into place: Operation not permitted"). Now the flag is lifted
+/// before the rename and SRC's set again.
+#[test]
+fn sync_replaces_a_dst_file_it_made_immutable() {
+    let Some(_g) = root_only("chattr +i needs root") else { return };
+    let t = scratch("immutable");
+    let (s, d) = (t.path().join("s"), t.path().join("d"));
+    write(&s.join("f"), "one");
+    let chattr = |flag: &str, p: &Path| assert!(Command::new("chattr").arg(flag).arg(p).status().unwrap().success());
+    chattr("+i", &s.join("f"));
+    let sync = || mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "-q".as_ref()]);
+    let out = sync();
+    assert_eq!(out.code, Some(0), "{}", out.show());
+    chattr("-i", &s.join("f"));
+    std::fs::write(s.join("f"), "two").unwrap();
+    chattr("+i", &s.join("f"));
+    let out = sync();
+    let _ = Command::new("chattr").arg("-i").arg(s.join("f")).arg(d.join("f")).status();
+    assert_eq!(out.code, Some(0), "{}", out.show());
+    assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "two");
 }

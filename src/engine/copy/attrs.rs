@@ -626,6 +626,23 @@ const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
 /// noatime, journal data, notail, dirsync, topdir, nocow, projinherit.
 const USER_FLAGS: libc::c_int = 0x0000_00FF | 0x4000 | 0x8000 | 0x1_0000 | 0x2_0000 | 0x80_0000 | 0x2000_0000;
 
+/// statx's immutable and append-only attributes: a file with either cannot be renamed
+/// over or unlinked.
+pub const GUARD_ATTRS: u32 = 0x10 | 0x20;
+
+/// Take FS_IMMUTABLE_FL and FS_APPEND_FL off DST's file `name` of `dir` (root only:
+/// CAP_LINUX_IMMUTABLE), so that a sync can replace it; SRC's flags are set on the new
+/// file afterwards.
+pub fn lift_guard_flags(dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
+    use rustix::fs::{OFlags, openat};
+    let fl = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = openat(dir, name, fl, rustix::fs::Mode::empty())?;
+    let have = get_flags(fd.as_fd())?;
+    let new = have & !(0x10 | 0x20);
+    // SAFETY: the ioctl reads one int.
+    ret(unsafe { libc::ioctl(fd.as_raw_fd(), FS_IOC_SETFLAGS, &new as *const libc::c_int) } as libc::c_long).map(|_| ())
+}
+
 pub fn get_flags(fd: BorrowedFd<'_>) -> Result<libc::c_int, Errno> {
     let mut f: libc::c_int = 0;
     // SAFETY: the ioctl writes one int.

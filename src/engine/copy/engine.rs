@@ -160,8 +160,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     let mut walls = super::walls(o)?;
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
-    let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
-    let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    let src = walk::open_root(&o.src).map_err(|e| super::src_error(&o.src, e))?;
+    let src_meta = meta_of(src.as_fd()).map_err(|e| super::src_error(&o.src, e))?;
     // DST itself: made if missing (not in a dry run).
     let mut made = false;
     let dst = match walk::open_root(&o.dst) {
@@ -728,6 +728,13 @@ fn entry(
         Kind::Other => copy_special(node.src.as_fd(), s.name, &s.m, dst, target, &a, &lost).map(|m| m.then_some(0)),
         Kind::Dir => unreachable!("dirs handled above"),
     };
+    // An immutable or append-only file (its flags kept from SRC by an earlier sync)
+    // cannot be renamed over: sync keeps DST's inode flags, so it lifts them first.
+    if let Some(d) = d.filter(|d| o.keep.flags && d.m.kind == Kind::File && d.m.attrs & attrs::GUARD_ATTRS != 0)
+        && r.as_ref().is_ok_and(|n| n.is_some())
+    {
+        let _ = attrs::lift_guard_flags(dst, d.name);
+    }
     let r = r.and_then(|n| match (&tmp, n) {
         (Some(tmp), Some(n)) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| Some(n)).map_err(|e| {
             let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());

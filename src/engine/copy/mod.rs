@@ -391,8 +391,8 @@ impl Failures {
 /// neither inside the other (a copy into itself never ends; a sync --delete of a parent
 /// would eat the source), copy's DST new or empty.
 pub fn check(o: &Options) -> Result<()> {
-    let src = std::fs::canonicalize(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
-    if !src.is_dir() {
+    let src = std::fs::canonicalize(&o.src).map_err(|e| src_error(&o.src, e))?;
+    if !std::fs::metadata(&src).map_err(|e| src_error(&o.src, e))?.is_dir() {
         return Err(Error::bad("SRC", format!("{} is not a directory", o.src.display())));
     }
     let dst = match std::fs::symlink_metadata(&o.dst) {
@@ -444,6 +444,18 @@ pub fn check(o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// SRC could not be reached: bad input (exit 2) when what the user named is wrong
+/// (missing, not a directory, a symlink loop, forbidden, a name too long), a failure
+/// (exit 1) otherwise: an I/O error on a disk that is there is no mistake of the user's.
+pub(crate) fn src_error(path: &Path, e: impl Into<std::io::Error>) -> Error {
+    let e: std::io::Error = e.into();
+    let named_wrong = [libc::ENOENT, libc::ENOTDIR, libc::ELOOP, libc::EACCES, libc::ENAMETOOLONG, libc::EINVAL];
+    match e.raw_os_error() {
+        Some(n) if !named_wrong.contains(&n) => Error::failed(format!("SRC {}: {e}", path.display())),
+        _ => Error::bad("SRC", format!("{}: {e}", path.display())),
+    }
+}
+
 /// What the timed work reads, evicted by `--cold`: SRC, and the DST sync lists.
 pub(crate) fn cold_roots(o: &Options) -> Vec<&Path> {
     let dst = o.mode == Mode::Sync && o.dst.is_dir();
@@ -482,7 +494,7 @@ pub struct Walls {
 /// or the same directory → bad input naming both. DST that does not exist yet is judged
 /// by its parent (DST would be made inside it).
 pub fn walls(o: &Options) -> Result<Walls> {
-    let src = overlap::place(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    let src = overlap::place(&o.src).map_err(|e| src_error(&o.src, e))?;
     let (dst, exists) = match overlap::place(&o.dst) {
         Ok(p) => (p, true),
         Err(_) => {
@@ -572,6 +584,17 @@ pub fn write_json(o: &Options, s: &mut Summary, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_io_error_on_src_is_a_failure_not_bad_input() {
+        let p = Path::new("/src");
+        let code = |n: i32| src_error(p, std::io::Error::from_raw_os_error(n)).exit_code();
+        assert_eq!(code(libc::EIO), 1);
+        assert_eq!(code(libc::ENOTCONN), 1);
+        assert_eq!(code(libc::ENOENT), 2);
+        assert_eq!(code(libc::ENOTDIR), 2);
+        assert_eq!(src_error(p, rustix::io::Errno::IO).exit_code(), 1);
+    }
 
     #[test]
     fn a_long_failure_line_is_capped_and_says_how_much_went() {

@@ -249,8 +249,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     ranks::barrier();
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
-    let src =
-        ranks::agree(walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display()))))?;
+    let src = ranks::agree(walk::open_root(&o.src).map_err(|e| copy::src_error(&o.src, e)))?;
     let dst: Option<OwnedFd> = ranks::agree(match walk::open_root(&o.dst) {
         Ok(fd) => Ok(Some(fd)),
         Err(Errno::NOENT) if o.dry_run => Ok(None),
@@ -262,7 +261,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         "SRC",
         "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
     )?;
-    let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())));
+    let src_meta = meta_of(src.as_fd()).map_err(|e| copy::src_error(&o.src, e));
     let src_meta = ranks::agree(src_meta)?;
     let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
     let chunk = std::env::var("MANYFILES_DIST_CHUNK")
