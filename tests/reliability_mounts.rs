@@ -20,7 +20,9 @@ struct Mounted(PathBuf);
 
 impl Mounted {
     fn new(args: &[&str], at: &Path) -> Mounted {
-        std::fs::create_dir_all(at).unwrap();
+        if !at.exists() {
+            std::fs::create_dir_all(at).unwrap();
+        }
         let ok = Command::new("mount").args(args).arg(at).status().unwrap();
         assert!(ok.success(), "mount {args:?} {}", at.display());
         Mounted(at.to_path_buf())
@@ -258,6 +260,18 @@ fn rm_of_a_mount_point_is_refused_unless_cross_mounts() {
     }
     assert_eq!(snapshot(&p, &[]), before, "the bind mount's directory untouched");
     assert!(tm.join("d/z").exists());
+    // A file bind-mounted over another: refused too, with or without --cross-mounts.
+    write(&t.path().join("over"), "over");
+    write(&t.path().join("under"), "under");
+    let _f = Mounted::bind(&t.path().join("over"), &t.path().join("under"));
+    let under = t.path().join("under");
+    for extra in [&[][..], &["--cross-mounts"][..]] {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["rm".as_ref(), under.as_os_str(), "-q".as_ref()];
+        a.extend(extra.iter().map(|x| std::ffi::OsStr::new(*x)));
+        let out = mf(&a);
+        assert_eq!(out.code, Some(2), "{}", out.show());
+        assert!(out.stderr.contains("a file bind mount"), "{}", out.show());
+    }
     let json = t.path().join("rm.json");
     let out = mf(&[
         "rm".as_ref(),

@@ -70,6 +70,9 @@ pub(super) fn resolve(path: &Path, cross_mounts: bool) -> Result<Target> {
     let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
     // A PATH that is a mount point: removing it would empty the mounted file system and
     // then fail on the mount point (busy). Only with --cross-mounts: emptied, kept.
+    if kind != Kind::Dir && st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT) {
+        return Err(bad("a mount point (a file bind mount): refused (unmount it to remove the file below it)".into()));
+    }
     let mount_point = kind == Kind::Dir
         && (st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
             || rustix::fs::fstat(&pfd).is_ok_and(|p| p.st_dev != dev));
