@@ -380,3 +380,26 @@ fn sync_replaces_a_dst_file_it_made_immutable() {
     assert_eq!(out.code, Some(0), "{}", out.show());
     assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "two");
 }
+
+/// Found by the invariant harness (seed 173): SRC holding a bind mount of a DST
+/// subdirectory; `sync --delete` removed DST's entry, and with it what SRC showed. Now
+/// refused before anything is written (exit 2, one line).
+#[test]
+fn src_holding_a_mount_of_a_dst_subdirectory_is_refused() {
+    let Some(_g) = root_only("mounting needs root") else { return };
+    let t = scratch("src-holds-dst");
+    let (s, d) = (t.path().join("t"), t.path().join("u/D1"));
+    write(&s.join("a"), "a");
+    write(&d.join("A/k"), "in DST, shown in SRC");
+    let _m = Mounted::bind(&d.join("A"), &s.join("m1"));
+    let before = snapshot(&s, &[]);
+    for extra in [&["--delete"][..], &[][..]] {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["sync".as_ref(), s.as_os_str(), d.as_os_str(), "-q".as_ref()];
+        a.extend(extra.iter().map(|x| std::ffi::OsStr::new(*x)));
+        let out = mf(&a);
+        assert_eq!(out.code, Some(2), "{}", out.show());
+        assert_eq!(out.lines().len(), 1, "{}", out.show());
+        assert!(out.stderr.contains("holds a mount of DST"), "{}", out.show());
+        assert_eq!(snapshot(&s, &[]), before, "SRC unchanged");
+    }
+}

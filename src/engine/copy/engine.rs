@@ -266,7 +266,7 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
             return None;
         }
     };
-    if let Some(why) = ctx.wall(src.as_fd(), true, None) {
+    if let Some(why) = ctx.wall(src.as_fd(), true, Some(t.parent.src.as_fd())) {
         ctx.refuse(&path, None, &why);
         release(ctx, t.parent);
         return None;

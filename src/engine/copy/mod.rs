@@ -487,6 +487,11 @@ pub struct Walls {
     /// DST's root (or, when it does not exist yet, its parent) and their ancestors:
     /// never entered in SRC.
     pub dst_chain: Vec<overlap::Id>,
+    /// SRC and DST inside their file systems (mountinfo): a mount met on one side that
+    /// shows the other side, or a directory of it, is not entered (a bind mount of a
+    /// DST subdirectory inside SRC: sync --delete emptied SRC through it).
+    pub src_inside: Option<(String, PathBuf)>,
+    pub dst_inside: Option<(String, PathBuf)>,
 }
 
 /// SRC's and DST's places compared by identity (device + inode of each and of every
@@ -544,7 +549,28 @@ pub fn walls(o: &Options) -> Result<Walls> {
         // SRC inside DST's parent: DST is made beside it, not around it.
         (Some(overlap::Overlap::FirstInside), false) => {}
     }
-    Ok(Walls { src_chain: src.chain, dst_chain: dst.chain })
+    let dst_inside = dst_at.inside.clone().map(|(dev, p)| match exists {
+        true => (dev, p),
+        false => (dev, p.join(o.dst.file_name().unwrap_or_default())),
+    });
+    // A mount inside SRC that shows DST or a directory inside it (a bind mount of a DST
+    // subdirectory below SRC): SRC holds part of DST, and sync --delete emptied it
+    // through DST. (One that shows an ancestor of DST is walked around: see `wall`.)
+    if let Some(d) = &dst_inside
+        && let Some((point, _)) =
+            overlap::mounts_below(&src.path).into_iter().find(|(_, (dev, root))| *dev == d.0 && root.starts_with(&d.1))
+    {
+        return Err(Error::bad(
+            "DST",
+            format!(
+                "{} holds a mount of DST {} or a directory inside it at {}: refused (writing DST would change SRC)",
+                o.src.display(),
+                o.dst.display(),
+                point.display()
+            ),
+        ));
+    }
+    Ok(Walls { src_chain: src.chain, dst_chain: dst.chain, src_inside: src.inside, dst_inside })
 }
 
 /// Run a copy or sync as a standalone command: check, run with progress, verify (copy

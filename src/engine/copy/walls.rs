@@ -30,7 +30,20 @@ impl CopyShared<'_> {
                 "a mount point in DST ({}): not entered; --cross-mounts to enter it",
                 crate::engine::overlap::describe_mount(fd)
             )),
+            _ if self.crosses(&id, parent) && self.shows_other_side(fd, src_side) => Some(format!(
+                "a mount of {} or a directory of it ({}): not entered",
+                if src_side { "DST" } else { "SRC" },
+                crate::engine::overlap::describe_mount(fd)
+            )),
             _ => None,
+        }
+    }
+    /// A mount point met on one side that shows (a directory of) the other side.
+    fn shows_other_side(&self, fd: BorrowedFd<'_>, src_side: bool) -> bool {
+        let other = if src_side { &self.walls.dst_inside } else { &self.walls.src_inside };
+        match (other, crate::engine::overlap::mount_shows(fd)) {
+            (Some(other), Some(shown)) => crate::engine::overlap::inside_overlap(other, &shown),
+            _ => false,
         }
     }
     /// Is `id` (a DST directory) a mount root, or on another device than its `parent`?
