@@ -141,3 +141,12 @@ pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Met
         Err(e) => (n, Err(Unremoved::Failed(e))),
     }
 }
+
+/// An immutable or append-only DST file (its flags kept from SRC by an earlier sync)
+/// cannot be renamed over: sync keeps DST's inode flags, so it lifts them first.
+pub(super) fn unguard(o: &super::Options, d: Option<&Item>, dst: BorrowedFd<'_>) {
+    if let Some(d) = d.filter(|d| o.keep.flags && d.m.kind == Kind::File && d.m.attrs & super::attrs::GUARD_ATTRS != 0)
+    {
+        let _ = super::attrs::lift_guard_flags(dst, d.name);
+    }
+}

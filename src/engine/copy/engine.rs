@@ -728,12 +728,8 @@ fn entry(
         Kind::Other => copy_special(node.src.as_fd(), s.name, &s.m, dst, target, &a, &lost).map(|m| m.then_some(0)),
         Kind::Dir => unreachable!("dirs handled above"),
     };
-    // An immutable or append-only file (its flags kept from SRC by an earlier sync)
-    // cannot be renamed over: sync keeps DST's inode flags, so it lifts them first.
-    if let Some(d) = d.filter(|d| o.keep.flags && d.m.kind == Kind::File && d.m.attrs & attrs::GUARD_ATTRS != 0)
-        && r.as_ref().is_ok_and(|n| n.is_some())
-    {
-        let _ = attrs::lift_guard_flags(dst, d.name);
+    if r.as_ref().is_ok_and(|n| n.is_some()) {
+        super::delete::unguard(o, d, dst);
     }
     let r = r.and_then(|n| match (&tmp, n) {
         (Some(tmp), Some(n)) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| Some(n)).map_err(|e| {
