@@ -2,7 +2,8 @@
 //! A mount point anywhere below DST (top level included, a bind mount of the same file
 //! system included) is never entered, written into or emptied without --cross-mounts;
 //! overlayfs layers count in the overlap check; `rm` follows no symlink in a PATH and
-//! refuses a PATH that is a mount point. Every scenario as root (a scratch directory
+//! refuses a PATH that is a mount point; names that differ only in case onto exFAT; a
+//! DST file sync made immutable. Every scenario as root (a scratch directory
 //! under /tmp, mounts made and taken down by the test itself), every run bounded.
 
 mod reliability_common;
@@ -19,7 +20,9 @@ struct Mounted(PathBuf);
 
 impl Mounted {
     fn new(args: &[&str], at: &Path) -> Mounted {
-        std::fs::create_dir_all(at).unwrap();
+        if !at.exists() {
+            std::fs::create_dir_all(at).unwrap();
+        }
         let ok = Command::new("mount").args(args).arg(at).status().unwrap();
         assert!(ok.success(), "mount {args:?} {}", at.display());
         Mounted(at.to_path_buf())
@@ -67,7 +70,11 @@ fn sync_delete_never_empties_a_mount_point_at_dsts_top_level() {
         let out = mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "--delete".as_ref(), "-q".as_ref()]);
         assert_eq!(out.code, Some(1), "{}", out.show());
         assert_eq!(snapshot(&p, &[]), before, "the bind-mounted directory is untouched\n{}", out.show());
-        assert!(out.stdout.contains("bm: not deleted: a mount point in DST") && out.stdout.contains("--cross-mounts"), "{}", out.show());
+        assert!(
+            out.stdout.contains("bm: not deleted: a mount point in DST") && out.stdout.contains("--cross-mounts"),
+            "{}",
+            out.show()
+        );
         assert_eq!(out.stdout.matches("a mount point").count(), 1, "one line for it\n{}", out.show());
         assert_eq!(std::fs::read_to_string(d.join("a")).unwrap(), "a", "the rest is done");
         assert!(!d.join("old").exists(), "other extraneous entries are deleted");
@@ -78,7 +85,11 @@ fn sync_delete_never_empties_a_mount_point_at_dsts_top_level() {
         let out = mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "--delete".as_ref(), "-q".as_ref()]);
         assert_eq!(out.code, Some(1), "{}", out.show());
         assert_eq!(snapshot(&p, &[]), before, "nothing written into the mount\n{}", out.show());
-        assert!(out.stdout.contains("bm: a mount point in DST (") && out.stdout.contains("not entered"), "{}", out.show());
+        assert!(
+            out.stdout.contains("bm: a mount point in DST (") && out.stdout.contains("not entered"),
+            "{}",
+            out.show()
+        );
     }
     // A tmpfs there: the same; with --cross-mounts emptied, the mount point kept.
     let _m = Mounted::tmpfs(&d.join("bm"));
@@ -179,7 +190,8 @@ fn overlay_layers_count_in_the_overlap_check() {
             assert_eq!(snapshot(&root.join("up"), &[]), upper, "nothing written to the upper directory");
         }
         // Not related to the overlay's layers: copied as before.
-        let out = mf(&["copy".as_ref(), root.join("other").as_os_str(), root.join("m/fine").as_os_str(), "-q".as_ref()]);
+        let out =
+            mf(&["copy".as_ref(), root.join("other").as_os_str(), root.join("m/fine").as_os_str(), "-q".as_ref()]);
         assert_eq!(out.code, Some(0), "{}", out.show());
         assert_eq!(std::fs::read_to_string(root.join("up/fine/o")).unwrap(), "other");
         drop(m);
@@ -248,8 +260,27 @@ fn rm_of_a_mount_point_is_refused_unless_cross_mounts() {
     }
     assert_eq!(snapshot(&p, &[]), before, "the bind mount's directory untouched");
     assert!(tm.join("d/z").exists());
+    // A file bind-mounted over another: refused too, with or without --cross-mounts.
+    write(&t.path().join("over"), "over");
+    write(&t.path().join("under"), "under");
+    let _f = Mounted::bind(&t.path().join("over"), &t.path().join("under"));
+    let under = t.path().join("under");
+    for extra in [&[][..], &["--cross-mounts"][..]] {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["rm".as_ref(), under.as_os_str(), "-q".as_ref()];
+        a.extend(extra.iter().map(|x| std::ffi::OsStr::new(*x)));
+        let out = mf(&a);
+        assert_eq!(out.code, Some(2), "{}", out.show());
+        assert!(out.stderr.contains("a file bind mount"), "{}", out.show());
+    }
     let json = t.path().join("rm.json");
-    let out = mf(&["rm".as_ref(), tm.as_os_str(), "--cross-mounts".as_ref(), "-q".as_ref(), "--json".as_ref(), json.as_os_str()]);
+    let out = mf(&[
+        "rm".as_ref(),
+        tm.as_os_str(),
+        "--cross-mounts".as_ref(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ]);
     assert_eq!(out.code, Some(0), "{}", out.show());
     assert!(out.stdout.contains("a mount point, emptied (--cross-mounts)"), "{}", out.show());
     assert!(tm.is_dir() && std::fs::read_dir(&tm).unwrap().next().is_none(), "emptied, kept");
@@ -319,8 +350,56 @@ fn sync_onto_exfat_with_names_differing_in_case_converges_and_reports_them() {
         assert_eq!(std::fs::read_to_string(d.join("A")).unwrap(), "upper", "no alternation");
     }
     let c = ex.0.join("c");
-    let out = mf(&["copy".as_ref(), s.as_os_str(), c.as_os_str(), "-q".as_ref(), "--lossy".as_ref(), "--verify".as_ref()]);
+    let out =
+        mf(&["copy".as_ref(), s.as_os_str(), c.as_os_str(), "-q".as_ref(), "--lossy".as_ref(), "--verify".as_ref()]);
     assert_eq!(out.code, Some(0), "{}", out.show());
     assert!(out.stdout.contains("names 2") && out.stdout.contains("only its case differs"), "{}", out.show());
     assert!(out.stdout.contains("verify:") && out.stdout.contains(": 0 differences"), "{}", out.show());
+}
+
+/// From the unclear list: a sync could not update a DST file it had made
+/// immutable (SRC's flag kept), so after `chattr -i`, an edit and `chattr +i` on SRC every
+/// sync failed ("rename into place: Operation not permitted"). Now the flag is lifted
+/// before the rename and SRC's set again.
+#[test]
+fn sync_replaces_a_dst_file_it_made_immutable() {
+    let Some(_g) = root_only("chattr +i needs root") else { return };
+    let t = scratch("immutable");
+    let (s, d) = (t.path().join("s"), t.path().join("d"));
+    write(&s.join("f"), "one");
+    let chattr = |flag: &str, p: &Path| assert!(Command::new("chattr").arg(flag).arg(p).status().unwrap().success());
+    chattr("+i", &s.join("f"));
+    let sync = || mf(&["sync".as_ref(), s.as_os_str(), d.as_os_str(), "-q".as_ref()]);
+    let out = sync();
+    assert_eq!(out.code, Some(0), "{}", out.show());
+    chattr("-i", &s.join("f"));
+    std::fs::write(s.join("f"), "two").unwrap();
+    chattr("+i", &s.join("f"));
+    let out = sync();
+    let _ = Command::new("chattr").arg("-i").arg(s.join("f")).arg(d.join("f")).status();
+    assert_eq!(out.code, Some(0), "{}", out.show());
+    assert_eq!(std::fs::read_to_string(d.join("f")).unwrap(), "two");
+}
+
+/// Found by the invariant harness (seed 173): SRC holding a bind mount of a DST
+/// subdirectory; `sync --delete` removed DST's entry, and with it what SRC showed. Now
+/// refused before anything is written (exit 2, one line).
+#[test]
+fn src_holding_a_mount_of_a_dst_subdirectory_is_refused() {
+    let Some(_g) = root_only("mounting needs root") else { return };
+    let t = scratch("src-holds-dst");
+    let (s, d) = (t.path().join("t"), t.path().join("u/D1"));
+    write(&s.join("a"), "a");
+    write(&d.join("A/k"), "in DST, shown in SRC");
+    let _m = Mounted::bind(&d.join("A"), &s.join("m1"));
+    let before = snapshot(&s, &[]);
+    for extra in [&["--delete"][..], &[][..]] {
+        let mut a: Vec<&std::ffi::OsStr> = vec!["sync".as_ref(), s.as_os_str(), d.as_os_str(), "-q".as_ref()];
+        a.extend(extra.iter().map(|x| std::ffi::OsStr::new(*x)));
+        let out = mf(&a);
+        assert_eq!(out.code, Some(2), "{}", out.show());
+        assert_eq!(out.lines().len(), 1, "{}", out.show());
+        assert!(out.stderr.contains("holds a mount of DST"), "{}", out.show());
+        assert_eq!(snapshot(&s, &[]), before, "SRC unchanged");
+    }
 }

@@ -133,6 +133,7 @@ fn inside_fs(mountinfo: &str, p: &Path) -> Option<(String, PathBuf)> {
 #[derive(Debug, Clone)]
 struct MountLine {
     id: u64,
+    dev: String,
     root: PathBuf,
     point: PathBuf,
     fstype: String,
@@ -150,6 +151,7 @@ fn mount_lines(mountinfo: &str) -> Vec<MountLine> {
             let dash = f.iter().position(|x| *x == "-")?;
             (f.len() > dash + 2 && dash >= 5).then(|| MountLine {
                 id: f[0].parse().unwrap_or(0),
+                dev: f[2].to_string(),
                 root: unescape(f[3]),
                 point: unescape(f[4]),
                 fstype: f[dash + 1].to_string(),
@@ -180,6 +182,36 @@ pub fn describe_mount(fd: rustix::fd::BorrowedFd<'_>) -> String {
     }
 }
 
+/// The mount whose root the directory open at `fd` is: (its device as mountinfo writes
+/// it, the directory of that file system it shows), as [`Place::inside`] names places.
+/// Read only when the walk meets a mount point.
+pub fn mount_shows(fd: rustix::fd::BorrowedFd<'_>) -> Option<(String, PathBuf)> {
+    use rustix::fs::{AtFlags, StatxFlags, statx};
+    let st = statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?;
+    if st.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mount_lines(&text).into_iter().find(|m| m.id == st.stx_mnt_id).map(|m| (m.dev, m.root))
+}
+
+/// Mounts whose mount point is strictly below `path` (canonical): (the mount point, its
+/// device, the directory of its file system it shows).
+pub fn mounts_below(path: &Path) -> Vec<(PathBuf, (String, PathBuf))> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    mount_lines(&text)
+        .into_iter()
+        .filter(|m| m.point != path && m.point.starts_with(path))
+        .map(|m| (m.point, (m.dev, m.root)))
+        .collect()
+}
+
+/// Do two places inside file systems ([`Place::inside`]) overlap: one device, one path
+/// at or below the other?
+pub fn inside_overlap(a: &(String, PathBuf), b: &(String, PathBuf)) -> bool {
+    a.0 == b.0 && (a.1.starts_with(&b.1) || b.1.starts_with(&a.1))
+}
+
 /// An overlayfs mount: where it is mounted and the directories it shows (upper, every
 /// lower, work), from its super options in mountinfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,9 +232,7 @@ fn overlays_in(mountinfo: &str) -> Vec<Overlay> {
             for opt in m.supers.split(',') {
                 let Some((key, value)) = opt.split_once('=') else { continue };
                 match key.trim_end_matches('+') {
-                    "lowerdir" | "datadir" => {
-                        layers.extend(value.split(':').filter(|v| !v.is_empty()).map(unescape))
-                    }
+                    "lowerdir" | "datadir" => layers.extend(value.split(':').filter(|v| !v.is_empty()).map(unescape)),
                     "upperdir" | "workdir" => layers.push(unescape(value)),
                     _ => {}
                 }

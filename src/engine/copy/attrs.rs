@@ -228,9 +228,8 @@ fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
     ) else {
         return caps_of_type(dst);
     };
-    let mut caps = Caps::default();
     // The scratch file's name in capitals: the same entry on a case-insensitive DST.
-    caps.folds_case = super::case::same_entry_by_other_case(dst, name.as_c_str());
+    let mut caps = Caps { folds_case: super::case::same_entry_by_other_case(dst, name.as_c_str()), ..Caps::default() };
     let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o604));
     if let Ok(st) = fstat(&fd) {
         caps.modes = st.st_mode & 0o7777 == 0o604;
@@ -626,6 +625,23 @@ const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
 /// Flags a user (or root) may set: secrm, unrm, compr, sync, immutable, append, nodump,
 /// noatime, journal data, notail, dirsync, topdir, nocow, projinherit.
 const USER_FLAGS: libc::c_int = 0x0000_00FF | 0x4000 | 0x8000 | 0x1_0000 | 0x2_0000 | 0x80_0000 | 0x2000_0000;
+
+/// statx's immutable and append-only attributes: a file with either cannot be renamed
+/// over or unlinked.
+pub const GUARD_ATTRS: u32 = 0x10 | 0x20;
+
+/// Take FS_IMMUTABLE_FL and FS_APPEND_FL off DST's file `name` of `dir` (root only:
+/// CAP_LINUX_IMMUTABLE), so that a sync can replace it; SRC's flags are set on the new
+/// file afterwards.
+pub fn lift_guard_flags(dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
+    use rustix::fs::{OFlags, openat};
+    let fl = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = openat(dir, name, fl, rustix::fs::Mode::empty())?;
+    let have = get_flags(fd.as_fd())?;
+    let new = have & !(0x10 | 0x20);
+    // SAFETY: the ioctl reads one int.
+    ret(unsafe { libc::ioctl(fd.as_raw_fd(), FS_IOC_SETFLAGS, &new as *const libc::c_int) } as libc::c_long).map(|_| ())
+}
 
 pub fn get_flags(fd: BorrowedFd<'_>) -> Result<libc::c_int, Errno> {
     let mut f: libc::c_int = 0;

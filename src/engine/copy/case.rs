@@ -85,7 +85,11 @@ pub(super) fn lost_to_case(src: &Listing, matched: &[u32]) -> Option<Vec<bool>> 
 /// SRC's entry `name` (`m`) of `node`, lost to case: counted as a `names` loss with
 /// everything below it.
 pub(super) fn lose(ctx: &CopyShared, node: &Node, name: &CStr, m: &Meta) {
-    let shown = format!("{} (only its case differs from another name in {})", name_lost(&node.path, name), join(&node.path, None));
+    let shown = format!(
+        "{} (only its case differs from another name in {})",
+        name_lost(&node.path, name),
+        join(&node.path, None)
+    );
     if m.kind == Kind::Dir {
         let below = open_dir_at(node.src.as_fd(), name).map(|fd| count_below(ctx, fd.as_fd()));
         let (entries, dirs) = below.as_ref().map_or((0, 0), |b| (b.entries, b.dirs));

@@ -103,7 +103,13 @@ pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Met
         Err(e) => return (0, Err(Unremoved::Failed(e))),
     };
     if let Some(why) = ctx.wall(sub.as_fd(), false, Some(dir)) {
-        return (0, Err(Unremoved::Refused(format!("not deleted: {}", why.replace("not entered;", "not entered nor emptied;")))));
+        return (
+            0,
+            Err(Unremoved::Refused(format!(
+                "not deleted: {}",
+                why.replace("not entered;", "not entered nor emptied;")
+            ))),
+        );
     }
     let mount_point = walk::dir_id(sub.as_fd()).is_ok_and(|id| id.mount_root == Some(true));
     // A read-only directory cannot have its entries removed: make it writable first.
@@ -112,14 +118,18 @@ pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Met
     let r = remove_contents_crossing(sub.as_fd(), &mut n, ctx.o.cross_mounts, &ctx.walls.src_chain);
     if mount_point && r.is_ok() {
         let desc = crate::engine::overlap::describe_mount(sub.as_fd());
-        let why = format!("not deleted: a mount point in DST ({desc}): emptied (--cross-mounts); the mount point itself stays");
+        let why = format!(
+            "not deleted: a mount point in DST ({desc}): emptied (--cross-mounts); the mount point itself stays"
+        );
         return (n, Err(Unremoved::Refused(why)));
     }
     match r {
         Ok(()) => {}
         Err(Errno::XDEV) => {
             let why = match ctx.o.cross_mounts {
-                false => "not all deleted: a mount point below it (or SRC, through a bind mount) was not entered nor emptied; --cross-mounts to enter mounts",
+                false => {
+                    "not all deleted: a mount point below it (or SRC, through a bind mount) was not entered nor emptied; --cross-mounts to enter mounts"
+                }
                 true => "not all deleted: SRC or a directory holding it is below it (a bind mount): not entered",
             };
             return (n, Err(Unremoved::Refused(why.into())));
@@ -129,5 +139,14 @@ pub(super) fn remove(ctx: &CopyShared, dir: BorrowedFd<'_>, name: &CStr, m: &Met
     match unlinkat(dir, name, AtFlags::REMOVEDIR) {
         Ok(()) => (n + 1, Ok(())),
         Err(e) => (n, Err(Unremoved::Failed(e))),
+    }
+}
+
+/// An immutable or append-only DST file (its flags kept from SRC by an earlier sync)
+/// cannot be renamed over: sync keeps DST's inode flags, so it lifts them first.
+pub(super) fn unguard(o: &super::Options, d: Option<&Item>, dst: BorrowedFd<'_>) {
+    if let Some(d) = d.filter(|d| o.keep.flags && d.m.kind == Kind::File && d.m.attrs & super::attrs::GUARD_ATTRS != 0)
+    {
+        let _ = super::attrs::lift_guard_flags(dst, d.name);
     }
 }

@@ -93,37 +93,6 @@ impl CopyShared<'_> {
             dst_may_have: self.o.mode == Mode::Sync && node.dst_meta.is_some(),
         }
     }
-    /// Why the walk must not enter the directory open at `fd` on this side (None: it
-    /// may): SRC's or DST's root or one of their ancestors on either side (a bind mount
-    /// that shows one side inside the other, or a side inside itself: a loop), and on
-    /// DST's side a mount point (another file system or a bind mount: never written
-    /// into nor emptied) unless `--cross-mounts`. One statx per directory, none per file.
-    pub(crate) fn wall(&self, fd: BorrowedFd<'_>, src_side: bool, parent: Option<BorrowedFd<'_>>) -> Option<String> {
-        let Ok(id) = walk::dir_id(fd) else { return None };
-        let me = (id.dev, id.ino);
-        let w = &self.walls;
-        let said = |s: &str| Some(s.to_string());
-        match src_side {
-            true if w.dst_chain.contains(&me) => said("is DST or holds it (a bind mount?): not entered"),
-            true if w.src_chain.contains(&me) => said("is SRC or holds it (a bind mount: a loop): not entered"),
-            false if w.src_chain.contains(&me) => said("in DST is SRC or holds it (a bind mount?): not entered"),
-            false if w.dst_chain.contains(&me) => said("in DST is DST or holds it (a bind mount: a loop): not entered"),
-            false if !self.o.cross_mounts && self.crosses(&id, parent) => Some(format!(
-                "a mount point in DST ({}): not entered; --cross-mounts to enter it",
-                crate::engine::overlap::describe_mount(fd)
-            )),
-            _ => None,
-        }
-    }
-    /// Is `id` (a DST directory) a mount root, or on another device than its `parent`?
-    /// The kernel's mount-root attribute says (5.8 on); before it, the parent's device.
-    fn crosses(&self, id: &walk::DirId, parent: Option<BorrowedFd<'_>>) -> bool {
-        match (id.mount_root, parent) {
-            (Some(true), _) => true,
-            (Some(false), _) | (None, None) => false,
-            (None, Some(p)) => rustix::fs::fstat(p).is_ok_and(|st| st.st_dev != id.dev),
-        }
-    }
 }
 
 /// `path/name` for messages ("." is the root).
@@ -191,8 +160,8 @@ pub fn run(o: &Options) -> Result<Summary> {
     let mut walls = super::walls(o)?;
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
-    let src = walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
-    let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    let src = walk::open_root(&o.src).map_err(|e| super::src_error(&o.src, e))?;
+    let src_meta = meta_of(src.as_fd()).map_err(|e| super::src_error(&o.src, e))?;
     // DST itself: made if missing (not in a dry run).
     let mut made = false;
     let dst = match walk::open_root(&o.dst) {
@@ -297,7 +266,7 @@ fn open_task(ctx: &CopyShared, t: Task) -> Option<(Arc<Node>, bool)> {
             return None;
         }
     };
-    if let Some(why) = ctx.wall(src.as_fd(), true, None) {
+    if let Some(why) = ctx.wall(src.as_fd(), true, Some(t.parent.src.as_fd())) {
         ctx.refuse(&path, None, &why);
         release(ctx, t.parent);
         return None;
@@ -656,10 +625,7 @@ fn entry(
         ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    // A file bind-mounted over DST's entry: neither written into nor renamed over.
-    if let Some(d) = d.filter(|d| d.m.attrs & walk::ATTR_MOUNT_ROOT != 0 && d.m.kind != Kind::Dir) {
-        ctx.refuse(path, Some(d.name), "a mount point in DST (a file bind mount): not replaced");
-        ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
+    if super::walls::file_mount_refused(ctx, path, d) {
         return;
     }
     // No deletion without --delete: a DST directory where SRC has a file or symlink goes
@@ -762,6 +728,9 @@ fn entry(
         Kind::Other => copy_special(node.src.as_fd(), s.name, &s.m, dst, target, &a, &lost).map(|m| m.then_some(0)),
         Kind::Dir => unreachable!("dirs handled above"),
     };
+    if r.as_ref().is_ok_and(|n| n.is_some()) {
+        super::delete::unguard(o, d, dst);
+    }
     let r = r.and_then(|n| match (&tmp, n) {
         (Some(tmp), Some(n)) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| Some(n)).map_err(|e| {
             let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());

@@ -29,6 +29,7 @@ pub mod summary;
 mod tally;
 mod unmade;
 pub mod verify;
+mod walls;
 
 use super::overlap;
 use super::timing::Timing;
@@ -390,8 +391,8 @@ impl Failures {
 /// neither inside the other (a copy into itself never ends; a sync --delete of a parent
 /// would eat the source), copy's DST new or empty.
 pub fn check(o: &Options) -> Result<()> {
-    let src = std::fs::canonicalize(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
-    if !src.is_dir() {
+    let src = std::fs::canonicalize(&o.src).map_err(|e| src_error(&o.src, e))?;
+    if !std::fs::metadata(&src).map_err(|e| src_error(&o.src, e))?.is_dir() {
         return Err(Error::bad("SRC", format!("{} is not a directory", o.src.display())));
     }
     let dst = match std::fs::symlink_metadata(&o.dst) {
@@ -443,6 +444,18 @@ pub fn check(o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// SRC could not be reached: bad input (exit 2) when what the user named is wrong
+/// (missing, not a directory, a symlink loop, forbidden, a name too long), a failure
+/// (exit 1) otherwise: an I/O error on a disk that is there is no mistake of the user's.
+pub(crate) fn src_error(path: &Path, e: impl Into<std::io::Error>) -> Error {
+    let e: std::io::Error = e.into();
+    let named_wrong = [libc::ENOENT, libc::ENOTDIR, libc::ELOOP, libc::EACCES, libc::ENAMETOOLONG, libc::EINVAL];
+    match e.raw_os_error() {
+        Some(n) if !named_wrong.contains(&n) => Error::failed(format!("SRC {}: {e}", path.display())),
+        _ => Error::bad("SRC", format!("{}: {e}", path.display())),
+    }
+}
+
 /// What the timed work reads, evicted by `--cold`: SRC, and the DST sync lists.
 pub(crate) fn cold_roots(o: &Options) -> Vec<&Path> {
     let dst = o.mode == Mode::Sync && o.dst.is_dir();
@@ -474,6 +487,11 @@ pub struct Walls {
     /// DST's root (or, when it does not exist yet, its parent) and their ancestors:
     /// never entered in SRC.
     pub dst_chain: Vec<overlap::Id>,
+    /// SRC and DST inside their file systems (mountinfo): a mount met on one side that
+    /// shows the other side, or a directory of it, is not entered (a bind mount of a
+    /// DST subdirectory inside SRC: sync --delete emptied SRC through it).
+    pub src_inside: Option<(String, PathBuf)>,
+    pub dst_inside: Option<(String, PathBuf)>,
 }
 
 /// SRC's and DST's places compared by identity (device + inode of each and of every
@@ -481,7 +499,7 @@ pub struct Walls {
 /// or the same directory → bad input naming both. DST that does not exist yet is judged
 /// by its parent (DST would be made inside it).
 pub fn walls(o: &Options) -> Result<Walls> {
-    let src = overlap::place(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())))?;
+    let src = overlap::place(&o.src).map_err(|e| src_error(&o.src, e))?;
     let (dst, exists) = match overlap::place(&o.dst) {
         Ok(p) => (p, true),
         Err(_) => {
@@ -531,7 +549,28 @@ pub fn walls(o: &Options) -> Result<Walls> {
         // SRC inside DST's parent: DST is made beside it, not around it.
         (Some(overlap::Overlap::FirstInside), false) => {}
     }
-    Ok(Walls { src_chain: src.chain, dst_chain: dst.chain })
+    let dst_inside = dst_at.inside.clone().map(|(dev, p)| match exists {
+        true => (dev, p),
+        false => (dev, p.join(o.dst.file_name().unwrap_or_default())),
+    });
+    // A mount inside SRC that shows DST or a directory inside it (a bind mount of a DST
+    // subdirectory below SRC): SRC holds part of DST, and sync --delete emptied it
+    // through DST. (One that shows an ancestor of DST is walked around: see `wall`.)
+    if let Some(d) = &dst_inside
+        && let Some((point, _)) =
+            overlap::mounts_below(&src.path).into_iter().find(|(_, (dev, root))| *dev == d.0 && root.starts_with(&d.1))
+    {
+        return Err(Error::bad(
+            "DST",
+            format!(
+                "{} holds a mount of DST {} or a directory inside it at {}: refused (writing DST would change SRC)",
+                o.src.display(),
+                o.dst.display(),
+                point.display()
+            ),
+        ));
+    }
+    Ok(Walls { src_chain: src.chain, dst_chain: dst.chain, src_inside: src.inside, dst_inside })
 }
 
 /// Run a copy or sync as a standalone command: check, run with progress, verify (copy
@@ -571,6 +610,17 @@ pub fn write_json(o: &Options, s: &mut Summary, path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_io_error_on_src_is_a_failure_not_bad_input() {
+        let p = Path::new("/src");
+        let code = |n: i32| src_error(p, std::io::Error::from_raw_os_error(n)).exit_code();
+        assert_eq!(code(libc::EIO), 1);
+        assert_eq!(code(libc::ENOTCONN), 1);
+        assert_eq!(code(libc::ENOENT), 2);
+        assert_eq!(code(libc::ENOTDIR), 2);
+        assert_eq!(src_error(p, rustix::io::Errno::IO).exit_code(), 1);
+    }
 
     #[test]
     fn a_long_failure_line_is_capped_and_says_how_much_went() {

@@ -220,6 +220,17 @@ struct RankPart {
     part: Part,
 }
 
+/// A DST subdirectory that is a mount point (the listing's statx reached its root): not
+/// entered without --cross-mounts, as in one process; refused (true).
+fn mount_refused(ctx: &CopyShared, t: &Task) -> bool {
+    if ctx.o.cross_mounts || t.dst_meta.is_none_or(|m| m.attrs & walk::ATTR_MOUNT_ROOT == 0) {
+        return false;
+    }
+    let path = join(&t.parent.path, Some(&t.name));
+    ctx.refuse(&path, None, "a mount point in DST: not entered; --cross-mounts to enter it");
+    true
+}
+
 /// Every rank copies part of SRC → DST; every rank returns the job's summary.
 pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     signals::install();
@@ -238,8 +249,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     ranks::barrier();
     let t0 = Instant::now();
     let (u0, s0) = crate::measure::cpu_times();
-    let src =
-        ranks::agree(walk::open_root(&o.src).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display()))))?;
+    let src = ranks::agree(walk::open_root(&o.src).map_err(|e| copy::src_error(&o.src, e)))?;
     let dst: Option<OwnedFd> = ranks::agree(match walk::open_root(&o.dst) {
         Ok(fd) => Ok(Some(fd)),
         Err(Errno::NOENT) if o.dry_run => Ok(None),
@@ -251,7 +261,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         "SRC",
         "SRC or DST is not the same directory on every rank: copy under MPI needs file systems every rank sees",
     )?;
-    let src_meta = meta_of(src.as_fd()).map_err(|e| Error::bad("SRC", format!("{}: {e}", o.src.display())));
+    let src_meta = meta_of(src.as_fd()).map_err(|e| copy::src_error(&o.src, e));
     let src_meta = ranks::agree(src_meta)?;
     let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
     let chunk = std::env::var("MANYFILES_DIST_CHUNK")
@@ -494,11 +504,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             // What the local engine does when it opens a subdirectory's task: make it in
             // DST (here, in the parent's task), then hand it to any rank.
             let sub_rel = join_rel(rel, t.name.to_bytes());
-            // A mount point in DST (the listing's statx reached its root): not entered
-            // without --cross-mounts, as in one process.
-            if !o.cross_mounts && t.dst_meta.is_some_and(|m| m.attrs & walk::ATTR_MOUNT_ROOT != 0) {
-                let path = join(&t.parent.path, Some(&t.name));
-                ctx.refuse(&path, None, "a mount point in DST: not entered; --cross-mounts to enter it");
+            if mount_refused(&ctx, &t) {
                 release(&ctx, t.parent);
                 return;
             }
