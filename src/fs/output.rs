@@ -46,8 +46,20 @@ fn destination(path: &Path) -> std::io::Result<Dest> {
         return Ok(Dest::Stdout);
     }
     let mut p = path.to_path_buf();
-    for _ in 0..40 {
+    for hop in 0..40 {
         let md = match std::fs::symlink_metadata(&p) {
+            // A symlink to nothing is not followed to make a file where it points (a link
+            // planted in a shared directory would choose where root writes), unless --force.
+            Err(e) if e.kind() == ErrorKind::NotFound && hop > 0 && !forced() => {
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "{} is a symlink to nothing ({}): not followed (name the file itself, or --force)",
+                        path.display(),
+                        p.display()
+                    ),
+                ));
+            }
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Dest::File(p)),
             Err(e) => return Err(e),
             Ok(md) => md,
@@ -154,6 +166,10 @@ pub fn is_own_output(path: &Path) -> std::io::Result<bool> {
     Ok(looks_own(&head))
 }
 
+fn forced() -> bool {
+    FORCE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// May the regular file (or nothing) at the link-free path `p` be replaced? Nothing there,
 /// this tool's output, or `--force`; else an error naming why (exit 2 before a run, 1 at
 /// a write).
@@ -165,7 +181,7 @@ fn may_replace(p: &Path) -> std::io::Result<()> {
         Ok(md) if !md.is_file() => return Ok(()),
         Ok(_) => {}
     }
-    if FORCE.load(std::sync::atomic::Ordering::Relaxed) || is_own_output(p)? {
+    if forced() || is_own_output(p)? {
         return Ok(());
     }
     Err(Error::new(
@@ -427,10 +443,13 @@ mod tests {
         write_output(&d.join("results.json"), b"new").unwrap();
         assert!(std::fs::symlink_metadata(d.join("results.json")).unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read_to_string(d.join("elsewhere/run42.json")).unwrap(), "new");
-        // a dangling link: the file it names is made
+        // a dangling link: not followed (a link planted in a shared directory would choose
+        // where the file is made), the link left as it was
         std::os::unix::fs::symlink("elsewhere/new.json", d.join("dangling.json")).unwrap();
-        write_output(&d.join("dangling.json"), b"x").unwrap();
-        assert_eq!(std::fs::read_to_string(d.join("elsewhere/new.json")).unwrap(), "x");
+        let e = write_output(&d.join("dangling.json"), b"x").unwrap_err();
+        assert!(e.to_string().contains("symlink to nothing"), "{e}");
+        assert!(check_path(&d.join("dangling.json"), false).is_err());
+        assert!(!d.join("elsewhere/new.json").exists());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

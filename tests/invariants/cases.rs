@@ -25,8 +25,8 @@ pub const COMMANDS: &[&str] = &[
 ];
 
 /// `predict --on` calibrates for half a minute even when told `--max-time 1s`: it runs
-/// on every this many topologies only.
-pub const PREDICT_EVERY: u64 = 50;
+/// on every this many topologies only (12 of 300).
+pub const PREDICT_EVERY: u64 = 25;
 
 /// A command ready to run against a topology, and what it may change.
 pub struct Case {
@@ -282,9 +282,11 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
         }
         "predict-on" => {
             let tree = rng.pick(&t.dirs).clone();
-            // Half the time the calibration target is inside the tree (reproduction 10).
-            let on = if rng.chance(50) { tree.clone() } else { rng.pick(&t.dirs).clone() };
-            let json = pick_output(t, rng, "predict.json");
+            // A quarter of the time the calibration target is the tree or inside it
+            // (reproduction 10); else anywhere, so most calibrations run and write.
+            let inside: Vec<PathBuf> = t.dirs.iter().filter(|d| d.starts_with(&tree)).cloned().collect();
+            let on = if rng.chance(25) { rng.pick(&inside).clone() } else { rng.pick(&t.dirs).clone() };
+            let json = if rng.chance(70) { rng.pick(&t.dirs).join("predict.json") } else { pick_output(t, rng, "predict.json") };
             let args = vec![
                 os("predict"),
                 os("--tree"),

@@ -13,7 +13,8 @@
 //! Seeded: `MANYFILES_INVARIANT_SEEDS=N` topologies (default 300) from
 //! `MANYFILES_INVARIANT_FIRST` (default 0); a failure prints the seed, the topology and the
 //! command, and `MANYFILES_INVARIANT_FIRST=K MANYFILES_INVARIANT_SEEDS=1` replays it.
-//! `MANYFILES_INVARIANT_COMMANDS=copy,rm` runs some commands only. Needs root (mounts).
+//! `MANYFILES_INVARIANT_COMMANDS=copy,rm` runs some commands only;
+//! `MANYFILES_INVARIANT_VERBOSE=1` prints every command with its exit code. Needs root (mounts).
 
 mod cases;
 mod snapshot;
@@ -265,6 +266,9 @@ fn one(base: &Path, seed: u64, cmd_index: usize, name: &'static str, tally: &mut
     tally.checked_paths += before.len().max(after.len());
     let shown = args.iter().map(|a| t.rel(Path::new(a))).collect::<Vec<_>>().join(" ");
     let description = t.describe();
+    if std::env::var_os("MANYFILES_INVARIANT_VERBOSE").is_some() {
+        eprintln!("seed {seed} {name}: manyfiles {shown} → exit {:?} {}", ran.code, ran.stderr.lines().last().unwrap_or(""));
+    }
     t.teardown();
     let rest = leftovers(&root, &[]);
     forget_records(&root);
