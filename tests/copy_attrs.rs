@@ -24,11 +24,13 @@ use std::process::Command;
 use tricky::*;
 
 fn manyfiles(args: &[&str]) -> (i32, String, Value, String) {
-    let j = tempfile::NamedTempFile::new().unwrap();
-    let o = Command::new(bin()).args(args).args(["-q", "--json"]).arg(j.path()).output().unwrap();
+    // A new path in a directory of its own: an existing (empty) temp file is not a
+    // manyfiles output, and --json refuses to replace it.
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("summary.json");
+    let o = Command::new(bin()).args(args).args(["-q", "--json"]).arg(&j).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    let v =
-        if std::fs::metadata(j.path()).map(|m| m.len()).unwrap_or(0) > 0 { load_json(j.path()) } else { Value::Null };
+    let v = if std::fs::metadata(&j).map(|m| m.len()).unwrap_or(0) > 0 { load_json(&j) } else { Value::Null };
     (o.status.code().unwrap_or(-1), text.clone(), v, text)
 }
 

@@ -222,7 +222,11 @@ fn an_experiment_file_takes_several_commands() {
         ),
     )
     .unwrap();
-    let (code, out, err) = mf(&["run".as_ref(), f.as_os_str()]);
+    // `cmd` keys run commands of the file's choosing: refused unless the command line allows it.
+    let (code, _, err) = mf(&["run".as_ref(), f.as_os_str()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--allow-commands") && !j.exists(), "{err}");
+    let (code, out, err) = mf(&["run".as_ref(), f.as_os_str(), "--allow-commands".as_ref()]);
     assert_eq!(code, 0, "{out}{err}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap()).unwrap();
     let ops: Vec<&str> = v["measurements"].as_array().unwrap().iter().map(|m| m["op"].as_str().unwrap()).collect();

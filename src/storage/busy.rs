@@ -109,7 +109,15 @@ mod tests {
     #[test]
     fn names_a_command_by_its_argv0() {
         let mut c = std::process::Command::new("/bin/sleep").arg("30").spawn().unwrap();
-        let name = command_of(c.id());
+        // Between fork and exec the child still carries this thread's name: wait for the exec.
+        let mut name = command_of(c.id());
+        for _ in 0..200 {
+            if name == "sleep" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            name = command_of(c.id());
+        }
         let _ = c.kill();
         let _ = c.wait();
         assert_eq!(name, "sleep");

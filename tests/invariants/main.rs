@@ -14,7 +14,8 @@
 //! `MANYFILES_INVARIANT_FIRST` (default 0); a failure prints the seed, the topology and the
 //! command, and `MANYFILES_INVARIANT_FIRST=K MANYFILES_INVARIANT_SEEDS=1` replays it.
 //! `MANYFILES_INVARIANT_COMMANDS=copy,rm` runs some commands only;
-//! `MANYFILES_INVARIANT_VERBOSE=1` prints every command with its exit code. Needs root (mounts).
+//! `MANYFILES_INVARIANT_VERBOSE=1` prints every command with its exit code;
+//! `MANYFILES_INVARIANT_BIN=PATH` runs another build's binary. Needs root (mounts).
 
 mod cases;
 mod snapshot;
@@ -38,8 +39,10 @@ pub struct Ran {
     pub timed_out: bool,
 }
 
+/// The binary under test: this build's, or `MANYFILES_INVARIANT_BIN` (to run the same
+/// topologies against another build, e.g. the one before a change).
 fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_manyfiles"))
+    std::env::var_os("MANYFILES_INVARIANT_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_manyfiles")), PathBuf::from)
 }
 
 /// A small ladder's results file, made once, for the report command's cases.
