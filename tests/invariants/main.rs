@@ -18,6 +18,7 @@
 //! `MANYFILES_INVARIANT_BIN=PATH` runs another build's binary. Needs root (mounts).
 
 mod cases;
+mod reproductions;
 mod snapshot;
 mod topology;
 mod umount_case;
@@ -37,12 +38,15 @@ pub struct Ran {
     pub stderr: String,
     pub stdout: String,
     pub timed_out: bool,
+    /// Wall time from spawn to exit (or to the kill).
+    pub secs: f64,
 }
 
 /// The binary under test: this build's, or `MANYFILES_INVARIANT_BIN` (to run the same
 /// topologies against another build, e.g. the one before a change).
 fn bin() -> PathBuf {
-    std::env::var_os("MANYFILES_INVARIANT_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_manyfiles")), PathBuf::from)
+    std::env::var_os("MANYFILES_INVARIANT_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_manyfiles")), PathBuf::from)
 }
 
 /// A small ladder's results file, made once, for the report command's cases.
@@ -52,7 +56,22 @@ pub fn sample_results() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mf-inv-sample-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let json = dir.join("sample.json");
-        let args = ["ladder", "--to", "4", "--total", "64KiB", "--second-total", "off", "--runs", "1", "--cache", "warm", "--ops", "create", "-q"];
+        let args = [
+            "ladder",
+            "--to",
+            "4",
+            "--total",
+            "64KiB",
+            "--second-total",
+            "off",
+            "--runs",
+            "1",
+            "--cache",
+            "warm",
+            "--ops",
+            "create",
+            "-q",
+        ];
         let mut a: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
         a.extend([OsStr::new("--target"), dir.as_os_str(), OsStr::new("--json"), json.as_os_str()]);
         let r = run_bin(&a, &dir);
@@ -106,7 +125,7 @@ pub fn run_bin(args: &[&OsStr], cwd: &Path) -> Ran {
     };
     let stdout = String::from_utf8_lossy(&o.join().unwrap()).into_owned();
     let stderr = String::from_utf8_lossy(&e.join().unwrap()).into_owned();
-    Ran { code: status.and_then(|s| s.code()), stderr, stdout, timed_out }
+    Ran { code: status.and_then(|s| s.code()), stderr, stdout, timed_out, secs: start.elapsed().as_secs_f64() }
 }
 
 /// Every mount point of this mount namespace.
@@ -182,7 +201,13 @@ fn allowed(t: &topology::Topology, case: &Case, p: &Path, what: &str) -> bool {
 }
 
 /// Check one command's run against its case; violations as lines.
-fn judge(t: &topology::Topology, case: &Case, before: &snapshot::Snap, after: &snapshot::Snap, ran: &Ran) -> Vec<String> {
+fn judge(
+    t: &topology::Topology,
+    case: &Case,
+    before: &snapshot::Snap,
+    after: &snapshot::Snap,
+    ran: &Ran,
+) -> Vec<String> {
     let mut v = Vec::new();
     if ran.timed_out {
         v.push(format!("hang: still running after {} s (killed)", DEADLINE.as_secs()));
@@ -203,7 +228,8 @@ fn judge(t: &topology::Topology, case: &Case, before: &snapshot::Snap, after: &s
         .map(|(p, what)| format!("{}: {what}", t.rel(p)))
         .collect();
     if let Some(src) = &case.protected {
-        let dst_inside: Vec<PathBuf> = case.allowed.iter().filter(|a| a.starts_with(src) && *a != src).cloned().collect();
+        let dst_inside: Vec<PathBuf> =
+            case.allowed.iter().filter(|a| a.starts_with(src) && *a != src).cloned().collect();
         for (p, what) in &changes {
             let al = t.aliases(p);
             let in_src = al.iter().any(|a| a.starts_with(src));
@@ -247,7 +273,56 @@ fn one(base: &Path, seed: u64, cmd_index: usize, name: &'static str, tally: &mut
     let root = base.join(format!("s{seed}-{name}"));
     let mut t = topology::Topology::build(&root, seed);
     let mut rng = topology::Rng::new(seed.wrapping_mul(1_000_003).wrapping_add(cmd_index as u64));
-    let mut case = cases::make(name, &mut t, &mut rng);
+    let case = cases::make(name, &mut t, &mut rng);
+    let c = run_and_judge(t, case, |_, _| Vec::new());
+    tally.runs += 1;
+    tally.checked_paths += c.paths;
+    if std::env::var_os("MANYFILES_INVARIANT_VERBOSE").is_some() {
+        eprintln!(
+            "seed {seed} {name}: manyfiles {} → exit {:?} {}",
+            c.shown,
+            c.ran.code,
+            c.ran.stderr.lines().last().unwrap_or("")
+        );
+    }
+    if !c.violations.is_empty() {
+        tally.violations.push(format!("seed {seed}, command {name}: {}", c.report()));
+    }
+}
+
+/// One command run against its topology and judged; the topology is torn down.
+pub struct Checked {
+    pub ran: Ran,
+    pub violations: Vec<String>,
+    /// The command line, paths relative to the scratch root.
+    pub shown: String,
+    pub description: String,
+    pub paths: usize,
+}
+
+impl Checked {
+    pub fn report(&self) -> String {
+        format!(
+            "manyfiles {}\n  exit {:?} after {:.1} s; stderr: {}\n  topology: {}\n  {}",
+            self.shown,
+            self.ran.code,
+            self.ran.secs,
+            self.ran.stderr.trim().chars().take(600).collect::<String>(),
+            self.description,
+            self.violations.join("\n  ")
+        )
+    }
+}
+
+/// Snapshot the scratch root, run the case's command, snapshot again, judge every
+/// difference and what is left behind (and `also`, a fixed case's own checks), then tear
+/// the topology down.
+pub fn run_and_judge(
+    t: topology::Topology,
+    mut case: Case,
+    also: impl FnOnce(&topology::Topology, &Ran) -> Vec<String>,
+) -> Checked {
+    let root = t.root.clone();
     let busy: Vec<u32> = case.umount.as_ref().and_then(|u| u.busy.as_ref()).map(|c| vec![c.id()]).unwrap_or_default();
     let left_before = leftovers(&root, &busy);
     let before = snapshot::take(&root, &t.skip);
@@ -255,6 +330,7 @@ fn one(base: &Path, seed: u64, cmd_index: usize, name: &'static str, tally: &mut
     let ran = run_bin(&args, &root);
     let after = snapshot::take(&root, &t.skip);
     let mut v = judge(&t, &case, &before, &after, &ran);
+    v.extend(also(&t, &ran));
     let left_after = leftovers(&root, &busy);
     let umounted = case.umount.as_ref().map(|u| format!("mount {}", u.dir.display()));
     let new_left: Vec<&String> =
@@ -265,27 +341,16 @@ fn one(base: &Path, seed: u64, cmd_index: usize, name: &'static str, tally: &mut
     if let Some(u) = case.umount.as_mut() {
         umount_case::finish(&t, u, ran.code, &mut v);
     }
-    tally.runs += 1;
-    tally.checked_paths += before.len().max(after.len());
+    let paths = before.len().max(after.len());
     let shown = args.iter().map(|a| t.rel(Path::new(a))).collect::<Vec<_>>().join(" ");
     let description = t.describe();
-    if std::env::var_os("MANYFILES_INVARIANT_VERBOSE").is_some() {
-        eprintln!("seed {seed} {name}: manyfiles {shown} → exit {:?} {}", ran.code, ran.stderr.lines().last().unwrap_or(""));
-    }
     t.teardown();
     let rest = leftovers(&root, &[]);
     forget_records(&root);
     if !rest.is_empty() {
         v.push(format!("left after teardown: {rest:?}"));
     }
-    if !v.is_empty() {
-        tally.violations.push(format!(
-            "seed {seed}, command {name}: manyfiles {shown}\n  exit {:?}; stderr: {}\n  topology: {description}\n  {}",
-            ran.code,
-            ran.stderr.trim().chars().take(600).collect::<String>(),
-            v.join("\n  ")
-        ));
-    }
+    Checked { ran, violations: v, shown, description, paths }
 }
 
 /// The harness's own teardown of a `manyfiles mount` record that a failed umount left
@@ -333,14 +398,20 @@ fn nothing_outside_what_a_command_was_told_to_write_changes() {
     // and each job has its own scratch root.
     let threads = env_num("MANYFILES_INVARIANT_JOBS", 3).max(1) as usize;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let tally = std::sync::Mutex::new(Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() });
+    let tally = std::sync::Mutex::new(Tally {
+        per_command: Default::default(),
+        runs: 0,
+        checked_paths: 0,
+        violations: Vec::new(),
+    });
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(&(seed, i, name)) = jobs.get(k) else { break };
-                    let mut mine = Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() };
+                    let mut mine =
+                        Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() };
                     let clock = Instant::now();
                     one(&base, seed, i, name, &mut mine);
                     let mut t = tally.lock().unwrap();
@@ -383,7 +454,11 @@ fn nothing_outside_what_a_command_was_told_to_write_changes() {
     if !tally.violations.is_empty() {
         let n = tally.violations.len();
         let shown: Vec<&String> = tally.violations.iter().take(25).collect();
-        panic!("{n} violations (first {}):\n{}", shown.len(), shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n"));
+        panic!(
+            "{n} violations (first {}):\n{}",
+            shown.len(),
+            shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n")
+        );
     }
 }
 
@@ -416,7 +491,7 @@ fn the_judge_catches_what_it_should() {
         protected: None,
         umount: None,
     };
-    let quiet = Ran { code: Some(0), stderr: String::new(), stdout: String::new(), timed_out: false };
+    let quiet = Ran { code: Some(0), stderr: String::new(), stdout: String::new(), timed_out: false, secs: 0.1 };
     let before = snapshot::take(&t.root, &t.skip);
     std::fs::write(dst.join("new"), b"allowed").unwrap();
     let after = snapshot::take(&t.root, &t.skip);
@@ -435,7 +510,7 @@ fn the_judge_catches_what_it_should() {
     }
     let v = judge(&t, &case, &emptied, &snapshot::take(&t.root, &t.skip), &quiet);
     assert!(v.iter().any(|l| l.contains("entries added below DST")), "{v:?}");
-    let hung = Ran { code: None, stderr: String::new(), stdout: "x".repeat(MAX_LINE + 1), timed_out: true };
+    let hung = Ran { code: None, stderr: String::new(), stdout: "x".repeat(MAX_LINE + 1), timed_out: true, secs: 60.0 };
     let v = judge(&t, &case, &emptied, &emptied, &hung);
     assert!(v.iter().any(|l| l.starts_with("hang")) && v.iter().any(|l| l.contains("output line")), "{v:?}");
     t.teardown();

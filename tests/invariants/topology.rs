@@ -38,11 +38,16 @@ impl Rng {
 
 #[derive(Debug, Clone)]
 pub enum MountKind {
-    Bind { src: PathBuf },
+    Bind {
+        src: PathBuf,
+    },
     Tmpfs,
     /// An ext4 image on a loop device (mount -o loop: the loop device goes with the mount).
     LoopExt4,
-    Overlay { lower: PathBuf, upper: PathBuf },
+    Overlay {
+        lower: PathBuf,
+        upper: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -94,8 +99,9 @@ fn write_file(p: &Path, rng: &mut Rng) {
 }
 
 impl Topology {
-    /// A fresh tmpfs at `root` (made) with a random tree and `decorations` mounts/links.
-    pub fn build(root: &Path, seed: u64) -> Topology {
+    /// A fresh tmpfs at `root` (made) holding two empty directories, `t` and `u`: where
+    /// a fixed case builds its own shape.
+    pub fn plain(root: &Path) -> Topology {
         std::fs::create_dir_all(root).unwrap();
         mount_raw("mf-inv", root, "tmpfs", 0, "size=64m,mode=755").expect("tmpfs for the scratch root");
         let mut t = Topology {
@@ -108,10 +114,20 @@ impl Topology {
             log: Vec::new(),
             n: 0,
         };
-        let mut rng = Rng::new(seed);
         for top in ["t", "u"] {
             let d = root.join(top);
             std::fs::create_dir(&d).unwrap();
+            t.dirs.push(d);
+        }
+        t
+    }
+
+    /// A fresh tmpfs at `root` (made) with a random tree and `decorations` mounts/links.
+    pub fn build(root: &Path, seed: u64) -> Topology {
+        let mut t = Topology::plain(root);
+        let mut rng = Rng::new(seed);
+        // Each top directory followed by what grew in it: the order seeds were drawn with.
+        for d in std::mem::take(&mut t.dirs) {
             t.dirs.push(d.clone());
             t.grow(&d, 0, &mut rng);
         }
@@ -187,15 +203,22 @@ impl Topology {
         self.bind(&src, &at);
     }
 
+    /// A small tmpfs at `at` (an existing directory).
+    pub fn tmpfs(&mut self, at: &Path) -> bool {
+        if mount_raw("mf-inv-inner", at, "tmpfs", 0, "size=4m,mode=755").is_err() {
+            return false;
+        }
+        self.log.push(format!("tmpfs at {}", self.rel(at)));
+        self.mounts.push(Mount { at: at.to_path_buf(), kind: MountKind::Tmpfs });
+        self.dirs.push(at.to_path_buf());
+        true
+    }
+
     fn add_tmpfs(&mut self, rng: &mut Rng) {
         let at = self.new_point(rng);
-        if mount_raw("mf-inv-inner", &at, "tmpfs", 0, "size=4m,mode=755").is_err() {
-            return;
+        if self.tmpfs(&at) {
+            self.grow(&at, 2, rng);
         }
-        self.log.push(format!("tmpfs at {}", self.rel(&at)));
-        self.mounts.push(Mount { at: at.clone(), kind: MountKind::Tmpfs });
-        self.dirs.push(at.clone());
-        self.grow(&at, 2, rng);
     }
 
     fn add_loop_ext4(&mut self, rng: &mut Rng) {
@@ -208,7 +231,12 @@ impl Topology {
             .arg("8M")
             .status()
             .is_ok_and(|s| s.success())
-            && std::process::Command::new("mount").args(["-o", "loop"]).arg(&img).arg(&at).status().is_ok_and(|s| s.success());
+            && std::process::Command::new("mount")
+                .args(["-o", "loop"])
+                .arg(&img)
+                .arg(&at)
+                .status()
+                .is_ok_and(|s| s.success());
         if !ok {
             self.log.push(format!("(ext4 on a loop device at {} could not be made)", self.rel(&at)));
             return;
@@ -242,7 +270,12 @@ impl Topology {
         let data = format!("lowerdir={},upperdir={},workdir={}", lower.display(), upper.display(), work.display());
         match mount_raw("overlay", at, "overlay", 0, &data) {
             Ok(()) => {
-                self.log.push(format!("overlay at {} (lower {}, upper {})", self.rel(at), self.rel(lower), self.rel(&upper)));
+                self.log.push(format!(
+                    "overlay at {} (lower {}, upper {})",
+                    self.rel(at),
+                    self.rel(lower),
+                    self.rel(&upper)
+                ));
                 self.skip.push(work.clone());
                 let kind = MountKind::Overlay { lower: lower.to_path_buf(), upper };
                 self.mounts.push(Mount { at: at.to_path_buf(), kind });

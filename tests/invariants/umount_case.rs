@@ -12,7 +12,10 @@ pub fn make(t: &mut Topology, rng: &mut Rng) -> Case {
     let _ = std::fs::create_dir(&parent);
     let mut dir = parent.join("mnt");
     std::fs::create_dir(&dir).unwrap();
-    let r = crate::run_bin(&["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()], &t.root);
+    let r = crate::run_bin(
+        &["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()],
+        &t.root,
+    );
     t.note(format!("manyfiles mount tmpfs {} → exit {:?}", t.rel(&dir), r.code));
     let _ = std::fs::write(dir.join("data"), b"the user's own bytes in their mount");
     let mut nested = false;
@@ -61,7 +64,7 @@ pub fn make(t: &mut Topology, rng: &mut Rng) -> Case {
         may_mkdir_above: false,
         max_new: None,
         protected: None,
-        umount: Some(UmountCase { dir, busy, nested, by_cleanup: false }),
+        umount: Some(UmountCase { dir, busy, nested, by_cleanup: false, own_inside: Vec::new() }),
     }
 }
 
@@ -91,6 +94,17 @@ pub fn finish(t: &Topology, u: &mut UmountCase, code: Option<i32>, violations: &
         let _ = c.kill();
         let _ = c.wait();
     }
+    for m in u.own_inside.iter().rev() {
+        let r = crate::run_bin(&["umount".as_ref(), m.as_os_str()], &t.root);
+        if r.code != Some(0) {
+            violations.push(format!(
+                "leftover: `umount {}` (inside) failed: exit {:?}: {}",
+                m.display(),
+                r.code,
+                r.stderr.trim()
+            ));
+        }
+    }
     let inner: Vec<PathBuf> = t.mounts.iter().filter(|m| m.at.starts_with(&u.dir)).map(|m| m.at.clone()).collect();
     for m in inner.iter().rev() {
         crate::topology::detach(m);
@@ -113,7 +127,10 @@ pub fn finish(t: &Topology, u: &mut UmountCase, code: Option<i32>, violations: &
 pub fn cleanup_case(t: &mut Topology) -> Case {
     let dir = t.root.join("mine");
     std::fs::create_dir(&dir).unwrap();
-    let r = crate::run_bin(&["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()], &t.root);
+    let r = crate::run_bin(
+        &["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()],
+        &t.root,
+    );
     t.note(format!("manyfiles mount tmpfs {} → exit {:?}", t.rel(&dir), r.code));
     let _ = std::fs::write(dir.join("data"), b"kept by cleanup");
     Case {
@@ -123,6 +140,6 @@ pub fn cleanup_case(t: &mut Topology) -> Case {
         may_mkdir_above: false,
         max_new: None,
         protected: None,
-        umount: Some(UmountCase { dir, busy: None, nested: false, by_cleanup: true }),
+        umount: Some(UmountCase { dir, busy: None, nested: false, by_cleanup: true, own_inside: Vec::new() }),
     }
 }
