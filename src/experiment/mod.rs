@@ -9,6 +9,7 @@ pub mod class_time;
 pub mod clusters;
 pub mod dirsize;
 pub mod external;
+pub mod kinds;
 pub mod ladder;
 pub mod pack;
 pub mod rounds;

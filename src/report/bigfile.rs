@@ -99,3 +99,7 @@ pub fn grid(rs: &ResultSet) -> Grid {
 pub fn table(rs: &ResultSet) -> String {
     grid(rs).terminal()
 }
+
+/// bigfile's view: its table in the terminal and on the HTML page.
+pub const VIEW: super::view::View =
+    super::view::View { terminal: table, html_tables: Some(|rs| vec![grid(rs)]), ..super::view::GENERIC };

@@ -186,12 +186,9 @@ pub fn side_rungs_note(rs: &ResultSet) -> Option<String> {
     ))
 }
 
-/// Every chart the data supports, in reading order. A pack result gets its routes'
-/// charts instead of one per op (`report::pack::charts`).
+/// The charts of an experiment without charts of its own, in reading order: one per op
+/// (`View::charts` picks them or the experiment's own).
 pub fn charts(rs: &ResultSet) -> Vec<Chart> {
-    if rs.experiment.name == "pack" {
-        return super::pack_html::charts(rs);
-    }
     let mut out = Vec::new();
     let legend_ids = all_targets(rs);
     let legend: Vec<String> = legend_ids.iter().map(|t| super::target_name(rs, t)).collect();

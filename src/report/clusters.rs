@@ -103,3 +103,11 @@ pub fn grids(rs: &ResultSet, portion: u64) -> [Grid; 3] {
 pub fn table(rs: &ResultSet, portion: u64) -> String {
     grids(rs, portion).iter().map(Grid::terminal).collect::<Vec<_>>().join("\n")
 }
+
+/// clusters' view: its three tables in the terminal and on the HTML page, per
+/// `--portion` files as the run recorded it.
+pub const VIEW: super::view::View = super::view::View {
+    terminal: |rs| table(rs, rs.experiment.portion_files),
+    html_tables: Some(|rs| grids(rs, rs.experiment.portion_files).to_vec()),
+    ..super::view::GENERIC
+};

@@ -11,6 +11,7 @@ pub mod commands;
 pub mod compare;
 pub mod compare_html;
 pub mod csv;
+pub mod dirsize;
 pub mod export;
 pub mod grid;
 pub mod html;
@@ -21,12 +22,14 @@ pub mod pack_html;
 pub mod predict_html;
 pub mod ranks;
 pub mod table;
+pub mod view;
 
 use crate::results::ResultSet;
 use crate::units::sig3;
 
 pub use commands::{
-    CompareConfig, PlanConfig, PredictConfig, ReportConfig, TreeInput, run_compare, run_plan, run_predict, run_report,
+    CompareConfig, PlanConfig, PredictConfig, PredictParts, ReportConfig, TreeInput, run_compare, run_plan,
+    run_predict, run_report,
 };
 
 /// How every view names target `id`: its label (`/var/tmp (ext4 on vda)`, `ext4@ram`,

@@ -223,3 +223,18 @@ fn over_files(trees: &[TreeRoutes], k: u32) -> Chart {
         notes,
     }
 }
+
+/// pack's view: the routes and the recommendation (for k copies and the consumer the run
+/// was started with), its routes' charts instead of one per op.
+pub const VIEW: super::view::View = super::view::View {
+    terminal: |rs| {
+        let (k, consumer) = settings(rs);
+        pk::report(rs, k, consumer)
+    },
+    html_tables: None,
+    html_section: Some(super::view::HtmlSection {
+        nav: "<li><a href=\"#routes\">Routes</a></li><li><a href=\"#recommendation\">Recommendation</a></li>",
+        render: section,
+    }),
+    charts: Some(charts),
+};
