@@ -73,7 +73,7 @@ pub struct CompareArgs {
 /// term, weights 1/observed² without run noise), or that has no model, has its summaries, models and detections derived again
 /// from its raw measurements (models in a current file are kept as written).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
-    let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
+    let mut rs = manyfiles::report::export::json::read(path).map_err(|e| Error::bad(flag, e))?;
     if rs.models.is_empty()
         || rs.models.iter().any(|m| m.model.interval_method != "cells" || m.model.weighting != "fitted")
     {

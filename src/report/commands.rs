@@ -17,7 +17,7 @@ pub struct ReportConfig {
     pub png: Option<PathBuf>,
     pub exports: Vec<Output>,
     /// The view of an experiment by its name (`experiment::kinds::view`).
-    pub views: fn(&str) -> &'static super::view::View,
+    pub views: fn(&str) -> &'static super::views::View,
 }
 
 /// Writes what was asked; returns the lines saying what was written.

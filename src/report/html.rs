@@ -11,7 +11,7 @@
 
 use super::chart::{self, Chart};
 use super::table::fmt_mean_ci;
-use super::view::View;
+use super::views::View;
 use crate::analysis::detect::Detection;
 use crate::measure::provenance::Provenance;
 use crate::results::ResultSet;

@@ -1,28 +1,22 @@
-//! Views of result files: tables, charts, HTML, Markdown, CSV and JSON exporters, and
-//! the commands that read result files (report, compare, predict, plan). Views import
-//! the result model (`results`); nothing below imports a view.
+//! Views of result files: the general tables (`table.rs`, `grid.rs`), charts and HTML
+//! frame, each experiment's own view (`views/`), the exporters (`export/`: JSON, CSV,
+//! Markdown), and the commands that read result files (report, compare, predict, plan).
+//! Views import the result model (`results`); nothing below imports a view, and no
+//! general file here imports an experiment's.
 
 pub mod advice;
-pub mod bigfile;
 pub mod chart;
-pub mod clusters;
 pub mod combine;
 pub mod commands;
 pub mod compare;
 pub mod compare_html;
-pub mod csv;
-pub mod dirsize;
 pub mod export;
 pub mod grid;
 pub mod html;
-pub mod json;
-pub mod markdown;
-pub mod pack;
-pub mod pack_html;
 pub mod predict_html;
 pub mod ranks;
 pub mod table;
-pub mod view;
+pub mod views;
 
 use crate::results::ResultSet;
 use crate::units::sig3;

@@ -46,5 +46,4 @@ pub fn report(rs: &ResultSet, portion: u64) -> String {
 
 /// dirsize's view: its per-portion table in the terminal (per `--portion` files as the run
 /// recorded it); the generic page in HTML.
-pub const VIEW: super::view::View =
-    super::view::View { terminal: |rs| report(rs, rs.experiment.portion_files), ..super::view::GENERIC };
+pub const VIEW: super::View = super::View { terminal: |rs| report(rs, rs.experiment.portion_files), ..super::GENERIC };

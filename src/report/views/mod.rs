@@ -1,11 +1,19 @@
 //! How an experiment's results look: its terminal tables after a run and its own parts of
-//! the HTML page. Each experiment's view is a [`View`] value beside its tables (the
-//! generic ones here); `experiment::kinds::KINDS` names which experiment has which, and
-//! the report code is handed the view: nothing here chooses one by the experiment's name.
+//! the HTML page. Each experiment's view is a [`View`] value in its file here, beside its
+//! tables (ladder's and the generic one in this file); `experiment::kinds::KINDS` names
+//! which experiment has which, and the general report code (`html.rs`, `chart.rs`,
+//! `commands.rs`) is handed the view: none of it imports a file of this folder but this
+//! one, nor chooses a view by the experiment's name.
 
-use super::chart::Chart;
-use super::grid::Grid;
-use super::table;
+pub mod bigfile;
+pub mod clusters;
+pub mod dirsize;
+pub mod pack;
+pub mod pack_html;
+
+use crate::report::chart::Chart;
+use crate::report::grid::Grid;
+use crate::report::table;
 use crate::results::ResultSet;
 
 /// One experiment's view.
@@ -33,7 +41,7 @@ impl View {
     pub fn charts(&self, rs: &ResultSet) -> Vec<Chart> {
         match self.charts {
             Some(own) => own(rs),
-            None => super::chart::charts(rs),
+            None => crate::report::chart::charts(rs),
         }
     }
 }
@@ -67,7 +75,7 @@ pub fn after_run(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) -> 
     let mut s = table::title(rs);
     s.push('\n');
     s.push_str(body);
-    s.push_str(&super::ranks::table(rs));
+    s.push_str(&crate::report::ranks::table(rs));
     s.push_str(&table::footer(rs));
     if let Some(p) = json {
         s.push_str(&format!("results: {}\n", p.display()));
