@@ -13,6 +13,7 @@ pub mod compare_html;
 pub mod export;
 pub mod grid;
 pub mod html;
+pub mod markup;
 pub mod predict_html;
 pub mod ranks;
 pub mod table;
