@@ -197,6 +197,23 @@ pub fn man_pages(dir: &std::path::Path, force: bool) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// `completions SHELL`.
+pub fn print_completions(a: &CompletionsArgs) -> Result<()> {
+    super::out(&String::from_utf8_lossy(&completions(a.shell)));
+    Ok(())
+}
+
+/// `man DIR`.
+pub fn man(a: &ManArgs) -> Result<()> {
+    let pages = man_pages(&a.dir, a.replace.force)?;
+    super::out(&format!(
+        "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
+        pages.len(),
+        a.dir.display()
+    ));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,21 +237,4 @@ mod tests {
             assert!(ex.iter().any(|(_, l)| example_command(l) == c.get_name()), "no example for {}", c.get_name());
         }
     }
-}
-
-/// `completions SHELL`.
-pub fn print_completions(a: &CompletionsArgs) -> Result<()> {
-    super::out(&String::from_utf8_lossy(&completions(a.shell)));
-    Ok(())
-}
-
-/// `man DIR`.
-pub fn man(a: &ManArgs) -> Result<()> {
-    let pages = man_pages(&a.dir, a.replace.force)?;
-    super::out(&format!(
-        "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
-        pages.len(),
-        a.dir.display()
-    ));
-    Ok(())
 }
