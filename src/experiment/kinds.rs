@@ -1,10 +1,10 @@
 //! The experiments, one entry each in [`KINDS`]: its command name, whether it runs under
-//! MPI, whether a run file may name it, and its view (terminal tables and HTML page, `report::view::View`). The CLI's MPI
-//! allow-list, run files, man pages, the dispatch after a run and `report --html` read
-//! this table. Its config is the type implementing [`Config`] whose `name` is the
-//! entry's (`TreeExperiment` for ladder, ops, clusters and dirsize; `BigfileConfig`;
-//! `PackExperiment`). A new experiment is its file (preset or trial body, view) and one
-//! entry.
+//! MPI, whether a run file may name it, and its view (terminal tables and HTML page,
+//! `report::views::View`). The CLI's MPI allow-list, run files, man pages, the printing
+//! after a run and `report --html` read this table. Its config is the type implementing
+//! [`Config`] whose `name` is the entry's (`TreeExperiment` for ladder, ops, clusters and
+//! dirsize; `BigfileConfig`; `PackExperiment`). A new experiment is its file (preset or
+//! trial body), its view and one entry.
 
 use super::TreeExperiment;
 use super::bigfile::BigfileConfig;
@@ -23,6 +23,7 @@ pub struct Kind {
     pub mpi: bool,
     /// A run file's `command = "NAME"` may name it.
     pub run_file: bool,
+    /// Its tables after a run and its HTML page's own parts.
     pub view: &'static View,
 }
 
