@@ -140,17 +140,19 @@ fn extra_sections(name: Option<&str>, commands: &[String]) -> String {
 }
 
 /// Commands whose pages a command's page points to.
-fn related(command: &str) -> &'static [&'static str] {
-    match command {
-        "ladder" | "ops" | "bigfile" | "clusters" | "dirsize" => &["run", "report", "compare", "predict", "cleanup"],
-        "run" => &["ladder", "ops", "bigfile", "clusters", "dirsize"],
+fn related(command: &str) -> Vec<&'static str> {
+    let run_file_kinds = || manyfiles::experiment::kinds::names(|k| k.run_file);
+    let fixed: &[&str] = match command {
+        "run" => return run_file_kinds(),
+        "pack" => &["ladder", "copy"],
+        c if run_file_kinds().contains(&c) => &["run", "report", "compare", "predict", "cleanup"],
         "report" | "compare" | "predict" | "plan" => &["ladder", "report", "compare"],
         "copy" | "sync" | "rm" => &["copy", "sync", "rm"],
         "scan" | "gen" => &["scan", "gen", "plan"],
-        "pack" => &["ladder", "copy"],
         "cleanup" => &["ladder", "pack"],
         _ => &["ladder"],
-    }
+    };
+    fixed.to_vec()
 }
 
 /// Man pages (roff) for the tool and each command into `dir` (made if missing);
@@ -193,6 +195,23 @@ pub fn man_pages(dir: &std::path::Path, force: bool) -> Result<Vec<PathBuf>> {
         written.push(path);
     }
     Ok(written)
+}
+
+/// `completions SHELL`.
+pub fn print_completions(a: &CompletionsArgs) -> Result<()> {
+    super::out(&String::from_utf8_lossy(&completions(a.shell)));
+    Ok(())
+}
+
+/// `man DIR`.
+pub fn man(a: &ManArgs) -> Result<()> {
+    let pages = man_pages(&a.dir, a.replace.force)?;
+    super::out(&format!(
+        "wrote {} man pages into {} (manyfiles.1, manyfiles-COMMAND.1)\n",
+        pages.len(),
+        a.dir.display()
+    ));
+    Ok(())
 }
 
 #[cfg(test)]

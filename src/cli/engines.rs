@@ -1,10 +1,13 @@
 //! The engines that work on real trees: copy, sync, rm and scan (their arguments and
-//! their translation into engine options).
+//! their translation into engine options), and their runs: the summary printed, the
+//! JSON written, and the exit code's reason when anything failed.
 
 use super::common::{check_output, cores, in_flight};
+use super::out;
 use clap::Args;
 use manyfiles::error::{Error, Result};
-use std::path::PathBuf;
+use manyfiles::ranks;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct CopyArgs {
@@ -264,4 +267,122 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         durable: a.durable,
     };
     Ok(cfg)
+}
+
+/// `copy SRC DST`.
+pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
+    let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common, true)?;
+    o.reflink = a.reflink;
+    copy_report(o, json.as_deref(), command_line)
+}
+
+/// `sync SRC DST`.
+pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
+    let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
+    (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
+    copy_report(o, json.as_deref(), command_line)
+}
+
+/// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
+/// when anything failed or differed.
+fn copy_report(mut o: manyfiles::engine::copy::Options, json: Option<&Path>, args: Vec<String>) -> Result<()> {
+    // --itemize --json: the changes stream into the document as they happen.
+    if o.itemize
+        && let Some(p) = json
+    {
+        if ranks::size() > 1 {
+            return Err(Error::bad(
+                "--itemize",
+                "with --json is not supported under MPI yet (run it without --json for the lines)",
+            ));
+        }
+        o.changes = Some(std::sync::Arc::new(manyfiles::engine::copy::itemize::JsonLog::new(p)));
+    }
+    // Under a launcher every rank copies part of the tree (dist::copy); one rank is the
+    // local engine, as always.
+    let mut s = if ranks::size() > 1 {
+        manyfiles::engine::copy::mpi::run(&o, args)?
+    } else {
+        manyfiles::engine::copy::run(&o, args)?
+    };
+    out(&s.text());
+    if let Some(p) = json.filter(|_| ranks::is_root()) {
+        manyfiles::engine::copy::write_json(&o, &mut s, p)?;
+    }
+    if s.interrupted {
+        return Err(interrupted());
+    }
+    if s.ok() {
+        return Ok(());
+    }
+    let what = match s.verify.as_ref() {
+        Some(v) => format!("{} failed, {} differences after verify", s.failed, v.differences),
+        None => format!("{} failed", s.failed),
+    };
+    let what = match s.losses.iter().map(|l| l.count).sum::<u64>() {
+        0 => what,
+        _ if s.losses_accepted => what,
+        n => format!("{what}, {n} losses (what the destination cannot hold; --lossy or --no-… accepts)"),
+    };
+    let what = match &s.timing.sync_error {
+        Some(e) => format!("{what}; --durable: {e}"),
+        None => what,
+    };
+    Err(Error::failed(what))
+}
+
+/// `rm PATH...`.
+pub fn rm(a: &RmArgs) -> Result<()> {
+    let (o, json) = rm_config(a)?;
+    // Under a launcher every rank removes part of the same trees (dist::rm); one
+    // rank is the local engine, as always.
+    let s = if ranks::size() > 1 { manyfiles::engine::rm::mpi::run(&o)? } else { manyfiles::engine::rm::run(&o)? };
+    out(&s.text());
+    if let Some(p) = json.filter(|_| ranks::is_root()) {
+        let text = serde_json::to_vec_pretty(&s).map_err(|e| Error::failed(e.to_string()))?;
+        manyfiles::fs::output::write_file(&p, &text)?;
+    }
+    if s.interrupted {
+        return Err(interrupted());
+    }
+    if s.failed > 0 {
+        let what = if s.failed == 1 { "1 entry" } else { &format!("{} entries", s.failed) };
+        return Err(Error::failed(format!("{what} could not be removed")));
+    }
+    if let Some(e) = &s.timing.sync_error {
+        return Err(Error::failed(format!("--durable: {e} (what was removed may not be on the storage)")));
+    }
+    Ok(())
+}
+
+/// `scan TREE`.
+pub fn scan(a: &ScanArgs, command_line: Vec<String>) -> Result<()> {
+    let cfg = scan_config(a, command_line)?;
+    // Under a launcher every rank scans part of the tree, rank 0 writes the index.
+    let r =
+        if ranks::size() > 1 { manyfiles::engine::scan::mpi::run(&cfg)? } else { manyfiles::engine::scan::scan(&cfg)? };
+    out(&r.text());
+    if let Some(signal) = r.interrupted_by {
+        return Err(Error::Interrupted { signal });
+    }
+    if r.denied + r.errors > 0 {
+        // Partial: the rest was indexed, but the exit code must say so (as copy/sync do).
+        return Err(Error::failed(format!(
+            "scan incomplete: {} directories denied, {} other errors (the rest was scanned)",
+            r.denied, r.errors
+        )));
+    }
+    if let Some(e) = &r.timing.sync_error {
+        return Err(Error::failed(format!("--durable: {e} (the index may not be on the storage)")));
+    }
+    Ok(())
+}
+
+/// The error of a job that was interrupted: by a signal here, or (under MPI) on another
+/// rank, which every rank learns from the summary.
+fn interrupted() -> Error {
+    match manyfiles::signals::pending() {
+        0 => Error::failed("interrupted on another rank: the rest was left as it was"),
+        signal => Error::Interrupted { signal },
+    }
 }

@@ -504,3 +504,25 @@ pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles:
         command_line,
     })
 }
+
+/// `gen DIR`: the tree written, and what it cost.
+pub fn generate(a: &GenArgs) -> Result<()> {
+    use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
+    let cfg = gen_config(a)?;
+    let g = manyfiles::generate::generate(&cfg)?;
+    let r = &g.result;
+    super::out(&format!(
+        "created {} files ({}) in {} directories under {} in {} on {} thread{} (one run: {}, {} MiB/s)\n",
+        r.files,
+        fmt_size(r.bytes as f64),
+        g.dirs,
+        cfg.dir.display(),
+        fmt_secs(r.elapsed_s),
+        g.threads,
+        if g.threads == 1 { "" } else { "s" },
+        fmt_rate(r.files as f64 / r.elapsed_s.max(1e-9), "files"),
+        manyfiles::units::sig3(r.bytes as f64 / r.elapsed_s.max(1e-9) / 1048576.0)
+    ));
+    super::out(&format!("file system: {} on {}\n", g.info.fs_type, g.info.mount_point));
+    Ok(())
+}

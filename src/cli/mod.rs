@@ -1,7 +1,8 @@
 //! Command-line definitions (clap) and their translation into the engine's plain config
 //! structs. Nothing below this layer sees clap. This file holds the parser (`Cli`, the
-//! `Command` enum whose doc comments are the help text) and clap's error lines; each
-//! command family's arguments and config translation live in the files below.
+//! `Command` enum whose doc comments are the help text), clap's error lines, the MPI
+//! allow-list and [`out`]; each command family's arguments, config translation and run
+//! live in the files below.
 
 mod common;
 mod docs;
@@ -10,23 +11,30 @@ mod experiments;
 mod mounts;
 mod results;
 mod runfiles;
+mod storage;
 
 use clap::{Parser, Subcommand};
 use docs::{CompletionsArgs, ManArgs};
-use engines::{CopyArgs, SyncArgs};
+use engines::{CopyArgs, RmArgs, ScanArgs, SyncArgs};
 use experiments::{BigfileArgs, ClustersArgs, DirsizeArgs, GenArgs, LadderArgs, OpsArgs, PackArgs};
 use mounts::{CleanupArgs, MountArgs, UmountArgs};
-use results::{CompareArgs, PlanArgs, ReportArgs};
+use results::{CompareArgs, PlanArgs, PredictArgs, ReportArgs};
 use runfiles::RunFileArgs;
 
-pub use docs::{completions, man_pages};
-pub use engines::{RmArgs, ScanArgs, copy_config, rm_config, scan_config};
+use manyfiles::error::{Error, Result};
+use manyfiles::ranks;
+use std::io::Write;
+use std::process::ExitCode;
+
+pub use docs::{man, print_completions};
+pub use engines::{copy, rm, scan, sync};
 pub use experiments::{
-    bigfile_config, clusters_config, dirsize_config, gen_config, ladder_config, ops_config, pack_config,
+    bigfile_config, clusters_config, dirsize_config, generate, ladder_config, ops_config, pack_config,
 };
 pub use mounts::mount_config;
-pub use results::{PredictArgs, PredictJob, PredictParts, compare_config, plan_config, predict_config, report_config};
-pub use runfiles::toml_args;
+pub use results::{compare, plan_config, predict, report_config};
+pub use runfiles::file_command;
+pub use storage::{cleanup, mount, umount};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -95,6 +103,95 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Write man pages (manyfiles.1 and one manyfiles-COMMAND.1 per command) into DIR
     Man(ManArgs),
+}
+
+/// The command line (`args`, and the same as the OS gave it) checked and parsed, with its
+/// command's name; or the exit code once help, the version or the error was printed.
+pub fn parse(args: &[String]) -> std::result::Result<(Cli, String), ExitCode> {
+    if let Some((flag, value)) = negative_value(args) {
+        eprintln!("manyfiles: {flag}: must not be negative: {value}");
+        return Err(ExitCode::from(2));
+    }
+    if let Err(e) = manyfiles::helper::check_env() {
+        eprintln!("manyfiles: {e}");
+        return Err(ExitCode::from(2));
+    }
+    parse_from(std::env::args_os()).map_err(|e| {
+        use clap::error::ErrorKind::*;
+        match e.kind() {
+            DisplayHelp | DisplayVersion => {
+                let _ = e.print();
+                ExitCode::SUCCESS
+            }
+            DisplayHelpOnMissingArgumentOrSubcommand => {
+                eprintln!(
+                    "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, mount, umount, completions or man (see manyfiles --help)"
+                );
+                ExitCode::from(2)
+            }
+            _ => {
+                eprintln!("manyfiles: {} (see manyfiles --help)", clap_line(&e));
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+/// `args` parsed (as `Cli::try_parse_from`), with the command's name.
+pub fn parse_from<I, T>(args: I) -> std::result::Result<(Cli, String), clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let name = matches.subcommand_name().unwrap_or_default().to_string();
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut Cli::command()))?;
+    Ok((cli, name))
+}
+
+/// The engines that run distributed under MPI (`ranks::size() > 1`).
+const MPI_ENGINES: &[&str] = &["copy", "sync", "rm", "scan"];
+
+/// Under MPI only the experiments `experiment::kinds::KINDS` marks so (each rank in its
+/// own run directory) and the distributed engines run, and `run` (its file's command is
+/// judged in turn); the other commands would have every rank work on the same paths.
+pub fn refuse_under_mpi(command: &str) -> Result<()> {
+    let mut able = manyfiles::experiment::kinds::names(|k| k.mpi);
+    able.extend(MPI_ENGINES);
+    if ranks::size() <= 1 || command == "run" || able.contains(&command) {
+        return Ok(());
+    }
+    Err(Error::bad(
+        "COMMAND",
+        format!(
+            "this command does not run under MPI ({} do): refused, not distributed; start it without mpirun",
+            listed(&able, "and")
+        ),
+    ))
+}
+
+/// `a, b and c` (`last` joins the last two).
+pub fn listed(items: &[&str], last: &str) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((only, [])) => only.to_string(),
+        Some((end, rest)) => format!("{} {last} {end}", rest.join(", ")),
+    }
+}
+
+/// Print to stdout; a closed pipe (`| head`) is not an error.
+pub fn out(text: &str) {
+    if !ranks::is_root() {
+        return; // under MPI, rank 0 speaks for the job
+    }
+    if manyfiles::fs::output::stdout_taken() {
+        eprint!("{text}"); // an output file is `-`: standard output carries only that
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes());
+    let _ = o.flush();
 }
 
 /// clap's error as one line: its first line (which names the flag and the reason), with

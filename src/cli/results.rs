@@ -73,7 +73,7 @@ pub struct CompareArgs {
 /// term, weights 1/observed² without run noise), or that has no model, has its summaries, models and detections derived again
 /// from its raw measurements (models in a current file are kept as written).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
-    let mut rs = manyfiles::report::json::read(path).map_err(|e| Error::bad(flag, e))?;
+    let mut rs = manyfiles::report::export::json::read(path).map_err(|e| Error::bad(flag, e))?;
     if rs.models.is_empty()
         || rs.models.iter().any(|m| m.model.interval_method != "cells" || m.model.weighting != "fitted")
     {
@@ -195,6 +195,7 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
         html: a.html.clone(),
         png: a.png.clone(),
         exports,
+        views: manyfiles::experiment::kinds::view,
     })
 }
 
@@ -314,18 +315,7 @@ fn tree_input(
 pub enum PredictJob {
     Model(Box<manyfiles::report::PredictConfig>),
     /// Calibrate, then predict; `predict.model` is filled in by the calibration.
-    Calibrate(Box<manyfiles::experiment::calibrate::CalibrateConfig>, PredictParts),
-}
-
-/// A prediction's settings before its model exists.
-pub struct PredictParts {
-    pub tree: manyfiles::report::TreeInput,
-    pub interval_s: Option<f64>,
-    pub json: Option<PathBuf>,
-    pub threads: usize,
-    pub runs_ahead: u32,
-    /// `--threads` as given: the calibration ran every op with it, so the checks need it.
-    pub check_threads: Option<usize>,
+    Calibrate(Box<manyfiles::experiment::calibrate::CalibrateConfig>, manyfiles::report::PredictParts),
 }
 
 /// The calibration writes its run directory into `--on DIR`: refused (exit 2) when DIR
@@ -442,7 +432,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     };
     Ok(PredictJob::Calibrate(
         Box::new(cal),
-        PredictParts {
+        manyfiles::report::PredictParts {
             tree,
             interval_s,
             json: a.json.clone(),
@@ -503,4 +493,23 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
         json: a.json.clone(),
         threads: threads(a.threads)?,
     })
+}
+
+/// `predict`: calibrate first if asked; the predictions are printed even when the tree
+/// could not be read whole (then exit 1).
+pub fn predict(a: &PredictArgs, command_line: Vec<String>) -> Result<()> {
+    let cfg = match predict_config(a, command_line)? {
+        PredictJob::Model(cfg) => *cfg,
+        PredictJob::Calibrate(cal, parts) => manyfiles::experiment::calibrate::prediction(&cal, parts)?,
+    };
+    let (text, verdict) = manyfiles::report::run_predict(&cfg);
+    super::out(&text);
+    verdict
+}
+
+/// `compare A B`: the table is printed before the verdict's exit code.
+pub fn compare(a: &CompareArgs) -> Result<()> {
+    let (text, verdict) = manyfiles::report::run_compare(&compare_config(a)?);
+    super::out(&text);
+    verdict
 }

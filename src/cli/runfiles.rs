@@ -1,9 +1,10 @@
 //! `run FILE`: an experiment described in a TOML file, turned into the command line it
 //! stands for.
 
-use super::Cli;
+use super::{Cli, Command};
 use clap::Args;
 use manyfiles::error::{Error, Result};
+use manyfiles::experiment::kinds;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -23,6 +24,36 @@ pub struct RunFileArgs {
     pub allow_commands: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
+}
+
+/// `run FILE`: the command the file stands for, parsed, with its name and the command line
+/// provenance records (the command as typed, `=>`, what the file stood for).
+pub fn file_command(a: &RunFileArgs, typed: Vec<String>) -> Result<(Cli, String, Vec<String>)> {
+    let file_args = toml_args(a)?;
+    if let Some((flag, value)) = super::negative_value(&file_args) {
+        return Err(Error::bad(
+            "FILE",
+            format!("{}: key {}: must not be negative: {value}", a.file.display(), super::flag_key(&flag)),
+        ));
+    }
+    let (inner, name) = super::parse_from(&file_args).map_err(|e| {
+        let line = super::clap_line(&e);
+        let key = match e.get(clap::error::ContextKind::InvalidArg) {
+            Some(clap::error::ContextValue::String(arg)) if arg.starts_with("--") => {
+                let flag = arg.split([' ', '=']).next().unwrap_or(arg);
+                format!("key {}: ", super::flag_key(flag))
+            }
+            _ => String::new(),
+        };
+        Error::bad("FILE", format!("{}: {key}{line}", a.file.display()))
+    })?;
+    if matches!(inner.command, Command::Run(_)) {
+        return Err(Error::bad("FILE", "an experiment file cannot run another"));
+    }
+    let mut recorded = typed;
+    recorded.push("=>".into());
+    recorded.extend(file_args);
+    Ok((inner, name, recorded))
 }
 
 /// Keys whose value is a path the run writes to or works in (outputs and targets):
@@ -145,12 +176,11 @@ fn text_args(text: &str, path: &std::path::Path, rule: &PathRule) -> Result<Vec<
     let bad = |r: String| Error::bad("FILE", format!("{}: {r}", path.display()));
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
     let mut args = vec!["manyfiles".to_string()];
+    let runnable = kinds::names(|k| k.run_file);
     let command = match table.get("command") {
-        Some(toml::Value::String(c)) if ["ladder", "ops", "bigfile", "clusters", "dirsize"].contains(&c.as_str()) => {
-            c.clone()
-        }
-        Some(v) => return Err(bad(format!("command = {v} is not one of ladder, ops, bigfile, clusters, dirsize"))),
-        None => return Err(bad("no `command = \"...\"` key (ladder, ops, bigfile, clusters or dirsize)".into())),
+        Some(toml::Value::String(c)) if runnable.contains(&c.as_str()) => c.clone(),
+        Some(v) => return Err(bad(format!("command = {v} is not one of {}", runnable.join(", ")))),
+        None => return Err(bad(format!("no `command = \"...\"` key ({})", super::listed(&runnable, "or")))),
     };
     args.push(command.clone());
     let sub = {

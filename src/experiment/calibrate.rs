@@ -32,6 +32,7 @@
 
 use super::{Order, TargetSpec, TreeExperiment, rounds};
 use crate::error::{Error, Result};
+use crate::report::{PredictConfig, PredictParts, TreeInput};
 use crate::results::{ResultSet, Until};
 use crate::storage::cache::CacheMode;
 use crate::tree::drawn::spec_like_with;
@@ -189,6 +190,32 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         commands: Vec::new(),
     };
     super::run(&exp)
+}
+
+/// `predict --on/--fs`: walk the tree once, calibrate on the target with trees shaped
+/// like it, and hand the calibration to the prediction as its model.
+pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfig> {
+    let (inv, tree_path) = match p.tree {
+        TreeInput::Path(path) => (Inventory::scan(&path, p.threads)?, Some(path)),
+        TreeInput::Inventory(i) => (*i, None),
+    };
+    let model = run(cal, &inv)?;
+    let model_name = match &cal.save {
+        Some(s) => s.display().to_string(),
+        None => "calibration (not saved: --save-calibration FILE keeps it)".into(),
+    };
+    Ok(PredictConfig {
+        model_name,
+        model,
+        tree: TreeInput::Inventory(Box::new(inv)),
+        interval_s: p.interval_s,
+        json: p.json,
+        threads: p.threads,
+        runs_ahead: p.runs_ahead,
+        calibrated: true,
+        check_threads: p.check_threads,
+        tree_path,
+    })
 }
 
 #[cfg(test)]

@@ -8,13 +8,14 @@ pub mod calibrate;
 pub mod class_time;
 pub mod clusters;
 pub mod dirsize;
+mod driver;
 pub mod external;
+pub mod kinds;
 pub mod ladder;
 pub mod pack;
 pub mod rounds;
 pub mod targets;
 
-use crate::analysis::blocks;
 use crate::error::{Error, Result};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
@@ -25,8 +26,8 @@ use crate::measure::provenance::Provenance;
 use crate::ops::copy::PairOp;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, REFORMAT, reads_tree};
 use crate::ranks;
-use crate::report::export::{self, Format, Output};
-use crate::results::{ExperimentInfo, Measurement, ResultSet};
+use crate::report::export::{Format, Output};
+use crate::results::{ExperimentInfo, ResultSet};
 use crate::signals;
 use crate::storage::TargetInfo;
 use crate::storage::cache::CacheState;
@@ -36,6 +37,7 @@ use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
 use all_ranks::run_phase;
+pub(crate) use driver::{Driver, drive};
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
@@ -226,20 +228,6 @@ pub(crate) struct TreeMeta {
     pub dirs: u64,
 }
 
-/// How trials are driven: shared by every experiment.
-pub(crate) struct Driver<'a> {
-    pub name: &'a str,
-    pub runs: rounds::Runs,
-    pub warmup: u32,
-    pub order: Order,
-    /// Results files rewritten after every measurement (the JSON first).
-    pub outputs: Vec<Output>,
-    /// Synthetic times instead of measured ones (tests of the statistics).
-    pub mock: Option<rounds::MockTiming>,
-    /// Time a reformat of the (managed) target at the end of every trial ([`REFORMAT`]).
-    pub reformat: bool,
-}
-
 /// The JSON (if any) and the other exports, in the order they are written.
 /// Only rank 0 writes results (under MPI).
 pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec<Output> {
@@ -250,217 +238,6 @@ pub(crate) fn outputs(json: Option<&std::path::Path>, exports: &[Output]) -> Vec
         .into_iter()
         .chain(exports.iter().cloned())
         .collect()
-}
-
-/// Run every trial in order over the live targets (each trial starts with
-/// `begin_trial`: a fresh format for managed file systems), record the phases of
-/// measured runs, rewrite the results after every measurement, and stop cleanly on a
-/// signal or a failure (results saved, targets torn down by drop).
-pub(crate) fn drive(
-    d: &Driver,
-    mut targets: Vec<LiveTarget>,
-    mut rs: ResultSet,
-    trees: &[TreeMeta],
-    progress: &Progress,
-    mut trial: impl FnMut(&RunDir, usize, &TargetWatch) -> TrialOutcome,
-) -> Result<ResultSet> {
-    let save = |rs: &mut ResultSet, stage: export::Stage| -> Result<()> {
-        rs.derive();
-        export::write_all(&d.outputs, rs, stage).map_err(Error::failed)
-    };
-    let mut order = 0u64;
-    let ranks = crate::ranks::size() as u64;
-    let started = std::time::Instant::now();
-    let target_ids: Vec<String> = targets.iter().map(|t| t.id.clone()).collect();
-    let tree_keys: Vec<String> = trees.iter().map(|t| t.spec.key()).collect();
-    // Recorded trials per cell so far (run numbers are per cell).
-    let mut runs_of = vec![vec![0u32; trees.len()]; targets.len()];
-    let mut cells: Vec<Vec<rounds::CellState>> = Vec::new();
-    // The order's seed: rank 0's, so every rank runs the same trials.
-    let seed = {
-        let mine = d.mock.map_or_else(rounds::clock_seed, |m| m.seed);
-        let s = crate::ranks::from_root(vec![mine as u32, (mine >> 32) as u32]);
-        s[0] as u64 | (s[1] as u64) << 32
-    };
-    let mut batch: std::collections::VecDeque<(u32, usize, usize)> = match d.runs {
-        rounds::Runs::Fixed(n) => rounds::trials(d.order, d.warmup + n, trees.len(), targets.len(), seed),
-        // Warmups first (unrecorded), then rounds decided as results come in.
-        rounds::Runs::Adaptive(_) => rounds::trials(d.order, d.warmup, trees.len(), targets.len(), seed),
-    }
-    .into();
-    // The last block each target began (`LiveTarget::new_block` before each next one).
-    let mut block_of_target = vec![0u32; targets.len()];
-    let mut round_no = 0u64;
-    loop {
-        if batch.is_empty() {
-            let rounds::Runs::Adaptive(a) = d.runs else { break };
-            cells = rounds::states(&rs, &target_ids, &tree_keys, &cells);
-            if round_no == 1 {
-                // After the first round: what the minimum runs will take, said before
-                // the budget cuts them.
-                let round: std::time::Duration = cells.iter().flatten().map(|c| c.last).sum();
-                let need = started.elapsed() + round * a.min_runs.saturating_sub(1);
-                if need.as_secs_f64() > a.max_time_s && crate::ranks::is_root() {
-                    progress.println(&format!(
-                        "manyfiles: {} runs of every cell would take about {} (a round takes {}); --max-time {} stops sooner: cells will have fewer runs, below 6 no interval",
-                        a.min_runs,
-                        crate::units::fmt_secs(need.as_secs_f64()),
-                        crate::units::fmt_secs(round.as_secs_f64()),
-                        crate::units::fmt_secs(a.max_time_s)
-                    ));
-                }
-            }
-            let mut next = rounds::next_round(&a, &cells, started.elapsed(), d.order == Order::Sequential);
-            round_no += 1;
-            if let (rounds::Next::Round(r), Order::Interleaved) = (&mut next, d.order) {
-                rounds::shuffle(r, seed, 1 << 32 | round_no);
-            }
-            // Every rank runs what rank 0 decided (clocks and machine activity differ).
-            let next = crate::ranks::from_root(match next {
-                rounds::Next::Round(r) => r.iter().flat_map(|&(t, g)| [t as u32, g as u32]).collect(),
-                rounds::Next::Finished { budget_spent } => vec![u32::MAX, budget_spent as u32],
-            });
-            if next.first() == Some(&u32::MAX) {
-                if let Some(info) = rs.experiment.adaptive.as_mut() {
-                    info.budget_spent = next.get(1) == Some(&1);
-                    info.spent_s = started.elapsed().as_secs_f64();
-                }
-                break;
-            }
-            batch = next.chunks(2).map(|c| (d.warmup, c[0] as usize, c[1] as usize)).collect();
-        }
-        let Some((pass, ti, gi)) = batch.pop_front() else { break };
-        let recorded = pass >= d.warmup;
-        let run = runs_of[gi][ti] + 1;
-        let tree = &trees[ti];
-        let target = &mut targets[gi];
-        let label = match (recorded, d.runs) {
-            (false, _) => format!("warmup {}", pass + 1),
-            (true, rounds::Runs::Fixed(n)) => format!("run {run}/{n}"),
-            (true, rounds::Runs::Adaptive(a)) => {
-                match cells.get(gi).and_then(|c| c.get(ti)).and_then(|c| c.precision) {
-                    Some(p) => format!("run {run} (±{:.1}%, target ±{}%)", p * 100.0, a.precision * 100.0),
-                    None => format!("run {run} (target ±{}%)", a.precision * 100.0),
-                }
-            }
-        };
-        progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
-        let block = blocks::block_of_run(run);
-        if recorded && block > block_of_target[gi] {
-            block_of_target[gi] = block;
-            if let Err(e) = target.new_block() {
-                progress.finish();
-                save(&mut rs, export::Stage::Final)?;
-                return Err(e);
-            }
-        }
-        let t0 = std::time::Instant::now();
-        let begun = target.begin_trial().map(|_| ());
-        // Cloned after the trial's mount: the processes serving it are current.
-        let watch = target.watch.clone();
-        let (mut done, mut stop) = match (begun, target.rundir()) {
-            (Ok(()), Some(rundir)) => trial(rundir, ti, &watch),
-            (Ok(()), None) => (Vec::new(), Some(Stop::Failed("run directory missing".into()))),
-            (Err(e), _) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
-        };
-        if d.reformat && stop.is_none() {
-            let mut r = watched(&watch, CacheState::Warm, || reformat_phase(target, tree));
-            r.cache = None; // reads nothing: no cache state to report
-            if let Some(f) = &r.failed {
-                stop = Some(Stop::Failed(format!("reformat failed: {f}")));
-            }
-            done.push((REFORMAT.to_string(), r));
-        }
-        if let Some(c) = cells.get_mut(gi).and_then(|c| c.get_mut(ti)) {
-            c.last = t0.elapsed();
-        }
-        if stop.is_none() && signals::pending() != 0 {
-            stop = Some(Stop::Signal(signals::pending())); // arrived after the last phase
-        }
-        rs.targets[gi] = target.info.clone(); // format count and details as of this trial
-        if recorded {
-            runs_of[gi][ti] = run;
-            for (op, mut result) in done {
-                if let Some(mock) = &d.mock {
-                    mock.apply(&mut result, tree.spec.files * ranks, tree.bytes * ranks, order);
-                }
-                rs.measurements.push(Measurement {
-                    experiment: d.name.to_string(),
-                    target: target.id.clone(),
-                    op,
-                    tree: tree.spec.clone(),
-                    tree_key: tree.spec.key(),
-                    // Under MPI every rank makes its own copy of the tree: the job's totals.
-                    tree_files: tree.spec.files * ranks,
-                    tree_bytes: tree.bytes * ranks,
-                    tree_dirs: tree.dirs * ranks,
-                    run,
-                    order,
-                    block: Some(block),
-                    result,
-                });
-                order += 1;
-                save(&mut rs, export::Stage::Progress)?;
-            }
-        }
-        match stop {
-            None => {}
-            Some(Stop::Signal(sig)) => {
-                progress.finish();
-                save(&mut rs, export::Stage::Final)?;
-                drop(targets);
-                return Err(Error::Interrupted { signal: sig });
-            }
-            Some(Stop::Failed(msg)) => {
-                progress.finish();
-                save(&mut rs, export::Stage::Final)?;
-                let info = &target.info;
-                let saved = d.outputs.first().map(|o| format!("; finished measurements saved to {}", o.path.display()));
-                let err = Error::failed(format!(
-                    "{msg} (target {} = {}, {}, tree {}{})",
-                    target.id,
-                    info.path.display(),
-                    info.fs_type,
-                    tree.spec.key(),
-                    saved.unwrap_or_default()
-                ));
-                drop(targets);
-                return Err(err);
-            }
-        }
-    }
-    progress.finish();
-    rs.complete = true;
-    save(&mut rs, export::Stage::Final)?;
-    for t in targets {
-        t.finish()?;
-    }
-    Ok(rs)
-}
-
-/// Time a reformat of `target` with `tree` on it (unmount, mkfs, mount, a new run
-/// directory), counted as removing the tree's files.
-fn reformat_phase(target: &mut LiveTarget, tree: &TreeMeta) -> PhaseResult {
-    let t0 = std::time::Instant::now();
-    let (u0, s0) = crate::measure::cpu_times();
-    let r = target.reformat();
-    let el = t0.elapsed().as_secs_f64();
-    let (u1, s1) = crate::measure::cpu_times();
-    let files = tree.spec.files;
-    PhaseResult {
-        elapsed_s: el,
-        files,
-        bytes: tree.bytes,
-        dirs: tree.dirs,
-        threads: 1,
-        cpu_user_s: u1 - u0,
-        cpu_sys_s: s1 - s0,
-        failed: r.err().map(|e| e.to_string()),
-        portions: vec![crate::measure::Portion { files, elapsed_s: el, end_files: files }],
-        first_finish_s: el,
-        last_finish_s: el,
-        ..PhaseResult::default()
-    }
 }
 
 /// Run `cfg`; the ResultSet is returned (and written to `cfg.json` after every

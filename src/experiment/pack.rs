@@ -17,7 +17,7 @@
 //! (durable; the time until it returned is kept beside, `--until returned` uses it).
 //!
 //! What the results say (routes, the rung from which packing pays, the recommendation) is
-//! computed from the finished ResultSet in `report::pack`.
+//! computed from the finished ResultSet in `report::views::pack`.
 
 use super::{
     CacheMode, Driver, Order, Stop, TreeMeta, TrialOutcome, drive, make_durable, outputs, prepare_caches, watched,

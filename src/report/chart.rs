@@ -186,12 +186,9 @@ pub fn side_rungs_note(rs: &ResultSet) -> Option<String> {
     ))
 }
 
-/// Every chart the data supports, in reading order. A pack result gets its routes'
-/// charts instead of one per op (`report::pack::charts`).
+/// The charts of an experiment without charts of its own, in reading order: one per op
+/// (`View::charts` picks them or the experiment's own).
 pub fn charts(rs: &ResultSet) -> Vec<Chart> {
-    if rs.experiment.name == "pack" {
-        return super::pack_html::charts(rs);
-    }
     let mut out = Vec::new();
     let legend_ids = all_targets(rs);
     let legend: Vec<String> = legend_ids.iter().map(|t| super::target_name(rs, t)).collect();
@@ -469,170 +466,196 @@ fn cut(label: &str, max: usize) -> String {
     }
 }
 
+/// Draw `chart` on `root` (`legend`: a legend box for charts with several series).
 fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>, legend: bool) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(err)?;
-    let title = ("sans-serif", TITLE).into_font();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
     match &chart.kind {
-        Kind::LogLog { series } => {
-            let xs = log_range(series.iter().flat_map(|s| s.means.iter().map(|m| m.0)));
-            let ys = log_range(series.iter().flat_map(|s| {
-                s.means
-                    .iter()
-                    .flat_map(|m| [m.1, m.2, m.3])
-                    .chain(s.runs.iter().map(|r| r.1))
-                    .chain(s.fit.iter().map(|f| f.1))
-            }));
-            let mut c = ChartBuilder::on(root)
-                .caption(&chart.title, title)
-                .margin(14)
-                .margin_right(34)
-                .x_label_area_size(52)
-                .y_label_area_size(92)
-                .build_cartesian_2d((xs.0..xs.1).log_scale(), (ys.0..ys.1).log_scale())
+        Kind::LogLog { series } => draw_loglog(&chart.title, series, root, legend),
+        Kind::Dots { dots, axis, reference } => draw_dots(&chart.title, dots, *axis, *reference, root),
+        Kind::Portions { series } => draw_portions(&chart.title, series, root, legend),
+    }
+}
+
+/// Time against file count on log-log axes ([`Kind::LogLog`]).
+fn draw_loglog<DB: DrawingBackend>(
+    caption: &str,
+    series: &[Series],
+    root: &DrawingArea<DB, Shift>,
+    legend: bool,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let title = ("sans-serif", TITLE).into_font();
+    let xs = log_range(series.iter().flat_map(|s| s.means.iter().map(|m| m.0)));
+    let ys = log_range(series.iter().flat_map(|s| {
+        s.means.iter().flat_map(|m| [m.1, m.2, m.3]).chain(s.runs.iter().map(|r| r.1)).chain(s.fit.iter().map(|f| f.1))
+    }));
+    let mut c = ChartBuilder::on(root)
+        .caption(caption, title)
+        .margin(14)
+        .margin_right(34)
+        .x_label_area_size(52)
+        .y_label_area_size(92)
+        .build_cartesian_2d((xs.0..xs.1).log_scale(), (ys.0..ys.1).log_scale())
+        .map_err(err)?;
+    c.configure_mesh()
+        .x_desc("files (count)")
+        .y_desc("time (median, 95% interval)")
+        .y_label_formatter(&|v| secs_label(*v))
+        .x_label_formatter(&|v| sig3(*v))
+        .label_style(("sans-serif", LABEL))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let col = COLORS[i % COLORS.len()];
+        c.draw_series(LineSeries::new(s.means.iter().map(|m| (m.0, m.1)), col.stroke_width(2)))
+            .map_err(err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+        c.draw_series(
+            s.means
+                .iter()
+                .filter(|m| m.3 > m.2)
+                .map(|m| ErrorBar::new_vertical(m.0, m.2, m.1, m.3, col.stroke_width(2), 10)),
+        )
+        .map_err(err)?;
+        c.draw_series(s.runs.iter().map(|r| Circle::new(*r, 2, col.mix(0.5).filled()))).map_err(err)?;
+        if s.fit.len() >= 2 {
+            c.draw_series(DashedLineSeries::new(s.fit.iter().copied(), 6, 4, col.mix(0.8).stroke_width(1)))
                 .map_err(err)?;
+        }
+    }
+    if legend {
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", LABEL))
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// One row per figure, the median as a dot with its interval ([`Kind::Dots`]).
+fn draw_dots<DB: DrawingBackend>(
+    caption: &str,
+    dots: &[Dot],
+    axis: Axis,
+    reference: Option<f64>,
+    root: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let title = ("sans-serif", TITLE).into_font();
+    let (axis, reference) = (&axis, &reference);
+    let n = dots.len();
+    let labels: Vec<String> = dots.iter().map(|d| cut(&d.label, 56)).collect();
+    let vals = || dots.iter().flat_map(|d| [d.value].into_iter().chain(d.ci.into_iter().flatten()));
+    let (lo, hi) = log_range(vals().chain(*reference));
+    // A log axis when the figures span more than 20×, or for ratios.
+    let log = *axis == Axis::Ratio || hi / lo > 20.0 * 1.6 * 1.6;
+    let x_desc = match axis {
+        Axis::Seconds => "time (median, 95% interval)",
+        Axis::Predicted => "predicted time (95% prediction interval)",
+        Axis::Ratio => "ratio B/A (95% interval; 1 = no change)",
+    };
+    let fmt = move |v: &f64| if *axis == Axis::Ratio { ratio_label(*v) } else { secs_label(*v) };
+    let ylab = |v: &f64| {
+        // Row i sits at y = n − 1 − i (the first row on top).
+        let i = n as f64 - 1.0 - v.round();
+        if (v - v.round()).abs() < 0.01 && i >= 0.0 {
+            labels.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let left = label_width(labels.iter().map(|l| l.chars().count()));
+    let y_range = -0.6f64..n as f64 - 0.4;
+    macro_rules! body {
+        ($c:expr) => {{
+            let mut c = $c;
             c.configure_mesh()
-                .x_desc("files (count)")
-                .y_desc("time (median, 95% interval)")
-                .y_label_formatter(&|v| secs_label(*v))
-                .x_label_formatter(&|v| sig3(*v))
+                .disable_y_mesh()
+                .y_labels(n.max(1))
+                .y_label_formatter(&ylab)
+                .x_labels(6)
+                .x_desc(x_desc)
+                .x_label_formatter(&fmt)
                 .label_style(("sans-serif", LABEL))
                 .draw()
                 .map_err(err)?;
-            for (i, s) in series.iter().enumerate() {
-                let col = COLORS[i % COLORS.len()];
-                c.draw_series(LineSeries::new(s.means.iter().map(|m| (m.0, m.1)), col.stroke_width(2)))
-                    .map_err(err)?
-                    .label(s.name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
-                c.draw_series(
-                    s.means
-                        .iter()
-                        .filter(|m| m.3 > m.2)
-                        .map(|m| ErrorBar::new_vertical(m.0, m.2, m.1, m.3, col.stroke_width(2), 10)),
-                )
-                .map_err(err)?;
-                c.draw_series(s.runs.iter().map(|r| Circle::new(*r, 2, col.mix(0.5).filled()))).map_err(err)?;
-                if s.fit.len() >= 2 {
-                    c.draw_series(DashedLineSeries::new(s.fit.iter().copied(), 6, 4, col.mix(0.8).stroke_width(1)))
-                        .map_err(err)?;
-                }
-            }
-            if legend {
-                c.configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.3))
-                    .label_font(("sans-serif", LABEL))
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .draw()
+            if let Some(r) = reference {
+                c.draw_series([PathElement::new(vec![(*r, -0.6), (*r, n as f64 - 0.4)], BLACK.stroke_width(1))])
                     .map_err(err)?;
             }
-        }
-        Kind::Dots { dots, axis, reference } => {
-            let n = dots.len();
-            let labels: Vec<String> = dots.iter().map(|d| cut(&d.label, 56)).collect();
-            let vals = || dots.iter().flat_map(|d| [d.value].into_iter().chain(d.ci.into_iter().flatten()));
-            let (lo, hi) = log_range(vals().chain(*reference));
-            // A log axis when the figures span more than 20×, or for ratios.
-            let log = *axis == Axis::Ratio || hi / lo > 20.0 * 1.6 * 1.6;
-            let x_desc = match axis {
-                Axis::Seconds => "time (median, 95% interval)",
-                Axis::Predicted => "predicted time (95% prediction interval)",
-                Axis::Ratio => "ratio B/A (95% interval; 1 = no change)",
-            };
-            let fmt = move |v: &f64| if *axis == Axis::Ratio { ratio_label(*v) } else { secs_label(*v) };
-            let ylab = |v: &f64| {
-                // Row i sits at y = n − 1 − i (the first row on top).
-                let i = n as f64 - 1.0 - v.round();
-                if (v - v.round()).abs() < 0.01 && i >= 0.0 {
-                    labels.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
+            for (i, d) in dots.iter().enumerate() {
+                let y = (n - 1 - i) as f64;
+                let col = COLORS[d.group % COLORS.len()];
+                if let Some([a, b]) = d.ci {
+                    c.draw_series([ErrorBar::new_horizontal(y, a, d.value, b, col.stroke_width(2), 10)])
+                        .map_err(err)?;
                 }
-            };
-            let left = label_width(labels.iter().map(|l| l.chars().count()));
-            let y_range = -0.6f64..n as f64 - 0.4;
-            macro_rules! body {
-                ($c:expr) => {{
-                    let mut c = $c;
-                    c.configure_mesh()
-                        .disable_y_mesh()
-                        .y_labels(n.max(1))
-                        .y_label_formatter(&ylab)
-                        .x_labels(6)
-                        .x_desc(x_desc)
-                        .x_label_formatter(&fmt)
-                        .label_style(("sans-serif", LABEL))
-                        .draw()
-                        .map_err(err)?;
-                    if let Some(r) = reference {
-                        c.draw_series([PathElement::new(
-                            vec![(*r, -0.6), (*r, n as f64 - 0.4)],
-                            BLACK.stroke_width(1),
-                        )])
-                        .map_err(err)?;
-                    }
-                    for (i, d) in dots.iter().enumerate() {
-                        let y = (n - 1 - i) as f64;
-                        let col = COLORS[d.group % COLORS.len()];
-                        if let Some([a, b]) = d.ci {
-                            c.draw_series([ErrorBar::new_horizontal(y, a, d.value, b, col.stroke_width(2), 10)])
-                                .map_err(err)?;
-                        }
-                        c.draw_series([Circle::new((d.value, y), 5, col.filled())]).map_err(err)?;
-                    }
-                }};
+                c.draw_series([Circle::new((d.value, y), 5, col.filled())]).map_err(err)?;
             }
-            let mut b = ChartBuilder::on(root);
-            b.caption(&chart.title, title).margin(14).margin_right(34).x_label_area_size(52).y_label_area_size(left);
-            if *axis == Axis::Ratio {
-                // plotters' log axis puts keys at powers of ten only: around 1 that is
-                // the 1× tick alone, so the ratios get ticks of their own.
-                let keys = ratio_ticks(lo, hi);
-                body!(b.build_cartesian_2d((lo..hi).log_scale().with_key_points(keys), y_range).map_err(err)?);
-            } else if log {
-                body!(b.build_cartesian_2d((lo..hi).log_scale(), y_range).map_err(err)?);
-            } else {
-                body!(b.build_cartesian_2d(0.0..hi / 1.6 * 1.1, y_range).map_err(err)?);
-            }
-        }
-        Kind::Portions { series } => {
-            let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(1.0f64, f64::max);
-            let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0f64, f64::max).max(1e-9) * 1.15;
-            let mut c = ChartBuilder::on(root)
-                .caption(&chart.title, title)
-                .margin(14)
-                .margin_right(34)
-                .x_label_area_size(52)
-                .y_label_area_size(92)
-                .build_cartesian_2d(0.0..xmax * 1.02, 0.0..ymax)
-                .map_err(err)?;
-            c.configure_mesh()
-                .x_desc("files done (count)")
-                .y_desc("µs per file (median of runs)")
-                .x_label_formatter(&|v| sig3(*v))
-                .y_label_formatter(&|v| sig3(*v))
-                .label_style(("sans-serif", LABEL))
-                .draw()
-                .map_err(err)?;
-            for (i, (name, pts)) in series.iter().enumerate() {
-                let col = COLORS[i % COLORS.len()];
-                c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))
-                    .map_err(err)?
-                    .label(name.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
-                c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, col.filled()))).map_err(err)?;
-            }
-            if legend {
-                c.configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK.mix(0.3))
-                    .label_font(("sans-serif", LABEL))
-                    .position(SeriesLabelPosition::UpperRight)
-                    .draw()
-                    .map_err(err)?;
-            }
-        }
+        }};
+    }
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, title).margin(14).margin_right(34).x_label_area_size(52).y_label_area_size(left);
+    if *axis == Axis::Ratio {
+        // plotters' log axis puts keys at powers of ten only: around 1 that is
+        // the 1× tick alone, so the ratios get ticks of their own.
+        let keys = ratio_ticks(lo, hi);
+        body!(b.build_cartesian_2d((lo..hi).log_scale().with_key_points(keys), y_range).map_err(err)?);
+    } else if log {
+        body!(b.build_cartesian_2d((lo..hi).log_scale(), y_range).map_err(err)?);
+    } else {
+        body!(b.build_cartesian_2d(0.0..hi / 1.6 * 1.1, y_range).map_err(err)?);
+    }
+    Ok(())
+}
+
+/// Per-portion cost against files done, one line per target ([`Kind::Portions`]).
+fn draw_portions<DB: DrawingBackend>(
+    caption: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    root: &DrawingArea<DB, Shift>,
+    legend: bool,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let title = ("sans-serif", TITLE).into_font();
+    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(1.0f64, f64::max);
+    let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let mut c = ChartBuilder::on(root)
+        .caption(caption, title)
+        .margin(14)
+        .margin_right(34)
+        .x_label_area_size(52)
+        .y_label_area_size(92)
+        .build_cartesian_2d(0.0..xmax * 1.02, 0.0..ymax)
+        .map_err(err)?;
+    c.configure_mesh()
+        .x_desc("files done (count)")
+        .y_desc("µs per file (median of runs)")
+        .x_label_formatter(&|v| sig3(*v))
+        .y_label_formatter(&|v| sig3(*v))
+        .label_style(("sans-serif", LABEL))
+        .draw()
+        .map_err(err)?;
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let col = COLORS[i % COLORS.len()];
+        c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))
+            .map_err(err)?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+        c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, col.filled()))).map_err(err)?;
+    }
+    if legend {
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", LABEL))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(err)?;
     }
     Ok(())
 }

@@ -16,6 +16,8 @@ pub struct ReportConfig {
     pub html: Option<PathBuf>,
     pub png: Option<PathBuf>,
     pub exports: Vec<Output>,
+    /// The view of an experiment by its name (`experiment::kinds::view`).
+    pub views: fn(&str) -> &'static super::views::View,
 }
 
 /// Writes what was asked; returns the lines saying what was written.
@@ -30,7 +32,8 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
     let Some(rs) = super::combine::combine(cfg.sets) else {
         return Err(Error::bad("RESULTS.json", "no result file given"));
     };
-    let charts = super::chart::charts(&rs);
+    let view = (cfg.views)(&rs.experiment.name);
+    let charts = view.charts(&rs);
     let png_path = |dir: &std::path::Path, c: &super::chart::Chart| dir.join(format!("{}.png", c.id));
     // Every chart's file is checked before anything is written: a file of that name
     // that is no manyfiles chart stops the report (exit 2, unless --force).
@@ -41,7 +44,7 @@ pub fn run_report(cfg: ReportConfig) -> Result<String> {
     }
     let mut said = String::new();
     if let Some(h) = &cfg.html {
-        let page = super::html::render(&rs, &sources).map_err(Error::failed)?;
+        let page = super::html::render(&rs, &sources, view).map_err(Error::failed)?;
         crate::fs::output::write_file(h, page.as_bytes())?;
         let plural = if charts.len() == 1 { "" } else { "s" };
         said.push_str(&format!("html: {} ({} chart{plural})\n", h.display(), charts.len()));
@@ -161,6 +164,19 @@ pub struct PredictConfig {
     /// The tree's directory, when it was walked for a calibration: its check copy is
     /// `--cold` only where its storage is not memory.
     pub tree_path: Option<PathBuf>,
+}
+
+/// A prediction's settings before its model exists (`predict --on/--fs`: the
+/// calibration makes the model, `experiment::calibrate::prediction`).
+#[derive(Debug)]
+pub struct PredictParts {
+    pub tree: TreeInput,
+    pub interval_s: Option<f64>,
+    pub json: Option<PathBuf>,
+    pub threads: usize,
+    pub runs_ahead: u32,
+    /// `--threads` as given: the calibration ran every op with it, so the checks need it.
+    pub check_threads: Option<usize>,
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {

@@ -4,7 +4,7 @@
 //! Experiments with tables of their own (`bigfile.rs`, `clusters.rs` here) build a
 //! [`Grid`] from the result model, so the terminal and the page show the same figures.
 
-use super::html::esc;
+use super::markup::esc;
 
 /// One figure: its text as printed (value and ± or range), and its 95% interval in
 /// `unit`, or why it has none.

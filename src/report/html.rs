@@ -11,26 +11,13 @@
 
 use super::chart::{self, Chart};
 use super::table::fmt_mean_ci;
+use super::views::View;
 use crate::analysis::detect::Detection;
 use crate::measure::provenance::Provenance;
 use crate::results::ResultSet;
 use crate::units::{fmt_size, sig3};
 
-/// HTML-escaped text.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use super::markup::esc;
 
 const STYLE: &str = "body,svg text{font-family:'DejaVu Sans',sans-serif}body{margin:2em auto;max-width:1300px;padding:0 1em;color:#222;background:#fff}\
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}\
@@ -121,8 +108,9 @@ pub fn chart_section(c: &Chart, targets: &[String]) -> Result<String, String> {
 
 /// The report for `rs` (possibly several files combined); `sources` are the files
 /// it was read from with their provenance.
-pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String, String> {
-    let charts = chart::charts(rs);
+/// `view` is its experiment's (`experiment::kinds`).
+pub fn render(rs: &ResultSet, sources: &[(String, Provenance)], view: &View) -> Result<String, String> {
+    let charts = view.charts(rs);
     let labels: Vec<String> = rs.targets.iter().map(|t| t.shown()).collect();
     let mut title = super::table::title(rs);
     if rs.experiment.ops.len() > 6 {
@@ -135,18 +123,18 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)]) -> Result<String
         runs_per_cell(rs)
     ));
     h.push_str("<nav><ul>");
-    if rs.experiment.name == "pack" {
-        h.push_str("<li><a href=\"#routes\">Routes</a></li><li><a href=\"#recommendation\">Recommendation</a></li>");
+    if let Some(own) = &view.html_section {
+        h.push_str(own.nav);
     }
     h.push_str("<li><a href=\"#measurements\">Measurements</a></li>");
     for c in &charts {
         h.push_str(&format!("<li><a href=\"#{}\">{}</a></li>", c.id, esc(&c.title)));
     }
     h.push_str("</ul></nav>\n");
-    if rs.experiment.name == "pack" {
-        h.push_str(&super::pack_html::section(rs));
+    if let Some(own) = &view.html_section {
+        h.push_str(&(own.render)(rs));
     }
-    h.push_str(&own_tables(rs).unwrap_or_else(|| summaries(rs)));
+    h.push_str(&view.html_tables.map(|grids| own_tables(grids(rs))).unwrap_or_else(|| summaries(rs)));
     for c in &charts {
         h.push_str(&chart_section(c, &labels)?);
     }
@@ -289,17 +277,12 @@ fn models(rs: &ResultSet) -> String {
 
 /// The measurements of an experiment with tables of its own (bigfile, clusters): those
 /// tables, as the terminal prints them after the run.
-fn own_tables(rs: &ResultSet) -> Option<String> {
-    let grids = match rs.experiment.name.as_str() {
-        "bigfile" => vec![super::bigfile::grid(rs)],
-        "clusters" => super::clusters::grids(rs, rs.experiment.portion_files).to_vec(),
-        _ => return None,
-    };
+fn own_tables(grids: Vec<super::grid::Grid>) -> String {
     let mut h = String::from("<h2 id=\"measurements\">Measurements</h2>\n");
     for g in grids {
         h.push_str(&g.html());
     }
-    Some(h)
+    h
 }
 
 fn summaries(rs: &ResultSet) -> String {

@@ -1,32 +1,30 @@
-//! Views of result files: tables, charts, HTML, Markdown, CSV and JSON exporters, and
-//! the commands that read result files (report, compare, predict, plan). Views import
-//! the result model (`results`); nothing below imports a view.
+//! Views of result files: the general tables (`table.rs`, `grid.rs`), charts and HTML
+//! frame, each experiment's own view (`views/`), the exporters (`export/`: JSON, CSV,
+//! Markdown), and the commands that read result files (report, compare, predict, plan).
+//! Views import the result model (`results`); nothing below imports a view, and no
+//! general file here imports an experiment's.
 
 pub mod advice;
-pub mod bigfile;
 pub mod chart;
-pub mod clusters;
 pub mod combine;
 pub mod commands;
 pub mod compare;
 pub mod compare_html;
-pub mod csv;
 pub mod export;
 pub mod grid;
 pub mod html;
-pub mod json;
-pub mod markdown;
-pub mod pack;
-pub mod pack_html;
+pub mod markup;
 pub mod predict_html;
 pub mod ranks;
 pub mod table;
+pub mod views;
 
 use crate::results::ResultSet;
 use crate::units::sig3;
 
 pub use commands::{
-    CompareConfig, PlanConfig, PredictConfig, ReportConfig, TreeInput, run_compare, run_plan, run_predict, run_report,
+    CompareConfig, PlanConfig, PredictConfig, PredictParts, ReportConfig, TreeInput, run_compare, run_plan,
+    run_predict, run_report,
 };
 
 /// How every view names target `id`: its label (`/var/tmp (ext4 on vda)`, `ext4@ram`,

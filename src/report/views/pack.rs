@@ -6,8 +6,8 @@
 //! and "faster" only when the intervals of the per-run totals do not overlap. The trials
 //! themselves are run by `experiment::pack`.
 
-use super::table::{new_table, right_align};
 use crate::pack::{self, Consumer};
+use crate::report::table::{new_table, right_align};
 use crate::results::ResultSet;
 use crate::units::{fmt_secs, fmt_size, sig3};
 

@@ -1,6 +1,6 @@
 //! CSV: one row per measurement with its raw figures (spreadsheets, pandas, R).
 
-use super::export::Exporter;
+use super::Exporter;
 use crate::results::ResultSet;
 
 pub struct CsvExporter;
@@ -49,7 +49,7 @@ impl Exporter for CsvExporter {
             w.write_record([
                 m.experiment.clone(),
                 m.target.clone(),
-                super::target_name(rs, &m.target),
+                crate::report::target_name(rs, &m.target),
                 t.map(|t| t.managed.as_ref().map_or(t.fs_type.clone(), |d| d.fs_type.clone())).unwrap_or_default(),
                 t.map(|t| t.block_size.to_string()).unwrap_or_default(),
                 m.op.clone(),

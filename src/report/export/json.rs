@@ -7,7 +7,7 @@
 //! the schema's minimum)
 //! (~31,700 years: anything larger is a corrupt or forged file, not a measurement).
 
-use super::export::Exporter;
+use super::Exporter;
 use crate::results::ResultSet;
 use serde_json::Value;
 use std::path::Path;
@@ -23,7 +23,7 @@ impl Exporter for JsonExporter {
 }
 
 /// The schema result files are checked against.
-pub const SCHEMA_TEXT: &str = include_str!("../../schema/result-v1.schema.json");
+pub const SCHEMA_TEXT: &str = include_str!("../../../schema/result-v1.schema.json");
 
 /// Largest time (seconds) a result file may hold.
 pub const MAX_SECONDS: f64 = 1e12;

@@ -3,9 +3,9 @@
 //! reproduces reports it), the per-run total, and the write loop's bandwidth at the mean
 //! with the interval it maps to. One [`Grid`] for the terminal and the HTML page.
 
-use super::grid::{Cell, Fig, Grid, nonnegative};
-use super::table::fmt_mean_ci;
 use crate::ops::registry::BIGFILE_OPS as OPS;
+use crate::report::grid::{Cell, Fig, Grid, nonnegative};
+use crate::report::table::fmt_mean_ci;
 use crate::results::ResultSet;
 use crate::units::sig3;
 
@@ -31,7 +31,7 @@ pub fn grid(rs: &ResultSet) -> Grid {
         if OPS.iter().all(|op| summary(op).is_none()) {
             continue;
         }
-        let mut row = vec![Cell::Label(super::target_name(rs, id))];
+        let mut row = vec![Cell::Label(crate::report::target_name(rs, id))];
         for op in OPS {
             row.push(match summary(op) {
                 Some(s) => {
@@ -99,3 +99,6 @@ pub fn grid(rs: &ResultSet) -> Grid {
 pub fn table(rs: &ResultSet) -> String {
     grid(rs).terminal()
 }
+
+/// bigfile's view: its table in the terminal and on the HTML page.
+pub const VIEW: super::View = super::View { terminal: table, html_tables: Some(|rs| vec![grid(rs)]), ..super::GENERIC };

@@ -4,9 +4,9 @@
 //! file system's used blocks grew by per file (statvfs, metadata included). Three
 //! [`Grid`]s, the same on the terminal and the HTML page.
 
-use super::grid::{Cell, Fig, Grid, nonnegative};
-use super::table::fmt_mean_ci;
 use crate::analysis::stats::summarize;
+use crate::report::grid::{Cell, Fig, Grid, nonnegative};
+use crate::report::table::fmt_mean_ci;
 use crate::results::{Measurement, ResultSet};
 use crate::units::{exact_size, fmt_size, sig3};
 
@@ -62,7 +62,7 @@ pub fn grids(rs: &ResultSet, portion: u64) -> [Grid; 3] {
         ..Grid::default()
     };
     for target in &rs.targets {
-        let name = super::target_name(rs, &target.id);
+        let name = crate::report::target_name(rs, &target.id);
         let mut row = vec![Cell::Label(name.clone())];
         let mut brow = vec![Cell::Label(name.clone())];
         let mut vrow = vec![Cell::Label(name)];
@@ -103,3 +103,11 @@ pub fn grids(rs: &ResultSet, portion: u64) -> [Grid; 3] {
 pub fn table(rs: &ResultSet, portion: u64) -> String {
     grids(rs, portion).iter().map(Grid::terminal).collect::<Vec<_>>().join("\n")
 }
+
+/// clusters' view: its three tables in the terminal and on the HTML page, per
+/// `--portion` files as the run recorded it.
+pub const VIEW: super::View = super::View {
+    terminal: |rs| table(rs, rs.experiment.portion_files),
+    html_tables: Some(|rs| grids(rs, rs.experiment.portion_files).to_vec()),
+    ..super::GENERIC
+};

@@ -1,6 +1,10 @@
 //! Exporters: a ResultSet rendered as bytes (JSON, CSV, Markdown), written atomically.
 //! One trait, one file per format.
 
+pub mod csv;
+pub mod json;
+pub mod markdown;
+
 use crate::fs::output::{is_file_destination, write_output};
 use crate::results::ResultSet;
 use std::path::PathBuf;
@@ -19,9 +23,9 @@ pub enum Format {
 impl Format {
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {
-            Format::Json => Box::new(super::json::JsonExporter),
-            Format::Csv => Box::new(super::csv::CsvExporter),
-            Format::Markdown => Box::new(super::markdown::MarkdownExporter),
+            Format::Json => Box::new(json::JsonExporter),
+            Format::Csv => Box::new(csv::CsvExporter),
+            Format::Markdown => Box::new(markdown::MarkdownExporter),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Markdown: the summary and the fitted costs as tables ready for a wiki or blog post,
 //! with where and how they were measured.
 
-use super::export::Exporter;
-use super::table::fmt_mean_ci;
+use super::Exporter;
+use crate::report::table::fmt_mean_ci;
 use crate::results::ResultSet;
 use crate::units::{fmt_size, sig3};
 
@@ -28,7 +28,7 @@ impl Exporter for MarkdownExporter {
                 None => e.runs.to_string(),
             },
             e.warmup,
-            super::table::threads_text(rs),
+            crate::report::table::threads_text(rs),
             e.order,
             format!("{:?}", e.caches).to_lowercase()
         ));
@@ -38,12 +38,12 @@ impl Exporter for MarkdownExporter {
             let st = &r.stats;
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                super::target_name(rs, &r.target),
+                crate::report::target_name(rs, &r.target),
                 fs,
                 r.op,
                 r.tree_key,
                 st.n,
-                super::table::fmt_headline(st),
+                crate::report::table::fmt_headline(st),
                 fmt_mean_ci(st.mean_s, st.ci_half_width()),
                 st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into())
             ));
@@ -54,7 +54,7 @@ impl Exporter for MarkdownExporter {
                 let c = &m.model;
                 s.push_str(&format!(
                     "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    super::target_name(rs, &m.target),
+                    crate::report::target_name(rs, &m.target),
                     m.op,
                     fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
                     match c.bandwidth_bytes_per_s {
@@ -68,20 +68,20 @@ impl Exporter for MarkdownExporter {
                     sig3(c.r2)
                 ));
             }
-            for l in super::dir_entry_notes(rs).into_iter().chain(crate::results::bytes_note(rs)) {
+            for l in crate::report::dir_entry_notes(rs).into_iter().chain(crate::results::bytes_note(rs)) {
                 s.push_str(&format!("\n{l}\n"));
             }
         }
         if !rs.detections.is_empty() {
             s.push_str("\n**Detections**\n\n");
             for d in &rs.detections {
-                s.push_str(&format!("- {}\n", super::detection_text(rs, d)));
+                s.push_str(&format!("- {}\n", crate::report::detection_text(rs, d)));
             }
         }
         if !rs.warnings.is_empty() {
             s.push_str("\n**Warnings**\n\n");
             for w in &rs.warnings {
-                s.push_str(&format!("- {}\n", super::named(rs, w)));
+                s.push_str(&format!("- {}\n", crate::report::named(rs, w)));
             }
         }
         s.push_str("\n**Targets**\n\n");

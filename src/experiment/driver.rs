@@ -1,0 +1,317 @@
+//! The trial loop every experiment runs on ([`drive`]): the order of trials (fixed passes
+//! or adaptive rounds), a fresh block and a fresh format per trial, the trial body, the
+//! measurements recorded and saved after each one, and a clean stop on a signal or a
+//! failure. Its phases: [`first_trials`] and [`next_round`] (which trials), [`trial_label`],
+//! [`run_trial`] (one trial on one target), [`record`] and [`stopped`].
+
+use super::{LiveTarget, Order, Stop, TreeMeta, TrialOutcome, rounds, watched};
+use crate::analysis::blocks;
+use crate::error::{Error, Result};
+use crate::measure::PhaseResult;
+use crate::measure::TargetWatch;
+use crate::measure::progress::Progress;
+use crate::ops::REFORMAT;
+use crate::report::export::{self, Output};
+use crate::results::{Measurement, ResultSet};
+use crate::signals;
+use crate::storage::cache::CacheState;
+use crate::storage::rundir::RunDir;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// How trials are driven: shared by every experiment.
+pub(crate) struct Driver<'a> {
+    pub name: &'a str,
+    pub runs: rounds::Runs,
+    pub warmup: u32,
+    pub order: Order,
+    /// Results files rewritten after every measurement (the JSON first).
+    pub outputs: Vec<Output>,
+    /// Synthetic times instead of measured ones (tests of the statistics).
+    pub mock: Option<rounds::MockTiming>,
+    /// Time a reformat of the (managed) target at the end of every trial ([`REFORMAT`]).
+    pub reformat: bool,
+}
+
+/// Trials waiting to run: (pass, tree index, target index).
+type Batch = VecDeque<(u32, usize, usize)>;
+
+/// What the loop knows of the cells so far.
+struct Progressed {
+    /// Recorded trials per cell so far (run numbers are per cell), by target and tree.
+    runs_of: Vec<Vec<u32>>,
+    /// Adaptive cells' states, by target and tree (empty with fixed runs).
+    cells: Vec<Vec<rounds::CellState>>,
+    /// The last block each target began (`LiveTarget::new_block` before each next one).
+    block_of_target: Vec<u32>,
+    /// Measurements recorded (their `order`).
+    order: u64,
+    rounds: u64,
+    started: Instant,
+    /// The order's seed: rank 0's, so every rank runs the same trials.
+    seed: u64,
+}
+
+/// Run every trial in order over the live targets (each trial starts with
+/// `begin_trial`: a fresh format for managed file systems), record the phases of
+/// measured runs, rewrite the results after every measurement, and stop cleanly on a
+/// signal or a failure (results saved, targets torn down by drop).
+pub(crate) fn drive(
+    d: &Driver,
+    mut targets: Vec<LiveTarget>,
+    mut rs: ResultSet,
+    trees: &[TreeMeta],
+    progress: &Progress,
+    mut trial: impl FnMut(&RunDir, usize, &TargetWatch) -> TrialOutcome,
+) -> Result<ResultSet> {
+    let seed = {
+        let mine = d.mock.map_or_else(rounds::clock_seed, |m| m.seed);
+        let s = crate::ranks::from_root(vec![mine as u32, (mine >> 32) as u32]);
+        s[0] as u64 | (s[1] as u64) << 32
+    };
+    let mut p = Progressed {
+        runs_of: vec![vec![0u32; trees.len()]; targets.len()],
+        cells: Vec::new(),
+        block_of_target: vec![0u32; targets.len()],
+        order: 0,
+        rounds: 0,
+        started: Instant::now(),
+        seed,
+    };
+    let mut batch = first_trials(d, trees.len(), targets.len(), seed);
+    loop {
+        if batch.is_empty() {
+            match next_round(d, &mut rs, &targets, trees, &mut p, progress) {
+                Some(next) => batch = next,
+                None => break,
+            }
+        }
+        let Some((pass, ti, gi)) = batch.pop_front() else { break };
+        let recorded = pass >= d.warmup;
+        let run = p.runs_of[gi][ti] + 1;
+        let tree = &trees[ti];
+        let target = &mut targets[gi];
+        progress.message(format!("{} · {} · {}", target.id, tree.spec.key(), trial_label(d, &p, pass, run, gi, ti)));
+        let block = blocks::block_of_run(run);
+        if recorded && block > p.block_of_target[gi] {
+            p.block_of_target[gi] = block;
+            if let Err(e) = target.new_block() {
+                progress.finish();
+                save(d, &mut rs, export::Stage::Final)?;
+                return Err(e);
+            }
+        }
+        let t0 = Instant::now();
+        let (done, mut stop) = run_trial(d, target, tree, ti, &mut trial);
+        if let Some(c) = p.cells.get_mut(gi).and_then(|c| c.get_mut(ti)) {
+            c.last = t0.elapsed();
+        }
+        if stop.is_none() && signals::pending() != 0 {
+            stop = Some(Stop::Signal(signals::pending())); // arrived after the last phase
+        }
+        rs.targets[gi] = target.info.clone(); // format count and details as of this trial
+        if recorded {
+            p.runs_of[gi][ti] = run;
+            record(d, &mut rs, &mut p.order, target, tree, (run, block), done)?;
+        }
+        if let Some(stop) = stop {
+            progress.finish();
+            save(d, &mut rs, export::Stage::Final)?;
+            let err = stopped(d, stop, target, tree);
+            drop(targets);
+            return Err(err);
+        }
+    }
+    progress.finish();
+    rs.complete = true;
+    save(d, &mut rs, export::Stage::Final)?;
+    for t in targets {
+        t.finish()?;
+    }
+    Ok(rs)
+}
+
+/// Derive the results and rewrite every output.
+fn save(d: &Driver, rs: &mut ResultSet, stage: export::Stage) -> Result<()> {
+    rs.derive();
+    export::write_all(&d.outputs, rs, stage).map_err(Error::failed)
+}
+
+/// The trials known from the start: every pass with fixed runs; the warmups (not
+/// recorded) with adaptive runs, whose rounds are decided as results come in.
+fn first_trials(d: &Driver, trees: usize, targets: usize, seed: u64) -> Batch {
+    match d.runs {
+        rounds::Runs::Fixed(n) => rounds::trials(d.order, d.warmup + n, trees, targets, seed),
+        rounds::Runs::Adaptive(_) => rounds::trials(d.order, d.warmup, trees, targets, seed),
+    }
+    .into()
+}
+
+/// Adaptive runs: the next round over the cells still short of the precision, as rank 0
+/// decided it; None when the runs are done (fixed runs, or the rounds finished).
+fn next_round(
+    d: &Driver,
+    rs: &mut ResultSet,
+    targets: &[LiveTarget],
+    trees: &[TreeMeta],
+    p: &mut Progressed,
+    progress: &Progress,
+) -> Option<Batch> {
+    let rounds::Runs::Adaptive(a) = d.runs else { return None };
+    let target_ids: Vec<String> = targets.iter().map(|t| t.id.clone()).collect();
+    let tree_keys: Vec<String> = trees.iter().map(|t| t.spec.key()).collect();
+    p.cells = rounds::states(rs, &target_ids, &tree_keys, &p.cells);
+    if p.rounds == 1 {
+        // After the first round: what the minimum runs will take, said before the budget
+        // cuts them.
+        let round: Duration = p.cells.iter().flatten().map(|c| c.last).sum();
+        let need = p.started.elapsed() + round * a.min_runs.saturating_sub(1);
+        if need.as_secs_f64() > a.max_time_s && crate::ranks::is_root() {
+            progress.println(&format!(
+                "manyfiles: {} runs of every cell would take about {} (a round takes {}); --max-time {} stops sooner: cells will have fewer runs, below 6 no interval",
+                a.min_runs,
+                crate::units::fmt_secs(need.as_secs_f64()),
+                crate::units::fmt_secs(round.as_secs_f64()),
+                crate::units::fmt_secs(a.max_time_s)
+            ));
+        }
+    }
+    let mut next = rounds::next_round(&a, &p.cells, p.started.elapsed(), d.order == Order::Sequential);
+    p.rounds += 1;
+    if let (rounds::Next::Round(r), Order::Interleaved) = (&mut next, d.order) {
+        rounds::shuffle(r, p.seed, 1 << 32 | p.rounds);
+    }
+    // Every rank runs what rank 0 decided (clocks and machine activity differ).
+    let next = crate::ranks::from_root(match next {
+        rounds::Next::Round(r) => r.iter().flat_map(|&(t, g)| [t as u32, g as u32]).collect(),
+        rounds::Next::Finished { budget_spent } => vec![u32::MAX, budget_spent as u32],
+    });
+    if next.first() == Some(&u32::MAX) {
+        if let Some(info) = rs.experiment.adaptive.as_mut() {
+            info.budget_spent = next.get(1) == Some(&1);
+            info.spent_s = p.started.elapsed().as_secs_f64();
+        }
+        return None;
+    }
+    Some(next.chunks(2).map(|c| (d.warmup, c[0] as usize, c[1] as usize)).collect())
+}
+
+/// The progress line's word for a trial: `warmup 1`, `run 3/5`, `run 7 (±2.1%, target ±2%)`.
+fn trial_label(d: &Driver, p: &Progressed, pass: u32, run: u32, gi: usize, ti: usize) -> String {
+    match (pass >= d.warmup, d.runs) {
+        (false, _) => format!("warmup {}", pass + 1),
+        (true, rounds::Runs::Fixed(n)) => format!("run {run}/{n}"),
+        (true, rounds::Runs::Adaptive(a)) => match p.cells.get(gi).and_then(|c| c.get(ti)).and_then(|c| c.precision) {
+            Some(pr) => format!("run {run} (±{:.1}%, target ±{}%)", pr * 100.0, a.precision * 100.0),
+            None => format!("run {run} (target ±{}%)", a.precision * 100.0),
+        },
+    }
+}
+
+/// One trial of tree `ti` on `target`: begin it (a fresh format on a managed target), run
+/// the experiment's trial body, then the timed reformat if the driver asks for it.
+fn run_trial(
+    d: &Driver,
+    target: &mut LiveTarget,
+    tree: &TreeMeta,
+    ti: usize,
+    trial: &mut impl FnMut(&RunDir, usize, &TargetWatch) -> TrialOutcome,
+) -> TrialOutcome {
+    let begun = target.begin_trial().map(|_| ());
+    // Cloned after the trial's mount: the processes serving it are current.
+    let watch = target.watch.clone();
+    let (mut done, mut stop) = match (begun, target.rundir()) {
+        (Ok(()), Some(rundir)) => trial(rundir, ti, &watch),
+        (Ok(()), None) => (Vec::new(), Some(Stop::Failed("run directory missing".into()))),
+        (Err(e), _) => (Vec::new(), Some(Stop::Failed(e.to_string()))),
+    };
+    if d.reformat && stop.is_none() {
+        let mut r = watched(&watch, CacheState::Warm, || reformat_phase(target, tree));
+        r.cache = None; // reads nothing: no cache state to report
+        if let Some(f) = &r.failed {
+            stop = Some(Stop::Failed(format!("reformat failed: {f}")));
+        }
+        done.push((REFORMAT.to_string(), r));
+    }
+    (done, stop)
+}
+
+/// Record a measured trial's phases as measurements, saving after each.
+fn record(
+    d: &Driver,
+    rs: &mut ResultSet,
+    order: &mut u64,
+    target: &LiveTarget,
+    tree: &TreeMeta,
+    (run, block): (u32, u32),
+    done: Vec<(String, PhaseResult)>,
+) -> Result<()> {
+    let ranks = crate::ranks::size() as u64;
+    for (op, mut result) in done {
+        if let Some(mock) = &d.mock {
+            mock.apply(&mut result, tree.spec.files * ranks, tree.bytes * ranks, *order);
+        }
+        rs.measurements.push(Measurement {
+            experiment: d.name.to_string(),
+            target: target.id.clone(),
+            op,
+            tree: tree.spec.clone(),
+            tree_key: tree.spec.key(),
+            // Under MPI every rank makes its own copy of the tree: the job's totals.
+            tree_files: tree.spec.files * ranks,
+            tree_bytes: tree.bytes * ranks,
+            tree_dirs: tree.dirs * ranks,
+            run,
+            order: *order,
+            block: Some(block),
+            result,
+        });
+        *order += 1;
+        save(d, rs, export::Stage::Progress)?;
+    }
+    Ok(())
+}
+
+/// The error a stopped run ends with (its results were saved first).
+fn stopped(d: &Driver, stop: Stop, target: &LiveTarget, tree: &TreeMeta) -> Error {
+    match stop {
+        Stop::Signal(signal) => Error::Interrupted { signal },
+        Stop::Failed(msg) => {
+            let info = &target.info;
+            let saved = d.outputs.first().map(|o| format!("; finished measurements saved to {}", o.path.display()));
+            Error::failed(format!(
+                "{msg} (target {} = {}, {}, tree {}{})",
+                target.id,
+                info.path.display(),
+                info.fs_type,
+                tree.spec.key(),
+                saved.unwrap_or_default()
+            ))
+        }
+    }
+}
+
+/// Time a reformat of `target` with `tree` on it (unmount, mkfs, mount, a new run
+/// directory), counted as removing the tree's files.
+fn reformat_phase(target: &mut LiveTarget, tree: &TreeMeta) -> PhaseResult {
+    let t0 = std::time::Instant::now();
+    let (u0, s0) = crate::measure::cpu_times();
+    let r = target.reformat();
+    let el = t0.elapsed().as_secs_f64();
+    let (u1, s1) = crate::measure::cpu_times();
+    let files = tree.spec.files;
+    PhaseResult {
+        elapsed_s: el,
+        files,
+        bytes: tree.bytes,
+        dirs: tree.dirs,
+        threads: 1,
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+        failed: r.err().map(|e| e.to_string()),
+        portions: vec![crate::measure::Portion { files, elapsed_s: el, end_files: files }],
+        first_finish_s: el,
+        last_finish_s: el,
+        ..PhaseResult::default()
+    }
+}

@@ -1,0 +1,84 @@
+//! How an experiment's results look: its terminal tables after a run and its own parts of
+//! the HTML page. Each experiment's view is a [`View`] value in its file here, beside its
+//! tables (ladder's and the generic one in this file); `experiment::kinds::KINDS` names
+//! which experiment has which, and the general report code (`html.rs`, `chart.rs`,
+//! `commands.rs`) is handed the view: none of it imports a file of this folder but this
+//! one, nor chooses a view by the experiment's name.
+
+pub mod bigfile;
+pub mod clusters;
+pub mod dirsize;
+pub mod pack;
+pub mod pack_html;
+
+use crate::report::chart::Chart;
+use crate::report::grid::Grid;
+use crate::report::table;
+use crate::results::ResultSet;
+
+/// One experiment's view.
+pub struct View {
+    /// The tables printed after a run, between the title and the footer.
+    pub terminal: fn(&ResultSet) -> String,
+    /// Its own measurement tables on the HTML page (None: the summaries table).
+    pub html_tables: Option<fn(&ResultSet) -> Vec<Grid>>,
+    /// Its own HTML section before the measurements and the navigation entries that
+    /// lead to it (pack: routes and recommendation).
+    pub html_section: Option<HtmlSection>,
+    /// Its charts instead of one per op.
+    pub charts: Option<fn(&ResultSet) -> Vec<Chart>>,
+}
+
+/// An HTML section of an experiment's own.
+pub struct HtmlSection {
+    /// `<li>` entries for the page's navigation.
+    pub nav: &'static str,
+    pub render: fn(&ResultSet) -> String,
+}
+
+impl View {
+    /// Every chart the data supports, in reading order.
+    pub fn charts(&self, rs: &ResultSet) -> Vec<Chart> {
+        match self.charts {
+            Some(own) => own(rs),
+            None => crate::report::chart::charts(rs),
+        }
+    }
+}
+
+/// The ladder: the rungs' table, then the fitted models.
+pub const LADDER: View = View { terminal: ladder_tables, ..GENERIC };
+
+/// `ops` (and every result without a view of its own): one row per target, op and tree.
+pub const GENERIC: View = View { terminal: ops_tables, html_tables: None, html_section: None, charts: None };
+
+fn ladder_tables(rs: &ResultSet) -> String {
+    let mut body = table::ladder(rs);
+    body.push('\n');
+    let m = table::models(rs);
+    if !m.is_empty() {
+        body.push_str(&m);
+        body.push('\n');
+    }
+    body
+}
+
+fn ops_tables(rs: &ResultSet) -> String {
+    let mut body = table::ops_detail(rs);
+    body.push('\n');
+    body
+}
+
+/// What a run prints: the title, `body` (the experiment's tables and its own lines), the
+/// MPI ranks' table, warnings, targets, machine and the results file.
+pub fn after_run(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) -> String {
+    let mut s = table::title(rs);
+    s.push('\n');
+    s.push_str(body);
+    s.push_str(&crate::report::ranks::table(rs));
+    s.push_str(&table::footer(rs));
+    if let Some(p) = json {
+        s.push_str(&format!("results: {}\n", p.display()));
+    }
+    s
+}
