@@ -11,19 +11,12 @@
 
 mod common;
 
+use common::serial;
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::registry::{self, Record};
 use manyfiles::storage::share_stack;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-/// The tests run one at a time: the share's daemons on a small machine load its cores,
-/// and a local run beside them is no longer a run on idle local storage.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn cores() -> u64 {
     std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(1)

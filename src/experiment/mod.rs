@@ -35,7 +35,7 @@ use crate::storage::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
-use all_ranks::run_phase;
+use all_ranks::run_phase_on_every_rank;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
@@ -613,13 +613,20 @@ fn run_tree(
         // allocated bytes behind a create, from which slack per file follows.
         let used = || rustix::fs::fstatvfs(&root).ok().map(|v| (v.f_blocks - v.f_bfree).saturating_mul(v.f_frsize));
         let before = used();
-        let mut r = watched(env.watch, cache, || run_phase(op.as_ref(), tree, root.as_fd(), settings, progress));
+        let mut r =
+            watched(env.watch, cache, || run_phase_on_every_rank(op.as_ref(), tree, root.as_fd(), settings, progress));
         if name == "create" {
             if let (Some(a), Some(b)) = (before, used()) {
                 r.space_used_bytes = Some(b as i64 - a as i64);
             }
             if measure_allocation && r.failed.is_none() && !r.interrupted {
-                let a = run_phase(&ops::allocated::Allocated, tree, root.as_fd(), settings, &Progress::hidden());
+                let a = run_phase_on_every_rank(
+                    &ops::allocated::Allocated,
+                    tree,
+                    root.as_fd(),
+                    settings,
+                    &Progress::hidden(),
+                );
                 if a.errors == 0 && a.failed.is_none() {
                     r.allocated_bytes = Some(a.bytes);
                 }
@@ -647,7 +654,7 @@ fn run_tree(
         if reformat && name == "delete" {
             // The reformat is timed with the tree on the file system: make it again.
             let Some(create) = all_ops.iter().find(|o| o.name() == "create") else { break };
-            let again = run_phase(create.as_ref(), tree, root.as_fd(), settings, &Progress::hidden());
+            let again = run_phase_on_every_rank(create.as_ref(), tree, root.as_fd(), settings, &Progress::hidden());
             if let Some(f) = again.failed.or((again.errors > 0).then(|| again.first_error.unwrap_or_default())) {
                 return (done, Some(Stop::Failed(format!("create (untimed, before reformat) failed: {f}"))));
             }

@@ -368,6 +368,7 @@ impl ResultSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::model::Point;
 
     #[test]
     fn a_constant_total_is_no_bandwidth() {
