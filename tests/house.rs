@@ -139,8 +139,9 @@ fn strip(line: &str, state: &mut In) -> String {
 fn functions(text: &str) -> Vec<Function> {
     let mut found = Vec::new();
     let mut state = In::Code;
-    let (mut depth, mut open, mut pending): (i64, Vec<(String, usize, i64)>, Option<(String, usize, i64)>) =
-        (0, Vec::new(), None);
+    // A function seen, not closed yet: (name, first line, brace depth at its `fn`).
+    type Open = (String, usize, i64);
+    let (mut depth, mut open, mut pending): (i64, Vec<Open>, Option<Open>) = (0, Vec::new(), None);
     for (n, line) in text.split('\n').enumerate().map(|(i, l)| (i + 1, l)) {
         let name = if state == In::Code { fn_name(line) } else { None };
         let code = strip(line, &mut state);

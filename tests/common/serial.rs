@@ -31,9 +31,12 @@ pub fn root_only(why: &str) -> Option<MutexGuard<'static, ()>> {
     Some(guard)
 }
 
-/// Why this machine cannot run a test that needs root and what `checks` look for (each
-/// given PATH, a reason when something is missing); None when it can.
-pub fn missing(checks: &[&dyn Fn(&OsStr) -> Option<String>]) -> Option<String> {
+/// One thing a test needs, looked for given PATH: a reason when it is missing.
+pub type Check<'a> = &'a dyn Fn(&OsStr) -> Option<String>;
+
+/// Why this machine cannot run a test that needs root and what `checks` look for; None
+/// when it can.
+pub fn missing(checks: &[Check]) -> Option<String> {
     if !is_root() {
         return Some("needs root".into());
     }
