@@ -28,7 +28,7 @@
 //! are not ownership (a copy keeps them too).
 
 use crate::error::{Error, Result};
-use crate::experiment::all_ranks::run_phase;
+use crate::experiment::all_ranks::run_phase_on_every_rank;
 use crate::experiment::estimate_space;
 use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
@@ -653,7 +653,7 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
         flush: false,
         shared_dir: crate::experiment::all_ranks::shared_dir(),
     };
-    let result = run_phase(&op, &tree, root.as_fd(), &settings, &progress);
+    let result = run_phase_on_every_rank(&op, &tree, root.as_fd(), &settings, &progress);
     progress.finish();
     if let Some(f) = &result.failed {
         cleanup(&root);

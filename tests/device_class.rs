@@ -7,6 +7,7 @@
 mod common;
 mod unprivileged;
 
+use common::serial;
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::managed::ManagedFs;
 use manyfiles::storage::registry;
@@ -16,36 +17,23 @@ use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
 
-/// Tests that run `cleanup` go one at a time (a cleanup could take another test's record).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Why this machine cannot run the tests, if it cannot.
 fn missing() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root".into());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for (tool, pkg) in manyfiles::storage::nbd_stack::TOOLS {
-        if manyfiles::storage::managed::find_in_path(tool, &path).is_none() {
-            return Some(format!("needs {tool} (Debian package {pkg})"));
-        }
-    }
-    if !Path::new("/dev/fuse").exists() {
-        return Some("needs /dev/fuse".into());
-    }
-    None
+    let nbd = |path: &std::ffi::OsStr| {
+        manyfiles::storage::nbd_stack::TOOLS.iter().find_map(|(tool, pkg)| {
+            manyfiles::storage::managed::find_in_path(tool, path)
+                .is_none()
+                .then(|| format!("needs {tool} (Debian package {pkg})"))
+        })
+    };
+    let fuse = |_: &std::ffi::OsStr| (!Path::new("/dev/fuse").exists()).then(|| "needs /dev/fuse".to_string());
+    common::missing(&[&nbd, &fuse])
 }
 
+/// Skip (return) with the reason printed, unless under CI.
 macro_rules! need_stack {
     () => {
-        if let Some(why) = missing() {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: {why}");
-            println!("skipped: {why}");
+        if common::skipped(missing()) {
             return;
         }
     };

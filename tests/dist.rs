@@ -11,14 +11,6 @@ use common::*;
 use std::path::Path;
 use std::time::Duration;
 
-/// One test at a time: the tests check how work spreads over ranks, which needs the
-/// ranks to get fair shares of the CPUs (several jobs at once on a small machine do not).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// `mpirun -np N manyfiles ARGS`, bounded in time.
 fn mpirun(np: usize, args: &[&str]) -> Run {
     mpirun_with(np, args, Duration::from_secs(120))
@@ -60,10 +52,7 @@ fn rm_counts(json: &Path) -> (u64, u64, Vec<u64>) {
 
 #[test]
 fn rm_under_mpirun_removes_what_one_process_removes() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let mut seen = Vec::new();
     for np in [1, 2, 4] {
@@ -90,10 +79,7 @@ fn rm_under_mpirun_removes_what_one_process_removes() {
 
 #[test]
 fn rm_spreads_one_huge_directory_over_the_ranks() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let top = dir.path().join("flat");
     std::fs::create_dir_all(&top).unwrap();
@@ -112,10 +98,7 @@ fn rm_spreads_one_huge_directory_over_the_ranks() {
 
 #[test]
 fn rm_under_mpirun_refuses_bad_paths_on_every_rank() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let keep = dir.path().join("keep");
     std::fs::create_dir(&keep).unwrap();
@@ -149,10 +132,7 @@ fn index_rows(db: &Path) -> Vec<IndexRow> {
 
 #[test]
 fn scan_under_mpirun_writes_the_index_one_process_writes() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let top = dir.path().join("tree");
     uneven_tree(&top, 3000);
@@ -198,10 +178,7 @@ fn assert_same_tree(src: &Path, dst: &Path) {
 
 #[test]
 fn copy_and_sync_under_mpirun_give_the_tree_one_process_gives() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     uneven_tree(&src, 3000);
@@ -247,10 +224,7 @@ fn copy_and_sync_under_mpirun_give_the_tree_one_process_gives() {
 
 #[test]
 fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     for a in 0..40 {
@@ -297,10 +271,7 @@ fn a_rank_killed_mid_copy_ends_the_job_and_sync_finishes_it() {
 
 #[test]
 fn a_large_file_is_copied_in_chunks_by_every_rank() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     std::fs::create_dir_all(src.join("sub")).unwrap();
@@ -337,10 +308,7 @@ fn a_large_file_is_copied_in_chunks_by_every_rank() {
 
 #[test]
 fn one_huge_directory_is_copied_by_every_rank() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
@@ -380,10 +348,7 @@ fn s_of<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
 /// syncs before the common end; the JSON says cold and durable, the tree is right.
 #[test]
 fn cold_and_durable_under_mpirun() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     // Eviction needs a disk-backed file system (tmpfs refuses --cold).
     let base = ["/var/tmp", "/tmp"].into_iter().find(|d| {
         tempfile::tempdir_in(d).is_ok_and(|t| manyfiles::storage::cache::memory_fs(t.path()).is_ok_and(|m| m.is_none()))
@@ -427,10 +392,7 @@ fn cold_and_durable_under_mpirun() {
 /// only fixes each.
 #[test]
 fn tricky_tree_under_mpirun_keeps_what_one_process_keeps() {
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     if let Some(why) = tricky::ready(&["mkfs.ext4"]) {
         assert!(std::env::var_os("CI").is_none(), "CI runs as root with the tools: {why}");
         eprintln!("skipped: {why}");
@@ -477,10 +439,7 @@ fn tricky_tree_under_mpirun_keeps_what_one_process_keeps() {
 #[test]
 fn hard_links_that_fall_to_different_ranks_stay_one_inode() {
     use std::os::unix::fs::MetadataExt;
-    let _one_at_a_time = serial();
-    if !mpirun_available() {
-        return;
-    }
+    let Some(_one_at_a_time) = mpi_one_at_a_time() else { return };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     std::fs::create_dir_all(&src).unwrap();

@@ -3,27 +3,9 @@
 
 mod common;
 
-use common::leftovers_of;
+use common::{is_root, leftovers_of, root_only, serial};
 use serde_json::Value;
 use std::process::Command;
-
-/// The tests here compare mounts and images before and after: run them one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// For tests that format file systems: the serial lock, or None (with the reason
-/// printed) when not root.
-fn root_only(why: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    Some(guard)
-}
-
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
 
 fn manyfiles(args: &[&str]) -> std::process::Output {
     run(args).0
@@ -92,7 +74,7 @@ fn ladder_on_two_managed_file_systems() {
 
 #[test]
 fn fs_bad_input_is_refused_before_anything_is_made() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = serial();
     for args in [
         vec!["ladder", "--fs", "zfs"],
         vec!["ladder", "--fs", "ext4:3k"],
@@ -112,7 +94,7 @@ fn fs_bad_input_is_refused_before_anything_is_made() {
 
 #[test]
 fn fs_needs_root() {
-    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = serial();
     if !is_root() {
         let o = manyfiles(&["ladder", "--fs", "ext4"]);
         assert_eq!(o.status.code(), Some(2));

@@ -11,19 +11,12 @@
 
 mod common;
 
+use common::serial;
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::registry::{self, Record};
 use manyfiles::storage::share_stack;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-/// The tests run one at a time: the share's daemons on a small machine load its cores,
-/// and a local run beside them is no longer a run on idle local storage.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn cores() -> u64 {
     std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(1)
@@ -127,14 +120,12 @@ fn in_flight_and_threads_fix_it_and_bad_values_are_refused() {
 
 /// Why this machine cannot mount `share:sftp`, if it cannot.
 fn missing() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root".into());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let spec = "share:sftp@rtt=0ms";
-    let s = FsSpec::parse(spec).unwrap();
-    share_stack::preflight(spec, s.share().unwrap(), &path).err()
+    let sftp = |path: &std::ffi::OsStr| {
+        let spec = "share:sftp@rtt=0ms";
+        let s = FsSpec::parse(spec).unwrap();
+        share_stack::preflight(spec, s.share().unwrap(), path).err()
+    };
+    common::missing(&[&sftp])
 }
 
 /// Mounts `share:sftp@rtt=5ms` at `mp` for the life of the value.
@@ -174,9 +165,7 @@ fn export_of(mp: &Path) -> PathBuf {
 #[test]
 fn a_share_at_5ms_gets_8_or_more_in_flight() {
     let _g = serial();
-    if let Some(why) = missing() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: {why}");
-        println!("skipped: {why}");
+    if common::skipped(missing()) {
         return;
     }
     // 2,000 files of 4 KiB in 8 directories (a create holds its directory's lock for its

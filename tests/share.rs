@@ -13,6 +13,7 @@
 mod common;
 mod unprivileged;
 
+use common::serial;
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::managed::{ManagedFs, find_in_path};
 use manyfiles::storage::registry::{self, Record};
@@ -25,37 +26,25 @@ use std::time::{Duration, Instant};
 const MIB: u64 = 1 << 20;
 const PROTOS: [Proto; 2] = [Proto::Sftp, Proto::Smb];
 
-/// Tests that run `cleanup` go one at a time (a cleanup could take another test's record).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Why this machine cannot run the tests, if it cannot.
 fn missing() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root".into());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for spec in ["share:sftp@rtt=0ms", "share:smb@rtt=0ms"] {
-        let s = FsSpec::parse(spec).unwrap();
-        if let Err(e) = share_stack::preflight(spec, s.share().unwrap(), &path) {
-            return Some(e);
-        }
-    }
-    if find_in_path("setpriv", &path).is_none() || find_in_path("nsenter", &path).is_none() {
-        return Some("needs setpriv and nsenter (util-linux)".into());
-    }
-    None
+    let stacks = |path: &std::ffi::OsStr| {
+        ["share:sftp@rtt=0ms", "share:smb@rtt=0ms"].into_iter().find_map(|spec| {
+            let s = FsSpec::parse(spec).unwrap();
+            share_stack::preflight(spec, s.share().unwrap(), path).err()
+        })
+    };
+    let util_linux = |path: &std::ffi::OsStr| {
+        (find_in_path("setpriv", path).is_none() || find_in_path("nsenter", path).is_none())
+            .then(|| "needs setpriv and nsenter (util-linux)".to_string())
+    };
+    common::missing(&[&stacks, &util_linux])
 }
 
+/// Skip (return) with the reason printed, unless under CI.
 macro_rules! need_stack {
     () => {
-        if let Some(why) = missing() {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI must run this test: {why}");
-            println!("skipped: {why}");
+        if common::skipped(missing()) {
             return;
         }
     };

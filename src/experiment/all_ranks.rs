@@ -13,7 +13,7 @@ use rustix::fd::BorrowedFd;
 
 /// Run `op` over the tree below `root` on every rank at once and measure it: the job's
 /// aggregate on every rank (with one rank, this process's result).
-pub fn run_phase(
+pub fn run_phase_on_every_rank(
     op: &dyn Op,
     tree: &Prepared,
     root: BorrowedFd<'_>,

@@ -7,7 +7,8 @@
 
 use crate::engine::copy::verify::{self, Checks};
 use crate::measure::{Latency, PhaseResult, Portion};
-use crate::ops::copy::{PairOp, failed_result};
+use crate::ops::copy::failed_result;
+use crate::ops::registry::PairOp;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -23,7 +23,7 @@ use crate::measure::PhaseResult;
 use crate::measure::TargetWatch;
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
-use crate::ops::copy::PairOp;
+use crate::ops::registry::PairOp;
 use crate::ops::{self, CreateOptions, Op, PhaseSettings, REFORMAT, reads_tree};
 use crate::ranks;
 use crate::report::export::{Format, Output};
@@ -36,7 +36,7 @@ use crate::storage::rundir::RunDir;
 use crate::tree::layout::Shape;
 use crate::tree::{Prepared, TreeSpec};
 use crate::units::fmt_size;
-use all_ranks::run_phase;
+use all_ranks::run_phase_on_every_rank;
 pub(crate) use driver::{Driver, drive};
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
@@ -163,7 +163,7 @@ impl Order {
 /// Add external tools as ops `cmd:NAME`, after the other pair ops and before delete.
 pub fn add_commands(ops: &mut Vec<String>, cmds: &[external::ExternalCmd]) -> Result<()> {
     for c in cmds {
-        let name = ops::copy::PairOp::name(c);
+        let name = ops::registry::PairOp::name(c);
         if ops.contains(&name) {
             return Err(Error::bad("--cmd", format!("{} given twice", c.name)));
         }
@@ -272,7 +272,11 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
         }
     }
     // A copy or sync op writes a second tree beside the first (one at a time).
-    let copies = if cfg.ops.iter().any(|o| ops::copy::by_name(o).is_some() || o.starts_with("cmd:")) { 2 } else { 1 };
+    let copies = if cfg.ops.iter().any(|o| ops::registry::pair_op_by_name(o).is_some() || o.starts_with("cmd:")) {
+        2
+    } else {
+        1
+    };
     // Device classes: the minimum runs' time by the classes' parameters, refused above
     // twice --max-time before anything is created.
     class_time::check(cfg, copies)?;
@@ -390,13 +394,20 @@ fn run_tree(
         // allocated bytes behind a create, from which slack per file follows.
         let used = || rustix::fs::fstatvfs(&root).ok().map(|v| (v.f_blocks - v.f_bfree).saturating_mul(v.f_frsize));
         let before = used();
-        let mut r = watched(env.watch, cache, || run_phase(op.as_ref(), tree, root.as_fd(), settings, progress));
+        let mut r =
+            watched(env.watch, cache, || run_phase_on_every_rank(op.as_ref(), tree, root.as_fd(), settings, progress));
         if name == "create" {
             if let (Some(a), Some(b)) = (before, used()) {
                 r.space_used_bytes = Some(b as i64 - a as i64);
             }
             if measure_allocation && r.failed.is_none() && !r.interrupted {
-                let a = run_phase(&ops::allocated::Allocated, tree, root.as_fd(), settings, &Progress::hidden());
+                let a = run_phase_on_every_rank(
+                    &ops::allocated::Allocated,
+                    tree,
+                    root.as_fd(),
+                    settings,
+                    &Progress::hidden(),
+                );
                 if a.errors == 0 && a.failed.is_none() {
                     r.allocated_bytes = Some(a.bytes);
                 }
@@ -424,7 +435,7 @@ fn run_tree(
         if reformat && name == "delete" {
             // The reformat is timed with the tree on the file system: make it again.
             let Some(create) = all_ops.iter().find(|o| o.name() == "create") else { break };
-            let again = run_phase(create.as_ref(), tree, root.as_fd(), settings, &Progress::hidden());
+            let again = run_phase_on_every_rank(create.as_ref(), tree, root.as_fd(), settings, &Progress::hidden());
             if let Some(f) = again.failed.or((again.errors > 0).then(|| again.first_error.unwrap_or_default())) {
                 return (done, Some(Stop::Failed(format!("create (untimed, before reformat) failed: {f}"))));
             }
@@ -462,7 +473,7 @@ struct TreeEnv<'a> {
 fn pair_ops(cfg: &TreeExperiment) -> Result<Vec<Box<dyn PairOp>>> {
     let mut v: Vec<Box<dyn PairOp>> = Vec::new();
     for name in &cfg.ops {
-        if let Some(op) = ops::copy::by_name(name) {
+        if let Some(op) = ops::registry::pair_op_by_name(name) {
             v.push(op.map_err(|e| Error::bad("--ops", e))?);
         } else if let Some(c) = cfg.commands.iter().find(|c| &PairOp::name(*c) == name) {
             v.push(Box::new(c.clone()));

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::engine::copy::verify::{Checks, compare};
 use crate::error::{Error, Result};
-use crate::experiment::all_ranks::{self, run_phase};
+use crate::experiment::all_ranks::{self, run_phase_on_every_rank};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk;
 use crate::measure::PhaseResult;
@@ -353,7 +353,8 @@ fn trial(setup: &PackTrialSetup, src_rd: &RunDir, dst_rd: &RunDir, ti: usize, wa
                     Err(e) => return Some(Stop::Failed(format!("cannot open the tree: {e}"))),
                 };
                 let op = ops::Create { opts: setup.cfg.create.clone() };
-                let r = run_phase(&op, &setup.prepared[ti], fd.as_fd(), &setup.settings, &Progress::hidden());
+                let r =
+                    run_phase_on_every_rank(&op, &setup.prepared[ti], fd.as_fd(), &setup.settings, &Progress::hidden());
                 if r.interrupted {
                     return interrupted();
                 }

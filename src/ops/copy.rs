@@ -3,22 +3,11 @@
 //! external tools (`--cmd`, in `experiment::external`) implement the same trait, so all
 //! of them are prepared, timed and checked alike by the experiment runner.
 
+use super::registry::PairOp;
 use crate::engine::copy::{self, Mode, Summary};
 use crate::engine::inflight::Plan;
 use crate::measure::{Latency, PhaseResult, Portion};
 use std::path::Path;
-
-/// One timed kind of work that reads SRC and writes DST.
-pub trait PairOp: Sync {
-    /// The op's name in results and tables.
-    fn name(&self) -> String;
-    /// Untimed preparation of DST (an empty directory on entry): e.g. a first sync.
-    fn prepare(&self, _src: &Path, _dst: &Path, _threads: usize) -> Result<(), String> {
-        Ok(())
-    }
-    /// The timed work, on the threads (and in-flight limit) of `plan`.
-    fn run(&self, src: &Path, dst: &Path, plan: Plan) -> PhaseResult;
-}
 
 /// `copy`: the parallel copy into an empty DST.
 pub struct Copy;
@@ -74,24 +63,4 @@ pub fn phase_result(s: &Summary) -> PhaseResult {
 /// statistics and shows up in the warnings.
 pub fn failed_result(msg: String) -> PhaseResult {
     PhaseResult { errors: 1, first_error: Some(msg), ..PhaseResult::default() }
-}
-
-/// The pair op named `name` (copy, sync, sync-nochange, sync-change:P, pack:FORMAT), or None.
-pub fn by_name(name: &str) -> Option<Result<Box<dyn PairOp>, String>> {
-    use super::sync::{Sync, SyncKind};
-    Some(Ok(match name {
-        "copy" => Box::new(Copy),
-        "sync" => Box::new(Sync { kind: SyncKind::Empty }),
-        "sync-nochange" => Box::new(Sync { kind: SyncKind::NoChange }),
-        _ if name.starts_with("pack:") => return Some(super::pack::by_name(&name[5..]).map(|p| Box::new(p) as _)),
-        _ => {
-            let p = name.strip_prefix("sync-change:")?;
-            match p.parse::<f64>() {
-                Ok(v) if v > 0.0 && v <= 100.0 && !p.contains(['e', 'E']) => {
-                    Box::new(Sync { kind: SyncKind::Change(v) })
-                }
-                _ => return Some(Err(format!("{name}: P must be a percentage above 0 and at most 100"))),
-            }
-        }
-    }))
 }

@@ -40,7 +40,7 @@ pub use list::List;
 pub use read::Read;
 pub use stat::Stat;
 
-pub use registry::{OP_NAMES, REFORMAT, op_by_name, parse_ops, reads_tree, removes_tree};
+pub use registry::{OP_NAMES, PairOp, REFORMAT, op_by_name, pair_op_by_name, parse_ops, reads_tree, removes_tree};
 
 /// One timed kind of work over a tree.
 pub trait Op: Sync {
@@ -272,7 +272,7 @@ pub struct SharedDir {
 }
 
 /// Run `op` over the tree below `root` and measure it, in this process (the driver
-/// runs it on every rank and aggregates: `experiment::all_ranks::run_phase`); also hands
+/// runs it on every rank and aggregates: `experiment::all_ranks::run_phase_on_every_rank`); also hands
 /// back the latency histogram.
 pub fn run_phase(
     op: &dyn Op,

@@ -2,7 +2,7 @@
 //! and unpacked into DST, timed as one op (the `pack` experiment times the steps apart
 //! and mounts too). Checked against SRC afterwards like every pair op.
 
-use super::copy::PairOp;
+use super::registry::PairOp;
 use crate::measure::{PhaseResult, Portion, children_cpu_times, cpu_times};
 use crate::pack::{self, Container};
 use std::path::Path;

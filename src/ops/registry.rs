@@ -1,8 +1,13 @@
 //! The ops by name: which names a tree experiment knows and in which order they run,
-//! `--ops` parsed into that order, an op made from its name, and which ops read a tree.
+//! `--ops` parsed into that order, an op made from its name (a tree op, [`op_by_name`];
+//! a pair op, [`pair_op_by_name`], and the [`PairOp`] trait they implement), and which
+//! ops read a tree.
 
 use super::{CreateOptions, Op};
+use crate::engine::inflight::Plan;
 use crate::error::{Error, Result};
+use crate::measure::PhaseResult;
+use std::path::Path;
 
 /// The ops a tree experiment knows, in the order they can run on one tree.
 pub const OP_NAMES: [&str; 9] = ["create", "stat", "list", "read", "walk", "scan", "rescan", "rm", "delete"];
@@ -38,7 +43,7 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
             reformat = true;
             continue;
         }
-        if let Some(r) = super::copy::by_name(p) {
+        if let Some(r) = pair_op_by_name(p) {
             r.map_err(|e| Error::bad("--ops", e))?;
             if !pairs.iter().any(|q| q == p) {
                 pairs.push(p.to_string());
@@ -90,6 +95,39 @@ pub fn op_by_name(name: &str, create: &CreateOptions) -> Box<dyn Op> {
         "delete" => Box::new(super::Delete),
         other => unreachable!("op names are checked by parse_ops: {other}"),
     }
+}
+
+/// One timed kind of work that reads SRC and writes DST: a pair op (`copy`, the sync
+/// family in `ops/`, `pack:FORMAT`; external tools in `experiment::external`).
+pub trait PairOp: Sync {
+    /// The op's name in results and tables.
+    fn name(&self) -> String;
+    /// Untimed preparation of DST (an empty directory on entry): e.g. a first sync.
+    fn prepare(&self, _src: &Path, _dst: &Path, _threads: usize) -> std::result::Result<(), String> {
+        Ok(())
+    }
+    /// The timed work, on the threads (and in-flight limit) of `plan`.
+    fn run(&self, src: &Path, dst: &Path, plan: Plan) -> PhaseResult;
+}
+
+/// The pair op named `name` (copy, sync, sync-nochange, sync-change:P, pack:FORMAT), or None.
+pub fn pair_op_by_name(name: &str) -> Option<std::result::Result<Box<dyn PairOp>, String>> {
+    use super::sync::{Sync, SyncKind};
+    Some(Ok(match name {
+        "copy" => Box::new(super::copy::Copy),
+        "sync" => Box::new(Sync { kind: SyncKind::Empty }),
+        "sync-nochange" => Box::new(Sync { kind: SyncKind::NoChange }),
+        _ if name.starts_with("pack:") => return Some(super::pack::by_name(&name[5..]).map(|p| Box::new(p) as _)),
+        _ => {
+            let p = name.strip_prefix("sync-change:")?;
+            match p.parse::<f64>() {
+                Ok(v) if v > 0.0 && v <= 100.0 && !p.contains(['e', 'E']) => {
+                    Box::new(Sync { kind: SyncKind::Change(v) })
+                }
+                _ => return Some(Err(format!("{name}: P must be a percentage above 0 and at most 100"))),
+            }
+        }
+    }))
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! compare-only cost a periodic sync pays every time) and `sync-change:P` (P% of DST's
 //! files made stale first, so the sync compares everything and copies P%).
 
-use super::copy::{PairOp, engine};
+use super::copy::engine;
+use super::registry::PairOp;
 use crate::engine::copy::Mode;
 use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;

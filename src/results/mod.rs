@@ -6,22 +6,21 @@
 
 pub mod adaptive;
 pub mod compare;
+mod derive;
 pub mod plan;
 pub mod pool;
 pub mod predict;
 #[cfg(test)]
 pub(crate) mod testing;
 
-use crate::analysis::blocks;
-use crate::analysis::detect::{self, Detection};
-use crate::analysis::model::{self, CostModel, Point};
+use crate::analysis::detect::Detection;
+use crate::analysis::model::{self, CostModel};
 use crate::analysis::stats::{self, Summary};
 use crate::measure::PhaseResult;
 use crate::measure::provenance::Provenance;
 use crate::ops::CreateOptions;
 use crate::storage::TargetInfo;
 use crate::tree::TreeSpec;
-use crate::units::sig3;
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: u32 = 1;
@@ -248,21 +247,6 @@ pub fn block_ids(ms: &[&Measurement]) -> Vec<u32> {
     ms.iter().enumerate().map(|(i, m)| m.block.unwrap_or(base + i as u32)).collect()
 }
 
-/// How an adaptive cell ended, for its summary: `precision reached: ±3.1%`, `max runs
-/// reached: ±7.2%`, `budget spent: ±9.0%` (or `… no interval` before 6 runs).
-fn stop_reason(a: &adaptive::Adaptive, s: &Summary, runs: usize, disturbed: usize, complete: bool) -> String {
-    let reached = s.precision().map_or("no interval".to_string(), |p| format!("±{}%", sig3(p * 100.0)));
-    if s.precision().is_some_and(|p| p <= a.precision) {
-        format!("precision reached: {reached}")
-    } else if runs.saturating_sub(disturbed) >= a.max_runs as usize || runs >= 2 * a.max_runs as usize {
-        format!("max runs reached: {reached}")
-    } else if !complete {
-        format!("stopped: {reached}")
-    } else {
-        format!("budget spent: {reached}")
-    }
-}
-
 /// Write phases (their results have a durable and a returned time).
 fn is_write_phase(m: &Measurement) -> bool {
     m.result.flush_s.is_some()
@@ -351,246 +335,40 @@ impl ResultSet {
     }
 
     /// Recompute summaries, models and warnings from the raw measurements. Only
-    /// complete measurements (no error, not interrupted) enter the statistics.
+    /// complete measurements (no error, not interrupted) enter the statistics. Its phases are
+    /// in `derive.rs`.
     pub fn derive(&mut self) {
         self.summaries.clear();
         self.models.clear();
         self.warnings.clear();
         self.detections.clear();
-        // Groups in the experiment's order, so tables follow it: targets and ops as
-        // listed, trees by size (runs are shuffled within each round, so the order in
-        // which cells were first seen says nothing).
-        let mut keys: Vec<(String, String, String)> = Vec::new();
-        let mut size_of: Vec<(String, (u64, u64))> = Vec::new();
-        for m in &self.measurements {
-            let k = (m.target.clone(), m.op.clone(), m.tree_key.clone());
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-            if !size_of.iter().any(|(t, _)| *t == m.tree_key) {
-                size_of.push((m.tree_key.clone(), (m.tree_files, m.tree_bytes)));
-            }
+        let keys = self.cell_keys();
+        for key in &keys {
+            self.summarize_cell(key);
         }
-        let position = |list: &[String], x: &str| list.iter().position(|y| y == x).unwrap_or(usize::MAX);
-        let target_ids: Vec<String> = self.targets.iter().map(|t| t.id.clone()).collect();
-        let ops = self.experiment.ops.clone();
-        let size = |k: &str| size_of.iter().find(|(t, _)| t == k).map_or((0, 0), |(_, s)| *s);
-        // Stable: keys of equal rank keep their first-seen order.
-        keys.sort_by_key(|(t, o, k)| (position(&target_ids, t), position(&ops, o), size(k)));
-        for (target, op, tree_key) in &keys {
-            let ms: Vec<&Measurement> = self
-                .measurements
-                .iter()
-                .filter(|m| &m.target == target && &m.op == op && &m.tree_key == tree_key && m.result.complete())
-                .collect();
-            let until = self.experiment.until;
-            let disturbed = ms.iter().filter(|m| m.result.disturbed()).count();
-            let (used, left_out) = split_disturbed(&ms, self.experiment.adaptive.is_some());
-            if self.experiment.adaptive.is_some() && disturbed > 0 && left_out.is_empty() {
-                let fired = |sig: &str| {
-                    ms.iter()
-                        .any(|m| m.result.machine.as_ref().is_some_and(|a| a.disturbed_by.iter().any(|b| b == sig)))
-                };
-                let mut why = Vec::new();
-                if fired("cpu") || !fired("io") {
-                    why.push(format!(
-                        "more than {} cores busy besides this one",
-                        crate::measure::machine::DISTURBED_CORES
-                    ));
-                }
-                if fired("io") {
-                    why.push(format!(
-                        "others' storage traffic above {} MiB/s",
-                        crate::measure::machine::DISTURBED_IO_BPS / 1048576.0
-                    ));
-                }
-                self.warnings.push(format!(
-                    "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes ({}), too many to leave out: the figures measure the neighbours too",
-                    ms.len(),
-                    why.join("; ")
-                ));
-            }
-            let raw: Vec<f64> = used.iter().map(|m| m.seconds(until)).collect();
-            let Some(stats) = blocks::summarize_blocked(&raw, &block_ids(&used)) else {
-                continue;
-            };
-            // Leaving the disturbed runs out moved the median past its own interval: say
-            // so with both figures, so a reader sees what the neighbours did.
-            if !left_out.is_empty() {
-                let all: Vec<f64> = ms.iter().map(|m| m.seconds(until)).collect();
-                if let (Some(with), Some([lo, hi])) =
-                    (blocks::summarize_blocked(&all, &block_ids(&ms)), stats.median_ci95_s)
-                {
-                    if with.median_s < lo || with.median_s > hi {
-                        self.warnings.push(format!(
-                            "{op} on {tree_key} ({target}): median {} without the {} disturbed runs [{} – {}], {} with them: the disturbance moved it past its interval",
-                            crate::units::fmt_secs(stats.median_s),
-                            left_out.len(),
-                            crate::units::fmt_secs(lo),
-                            crate::units::fmt_secs(hi),
-                            crate::units::fmt_secs(with.median_s)
-                        ));
-                    }
-                }
-            }
-            let stopped = self.experiment.adaptive.map(|a| stop_reason(&a, &stats, ms.len(), disturbed, self.complete));
-            for d in detect::of_runs(target, op, tree_key, &raw, &stats) {
-                // Adaptive runs say per cell what precision they reached: no "more runs
-                // needed" advice beside it (the detection stays in the JSON).
-                let advice = matches!(d, Detection::HighCv { .. }) && self.experiment.adaptive.is_none();
-                if matches!(d, Detection::FirstRun { .. }) || advice {
-                    self.warnings.push(d.text());
-                }
-                self.detections.push(d);
-            }
-            let portion = self.experiment.portion_files;
-            let runs: Vec<(&[crate::measure::Portion], u64)> =
-                ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
-            let per_file = detect::median_per_file(&runs, portion);
-            if let Some(knee) = detect::knee(&per_file, portion) {
-                self.detections.push(Detection::Knee {
-                    target: target.clone(),
-                    op: op.clone(),
-                    tree_key: tree_key.clone(),
-                    knee,
-                });
-            } else if self.experiment.name == "dirsize" && !per_file.is_empty() {
-                // Say so explicitly: the knee was looked for and is not there up to here.
-                self.detections.push(Detection::NoKnee {
-                    target: target.clone(),
-                    op: op.clone(),
-                    tree_key: tree_key.clone(),
-                    up_to_files: per_file.len() as u64 * portion,
-                });
-            }
-            self.summaries.push(SummaryRow {
-                target: target.clone(),
-                op: op.clone(),
-                tree_key: tree_key.clone(),
-                tree_files: ms[0].tree_files,
-                tree_bytes: ms[0].tree_bytes,
-                raw_s: raw,
-                runs: ms.len(),
-                disturbed_s: left_out.iter().map(|m| m.seconds(until)).collect(),
-                disturbed,
-                stopped,
-                stats,
-            });
-        }
-        let mut pairs: Vec<(String, String)> = Vec::new();
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
         for (t, o, _) in &keys {
-            if !pairs.contains(&(t.clone(), o.clone())) {
-                pairs.push((t.clone(), o.clone()));
+            if !pairs.contains(&(t.as_str(), o.as_str())) {
+                pairs.push((t, o));
             }
         }
         for (target, op) in pairs {
-            let all: Vec<&Measurement> =
-                self.measurements.iter().filter(|m| m.target == target && m.op == op && m.result.complete()).collect();
-            // The runs each cell's summary uses (disturbed ones left out as there).
-            let mut ms: Vec<&Measurement> = Vec::new();
-            for (_, _, k) in keys.iter().filter(|(t, o, _)| *t == target && *o == op) {
-                let cell: Vec<&Measurement> = all.iter().copied().filter(|m| &m.tree_key == k).collect();
-                ms.extend(split_disturbed(&cell, self.experiment.adaptive.is_some()).0);
-            }
-            let distinct_trees = {
-                let mut k: Vec<&str> = ms.iter().map(|m| m.tree_key.as_str()).collect();
-                k.sort();
-                k.dedup();
-                k.len()
-            };
-            if distinct_trees < 3 {
-                continue; // a model from fewer than 3 tree shapes says nothing
-            }
-            // Files per directory of every tree (once per tree: drawn trees need a plan).
-            let mut per_dir: Vec<(&str, Vec<(u64, u64)>)> = Vec::new();
-            for m in &ms {
-                if !per_dir.iter().any(|(k, _)| *k == m.tree_key) {
-                    per_dir.push((&m.tree_key, crate::tree::layout::files_per_dir(&m.tree)));
-                }
-            }
-            let counts = |m: &Measurement| &per_dir.iter().find(|(k, _)| *k == m.tree_key).expect("every tree").1;
-            let points: Vec<Point> = ms
-                .iter()
-                .map(|m| Point {
-                    files: m.tree_files as f64,
-                    bytes: m.tree_bytes as f64,
-                    dirs: m.tree_dirs as f64,
-                    dir_sq: model::dir_sq_of(counts(m).iter().copied()),
-                    seconds: m.seconds(self.experiment.until),
-                })
-                .collect();
-            if let Some(model) = model::fit(&points) {
-                let range = |f: fn(&Measurement) -> u64| {
-                    [ms.iter().map(|m| f(m)).min().unwrap_or(0), ms.iter().map(|m| f(m)).max().unwrap_or(0)]
-                };
-                let most = |m: &Measurement| counts(m).iter().map(|c| c.0).max().unwrap_or(0);
-                let max_files_per_dir_range =
-                    [ms.iter().map(|m| most(m)).min().unwrap_or(0), ms.iter().map(|m| most(m)).max().unwrap_or(0)];
-                if model.r2 < 0.9 {
-                    self.warnings.push(format!(
-                        "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² + k explains the data poorly (R² {}): read the fitted costs with care",
-                        sig3(model.r2)
-                    ));
-                }
-                self.models.push(ModelRow {
-                    target,
-                    op,
-                    files_range: range(|m| m.tree_files),
-                    bytes_range: range(|m| m.tree_bytes),
-                    dirs_range: range(|m| m.tree_dirs),
-                    max_files_per_dir_range,
-                    model,
-                });
+            if let Some((row, poor_fit)) = self.fit_model(&keys, target, op) {
+                self.warnings.extend(poor_fit);
+                self.models.push(row);
             }
         }
-        let mut ops: Vec<&str> = Vec::new();
-        for s in &self.summaries {
-            if !ops.contains(&s.op.as_str()) {
-                ops.push(&s.op);
-            }
-        }
-        for op in ops {
-            let cells: Vec<detect::Cell> = self
-                .summaries
-                .iter()
-                .filter(|s| s.op == op)
-                .map(|s| detect::Cell { target: &s.target, files: s.tree_files, stats: &s.stats })
-                .collect();
-            self.detections.extend(detect::crossovers(op, &cells));
-        }
-        // Delete against re-format on each target: above which file count formatting
-        // the file system is the faster way to empty it.
-        let targets: Vec<String> = self.targets.iter().map(|t| t.id.clone()).collect();
-        for t in &targets {
-            let cells: Vec<detect::Cell> = self
-                .summaries
-                .iter()
-                .filter(|s| &s.target == t && (s.op == "delete" || s.op == crate::ops::REFORMAT))
-                .map(|s| detect::Cell { target: &s.op, files: s.tree_files, stats: &s.stats })
-                .collect();
-            if cells.iter().any(|c| c.target == "delete") && cells.iter().any(|c| c.target != "delete") {
-                self.detections.extend(detect::crossovers(&format!("emptying {t}"), &cells));
-            }
-        }
+        let crossovers = self.crossovers();
+        self.detections.extend(crossovers);
         self.warnings.extend(self.storage_warnings());
-        for m in &self.measurements {
-            if m.result.errors > 0 {
-                self.warnings.push(format!(
-                    "{} on {} run {}: {} errors, first: {}",
-                    m.op,
-                    m.tree_key,
-                    m.run,
-                    m.result.errors,
-                    m.result.first_error.as_deref().unwrap_or("?")
-                ));
-            }
-        }
+        self.warnings.extend(self.error_warnings());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::model::Point;
 
     #[test]
     fn a_constant_total_is_no_bandwidth() {

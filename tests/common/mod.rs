@@ -2,7 +2,13 @@
 //! generated trees, loading result JSON, and looking for leftover run directories.
 #![allow(dead_code)]
 
+mod serial;
+
 use serde_json::Value;
+/// The serial lock and the skip checks (is_root: who can write anywhere, whatever the
+/// mode bits).
+#[allow(unused_imports)]
+pub use serial::{SERIAL, is_root, missing, root_only, serial, skipped};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +24,14 @@ pub fn mpirun_available() -> bool {
         eprintln!("skipped: mpirun not found (apt-get install openmpi-bin)");
     }
     found
+}
+
+/// The set-up of an MPI test that runs one at a time (how work spreads over ranks needs
+/// the ranks to get fair shares of the CPUs): the serial lock, or None (the reason
+/// printed) where mpirun is missing.
+pub fn mpi_one_at_a_time() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = serial();
+    mpirun_available().then_some(guard)
 }
 
 /// `mpirun -np N manyfiles ARGS`, killed after `timeout`.
@@ -357,12 +371,6 @@ pub fn parse_printed_size(num: &str, unit: &str) -> f64 {
         other => panic!("unknown unit {other}"),
     };
     v * mult
-}
-
-/// Are we root (who can write anywhere, whatever the mode bits)?
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Leftovers of one manyfiles process: its images and mount points carry `-<pid>-`

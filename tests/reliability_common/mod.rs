@@ -16,26 +16,6 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_manyfiles"))
 }
 
-pub fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
-/// Tests that format file systems or use the registry compare machine state before and
-/// after: one at a time within a test binary.
-pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The serial lock, or None (reason printed) when not root. In CI (CI=true) root is
-/// required: the test fails instead of skipping.
-pub fn root_only(why: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !is_root() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root: {why}");
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    Some(guard)
-}
-
 /// What a finished run printed.
 #[derive(Debug)]
 pub struct Out {
@@ -139,9 +119,10 @@ pub fn ms(n: u64) -> Duration {
 
 #[path = "../common/mod.rs"]
 mod common;
-/// Mounts, loop devices and images of manyfiles (all, or of one process).
+/// Mounts, loop devices and images of manyfiles (all, or of one process); the serial
+/// lock and the root check, shared with tests/common.
 #[allow(unused_imports)]
-pub use common::{leftovers, leftovers_of};
+pub use common::{SERIAL, is_root, leftovers, leftovers_of, root_only, serial};
 
 /// `manyfiles-run-*` entries directly inside `dir`.
 pub fn run_dirs(dir: &Path) -> Vec<String> {

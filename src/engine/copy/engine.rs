@@ -10,22 +10,22 @@
 //! turn.
 
 use super::attrs::{self, Caps, Loc, Loss, Losses};
-use super::delete::{Unremoved, dir_is_empty, extraneous, remove, would_remove};
-use super::file::{self, Step, copy_file, copy_special, copy_symlink, finish_dir, read_link, same_content, tmp_name};
+use super::delete::extraneous;
+use super::file::finish_dir;
 use super::finish::{self, Attr};
 use super::itemize;
-use super::links::{Claim, Links, make_link};
-use super::listing::{Item, Listing, NO_MATCH, list};
+use super::links::Links;
+use super::listing::{Listing, NO_MATCH, list};
 use super::losses;
 use super::summary::{Part, summary};
 use super::unmade::{count_below, fail_below, fail_below_because, name_lost};
 use super::{Counters, Failures, Mode, Options, Summary, Walls};
 use crate::engine::inflight::{self, Gate, Plan};
 use crate::error::{Error, Result};
-use crate::fs::walk::{self, Kind, Meta, meta_at, meta_of, open_dir_at};
+use crate::fs::walk::{self, Kind, Meta, meta_of, open_dir_at};
 use crate::signals;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode as FsMode, mkdirat, renameat, unlinkat};
+use rustix::fs::{Mode as FsMode, mkdirat};
 use rustix::io::Errno;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, OsStr};
@@ -474,7 +474,7 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
                     super::case::lose(ctx, &node, s.name, &s.m);
                     continue;
                 }
-                entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
+                super::entry::entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }
         });
         for (slot, (now, was)) in ctx.c.progress.iter().zip([t.copied, t.skipped, t.bytes].into_iter().zip(before)) {
@@ -514,281 +514,4 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
         node.changed.store(true, Ordering::Relaxed);
     }
     release(ctx, node);
-}
-
-/// Handle one SRC entry `s` against DST's entry of the same name, if any.
-fn entry(
-    ctx: &CopyShared,
-    node: &Arc<Node>,
-    s: &Item,
-    d: Option<&Item>,
-    t: &mut Tally,
-    buf: &mut [u8],
-    spawn: &mut dyn FnMut(Task),
-) {
-    let o = ctx.o;
-    let path = node.path.as_str();
-    let a = ctx.attr(node);
-    let caps = &ctx.caps;
-    let clock = Instant::now();
-    // A file with more links than one: the first of its inode is copied, the others
-    // become links to that copy (one inode in DST for one in SRC).
-    let mut first = None;
-    let mut link_to = None;
-    let links = s.m.kind == Kind::File && s.m.nlink > 1 && o.keep.hard_links;
-    if links && caps.hard_links && !o.dry_run && node.dst.is_some() {
-        match ctx.links.claim((s.m.dev, s.m.ino)) {
-            Claim::First(g) => first = Some(g),
-            Claim::To(rel, ino) => link_to = Some((rel, ino)),
-            Claim::Alone => {}
-        }
-    }
-    // Decide: equal already, or (re)write; a DST entry of another kind goes first.
-    let mut replace = false;
-    let same_attrs = |d: &Item| {
-        finish::same_owner(&s.m, &d.m, &a)
-            // xattrs compared only when SRC's inode changed after DST's (a DST written
-            // from it since has them): listing both sides' xattrs for every unchanged
-            // entry cost a flat `sync --dry-run` 30% (BENCHMARKS.md).
-            && (!o.keep.any_xattr()
-                || !s.m.changed_after(&d.m)
-                || node.dst.as_ref().is_some_and(|dd| {
-                    attrs::same(Loc::At(node.src.as_fd(), s.name), Loc::At(dd.as_fd(), d.name), &caps.compared(&o.keep))
-                        .unwrap_or(false)
-                }))
-    };
-    let equal = match d {
-        None => false,
-        Some(d) if d.m.kind != s.m.kind => {
-            replace = true;
-            false
-        }
-        Some(d) if link_to.is_some() => link_to.as_ref().is_some_and(|(_, ino)| *ino == d.m.ino),
-        Some(d) => match s.m.kind {
-            Kind::File => {
-                let quick = d.m.size == s.m.size && finish::same_perm(&s.m, &d.m, caps);
-                let equal = if o.checksum {
-                    quick
-                        && match &node.dst {
-                            Some(dd) => {
-                                same_content(node.src.as_fd(), s.name, dd.as_fd(), d.name, buf).unwrap_or(false)
-                            }
-                            None => false,
-                        }
-                } else {
-                    quick && finish::same_time(&s.m, &d.m, caps)
-                };
-                // A DST file linked elsewhere (nlink > 1) where SRC's is not is rewritten.
-                equal && (d.m.nlink == 1 || s.m.nlink > 1 || !o.keep.hard_links) && same_attrs(d)
-            }
-            Kind::Symlink => {
-                finish::same_time(&s.m, &d.m, caps)
-                    && node.dst.as_ref().is_some_and(|dd| {
-                        let a = read_link(node.src.as_fd(), s.name);
-                        let b = read_link(dd.as_fd(), d.name);
-                        matches!((a, b), (Ok(a), Ok(b)) if a == b)
-                    })
-                    && same_attrs(d)
-            }
-            Kind::Other => {
-                o.keep.specials
-                    && d.m.ifmt == s.m.ifmt
-                    && d.m.rdev == s.m.rdev
-                    && finish::same_perm(&s.m, &d.m, caps)
-                    && finish::same_time(&s.m, &d.m, caps)
-                    && same_attrs(d)
-            }
-            Kind::Dir => false,
-        },
-    };
-    t.phase[COMPARE] += clock.elapsed();
-    if s.m.kind == Kind::Dir && !replace {
-        if o.itemize && d.is_none() {
-            itemize::say(o, &itemize::Change::new(itemize::Verb::New, "dir", &rel_join(&node.rel, s.name.to_bytes())));
-        }
-        node.pending.fetch_add(1, Ordering::Relaxed);
-        spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: d.map(|d| d.m) });
-        return;
-    }
-    if equal {
-        t.skipped += 1;
-        if links && caps.hard_links {
-            ctx.links.named((s.m.dev, s.m.ino), || rel_join(&node.rel, s.name.to_bytes()));
-        }
-        if let (Some(g), Some(d)) = (first, d) {
-            g.done(rel_join(&node.rel, s.name.to_bytes()), d.m.ino);
-        }
-        return;
-    }
-    if s.m.kind == Kind::Other && !o.keep.specials {
-        // Left out on request (--no-specials): not made, not a loss.
-        ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    if super::walls::file_mount_refused(ctx, path, d) {
-        return;
-    }
-    // No deletion without --delete: a DST directory where SRC has a file or symlink goes
-    // only when it is empty (as rsync decides); a non-empty one is the user's to remove.
-    if replace
-        && !o.delete
-        && let Some(d) = d.filter(|d| d.m.kind == Kind::Dir)
-        && !node.dst.as_ref().is_some_and(|dd| dir_is_empty(dd.as_fd(), d.name))
-    {
-        ctx.refuse(
-            path,
-            Some(s.name),
-            "would delete a non-empty directory in DST (SRC has a file or symlink of that name): use --delete",
-        );
-        ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    // --itemize: the change, described before DST is touched (printed once made).
-    let change = o.itemize.then(|| itemize::describe(ctx, node, s, d, replace, link_to.as_ref().map(|l| &l.0), buf));
-    let said = || {
-        if let Some(c) = &change {
-            itemize::say(o, c);
-        }
-    };
-    if o.dry_run || node.dst.is_none() {
-        said();
-        if replace {
-            t.deleted += d.map_or(1, |d| would_remove(node, d));
-        }
-        if s.m.kind == Kind::Dir {
-            // Would replace a non-directory: walk SRC below it to count what would be copied.
-            node.pending.fetch_add(1, Ordering::Relaxed);
-            spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: None });
-        } else {
-            t.copied += 1;
-            t.bytes += if s.m.kind == Kind::File { s.m.size } else { 0 };
-        }
-        return;
-    }
-    let dst = node.dst.as_ref().expect("checked above").as_fd();
-    if replace {
-        let clock = Instant::now();
-        let d = d.expect("replace implies a DST entry");
-        let (gone, r) = remove(ctx, dst, d.name, &d.m);
-        t.deleted += gone;
-        if let Err(why) = r {
-            match why {
-                Unremoved::Refused(why) => ctx.refuse(path, Some(d.name), &why),
-                Unremoved::Failed(e) => ctx.fail(path, Some(d.name), "remove (type changed)", e),
-            }
-            if s.m.kind != Kind::Dir {
-                ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
-            }
-            t.phase[DELETE] += clock.elapsed();
-            return;
-        }
-        t.phase[DELETE] += clock.elapsed();
-        if s.m.kind == Kind::Dir {
-            said();
-            node.pending.fetch_add(1, Ordering::Relaxed);
-            spawn(Task { parent: Arc::clone(node), name: s.name.to_owned(), meta: s.m, dst_meta: None });
-            return;
-        }
-    }
-    let clock = Instant::now();
-    if s.m.kind == Kind::File
-        && link_to.is_none()
-        && let Some(big) = ctx.big
-        && big(node, s.name, &s.m)
-    {
-        said();
-        t.copied += 1;
-        t.bytes += s.m.size;
-        t.phase[TRANSFER] += clock.elapsed();
-        return;
-    }
-    // Sync writes beside the final name and renames (an interrupted sync leaves no
-    // partial file under a final name); copy into a fresh directory writes in place.
-    let direct = o.mode == Mode::Copy;
-    let tmp = if direct { None } else { Some(tmp_name()) };
-    let target = tmp.as_deref().unwrap_or(s.name);
-    let lost = || join(path, Some(s.name));
-    // Ok(None): not made (the destination cannot hold it; counted as a loss).
-    let r: file::StepResult<Option<u64>> = match s.m.kind {
-        // A name DST cannot hold (the probe says): not tried (sync's temporary would
-        // count its modes and times as lost first), as if refused.
-        _ if !caps.holds_name(s.name.to_bytes()) => Err((Step::Create, Errno::ILSEQ)),
-        Kind::File => {
-            let linked = link_to.as_ref().and_then(|(rel, _)| make_link(ctx, rel, dst, target, &lost));
-            match linked {
-                Some(r) => r.map(|_| Some(0)),
-                None => copy_file(node.src.as_fd(), s.name, &s.m, dst, target, o.reflink, buf, &a, &lost).map(Some),
-            }
-        }
-        Kind::Symlink => match read_link(node.src.as_fd(), s.name) {
-            Ok(link) => copy_symlink(node.src.as_fd(), s.name, &link, &s.m, dst, target, &a, &lost)
-                .map(|made| made.then_some(0)),
-            Err(e) => Err((Step::Read, e)),
-        },
-        Kind::Other => copy_special(node.src.as_fd(), s.name, &s.m, dst, target, &a, &lost).map(|m| m.then_some(0)),
-        Kind::Dir => unreachable!("dirs handled above"),
-    };
-    if r.as_ref().is_ok_and(|n| n.is_some()) {
-        super::delete::unguard(o, d, dst);
-    }
-    let r = r.and_then(|n| match (&tmp, n) {
-        (Some(tmp), Some(n)) => renameat(dst, tmp.as_c_str(), dst, s.name).map(|_| Some(n)).map_err(|e| {
-            let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());
-            (Step::Rename, e)
-        }),
-        (_, n) => Ok(n),
-    });
-    // Inode flags last: an immutable file can be neither written nor renamed.
-    let r = r.and_then(|n| match n {
-        Some(_) if s.m.attrs & attrs::FLAG_ATTRS != 0 && link_to.is_none() => {
-            finish::flags_at(node.src.as_fd(), s.name, dst, s.name, &s.m, &a, &lost)
-                .map(|_| n)
-                .map_err(|e| (Step::Metadata, e))
-        }
-        _ => Ok(n),
-    });
-    match r {
-        Ok(Some(n)) => {
-            said();
-            t.copied += 1;
-            t.bytes += n;
-            if links && !caps.hard_links {
-                ctx.losses.add(Loss::HardLinks, lost);
-            } else if links {
-                ctx.links.named((s.m.dev, s.m.ino), || rel_join(&node.rel, s.name.to_bytes()));
-            }
-            if let Some(g) = first {
-                // The copy's inode: later links of this inode that DST already has
-                // compare equal by it.
-                if let Ok(dm) = meta_at(dst, s.name) {
-                    g.done(rel_join(&node.rel, s.name.to_bytes()), dm.ino);
-                }
-            }
-        }
-        Ok(None) => {
-            ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
-            if let Some(tmp) = &tmp {
-                let _ = unlinkat(dst, tmp.as_c_str(), AtFlags::empty());
-            }
-            // A DST entry of the name that SRC's could not replace is left as it is.
-        }
-        Err((step, e)) => {
-            // A symlink whose temporary could not be removed above is gone with unlinkat too.
-            if step == Step::Metadata && s.m.kind != Kind::File {
-                let _ = unlinkat(dst, target, AtFlags::empty());
-            }
-            if matches!(step, Step::Create | Step::Rename) && losses::unholdable_name(s.name.to_bytes(), e) {
-                // A name DST cannot hold (sync's temporary name was made; the rename
-                // into this one failed and removed it): a loss, not a failure.
-                ctx.losses.add(Loss::Names, || name_lost(path, s.name));
-                ctx.c.lost_entries.fetch_add(1, Ordering::Relaxed);
-            } else if step == Step::Changed {
-                ctx.refuse(path, Some(s.name), step.name());
-                ctx.c.failed_entries.fetch_add(1, Ordering::Relaxed);
-            } else {
-                ctx.fail_entry(path, Some(s.name), step.name(), e)
-            }
-        }
-    }
-    t.phase[TRANSFER] += clock.elapsed();
 }

@@ -17,6 +17,7 @@ pub mod attrs;
 mod case;
 mod delete;
 pub mod engine;
+mod entry;
 pub mod file;
 pub mod finish;
 pub mod itemize;

@@ -27,6 +27,8 @@
 //! chunk done — the creating rank sets the file's mode and mtime and renames it to its
 //! final name, or removes it if a chunk failed or the job was interrupted.
 
+mod wire;
+
 use crate::engine::copy::attrs::{self, Caps, Loc, Loss, Losses};
 use crate::engine::copy::engine::{CopyShared, Node, Task, do_dir, join, release};
 use crate::engine::copy::file::{Step, copy_file, finish_dir, tmp_name};
@@ -34,28 +36,26 @@ use crate::engine::copy::finish::{self, Attr};
 use crate::engine::copy::links::{self, Links};
 use crate::engine::copy::summary::{Part, summary};
 use crate::engine::copy::unmade::{count_below, name_lost};
-use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, verify};
-use crate::engine::walker::{MpiWalk, Walker, depth, join as join_rel, open_below};
-use crate::engine::walker::{RankCounts, WalkTotals, kind_byte, kind_of};
+use crate::engine::copy::{self, Counters, Failures, Mode, Options, Summary, Walls, verify};
+use crate::engine::timing::Timing;
+use crate::engine::walker::{MpiWalk, RankCounts, WalkStats, WalkTotals, Walker, depth, join as join_rel, open_below};
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Meta, meta_of};
 use crate::ranks;
 use crate::signals;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Mode as FsMode, mkdirat};
+use rustix::fs::{AtFlags, Mode as FsMode, OFlags, mkdirat, openat, renameat, unlinkat};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
+use wire::{FILES, PIECE};
 
 /// Files this large or larger are copied in chunks of this size by every rank.
 pub const CHUNK: u64 = 64 << 20;
-
-const DIR: u8 = b'D';
-const PIECE: u8 = b'C';
-const FILES: u8 = b'B';
 
 /// Files a directory's own task copies; past that many, the rest go out in items of this
 /// many files that any rank copies (a directory of 100,000 files is not one rank's work).
@@ -70,18 +70,6 @@ thread_local! {
     static PENDING: std::cell::RefCell<Vec<(CString, Meta)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// One item of files to copy: [B][dir][count][per file: name, SRC metadata].
-fn files_item(rel: &[u8], files: &[(CString, Meta)]) -> Vec<u8> {
-    let mut v = vec![FILES];
-    put_bytes(&mut v, rel);
-    v.extend_from_slice(&(files.len() as u32).to_le_bytes());
-    for (name, m) in files {
-        put_bytes(&mut v, name.to_bytes());
-        put_meta(&mut v, m);
-    }
-    v
-}
-
 /// A file being copied in chunks, remembered by the rank that made its temporary.
 struct Big {
     rel: Vec<u8>,
@@ -90,27 +78,24 @@ struct Big {
     meta: Meta,
 }
 
-fn put_bytes(v: &mut Vec<u8>, b: &[u8]) {
-    v.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    v.extend_from_slice(b);
+/// A directory whose metadata waits for the final phase.
+struct Later {
+    depth: u32,
+    rel: Vec<u8>,
+    meta: Meta,
 }
 
-fn get_bytes<'a>(b: &mut &'a [u8]) -> &'a [u8] {
-    let n = u32::from_le_bytes(b[..4].try_into().expect("4")) as usize;
-    let out = &b[4..4 + n];
-    *b = &b[4 + n..];
-    out
+/// One rank's counts, gathered by every rank.
+#[derive(Default, Serialize, Deserialize)]
+struct RankPart {
+    /// Files and symlinks this rank wrote (chunked files count where they were made).
+    written: u64,
+    part: Part,
 }
 
-/// One chunk: [C][dir][name][temporary name][offset][length].
-fn piece(rel: &[u8], name: &CStr, tmp: &CStr, off: u64, len: u64) -> Vec<u8> {
-    let mut v = vec![PIECE];
-    put_bytes(&mut v, rel);
-    put_bytes(&mut v, name.to_bytes());
-    put_bytes(&mut v, tmp.to_bytes());
-    v.extend_from_slice(&off.to_le_bytes());
-    v.extend_from_slice(&len.to_le_bytes());
-    v
+/// A lock that a panicking holder did not spoil.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Copy bytes [off, off + len) of `src` into `dst` at the same offset.
@@ -142,84 +127,6 @@ fn copy_range(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, off: u64, len: u64) -> s
     Ok(())
 }
 
-const META: usize = 1 + 4 + 8 + 8 + 4 + 8 + 4 * 5 + 8 * 3 + 8 + 4;
-
-fn put_meta(v: &mut Vec<u8>, m: &Meta) {
-    v.push(kind_byte(m.kind));
-    v.extend_from_slice(&m.perm.to_le_bytes());
-    v.extend_from_slice(&m.size.to_le_bytes());
-    v.extend_from_slice(&m.mtime_s.to_le_bytes());
-    v.extend_from_slice(&m.mtime_ns.to_le_bytes());
-    v.extend_from_slice(&m.ino.to_le_bytes());
-    for x in [m.ifmt, m.uid, m.gid, m.nlink, m.attrs] {
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    for x in [m.blocks, m.dev, m.rdev] {
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.extend_from_slice(&m.ctime_s.to_le_bytes());
-    v.extend_from_slice(&m.ctime_ns.to_le_bytes());
-}
-
-fn get_meta(b: &[u8]) -> Meta {
-    let u4 = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4"));
-    let u8_ = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8"));
-    Meta {
-        kind: kind_of(b[0]),
-        perm: u4(1),
-        size: u8_(5),
-        mtime_s: i64::from_le_bytes(b[13..21].try_into().expect("8")),
-        mtime_ns: u4(21),
-        ino: u8_(25),
-        ifmt: u4(33),
-        uid: u4(37),
-        gid: u4(41),
-        nlink: u4(45),
-        attrs: u4(49),
-        blocks: u8_(53),
-        dev: u8_(61),
-        rdev: u8_(69),
-        ctime_s: i64::from_le_bytes(b[77..85].try_into().expect("8")),
-        ctime_ns: u4(85),
-    }
-}
-
-/// A directory pair to work on: [fresh][has DST meta][SRC meta][DST meta][relative path].
-fn item(fresh: bool, meta: &Meta, dst_meta: Option<&Meta>, rel: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(3 + 2 * META + rel.len());
-    v.push(DIR);
-    v.push(fresh as u8);
-    v.push(dst_meta.is_some() as u8);
-    put_meta(&mut v, meta);
-    put_meta(&mut v, dst_meta.unwrap_or(meta));
-    v.extend_from_slice(rel);
-    v
-}
-
-fn un_item(it: &[u8]) -> (bool, Meta, Option<Meta>, &[u8]) {
-    let it = &it[1..];
-    let fresh = it[0] == 1;
-    let has_dst = it[1] == 1;
-    let meta = get_meta(&it[2..2 + META]);
-    let dst = get_meta(&it[2 + META..2 + 2 * META]);
-    (fresh, meta, has_dst.then_some(dst), &it[2 + 2 * META..])
-}
-
-/// A directory whose metadata waits for the final phase.
-struct Later {
-    depth: u32,
-    rel: Vec<u8>,
-    meta: Meta,
-}
-
-/// One rank's counts, gathered by every rank.
-#[derive(Default, Serialize, Deserialize)]
-struct RankPart {
-    /// Files and symlinks this rank wrote (chunked files count where they were made).
-    written: u64,
-    part: Part,
-}
-
 /// A DST subdirectory that is a mount point (the listing's statx reached its root): not
 /// entered without --cross-mounts, as in one process; refused (true).
 fn mount_refused(ctx: &CopyShared, t: &Task) -> bool {
@@ -231,24 +138,33 @@ fn mount_refused(ctx: &CopyShared, t: &Task) -> bool {
     true
 }
 
-/// Every rank copies part of SRC → DST; every rank returns the job's summary.
-pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
-    signals::install();
-    walk::raise_fd_limit();
+/// What the start of a job settles on every rank before the clock runs.
+struct Start {
+    walls: Walls,
+    timing: Timing,
+    t0: Instant,
+    cpu0: (f64, f64),
+}
+
+/// Checks, DST made by rank 0 when missing (not in a dry run), --cold eviction on every
+/// rank; then all start the clock together.
+fn start(o: &Options) -> Result<Start> {
     ranks::agree(copy::check(o))?;
-    let mut walls = ranks::agree(copy::walls(o))?;
-    // DST made by rank 0 when missing (not in a dry run), then opened everywhere.
+    let walls = ranks::agree(copy::walls(o))?;
     ranks::agree(if ranks::is_root() && !o.dry_run && !o.dst.exists() {
         rustix::fs::mkdir(&o.dst, FsMode::from_raw_mode(0o700))
             .map_err(|e| Error::bad("DST", format!("cannot create {}: {e}", o.dst.display())))
     } else {
         Ok(())
     })?;
-    // --cold: every rank evicts from its own caches, then all start together.
-    let timing = ranks::agree(crate::engine::timing::Timing::start(o.cold, &copy::cold_roots(o), o.threads))?;
+    let timing = ranks::agree(Timing::start(o.cold, &copy::cold_roots(o), o.threads))?;
     ranks::barrier();
-    let t0 = Instant::now();
-    let (u0, s0) = crate::measure::cpu_times();
+    Ok(Start { walls, timing, t0: Instant::now(), cpu0: crate::measure::cpu_times() })
+}
+
+/// SRC and DST opened on every rank (DST may be missing in a dry run), checked to be the
+/// same directories everywhere.
+fn open_roots(o: &Options) -> Result<(OwnedFd, Option<OwnedFd>, Meta)> {
     let src = ranks::agree(walk::open_root(&o.src).map_err(|e| copy::src_error(&o.src, e)))?;
     let dst: Option<OwnedFd> = ranks::agree(match walk::open_root(&o.dst) {
         Ok(fd) => Ok(Some(fd)),
@@ -263,52 +179,91 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     )?;
     let src_meta = meta_of(src.as_fd()).map_err(|e| copy::src_error(&o.src, e));
     let src_meta = ranks::agree(src_meta)?;
-    let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
-    let chunk = std::env::var("MANYFILES_DIST_CHUNK")
+    Ok((src, dst, src_meta))
+}
+
+/// The size of a chunk of a large file (`MANYFILES_DIST_CHUNK`, e.g. for tests, or [`CHUNK`]).
+fn chunk_size() -> u64 {
+    std::env::var("MANYFILES_DIST_CHUNK")
         .ok()
         .and_then(|v| crate::units::parse_size(&v).ok())
         .filter(|&c| c > 0)
-        .unwrap_or(CHUNK);
-    let bigs: Mutex<Vec<Big>> = Mutex::new(Vec::new());
-    let deferred = std::sync::atomic::AtomicU64::new(0);
-    let batch_written = std::sync::atomic::AtomicU64::new(0);
-    let stash: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-    let failed_bigs: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-    let big = |node: &Node, name: &CStr, m: &Meta| -> bool {
-        use rustix::fs::{OFlags, openat};
+        .unwrap_or(CHUNK)
+}
+
+/// What DST holds: probed by rank 0 (one scratch file), told to the others.
+fn shared_caps(dst: Option<&OwnedFd>, dry_run: bool) -> Caps {
+    let mine = match (dst, ranks::is_root()) {
+        (Some(fd), true) => attrs::probe(fd.as_fd(), dry_run),
+        _ => Caps::default(),
+    };
+    wire::caps_from_words(&ranks::from_root(wire::caps_to_words(&mine)))
+}
+
+/// One rank's job: SRC and DST, and what its walk hands on to the final phases.
+struct Job<'a> {
+    o: &'a Options,
+    src: OwnedFd,
+    dst: Option<OwnedFd>,
+    chunk: u64,
+    /// Chunked files whose temporaries this rank made.
+    bigs: Mutex<Vec<Big>>,
+    /// Files a directory's task counted as copied but handed out in batches.
+    deferred: AtomicU64,
+    /// Files this rank copied from batches.
+    batch_written: AtomicU64,
+    /// Items made by the big-file hook, spawned when the directory's task ends.
+    stash: Mutex<Vec<Vec<u8>>>,
+    /// Chunked files (relative path) with a chunk that failed on this rank.
+    failed_bigs: Mutex<Vec<Vec<u8>>>,
+    /// Directories whose metadata waits for the final phase.
+    later: Mutex<Vec<Later>>,
+}
+
+impl Job<'_> {
+    /// The big-file hook (`CopyShared::big`): a file of a huge directory past its first
+    /// [`BATCH`] goes out in a batch, a file of at least a chunk goes out in chunks.
+    fn divert(&self, node: &Node, name: &CStr, m: &Meta) -> bool {
         let Some(dd) = &node.dst else { return false };
+        let o = self.o;
         // Hard-linked and sparse files are the engine's own (the link map, the holes).
         if (o.keep.hard_links && m.nlink > 1) || (o.keep.sparse && m.blocks.saturating_mul(512) < m.size) {
             return false;
         }
-        if m.size < chunk {
-            // A large directory: past the first BATCH files, any rank copies the rest.
-            let seen = SEEN.with(|c| {
-                c.set(c.get() + 1);
-                c.get()
-            });
-            if seen <= BATCH {
-                return false;
-            }
-            node.changed.store(true, Ordering::Relaxed);
-            deferred.fetch_add(1, Ordering::Relaxed);
-            PENDING.with(|p| {
-                let mut p = p.borrow_mut();
-                p.push((name.to_owned(), *m));
-                if p.len() >= BATCH {
-                    let it = CURRENT.with(|r| files_item(&r.borrow(), &p));
-                    p.clear();
-                    stash.lock().unwrap_or_else(|e| e.into_inner()).push(it);
-                }
-            });
-            return true;
+        if m.size < self.chunk { self.batch(node, name, m) } else { self.split(node, dd.as_fd(), name, m) }
+    }
+
+    /// A large directory: past the first BATCH files, any rank copies the rest.
+    fn batch(&self, node: &Node, name: &CStr, m: &Meta) -> bool {
+        let seen = SEEN.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        });
+        if seen <= BATCH {
+            return false;
         }
+        node.changed.store(true, Ordering::Relaxed);
+        self.deferred.fetch_add(1, Ordering::Relaxed);
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            p.push((name.to_owned(), *m));
+            if p.len() >= BATCH {
+                let it = CURRENT.with(|r| wire::files_item(&r.borrow(), &p));
+                p.clear();
+                lock(&self.stash).push(it);
+            }
+        });
+        true
+    }
+
+    /// A file of at least a chunk: a temporary of the final size, and one item per chunk.
+    fn split(&self, node: &Node, dd: BorrowedFd<'_>, name: &CStr, m: &Meta) -> bool {
         let tmp = tmp_name();
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         // Anything wrong here: the engine copies the file itself (and reports its errors).
         let Ok(fd) = openat(dd, tmp.as_c_str(), flags, FsMode::from_raw_mode(m.perm & 0o777)) else { return false };
         if rustix::fs::ftruncate(&fd, m.size).is_err() {
-            let _ = rustix::fs::unlinkat(dd, tmp.as_c_str(), rustix::fs::AtFlags::empty());
+            let _ = unlinkat(dd, tmp.as_c_str(), AtFlags::empty());
             return false;
         }
         node.changed.store(true, Ordering::Relaxed);
@@ -316,122 +271,60 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         let mut items = Vec::new();
         let mut off = 0;
         while off < m.size {
-            let len = chunk.min(m.size - off);
-            items.push(piece(&rel, name, &tmp, off, len));
+            let len = self.chunk.min(m.size - off);
+            items.push(wire::piece(&rel, name, &tmp, off, len));
             off += len;
         }
-        stash.lock().unwrap_or_else(|p| p.into_inner()).extend(items);
-        bigs.lock().unwrap_or_else(|p| p.into_inner()).push(Big { rel, name: name.to_owned(), tmp, meta: *m });
+        lock(&self.stash).extend(items);
+        lock(&self.bigs).push(Big { rel, name: name.to_owned(), tmp, meta: *m });
         true
-    };
-    if let Some(fd) = &dst
-        && let Ok(st) = rustix::fs::fstat(fd)
-    {
-        walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    // What DST holds: probed by rank 0 (one scratch file), told to the others.
-    let caps = {
-        let mine = match (&dst, ranks::is_root()) {
-            (Some(fd), true) => attrs::probe(fd.as_fd(), o.dry_run),
-            _ => Caps::default(),
-        };
-        let w = ranks::from_root(vec![
-            mine.modes as u32,
-            mine.owner as u32,
-            (mine.window_ns >> 32) as u32,
-            mine.window_ns as u32,
-            mine.fixed_uid,
-            mine.fixed_gid,
-            mine.fixed_file_perm,
-            mine.fixed_dir_perm,
-            mine.xattrs as u32
-                | (mine.acls as u32) << 1
-                | (mine.specials as u32) << 2
-                | (mine.omit_ok as u32) << 3
-                | (mine.hard_links as u32) << 4
-                | (mine.names_bytes as u32) << 5
-                | (mine.names_ctrl as u32) << 6
-                | (mine.folds_case as u32) << 7
-                | (mine.dropped_ns as u32) << 8,
-        ]);
-        Caps {
-            modes: w[0] != 0,
-            owner: w[1] != 0,
-            window_ns: ((w[2] as u64) << 32) | w[3] as u64,
-            fixed_uid: w[4],
-            fixed_gid: w[5],
-            fixed_file_perm: w[6],
-            fixed_dir_perm: w[7],
-            xattrs: w[8] & 1 != 0,
-            acls: w[8] & 2 != 0,
-            specials: w[8] & 4 != 0,
-            omit_ok: w[8] & 8 != 0,
-            hard_links: w[8] & 16 != 0,
-            names_bytes: w[8] & 32 != 0,
-            names_ctrl: w[8] & 64 != 0,
-            folds_case: w[8] & 128 != 0,
-            dropped_ns: (w[8] >> 8) as u8,
+
+    /// One walker item: a chunk, a batch of files, or a directory pair.
+    fn work(&self, ctx: &CopyShared, it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        if ctx.stopping() {
+            return;
         }
-    };
-    let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
-    let losses = Losses::default();
-    caps.mark(&losses);
-    let ctx = CopyShared {
-        o,
-        c: Counters::default(),
-        f: Failures::default(),
-        big: Some(&big),
-        walls,
-        caps,
-        losses,
-        links: Links::keeping_names(),
-        dst_root,
-        gate: None,
-    };
-    let later: Mutex<Vec<Later>> = Mutex::new(Vec::new());
-    let umask = rustix::process::umask(FsMode::empty());
-    let roots =
-        if ranks::is_root() { vec![item(o.mode == Mode::Copy, &src_meta, dst_meta.as_ref(), b"")] } else { Vec::new() };
-    let copy_piece = |it: &[u8]| {
-        use rustix::fs::{OFlags, openat};
-        let mut b = &it[1..];
-        let rel = get_bytes(&mut b);
-        let name = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
-        let tmp = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
-        let off = u64::from_le_bytes(b[..8].try_into().expect("8"));
-        let len = u64::from_le_bytes(b[8..16].try_into().expect("8"));
-        let Some(d) = &dst else { return };
+        match it[0] {
+            PIECE => self.copy_piece(ctx, it),
+            FILES => self.copy_files(ctx, it),
+            _ => self.copy_dir(ctx, it, spawn),
+        }
+    }
+
+    /// One chunk of a large file into its temporary.
+    fn copy_piece(&self, ctx: &CopyShared, it: &[u8]) {
+        let p = wire::un_piece(it);
+        let Some(d) = &self.dst else { return };
         let r = (|| {
-            let sdir = open_below(src.as_fd(), rel)?;
+            let sdir = open_below(self.src.as_fd(), p.rel)?;
             let sf =
-                openat(&sdir, name.as_c_str(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
-            let ddir = open_below(d.as_fd(), rel)?;
+                openat(&sdir, p.name.as_c_str(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
+            let ddir = open_below(d.as_fd(), p.rel)?;
             let df =
-                openat(&ddir, tmp.as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
-            copy_range(sf.as_fd(), df.as_fd(), off, len)
+                openat(&ddir, p.tmp.as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())?;
+            copy_range(sf.as_fd(), df.as_fd(), p.off, p.len)
         })();
         if let Err(e) = r {
-            ctx.fail(&String::from_utf8_lossy(rel), Some(&name), &format!("copy bytes {off}..{}", off + len), e);
-            failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).push(join_rel(rel, name.to_bytes()));
+            let what = format!("copy bytes {}..{}", p.off, p.off + p.len);
+            ctx.fail(&String::from_utf8_lossy(p.rel), Some(&p.name), &what, e);
+            lock(&self.failed_bigs).push(join_rel(p.rel, p.name.to_bytes()));
         }
-    };
-    let copy_files = |it: &[u8]| {
-        let mut b = &it[1..];
-        let rel = get_bytes(&mut b);
-        let n = u32::from_le_bytes(b[..4].try_into().expect("4")) as usize;
-        b = &b[4..];
+    }
+
+    /// A batch of a huge directory's files, with the local engine's `copy_file`.
+    fn copy_files(&self, ctx: &CopyShared, it: &[u8]) {
+        let o = self.o;
+        let (rel, files) = wire::un_files_item(it);
         let path = String::from_utf8_lossy(rel).into_owned();
-        let Some(d) = &dst else { return };
-        let dirs = open_below(src.as_fd(), rel).and_then(|s| Ok((s, open_below(d.as_fd(), rel)?)));
+        let Some(d) = &self.dst else { return };
+        let dirs = open_below(self.src.as_fd(), rel).and_then(|s| Ok((s, open_below(d.as_fd(), rel)?)));
         let (sdir, ddir) = match dirs {
             Ok(x) => x,
             Err(e) => return ctx.fail(&path, None, "open directories", e),
         };
         let mut buf = vec![0u8; 256 * 1024];
-        for _ in 0..n {
-            let name = CString::new(get_bytes(&mut b)).expect("no NUL in a name");
-            let m = get_meta(&b[..META]);
-            b = &b[META..];
+        for (name, m) in files {
             if ctx.stopping() {
                 return;
             }
@@ -443,42 +336,35 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             let a = Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: o.mode == Mode::Sync };
             let r = copy_file(sdir.as_fd(), &name, &m, ddir.as_fd(), target, o.reflink, &mut buf, &a, &lost).and_then(
                 |n| match &tmp {
-                    Some(t) => {
-                        rustix::fs::renameat(&ddir, t.as_c_str(), &ddir, name.as_c_str()).map(|_| n).map_err(|e| {
-                            let _ = rustix::fs::unlinkat(&ddir, t.as_c_str(), rustix::fs::AtFlags::empty());
-                            (Step::Rename, e)
-                        })
-                    }
+                    Some(t) => renameat(&ddir, t.as_c_str(), &ddir, name.as_c_str()).map(|_| n).map_err(|e| {
+                        let _ = unlinkat(&ddir, t.as_c_str(), AtFlags::empty());
+                        (Step::Rename, e)
+                    }),
                     None => Ok(n),
                 },
             );
             match r {
                 Ok(_) => {
-                    batch_written.fetch_add(1, Ordering::Relaxed);
+                    self.batch_written.fetch_add(1, Ordering::Relaxed);
                 }
                 Err((step, e)) => ctx.fail(&path, Some(&name), step.name(), e),
             }
         }
-    };
-    let work = |it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| {
-        if ctx.stopping() {
-            return;
-        }
-        if it[0] == PIECE {
-            return copy_piece(it);
-        }
-        if it[0] == FILES {
-            return copy_files(it);
-        }
-        let (fresh, meta, dmeta, rel) = un_item(it);
+    }
+
+    /// A directory pair: compared and transferred by the local engine's `do_dir`; its
+    /// subdirectories, chunks and batches go out as items; its metadata waits.
+    fn copy_dir(&self, ctx: &CopyShared, it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        let o = self.o;
+        let (fresh, meta, dmeta, rel) = wire::un_item(it);
         CURRENT.with(|r| *r.borrow_mut() = rel.to_vec());
         SEEN.with(|c| c.set(0));
         let path = String::from_utf8_lossy(rel).into_owned();
-        let sfd = match open_below(src.as_fd(), rel) {
+        let sfd = match open_below(self.src.as_fd(), rel) {
             Ok(fd) => fd,
             Err(e) => return ctx.fail(&path, None, "open source directory", e),
         };
-        let dfd = match (&dst, o.dry_run && fresh) {
+        let dfd = match (&self.dst, o.dry_run && fresh) {
             (None, _) | (_, true) => None,
             (Some(d), false) => match open_below(d.as_fd(), rel) {
                 Ok(fd) => Some(fd),
@@ -500,120 +386,120 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             parent: None,
         });
         let mine = Arc::clone(&node);
-        do_dir(&ctx, node, fresh, &mut |t: Task| {
-            // What the local engine does when it opens a subdirectory's task: make it in
-            // DST (here, in the parent's task), then hand it to any rank.
-            let sub_rel = join_rel(rel, t.name.to_bytes());
-            if mount_refused(&ctx, &t) {
-                release(&ctx, t.parent);
-                return;
+        do_dir(ctx, node, fresh, &mut |t: Task| {
+            if let Some(sub) = self.make_subdir(ctx, rel, &t) {
+                spawn(sub);
             }
-            let mut fresh = t.dst_meta.is_none();
-            if fresh && o.dry_run {
-                ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
-            }
-            if let (Some(pd), false, true) = (&t.parent.dst, o.dry_run, fresh) {
-                // A name DST cannot hold: lost with all below it, as in one process.
-                if !ctx.caps.holds_name(t.name.to_bytes()) {
-                    if let Ok(sd) = walk::open_dir_at(t.parent.src.as_fd(), &t.name) {
-                        let below = count_below(&ctx, sd.as_fd());
-                        ctx.c.lost_entries.fetch_add(below.entries - below.dirs, Ordering::Relaxed);
-                        ctx.losses.add(Loss::Names, || below.said(name_lost(&t.parent.path, &t.name)));
-                    }
-                    release(&ctx, t.parent);
-                    return;
-                }
-                match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
-                    Ok(()) => {
-                        ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
-                        t.parent.changed.store(true, Ordering::Relaxed);
-                    }
-                    Err(Errno::EXIST) if o.mode == Mode::Sync => fresh = false,
-                    Err(e) => {
-                        ctx.fail(&join(&t.parent.path, Some(&t.name)), None, "create directory", e);
-                        release(&ctx, t.parent);
-                        return;
-                    }
-                }
-            }
-            spawn(item(fresh, &t.meta, t.dst_meta.as_ref(), &sub_rel));
-            release(&ctx, t.parent);
+            release(ctx, t.parent);
         });
-        PENDING.with(|p| {
-            let mut p = p.borrow_mut();
-            if !p.is_empty() {
-                let it = files_item(rel, &p);
-                p.clear();
-                stash.lock().unwrap_or_else(|e| e.into_inner()).push(it);
-            }
-        });
-        let pieces = std::mem::take(&mut *stash.lock().unwrap_or_else(|p| p.into_inner()));
-        for p in pieces {
-            spawn(p);
-        }
+        self.spawn_stashed(rel, spawn);
         if has_dst {
             let same = !mine.changed.load(Ordering::Relaxed)
                 && mine.dst_meta.is_some_and(|m| {
                     m.perm == mine.meta.perm && m.mtime_s == mine.meta.mtime_s && m.mtime_ns == mine.meta.mtime_ns
                 });
             if !same && !o.dry_run {
-                later.lock().unwrap_or_else(|p| p.into_inner()).push(Later {
-                    depth: depth(rel),
-                    rel: rel.to_vec(),
-                    meta,
-                });
+                lock(&self.later).push(Later { depth: depth(rel), rel: rel.to_vec(), meta });
             }
         }
-    };
-    let stats = MpiWalk { threads: o.threads }.run(roots, &work);
-    // Every chunk is done: chunked files get their metadata and final names (or go).
-    let stopped = ranks::any(signals::pending() != 0);
-    let failed_keys: std::collections::HashSet<Vec<u8>> = ranks::all_gather(&crate::engine::walker::encode_items(
-        failed_bigs.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|k| &k[..]),
-    ))
-    .iter()
-    .flat_map(|b| crate::engine::walker::decode_items(b))
-    .collect();
-    if let Some(d) = &dst {
-        let bigs = std::mem::take(&mut *bigs.lock().unwrap_or_else(|p| p.into_inner()));
-        for b in bigs {
+    }
+
+    /// What the local engine does when it opens a subdirectory's task: make it in DST
+    /// (here, in the parent's task); then its item, for any rank (None: not entered).
+    fn make_subdir(&self, ctx: &CopyShared, rel: &[u8], t: &Task) -> Option<Vec<u8>> {
+        let o = self.o;
+        let sub_rel = join_rel(rel, t.name.to_bytes());
+        if mount_refused(ctx, t) {
+            return None;
+        }
+        let mut fresh = t.dst_meta.is_none();
+        if fresh && o.dry_run {
+            ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed); // would be
+        }
+        if let (Some(pd), false, true) = (&t.parent.dst, o.dry_run, fresh) {
+            // A name DST cannot hold: lost with all below it, as in one process.
+            if !ctx.caps.holds_name(t.name.to_bytes()) {
+                if let Ok(sd) = walk::open_dir_at(t.parent.src.as_fd(), &t.name) {
+                    let below = count_below(ctx, sd.as_fd());
+                    ctx.c.lost_entries.fetch_add(below.entries - below.dirs, Ordering::Relaxed);
+                    ctx.losses.add(Loss::Names, || below.said(name_lost(&t.parent.path, &t.name)));
+                }
+                return None;
+            }
+            match mkdirat(pd.as_fd(), &t.name, FsMode::from_raw_mode(0o700)) {
+                Ok(()) => {
+                    ctx.c.dirs_created.fetch_add(1, Ordering::Relaxed);
+                    t.parent.changed.store(true, Ordering::Relaxed);
+                }
+                Err(Errno::EXIST) if o.mode == Mode::Sync => fresh = false,
+                Err(e) => {
+                    ctx.fail(&join(&t.parent.path, Some(&t.name)), None, "create directory", e);
+                    return None;
+                }
+            }
+        }
+        Some(wire::item(fresh, &t.meta, t.dst_meta.as_ref(), &sub_rel))
+    }
+
+    /// The directory's last batch and the chunks its hook made, handed out.
+    fn spawn_stashed(&self, rel: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            if !p.is_empty() {
+                let it = wire::files_item(rel, &p);
+                p.clear();
+                lock(&self.stash).push(it);
+            }
+        });
+        let pieces = std::mem::take(&mut *lock(&self.stash));
+        for p in pieces {
+            spawn(p);
+        }
+    }
+
+    /// Every chunk is done: chunked files get their metadata and final names, or go
+    /// (interrupted, or a chunk failed on any rank).
+    fn finish_chunked(&self, ctx: &CopyShared, stopped: bool) {
+        let o = self.o;
+        let mine = lock(&self.failed_bigs);
+        let failed: HashSet<Vec<u8>> =
+            ranks::all_gather(&crate::engine::walker::encode_items(mine.iter().map(|k| &k[..])))
+                .iter()
+                .flat_map(|b| crate::engine::walker::decode_items(b))
+                .collect();
+        drop(mine);
+        let Some(d) = &self.dst else { return };
+        for b in std::mem::take(&mut *lock(&self.bigs)) {
             let path = String::from_utf8_lossy(&b.rel).into_owned();
             let Ok(ddir) = open_below(d.as_fd(), &b.rel) else { continue };
             let drop_tmp = || {
-                let _ = rustix::fs::unlinkat(&ddir, b.tmp.as_c_str(), rustix::fs::AtFlags::empty());
+                let _ = unlinkat(&ddir, b.tmp.as_c_str(), AtFlags::empty());
             };
-            if stopped || failed_keys.contains(&join_rel(&b.rel, b.name.to_bytes())) {
+            if stopped || failed.contains(&join_rel(&b.rel, b.name.to_bytes())) {
                 drop_tmp();
                 continue;
             }
-            let r = rustix::fs::openat(
-                &ddir,
-                b.tmp.as_c_str(),
-                rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC,
-                FsMode::empty(),
-            )
-            .and_then(|fd| {
-                let sdir = open_below(src.as_fd(), &b.rel)?;
-                let lost = || join(&path, Some(&b.name));
-                let a = Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: false };
-                finish::apply(Loc::At(sdir.as_fd(), &b.name), Loc::Fd(fd.as_fd()), &b.meta, &a, true, &lost)
-            })
-            .and_then(|()| rustix::fs::renameat(&ddir, b.tmp.as_c_str(), &ddir, b.name.as_c_str()));
+            let r =
+                openat(&ddir, b.tmp.as_c_str(), OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, FsMode::empty())
+                    .and_then(|fd| {
+                        let sdir = open_below(self.src.as_fd(), &b.rel)?;
+                        let lost = || join(&path, Some(&b.name));
+                        let a = Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: false };
+                        finish::apply(Loc::At(sdir.as_fd(), &b.name), Loc::Fd(fd.as_fd()), &b.meta, &a, true, &lost)
+                    })
+                    .and_then(|()| renameat(&ddir, b.tmp.as_c_str(), &ddir, b.name.as_c_str()));
             if let Err(e) = r {
                 ctx.fail(&path, Some(&b.name), "finish chunked file", e);
                 drop_tmp();
             }
         }
     }
-    ranks::barrier();
-    // Names of one inode that fell to different ranks: linked to one copy (before the
-    // directories' mtimes are set: a rename moves them).
-    if o.keep.hard_links && !o.dry_run {
-        links::join_across_ranks(&ctx, dst.as_ref().filter(|_| !stopped).map(|d| d.as_fd()));
-    }
-    // Directory metadata, deepest first, once every rank is done below.
-    if let (false, Some(d)) = (stopped, &dst) {
-        let later = later.into_inner().unwrap_or_else(|p| p.into_inner());
+
+    /// Directory metadata, deepest first, once every rank is done below.
+    fn set_dir_meta(&self, ctx: &CopyShared) {
+        let o = self.o;
+        let Some(d) = &self.dst else { return };
+        let later = std::mem::take(&mut *lock(&self.later));
         ranks::deepest_first(later.iter().map(|l| l.depth).max().unwrap_or(0), |at| {
             for l in later.iter().filter(|l| l.depth == at) {
                 let path = String::from_utf8_lossy(&l.rel).into_owned();
@@ -621,7 +507,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
                     Attr { keep: &o.keep, caps: &ctx.caps, losses: &ctx.losses, dst_may_have: o.mode == Mode::Sync };
                 let lost = || join(&path, None);
                 let r = open_below(d.as_fd(), &l.rel).and_then(|fd| {
-                    let sfd = open_below(src.as_fd(), &l.rel)?;
+                    let sfd = open_below(self.src.as_fd(), &l.rel)?;
                     finish_dir(sfd.as_fd(), fd.as_fd(), &l.meta, &a, &lost)
                 });
                 if let Err(e) = r {
@@ -630,14 +516,18 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
             }
         });
     }
-    rustix::process::umask(umask);
-    let (u1, s1) = crate::measure::cpu_times();
-    let part = RankPart {
-        written: (ctx.c.copied.load(Ordering::Relaxed) + batch_written.load(Ordering::Relaxed))
-            .saturating_sub(deferred.load(Ordering::Relaxed)),
-        part: Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0)),
-    };
-    let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&part).expect("serialisable"))
+
+    /// Files this rank wrote: its own, and its batches', less those it handed out.
+    fn written(&self, ctx: &CopyShared) -> u64 {
+        (ctx.c.copied.load(Ordering::Relaxed) + self.batch_written.load(Ordering::Relaxed))
+            .saturating_sub(self.deferred.load(Ordering::Relaxed))
+    }
+}
+
+/// Every rank's counts gathered into the job's summary (the same on every rank), and
+/// --verify on rank 0.
+fn gather_summary(o: &Options, ctx: &CopyShared, mine: RankPart, stats: WalkStats, start: Start) -> Summary {
+    let parts: Vec<RankPart> = ranks::all_gather(&serde_json::to_vec(&mine).expect("serialisable"))
         .iter()
         .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
         .collect();
@@ -648,10 +538,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         ("files written", parts.iter().map(|p| p.written).collect())
     };
     let parts: Vec<Part> = parts.into_iter().map(|p| p.part).collect();
-    let mut s = summary(o, o.threads * ranks::size(), &parts, t0);
-    s.timing = timing;
+    let mut s = summary(o, o.threads * ranks::size(), &parts, start.t0);
+    s.timing = start.timing;
     copy::end_timing(o, &mut s);
-    s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     s.ranks = Some(RankCounts::new(unit, work, walks));
     s.modify_window_ns = ctx.caps.window_ns;
     s.dst_keeps_modes = Some(ctx.caps.modes);
@@ -660,5 +549,73 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
         let kept = verify::Kept::new(&o.keep, &s.losses).on_dst(s.modify_window_ns, s.dst_keeps_modes);
         s.verify = Some(verify::compare_kept(&o.src, &o.dst, &checks, Some(&kept), o.threads));
     }
+    s
+}
+
+/// Every rank copies part of SRC → DST; every rank returns the job's summary.
+pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
+    signals::install();
+    walk::raise_fd_limit();
+    let mut start = start(o)?;
+    let (src, dst, src_meta) = open_roots(o)?;
+    let dst_meta = dst.as_ref().and_then(|d| meta_of(d.as_fd()).ok());
+    if let Some(fd) = &dst
+        && let Ok(st) = rustix::fs::fstat(fd)
+    {
+        start.walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
+    }
+    let caps = shared_caps(dst.as_ref(), o.dry_run);
+    let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
+    let job = Job {
+        o,
+        src,
+        dst,
+        chunk: chunk_size(),
+        bigs: Mutex::default(),
+        deferred: AtomicU64::new(0),
+        batch_written: AtomicU64::new(0),
+        stash: Mutex::default(),
+        failed_bigs: Mutex::default(),
+        later: Mutex::default(),
+    };
+    let big = |node: &Node, name: &CStr, m: &Meta| job.divert(node, name, m);
+    let losses = Losses::default();
+    caps.mark(&losses);
+    let ctx = CopyShared {
+        o,
+        c: Counters::default(),
+        f: Failures::default(),
+        big: Some(&big),
+        walls: std::mem::take(&mut start.walls),
+        caps,
+        losses,
+        links: Links::keeping_names(),
+        dst_root,
+        gate: None,
+    };
+    let umask = rustix::process::umask(FsMode::empty());
+    let roots = if ranks::is_root() {
+        vec![wire::item(o.mode == Mode::Copy, &src_meta, dst_meta.as_ref(), b"")]
+    } else {
+        Vec::new()
+    };
+    let stats = MpiWalk { threads: o.threads }.run(roots, &|it, spawn| job.work(&ctx, it, spawn));
+    let stopped = ranks::any(signals::pending() != 0);
+    job.finish_chunked(&ctx, stopped);
+    ranks::barrier();
+    // Names of one inode that fell to different ranks: linked to one copy (before the
+    // directories' mtimes are set: a rename moves them).
+    if o.keep.hard_links && !o.dry_run {
+        links::join_across_ranks(&ctx, job.dst.as_ref().filter(|_| !stopped).map(|d| d.as_fd()));
+    }
+    if !stopped {
+        job.set_dir_meta(&ctx);
+    }
+    rustix::process::umask(umask);
+    let (u1, s1) = crate::measure::cpu_times();
+    let (u0, s0) = start.cpu0;
+    let mine = RankPart { written: job.written(&ctx), part: Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0)) };
+    let mut s = gather_summary(o, &ctx, mine, stats, start);
+    s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     Ok(s)
 }

@@ -19,12 +19,14 @@
 //! - Counts, denied directories (never deleted below) and the inventory are gathered on
 //!   every rank; a writer failure on rank 0 stops every rank with its reason.
 
+use crate::engine::scan::backend::IndexBackend;
 use crate::engine::scan::backend::Meta;
 use crate::engine::scan::producer::{self, Batch, WalkStats};
 use crate::engine::scan::{
     Phases, ScanConfig, ScanReport, Totals, Walked, Writer, finish_writer, index_files_inside, load_index, open_root,
     report, save,
 };
+use crate::engine::timing::Timing;
 use crate::engine::walker::{MpiWalk, Walker, open_below};
 use crate::engine::walker::{RankCounts, WalkTotals, kind_byte, kind_of};
 use crate::error::{Error, Result};
@@ -33,11 +35,12 @@ use crate::measure::provenance::Provenance;
 use crate::ranks;
 use crate::signals;
 use crate::tree::inventory::Inventory;
-use rustix::fd::AsFd;
+use rustix::fd::{AsFd, OwnedFd};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Instant;
 
 /// Tag of the spooled rows sent to rank 0.
@@ -255,11 +258,23 @@ fn ranks_send(b: &[u8]) {
     crate::ranks::send_bytes(0, ROWS_TAG, b)
 }
 
-/// Every rank scans part of the tree; rank 0 writes the index. Every rank returns the
-/// job's report (rank 0 prints it).
-pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
-    signals::install();
-    crate::fs::walk::raise_fd_limit();
+/// A directory's rows go to the consumer in batches of this many (as in the local scan).
+const FLUSH: usize = 4096;
+
+/// What the start of a job settles on every rank before the clock runs.
+struct Begun {
+    root_fd: OwnedFd,
+    root: String,
+    /// Rank 0's index (None elsewhere, and without --db).
+    db: Option<Box<dyn IndexBackend>>,
+    provenance: Provenance,
+    timing: Timing,
+    start: Instant,
+}
+
+/// The root opened and checked to be the same directory on every rank, rank 0's index
+/// opened, --cold eviction on every rank; then all start the clock together.
+fn begin(cfg: &ScanConfig) -> Result<Begun> {
     let (root_fd, root) = ranks::agree(open_root(&cfg.root))?;
     ranks::same_dirs(
         &[rustix::fs::fstat(&root_fd).map_or(0, |st| st.st_ino)],
@@ -267,91 +282,164 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         "not the same directory on every rank: scan under MPI needs a file system every rank sees",
     )?;
     ranks::agree(cfg.check_timing())?;
-    let me_root = ranks::is_root();
-    let mut db = ranks::agree(match (&cfg.db, me_root) {
+    let db = ranks::agree(match (&cfg.db, ranks::is_root()) {
         (Some(u), true) => u.open().map(Some),
         _ => Ok(None),
     })?;
     let provenance = Provenance::collect(cfg.command_line.clone());
-    // --cold: every rank evicts from its own caches, then all start together.
-    let timing =
-        ranks::agree(crate::engine::timing::Timing::start(cfg.cold, &[std::path::Path::new(&root)], cfg.threads))?;
+    let timing = ranks::agree(Timing::start(cfg.cold, &[std::path::Path::new(&root)], cfg.threads))?;
     ranks::barrier();
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let index = ranks::agree(load_index(db.as_deref_mut(), &root, &mut phases))?;
-    let indexed_before = index.indexed() as u64;
-    let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
-    let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
-    let flush = 4096;
+    Ok(Begun { root_fd, root, db, provenance, timing, start: Instant::now() })
+}
+
+/// Rank 0's end of the rows: the index's writer (None without --db), the totals, and
+/// the writer's failure.
+struct Sink<'w> {
+    writer: Option<(Writer<'w>, usize)>,
+    totals: Totals,
+    failure: Option<String>,
+}
+
+impl Sink<'_> {
+    /// One batch (parents first) counted and handed to the writer, which writes once it
+    /// holds a batch's rows (false: the writer failed, and the walk stops).
+    fn take(&mut self, b: Batch, stats: &WalkStats) -> bool {
+        self.totals.add(&b);
+        let Some((w, batch_rows)) = self.writer.as_mut() else { return true };
+        w.pending_rows += b.rows.len();
+        w.pending.push(b);
+        if w.pending_rows >= *batch_rows
+            && let Err(e) = w.flush(None)
+        {
+            self.failure = Some(e);
+            stats.stop.store(true, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Rank 0's consumer: every batch from the channel, in parent-first order, into the
+    /// writer (after a failure, drained and dropped).
+    fn consume(&mut self, rx: Receiver<Batch>, stats: &WalkStats) {
+        let mut order = Orderer::default();
+        let mut wait = 0.0;
+        let mut ok = true;
+        loop {
+            let t = Instant::now();
+            let Ok(b) = rx.recv() else { break };
+            wait += t.elapsed().as_secs_f64();
+            if ok {
+                ok = self.take(order.feed(b), stats);
+            }
+        }
+        for b in order.rest() {
+            if ok {
+                ok = self.take(b, stats);
+            }
+        }
+        if let Some((w, _)) = self.writer.as_mut() {
+            w.phases.writer_wait_s = wait;
+        }
+    }
+}
+
+/// The other ranks' consumer: every batch from the channel into a spool.
+fn spool_rows(rx: Receiver<Batch>) -> Spool {
+    let mut spool = Spool::new();
+    let mut buf = Vec::new();
+    let mut err = None;
+    for b in rx {
+        buf.clear();
+        encode_batch(&b, &mut buf);
+        if err.is_none()
+            && let Err(e) = spool.write(&buf)
+        {
+            err = Some(e);
+        }
+    }
+    if let Some(e) = err {
+        // Nothing can be sent that was not kept: say so, send what was.
+        eprintln!("manyfiles: rank {}: spooling rows: {e}", ranks::rank());
+    }
+    spool
+}
+
+/// On rank 0: the other ranks' rows, rank by rank, into the writer's channel.
+fn receive_rows(tx: &SyncSender<Batch>) {
+    for r in 1..ranks::size() {
+        loop {
+            let m = crate::ranks::recv_bytes(r, ROWS_TAG);
+            if m.first() != Some(&1) {
+                break;
+            }
+            for b in decode_batches(&m[1..]) {
+                let _ = tx.send(b);
+            }
+        }
+    }
+}
+
+/// On rank 0: the root's own row sent, and the walk's first item (none if the root
+/// cannot be statx'ed).
+fn root_item(root_fd: &OwnedFd, send: &dyn Fn(Batch), stats: &WalkStats) -> Vec<Vec<u8>> {
+    use rustix::fs::{AtFlags, statx};
+    match statx(root_fd, c"", AtFlags::EMPTY_PATH, producer::FIELDS) {
+        Ok(st) => {
+            let mut first = Batch::default();
+            let key = first.push(b"", b"", None, 0, producer::meta_of(&st)).key;
+            send(first);
+            vec![item(key, 0, b"")]
+        }
+        Err(e) => {
+            stats.error(b".", e);
+            Vec::new()
+        }
+    }
+}
+
+/// One walker item: a directory read with the local scan's code, its rows sent, its
+/// subdirectories handed to any rank.
+fn read_dir_item(
+    root_fd: &OwnedFd,
+    it: &[u8],
+    skip: Option<&producer::Skip>,
+    send: &dyn Fn(Batch),
+    stats: &WalkStats,
+    spawn: &mut dyn FnMut(Vec<u8>),
+) {
+    if stats.stop.load(Ordering::Relaxed) || signals::pending() != 0 {
+        return;
+    }
+    let key = u64::from_le_bytes(it[..8].try_into().expect("8 bytes"));
+    let depth = u32::from_le_bytes(it[8..12].try_into().expect("4 bytes"));
+    let path = &it[12..];
+    let t0 = Instant::now();
+    let opened = open_below(root_fd.as_fd(), path);
+    let name_len = (depth > 0).then(|| crate::engine::walker::split_last(path).1.len());
+    let mut sub = |_: &std::sync::Arc<OwnedFd>, _: std::ffi::CString, p: Vec<u8>, k: u64, d: u32| spawn(item(k, d, &p));
+    producer::dir_rows(opened, t0, path, key, depth, name_len, FLUSH, skip, send, stats, &mut sub, None);
+}
+
+/// The walk on every rank, with the consumer on a thread of its own (rank 0: the
+/// writer; elsewhere the spool, sent to rank 0 after the walk). Returns the walker's
+/// counts and a failure to send the spool.
+fn walk(
+    cfg: &ScanConfig,
+    root_fd: &OwnedFd,
+    skip: Option<&producer::Skip>,
+    stats: &WalkStats,
+    rows: &AtomicU64,
+    sink: &mut Sink,
+) -> (crate::engine::walker::WalkStats, Option<String>) {
+    let me_root = ranks::is_root();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(32);
-    let rows = AtomicU64::new(0);
-    let mut writer = db.as_deref_mut().map(|db| {
-        let batch_rows = db.batch_rows();
-        (Writer { db, index, pending: Vec::new(), pending_rows: 0, phases: Phases::default() }, batch_rows)
-    });
-    let mut totals = Totals::default();
-    let mut failure: Option<String> = None;
-    let mut spool_failure: Option<String> = None;
-    let walk_stats = std::thread::scope(|s| {
-        let stats = &stats;
-        let skip = skip.as_ref();
-        let (totals, failure, writer) = (&mut totals, &mut failure, &mut writer);
-        // The consumer: rank 0's writer (rows in parent-first order), elsewhere the spool.
+    std::thread::scope(|s| {
         let consumer = s.spawn(move || -> Option<Spool> {
             if me_root {
-                let mut order = Orderer::default();
-                let mut wait = 0.0;
-                let mut take = |b: Batch, totals: &mut Totals| -> bool {
-                    totals.add(&b);
-                    let Some((w, batch_rows)) = writer.as_mut() else { return true };
-                    w.pending_rows += b.rows.len();
-                    w.pending.push(b);
-                    if w.pending_rows >= *batch_rows
-                        && let Err(e) = w.flush(None)
-                    {
-                        *failure = Some(e);
-                        stats.stop.store(true, Ordering::Relaxed);
-                        return false;
-                    }
-                    true
-                };
-                let mut ok = true;
-                loop {
-                    let t = Instant::now();
-                    let Ok(b) = rx.recv() else { break };
-                    wait += t.elapsed().as_secs_f64();
-                    if ok {
-                        ok = take(order.feed(b), totals);
-                    }
-                }
-                for b in order.rest() {
-                    if ok {
-                        ok = take(b, totals);
-                    }
-                }
-                if let Some((w, _)) = writer.as_mut() {
-                    w.phases.writer_wait_s = wait;
-                }
+                sink.consume(rx, stats);
                 None
             } else {
-                let mut spool = Spool::new();
-                let mut buf = Vec::new();
-                let mut err = None;
-                for b in rx {
-                    buf.clear();
-                    encode_batch(&b, &mut buf);
-                    if err.is_none()
-                        && let Err(e) = spool.write(&buf)
-                    {
-                        err = Some(e);
-                    }
-                }
-                if let Some(e) = err {
-                    // Nothing can be sent that was not kept: say so, send what was.
-                    eprintln!("manyfiles: rank {}: spooling rows: {e}", ranks::rank());
-                }
-                Some(spool)
+                Some(spool_rows(rx))
             }
         });
         let send = |b: Batch| {
@@ -362,64 +450,28 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
             }
             stats.blocked_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         };
-        let mut roots = Vec::new();
-        if me_root {
-            use rustix::fs::{AtFlags, statx};
-            match statx(&root_fd, c"", AtFlags::EMPTY_PATH, producer::FIELDS) {
-                Ok(st) => {
-                    let mut first = Batch::default();
-                    let key = first.push(b"", b"", None, 0, producer::meta_of(&st)).key;
-                    send(first);
-                    roots.push(item(key, 0, b""));
-                }
-                Err(e) => stats.error(b".", e),
-            }
-        }
-        let work = |it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| {
-            if stats.stop.load(Ordering::Relaxed) || signals::pending() != 0 {
-                return;
-            }
-            let key = u64::from_le_bytes(it[..8].try_into().expect("8 bytes"));
-            let depth = u32::from_le_bytes(it[8..12].try_into().expect("4 bytes"));
-            let path = &it[12..];
-            let t0 = Instant::now();
-            let opened = open_below(root_fd.as_fd(), path);
-            let name_len = (depth > 0).then(|| crate::engine::walker::split_last(path).1.len());
-            let mut sub =
-                |_: &std::sync::Arc<rustix::fd::OwnedFd>, _: std::ffi::CString, p: Vec<u8>, k: u64, d: u32| {
-                    spawn(item(k, d, &p))
-                };
-            producer::dir_rows(opened, t0, path, key, depth, name_len, flush, skip, &send, stats, &mut sub, None);
-        };
+        let roots = if me_root { root_item(root_fd, &send, stats) } else { Vec::new() };
+        let work = |it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| read_dir_item(root_fd, it, skip, &send, stats, spawn);
         let walked = MpiWalk { threads: cfg.threads }.run(roots, &work);
         if me_root {
-            // The other ranks' rows, rank by rank, into the writer.
-            for r in 1..ranks::size() {
-                loop {
-                    let m = crate::ranks::recv_bytes(r, ROWS_TAG);
-                    if m.first() != Some(&1) {
-                        break;
-                    }
-                    for b in decode_batches(&m[1..]) {
-                        send_quiet(&tx, b);
-                    }
-                }
-            }
+            receive_rows(&tx);
         }
         drop(tx);
         let spool = consumer.join().expect("the row consumer does not panic");
-        if let Some(sp) = spool
-            && let Err(e) = sp.send()
-        {
-            spool_failure = Some(format!("rank {}: sending rows to rank 0: {e}", ranks::rank()));
-        }
-        walked
-    });
-    // Every rank's counts on every rank.
+        let spool_failure = match spool.map(Spool::send) {
+            Some(Err(e)) => Some(format!("rank {}: sending rows to rank 0: {e}", ranks::rank())),
+            _ => None,
+        };
+        (walked, spool_failure)
+    })
+}
+
+/// What this rank's walk found.
+fn rank_scan(stats: &mut WalkStats, rows: &AtomicU64, walk: crate::engine::walker::WalkStats) -> RankScan {
     let inventory = stats.take_inventory();
     let denied_paths = std::mem::take(&mut *stats.denied_paths.lock().unwrap_or_else(|p| p.into_inner()));
     let first_error = stats.first_error.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let mine = RankScan {
+    RankScan {
         rows: rows.load(Ordering::Relaxed),
         walk_ns: stats.walk_ns.load(Ordering::Relaxed),
         stat_ns: stats.stat_ns.load(Ordering::Relaxed),
@@ -432,14 +484,14 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         first_error,
         inventory,
         interrupted: signals::pending(),
-        walk: walk_stats,
-    };
-    let all: Vec<RankScan> = ranks::all_gather(&serde_json::to_vec(&mine).expect("serialisable"))
-        .iter()
-        .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
-        .collect();
+        walk,
+    }
+}
+
+/// Every rank's walk, on every rank, as one.
+fn walked(all: &[RankScan]) -> Walked {
     let sum = |f: fn(&RankScan) -> u64| all.iter().map(f).sum::<u64>();
-    let walked = Walked {
+    Walked {
         walk_ns: sum(|r| r.walk_ns),
         stat_ns: sum(|r| r.stat_ns),
         blocked_ns: sum(|r| r.blocked_ns),
@@ -449,7 +501,58 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         first_error: all.iter().enumerate().find_map(|(i, r)| r.first_error.as_ref().map(|e| format!("rank {i}: {e}"))),
         unread: all.iter().flat_map(|r| r.denied_paths.iter().cloned()).collect(),
         interrupted: all.iter().map(|r| r.interrupted).find(|&s| s != 0).unwrap_or(0),
+    }
+}
+
+/// Every rank's entries and walker counts, for the ranks' table.
+fn rank_counts(all: &[RankScan]) -> RankCounts {
+    let walks = WalkTotals {
+        items: all.iter().map(|r| r.walk.items).collect(),
+        given: all.iter().map(|r| r.walk.given).collect(),
+        received: all.iter().map(|r| r.walk.received).collect(),
+        requests: all.iter().map(|r| r.walk.requests).collect(),
     };
+    RankCounts::new("entries", all.iter().map(|r| r.rows).collect(), walks)
+}
+
+/// Every rank's inventory merged (None when no rank took one).
+fn merged_inventory(all: &[RankScan]) -> Option<Inventory> {
+    let mut inv: Option<Inventory> = None;
+    for r in all {
+        if let Some(i) = &r.inventory {
+            inv.get_or_insert_with(Inventory::empty).merge(i);
+        }
+    }
+    inv
+}
+
+/// Every rank scans part of the tree; rank 0 writes the index. Every rank returns the
+/// job's report (rank 0 prints it).
+pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
+    signals::install();
+    crate::fs::walk::raise_fd_limit();
+    let Begun { root_fd, root, mut db, provenance, timing, start } = begin(cfg)?;
+    let me_root = ranks::is_root();
+    let mut phases = Phases::default();
+    let index = ranks::agree(load_index(db.as_deref_mut(), &root, &mut phases))?;
+    let indexed_before = index.indexed() as u64;
+    let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
+    let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
+    let rows = AtomicU64::new(0);
+    let writer = db.as_deref_mut().map(|db| {
+        let batch_rows = db.batch_rows();
+        (Writer { db, index, pending: Vec::new(), pending_rows: 0, phases: Phases::default() }, batch_rows)
+    });
+    let mut sink = Sink { writer, totals: Totals::default(), failure: None };
+    let (walk_stats, spool_failure) = walk(cfg, &root_fd, skip.as_ref(), &stats, &rows, &mut sink);
+    // Every rank's counts on every rank.
+    let mine = rank_scan(&mut stats, &rows, walk_stats);
+    let all: Vec<RankScan> = ranks::all_gather(&serde_json::to_vec(&mine).expect("serialisable"))
+        .iter()
+        .map(|b| serde_json::from_slice(b).expect("every rank runs the same manyfiles"))
+        .collect();
+    let walked = walked(&all);
+    let Sink { writer, totals, mut failure } = sink;
     let complete =
         failure.is_none() && spool_failure.is_none() && walked.interrupted == 0 && !stats.stop.load(Ordering::Relaxed);
     let diff = finish_writer(writer.map(|(w, _)| w), complete, &walked.unread, &mut failure, &mut phases);
@@ -460,34 +563,17 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         Some(e) => Err(e),
         None => Ok(()),
     })?;
-    let walks = WalkTotals {
-        items: all.iter().map(|r| r.walk.items).collect(),
-        given: all.iter().map(|r| r.walk.given).collect(),
-        received: all.iter().map(|r| r.walk.received).collect(),
-        requests: all.iter().map(|r| r.walk.requests).collect(),
-    };
-    let counts = RankCounts::new("entries", all.iter().map(|r| r.rows).collect(), walks);
     let db = db.as_ref().map(|d| d.describe()).or(cfg.db.as_ref().map(|_| "rank 0's index".into()));
     let threads = cfg.threads * ranks::size();
     let returned_s = start.elapsed().as_secs_f64();
     let mut report = report(root, db, threads, start, phases, &totals, indexed_before, diff, walked, provenance);
-    report.ranks = Some(counts);
+    report.ranks = Some(rank_counts(&all));
     report.timing = timing;
     super::end_timing(cfg, &mut report, returned_s, me_root);
     if me_root {
-        let mut inv: Option<Inventory> = None;
-        for r in &all {
-            if let Some(i) = &r.inventory {
-                inv.get_or_insert_with(Inventory::empty).merge(i);
-            }
-        }
-        save(cfg, &mut report, inv)?;
+        save(cfg, &mut report, merged_inventory(&all))?;
     }
     Ok(report)
-}
-
-fn send_quiet(tx: &std::sync::mpsc::SyncSender<Batch>, b: Batch) {
-    let _ = tx.send(b);
 }
 
 #[cfg(test)]
