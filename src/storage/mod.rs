@@ -4,6 +4,7 @@
 pub mod allocation;
 pub mod busy;
 pub mod cache;
+mod daemon;
 pub mod device;
 pub mod device_class;
 pub mod fsspec;

@@ -34,7 +34,7 @@
 //! rename themselves), even after a kill -9 of the tool before any pid file. Daemons
 //! start through `setsid -f` (a terminal's SIGINT reaches the tool, which tears them down).
 
-use super::nbd_stack::{end_processes, last_line, remove_private_dir, spawn_detached_with};
+use super::daemon::{self, end_processes, last_line, remove_private_dir, spawn_detached_with};
 use super::registry::{Record, mounts_at};
 use super::share::{Proto, ShareSpec};
 use super::share_netns::{self as netns, Account};
@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The proxy's binary name (not packaged by Debian: see the module docs).
 pub const PROXY: &str = "toxiproxy-server";
@@ -174,29 +174,9 @@ fn accepts_here(port: u16, banner: Option<&[u8]>) -> bool {
     c.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(want))
 }
 
-/// Wait until `ready()`, or fail when the deadline passes, a signal comes, or no process
-/// of the stack named `what` runs any more (after one was seen, or 2 s without one).
+/// [`daemon::wait_ready`] for the stack's `what` (a process whose argv holds it).
 fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
-    let t0 = Instant::now();
-    let mut seen = false;
-    loop {
-        if ready() {
-            return Ok(());
-        }
-        if crate::signals::pending() != 0 {
-            return Err(Error::failed(format!("interrupted while starting {what}")));
-        }
-        let alive = stack_pids(dir).iter().any(|(_, n)| n.contains(what));
-        seen |= alive;
-        if (!alive && (seen || t0.elapsed() > Duration::from_secs(2))) || t0.elapsed() > Duration::from_secs(30) {
-            return Err(Error::failed(format!(
-                "{what} did not become ready{}: {}",
-                if alive { " in 30 s" } else { " (it exited)" },
-                last_line(log)
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    daemon::wait_ready(what, log, ready, || stack_pids(dir).iter().any(|(_, n)| n.contains(what)))
 }
 
 /// One request to toxiproxy's HTTP API in the stack's namespace `ns`; Ok(body) on a 2xx
