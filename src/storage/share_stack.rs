@@ -35,6 +35,7 @@
 //! start through `setsid -f` (a terminal's SIGINT reaches the tool, which tears them down).
 
 use super::daemon::{self, end_processes, last_line, remove_private_dir, spawn_detached_with};
+use super::kinds::KindRecord;
 use super::registry::{Record, mounts_at};
 use super::share::{Proto, ShareSpec};
 use super::share_netns::{self as netns, Account};
@@ -123,10 +124,10 @@ pub fn fsname(dir: &Path) -> String {
     format!("manyfiles-{}", dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default())
 }
 
-/// The record of a share's client mount (the one whose cleanup stops the stack); its
-/// export's record has `share_dir` too, but no FUSE source.
+/// The record of a share's client mount (of the share kind: its cleanup stops the
+/// stack); its export's record has `share_dir` too, and the export's kind.
 pub fn is_client(rec: &Record) -> bool {
-    rec.share_dir.is_some() && rec.fuse_source.is_some()
+    matches!(rec.kind, KindRecord::Share(_))
 }
 
 fn s(p: &Path) -> String {
@@ -570,7 +571,7 @@ mod tests {
         assert!(!is_client(&r));
         r.share_dir = Some(d.clone());
         assert!(!is_client(&r), "the export's record");
-        r.fuse_source = Some(fsname(&d));
+        r.kind = KindRecord::Share(super::super::kinds::share::ShareRecord { fuse_source: fsname(&d) });
         assert!(is_client(&r));
     }
 
