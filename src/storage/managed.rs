@@ -122,7 +122,7 @@ impl ManagedFs {
             mount_point,
             details: ManagedDetails {
                 spec: spec.label(),
-                fs_type: spec.share().map_or(spec.fs_type.name(), |s| s.proto.mountinfo_type()).to_string(),
+                fs_type: kind.kind().fs_type(spec).to_string(),
                 block_size: spec.block,
                 backing: spec.backing_name().to_string(),
                 image: kind.kind().loop_file().unwrap_or_default(),
@@ -132,7 +132,7 @@ impl ManagedFs {
                 mkfs_version: String::new(),
                 mount_command: Vec::new(),
                 mount_options: String::new(),
-                fuse: spec.fs_type.is_fuse() || spec.share().is_some(),
+                fuse: kind.kind().fuse(spec),
                 formats: 0,
                 entries: (entries > 0).then_some(entries),
                 device_info: None,

@@ -14,16 +14,17 @@
 //! that lock (LOCK_NB). Records from before locks (`lock` false) fall back to the pid +
 //! start time check, which is wrong for a run in another PID namespace.
 //!
-//! [`cleanup`] touches only what a record names, and only after checking that it is what
-//! the record says: a mount whose source is the recorded loop device (or a loop device
-//! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
-//! backing file is the recorded image, an image that is a regular file named
-//! `manyfiles-img-*.img`. A real device (`@dev:`) is recorded only so its mount can be
-//! undone: cleanup unmounts a mount whose source is the recorded device and never
-//! touches the device otherwise. A file share's client record names its stack's
-//! directory (`share_dir`): cleanup unmounts the client (by its FUSE source name), then
-//! stops the processes naming that directory ([`super::share_stack::stop`]); client
-//! records go first, before the records of the file systems their servers export.
+//! A record is the fields every record has (process, lock, mount point, a share's stack
+//! directory, `manyfiles mount`'s) and its storage kind's own, tagged `"kind"`
+//! ([`super::kinds`]; the flat records of builds before kinds are read too). [`cleanup`]
+//! touches only what a record names, and only after checking that it is what the record
+//! says, through the kind: a mount at the recorded mount point whose source is the
+//! kind's (`Kind::owns_mount`: the recorded loop device or one backed by the recorded
+//! image, a tmpfs or FUSE source name, the recorded real device), then what lies under
+//! it (`Kind::stop`: loop devices backed by the recorded image, an image only if it is a
+//! regular file named `manyfiles-img-*.img`, a device class's or a share's daemons; a
+//! real device is never touched beyond its mount). Records of kinds that hold files on
+//! another record's file system (a mounted container, a share's client) go first.
 
 use super::kinds::{Kind, KindRecord, StoredKind};
 use crate::error::{Error, Result};

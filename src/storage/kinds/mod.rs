@@ -47,6 +47,16 @@ pub trait Kind {
         fs.format()
     }
 
+    /// The type the results name (`ext4`; a share's protocol's, `fuse.sshfs`).
+    fn fs_type(&self, spec: &FsSpec) -> &'static str {
+        spec.fs_type.name()
+    }
+
+    /// Is it served by a FUSE daemon (counted as the target's CPU)?
+    fn fuse(&self, spec: &FsSpec) -> bool {
+        spec.fs_type.is_fuse()
+    }
+
     /// The file its loop device goes on (an image, a device class's disk), if it has one.
     fn loop_file(&self) -> Option<PathBuf> {
         None

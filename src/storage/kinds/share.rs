@@ -74,6 +74,15 @@ impl Kind for ShareRecord {
         fs.export_mut().ok_or_else(|| Error::failed("the share has no export"))?.refresh()
     }
 
+    fn fs_type(&self, spec: &FsSpec) -> &'static str {
+        spec.share().map_or(spec.fs_type.name(), |s| s.proto.mountinfo_type())
+    }
+
+    /// The client (sshfs, rclone).
+    fn fuse(&self, _spec: &FsSpec) -> bool {
+        true
+    }
+
     fn serving_pids(&self, rec: &Record) -> Vec<u32> {
         rec.share_dir.as_deref().map(share_stack::daemon_pids).unwrap_or_default()
     }
