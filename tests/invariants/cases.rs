@@ -130,8 +130,7 @@ fn dst_case(t: &Topology, args: Vec<OsString>, dst: &Path, src: Option<&Path>, s
 /// meets the mount as a directory it would update (reproduction 1's second form).
 fn name_like_a_mount_below(t: &mut Topology, rng: &mut Rng, src: &Path, dst: &Path) {
     let dst = resolved(dst);
-    let points: Vec<PathBuf> =
-        t.mounts.iter().filter(|m| m.at.parent() == Some(dst.as_path())).map(|m| m.at.clone()).collect();
+    let points: Vec<PathBuf> = t.mounts.iter().filter(|m| m.at.parent() == Some(dst.as_path())).map(|m| m.at.clone()).collect();
     if points.is_empty() || !rng.chance(60) {
         return;
     }
@@ -200,19 +199,7 @@ fn output_allowed(t: &Topology, p: &Path) -> Vec<PathBuf> {
 }
 
 const TINY_LADDER: &[&str] = &[
-    "--to",
-    "4",
-    "--total",
-    "64KiB",
-    "--second-total",
-    "off",
-    "--runs",
-    "1",
-    "--cache",
-    "warm",
-    "--ops",
-    "create",
-    "-q",
+    "--to", "4", "--total", "64KiB", "--second-total", "off", "--runs", "1", "--cache", "warm", "--ops", "create", "-q",
 ];
 
 pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
@@ -257,15 +244,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             args.extend([os("--json"), os(&json), os("--markdown"), os(&md)]);
             let mut exact = output_allowed(t, &json);
             exact.extend(output_allowed(t, &md));
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
         }
         "scan-db" => {
             let dir = rng.pick(&t.dirs).clone();
@@ -281,15 +260,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
                 exact.extend(output_allowed(t, Path::new(&p)));
             }
             exact.extend(output_allowed(t, &json));
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
         }
         "report-outputs" => {
             let html = pick_output(t, rng, "report.html");
@@ -297,15 +268,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             let args = vec![os("report"), os(crate::sample_results()), os("--html"), os(&html), os("--csv"), os(&csv)];
             let mut exact = output_allowed(t, &html);
             exact.extend(output_allowed(t, &csv));
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
         }
         "pack" => {
             let tree = rng.pick(&t.dirs).clone();
@@ -315,15 +278,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             let mut args = args.to_vec();
             args.extend([os(&tree), os("--src-target"), os(&work), os("--json"), os(&json)]);
             let exact = output_allowed(t, &json);
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
         }
         "predict-on" => {
             let tree = rng.pick(&t.dirs).clone();
@@ -331,11 +286,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             // (reproduction 10); else anywhere, so most calibrations run and write.
             let inside: Vec<PathBuf> = t.dirs.iter().filter(|d| d.starts_with(&tree)).cloned().collect();
             let on = if rng.chance(25) { rng.pick(&inside).clone() } else { rng.pick(&t.dirs).clone() };
-            let json = if rng.chance(70) {
-                rng.pick(&t.dirs).join("predict.json")
-            } else {
-                pick_output(t, rng, "predict.json")
-            };
+            let json = if rng.chance(70) { rng.pick(&t.dirs).join("predict.json") } else { pick_output(t, rng, "predict.json") };
             let args = vec![
                 os("predict"),
                 os("--tree"),
@@ -349,15 +300,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
                 os(&json),
             ];
             let exact = output_allowed(t, &json);
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
         }
         "cleanup" => crate::umount_case::cleanup_case(t),
         "run-file" => run_file_case(t, rng),

@@ -42,8 +42,7 @@ pub struct Ran {
 /// The binary under test: this build's, or `MANYFILES_INVARIANT_BIN` (to run the same
 /// topologies against another build, e.g. the one before a change).
 fn bin() -> PathBuf {
-    std::env::var_os("MANYFILES_INVARIANT_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_manyfiles")), PathBuf::from)
+    std::env::var_os("MANYFILES_INVARIANT_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_manyfiles")), PathBuf::from)
 }
 
 /// A small ladder's results file, made once, for the report command's cases.
@@ -53,22 +52,7 @@ pub fn sample_results() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mf-inv-sample-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let json = dir.join("sample.json");
-        let args = [
-            "ladder",
-            "--to",
-            "4",
-            "--total",
-            "64KiB",
-            "--second-total",
-            "off",
-            "--runs",
-            "1",
-            "--cache",
-            "warm",
-            "--ops",
-            "create",
-            "-q",
-        ];
+        let args = ["ladder", "--to", "4", "--total", "64KiB", "--second-total", "off", "--runs", "1", "--cache", "warm", "--ops", "create", "-q"];
         let mut a: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
         a.extend([OsStr::new("--target"), dir.as_os_str(), OsStr::new("--json"), json.as_os_str()]);
         let r = run_bin(&a, &dir);
@@ -198,13 +182,7 @@ fn allowed(t: &topology::Topology, case: &Case, p: &Path, what: &str) -> bool {
 }
 
 /// Check one command's run against its case; violations as lines.
-fn judge(
-    t: &topology::Topology,
-    case: &Case,
-    before: &snapshot::Snap,
-    after: &snapshot::Snap,
-    ran: &Ran,
-) -> Vec<String> {
+fn judge(t: &topology::Topology, case: &Case, before: &snapshot::Snap, after: &snapshot::Snap, ran: &Ran) -> Vec<String> {
     let mut v = Vec::new();
     if ran.timed_out {
         v.push(format!("hang: still running after {} s (killed)", DEADLINE.as_secs()));
@@ -225,8 +203,7 @@ fn judge(
         .map(|(p, what)| format!("{}: {what}", t.rel(p)))
         .collect();
     if let Some(src) = &case.protected {
-        let dst_inside: Vec<PathBuf> =
-            case.allowed.iter().filter(|a| a.starts_with(src) && *a != src).cloned().collect();
+        let dst_inside: Vec<PathBuf> = case.allowed.iter().filter(|a| a.starts_with(src) && *a != src).cloned().collect();
         for (p, what) in &changes {
             let al = t.aliases(p);
             let in_src = al.iter().any(|a| a.starts_with(src));
@@ -293,11 +270,7 @@ fn one(base: &Path, seed: u64, cmd_index: usize, name: &'static str, tally: &mut
     let shown = args.iter().map(|a| t.rel(Path::new(a))).collect::<Vec<_>>().join(" ");
     let description = t.describe();
     if std::env::var_os("MANYFILES_INVARIANT_VERBOSE").is_some() {
-        eprintln!(
-            "seed {seed} {name}: manyfiles {shown} → exit {:?} {}",
-            ran.code,
-            ran.stderr.lines().last().unwrap_or("")
-        );
+        eprintln!("seed {seed} {name}: manyfiles {shown} → exit {:?} {}", ran.code, ran.stderr.lines().last().unwrap_or(""));
     }
     t.teardown();
     let rest = leftovers(&root, &[]);
@@ -360,20 +333,14 @@ fn nothing_outside_what_a_command_was_told_to_write_changes() {
     // and each job has its own scratch root.
     let threads = env_num("MANYFILES_INVARIANT_JOBS", 3).max(1) as usize;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let tally = std::sync::Mutex::new(Tally {
-        per_command: Default::default(),
-        runs: 0,
-        checked_paths: 0,
-        violations: Vec::new(),
-    });
+    let tally = std::sync::Mutex::new(Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() });
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(&(seed, i, name)) = jobs.get(k) else { break };
-                    let mut mine =
-                        Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() };
+                    let mut mine = Tally { per_command: Default::default(), runs: 0, checked_paths: 0, violations: Vec::new() };
                     let clock = Instant::now();
                     one(&base, seed, i, name, &mut mine);
                     let mut t = tally.lock().unwrap();
@@ -416,11 +383,7 @@ fn nothing_outside_what_a_command_was_told_to_write_changes() {
     if !tally.violations.is_empty() {
         let n = tally.violations.len();
         let shown: Vec<&String> = tally.violations.iter().take(25).collect();
-        panic!(
-            "{n} violations (first {}):\n{}",
-            shown.len(),
-            shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n")
-        );
+        panic!("{n} violations (first {}):\n{}", shown.len(), shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n\n"));
     }
 }
 

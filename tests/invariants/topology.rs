@@ -38,16 +38,11 @@ impl Rng {
 
 #[derive(Debug, Clone)]
 pub enum MountKind {
-    Bind {
-        src: PathBuf,
-    },
+    Bind { src: PathBuf },
     Tmpfs,
     /// An ext4 image on a loop device (mount -o loop: the loop device goes with the mount).
     LoopExt4,
-    Overlay {
-        lower: PathBuf,
-        upper: PathBuf,
-    },
+    Overlay { lower: PathBuf, upper: PathBuf },
 }
 
 #[derive(Debug, Clone)]
@@ -213,12 +208,7 @@ impl Topology {
             .arg("8M")
             .status()
             .is_ok_and(|s| s.success())
-            && std::process::Command::new("mount")
-                .args(["-o", "loop"])
-                .arg(&img)
-                .arg(&at)
-                .status()
-                .is_ok_and(|s| s.success());
+            && std::process::Command::new("mount").args(["-o", "loop"]).arg(&img).arg(&at).status().is_ok_and(|s| s.success());
         if !ok {
             self.log.push(format!("(ext4 on a loop device at {} could not be made)", self.rel(&at)));
             return;
@@ -252,12 +242,7 @@ impl Topology {
         let data = format!("lowerdir={},upperdir={},workdir={}", lower.display(), upper.display(), work.display());
         match mount_raw("overlay", at, "overlay", 0, &data) {
             Ok(()) => {
-                self.log.push(format!(
-                    "overlay at {} (lower {}, upper {})",
-                    self.rel(at),
-                    self.rel(lower),
-                    self.rel(&upper)
-                ));
+                self.log.push(format!("overlay at {} (lower {}, upper {})", self.rel(at), self.rel(lower), self.rel(&upper)));
                 self.skip.push(work.clone());
                 let kind = MountKind::Overlay { lower: lower.to_path_buf(), upper };
                 self.mounts.push(Mount { at: at.to_path_buf(), kind });

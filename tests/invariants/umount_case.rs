@@ -12,10 +12,7 @@ pub fn make(t: &mut Topology, rng: &mut Rng) -> Case {
     let _ = std::fs::create_dir(&parent);
     let mut dir = parent.join("mnt");
     std::fs::create_dir(&dir).unwrap();
-    let r = crate::run_bin(
-        &["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()],
-        &t.root,
-    );
+    let r = crate::run_bin(&["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()], &t.root);
     t.note(format!("manyfiles mount tmpfs {} → exit {:?}", t.rel(&dir), r.code));
     let _ = std::fs::write(dir.join("data"), b"the user's own bytes in their mount");
     let mut nested = false;
@@ -116,10 +113,7 @@ pub fn finish(t: &Topology, u: &mut UmountCase, code: Option<i32>, violations: &
 pub fn cleanup_case(t: &mut Topology) -> Case {
     let dir = t.root.join("mine");
     std::fs::create_dir(&dir).unwrap();
-    let r = crate::run_bin(
-        &["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()],
-        &t.root,
-    );
+    let r = crate::run_bin(&["mount".as_ref(), "tmpfs".as_ref(), dir.as_os_str(), "--size".as_ref(), "4MiB".as_ref()], &t.root);
     t.note(format!("manyfiles mount tmpfs {} → exit {:?}", t.rel(&dir), r.code));
     let _ = std::fs::write(dir.join("data"), b"kept by cleanup");
     Case {
