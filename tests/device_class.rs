@@ -9,6 +9,7 @@ mod unprivileged;
 
 use common::serial;
 use manyfiles::storage::fsspec::FsSpec;
+use manyfiles::storage::kinds::KindRecord;
 use manyfiles::storage::managed::ManagedFs;
 use manyfiles::storage::registry;
 use std::path::{Path, PathBuf};
@@ -88,7 +89,8 @@ fn class_records() -> Vec<(PathBuf, PathBuf, PathBuf)> {
                 .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "mount"))
                 .filter_map(|p| {
                     let r: registry::Record = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
-                    Some((p, r.nbd_dir?, r.mount_point?))
+                    let KindRecord::Class(class) = r.kind else { return None };
+                    Some((p, class.nbd_dir, r.mount_point?))
                 })
                 .collect()
         })

@@ -3,6 +3,7 @@
 //! otherwise each test prints "skipped: needs root" and passes.
 
 use manyfiles::storage::fsspec::FsSpec;
+use manyfiles::storage::kinds::{KindRecord, image::ImageRecord};
 use manyfiles::storage::managed::ManagedFs;
 use manyfiles::storage::registry;
 use std::io::{BufRead, BufReader};
@@ -282,9 +283,9 @@ fn cleanup_ignores_what_the_record_does_not_own() {
     assert!(st.success());
     let mut rec = registry::own_record("ext4@ram");
     rec.start_time += 1; // looks like a reused pid: the recording process is gone
-    rec.image = Some(precious.clone());
     rec.mount_point = Some(mp.clone());
-    rec.loop_device = Some("/dev/loop999".into());
+    let image = ImageRecord { image: precious.clone(), loop_device: Some("/dev/loop999".into()) };
+    rec.kind = KindRecord::Image(image);
     let key = format!("test-foreign-{}", std::process::id());
     let mut reg = registry::register(&key, rec).unwrap();
     // A record from before registry locks (this process holds the lock it just took):

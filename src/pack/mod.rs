@@ -13,6 +13,7 @@ pub mod squashfs;
 pub mod tar;
 
 use crate::fs::walk::{self, Kind};
+use crate::storage::kinds::{KindRecord, container::ContainerRecord};
 use crate::storage::registry::{self, Registration};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags, openat};
@@ -257,10 +258,8 @@ pub fn mount(c: &dyn Container, file: &Path, with: MountWith, beside: &Path) -> 
         }
     };
     let mut rec = registry::own_record(&format!("pack {}", c.name()));
-    rec.image = Some(file.to_path_buf());
     rec.mount_point = Some(mp.clone());
-    rec.pack_mount = true;
-    rec.fuse_source = fuse_source;
+    rec.kind = KindRecord::Container(ContainerRecord::new(file.to_path_buf(), fuse_source));
     // Without root there is no registry: a normal exit (or a signal) still unmounts.
     let reg = if root { Some(registry::register(&key, rec).map_err(|e| e.to_string())?) } else { None };
     let mut m = Mounted { mount_point: mp, reg, mp_created: false, fuse: with == MountWith::Fuse, done: false };

@@ -4,9 +4,12 @@
 pub mod allocation;
 pub mod busy;
 pub mod cache;
+mod daemon;
 pub mod device;
 pub mod device_class;
+pub mod format;
 pub mod fsspec;
+pub mod kinds;
 pub mod loopdev;
 pub mod managed;
 pub mod mountinfo;

@@ -17,13 +17,13 @@
 //! gets is the class's rounded to the nearest millisecond (at least 1 ms when the class
 //! asks for any), and the results record the rounded value.
 
+use super::daemon::{self, end_processes, last_line, remove_private_dir, spawn_detached};
 use super::device_class::{DeviceClass, Side};
 use super::registry::{mounts_at, unmount};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 /// Tools the stack needs and their Debian packages.
 pub const TOOLS: [(&str, &str); 3] = [("nbdkit", "nbdkit"), ("nbdfuse", "libnbd-bin"), ("setsid", "util-linux")];
@@ -168,69 +168,11 @@ pub(super) fn version(tool: &str) -> String {
     so.lines().chain(se.lines()).map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string()
 }
 
-/// Start `argv` in its own session (`setsid -f`), output to `log`; it is not our child.
-pub(super) fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
-    spawn_detached_with(argv, log, || Ok(()))
-}
-
-/// [`spawn_detached`] with `pre_exec` run in the child before `setsid` (a share stack's
-/// network namespace and account: [`super::share_netns::confine`]).
-pub(super) fn spawn_detached_with(
-    argv: &[String],
-    log: &Path,
-    pre_exec: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
-) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let out = std::fs::File::create(log).map_err(|e| Error::failed(format!("cannot create {}: {e}", log.display())))?;
-    let err = out.try_clone().map_err(|e| Error::failed(format!("{}: {e}", log.display())))?;
-    let mut cmd = std::process::Command::new("setsid");
-    // SAFETY: the hooks given here make syscalls only (no allocation, no locks).
-    unsafe { cmd.pre_exec(pre_exec) };
-    let st = cmd
-        .arg("-f")
-        .args(argv)
-        .stdin(std::process::Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .status()
-        .map_err(|e| Error::failed(format!("cannot start {}: {e}", argv[0])))?;
-    if !st.success() {
-        return Err(Error::failed(format!("`setsid -f {}` failed: {st}", argv.join(" "))));
-    }
-    Ok(())
-}
-
-pub(super) fn last_line(log: &Path) -> String {
-    std::fs::read_to_string(log).unwrap_or_default().lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").into()
-}
-
-/// Wait until `ready()` or the deadline, a signal, or the daemon gone (no process names
-/// the socket any more).
+/// [`daemon::wait_ready`] for the stack's `what` (nbdkit or nbdfuse), found by the socket
+/// its argv names.
 fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
-    let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs(30);
     let s = sock(dir).display().to_string();
-    let mut seen = false;
-    loop {
-        if ready() {
-            return Ok(());
-        }
-        if crate::signals::pending() != 0 {
-            return Err(Error::failed(format!("interrupted while starting {what}")));
-        }
-        let alive = stack_pids(&s).iter().any(|(_, n)| *n == what);
-        seen |= alive;
-        // Gone after it was seen, never seen within 2 s (it failed at once), or too slow.
-        let gone = !alive && (seen || t0.elapsed() > Duration::from_secs(2));
-        if gone || Instant::now() > deadline {
-            return Err(Error::failed(format!(
-                "{what} did not become ready{}: {}",
-                if alive { " in 30 s" } else { " (it exited)" },
-                last_line(log)
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    daemon::wait_ready(what, log, ready, || stack_pids(&s).iter().any(|(_, n)| *n == what))
 }
 
 /// Start nbdkit and nbdfuse for `class` in `dir` (which the caller recorded in the
@@ -351,44 +293,6 @@ pub fn stop(dir: &Path) -> std::result::Result<(), String> {
         return Err(format!("{} is still mounted", fd.display()));
     }
     remove_private_dir(dir)
-}
-
-/// SIGTERM what `pids()` finds, wait up to 3 s, then SIGKILL what is left and wait up to
-/// 2 s; an error names what still runs (`dir`: the stack's directory, for the message).
-/// Shared by the device-class and share stacks.
-pub(super) fn end_processes<T: std::fmt::Debug>(
-    dir: &Path,
-    pids: impl Fn() -> Vec<(u32, T)>,
-) -> std::result::Result<(), String> {
-    for (sig, wait) in [(rustix::process::Signal::TERM, 3000), (rustix::process::Signal::KILL, 2000)] {
-        let found = pids();
-        if found.is_empty() {
-            break;
-        }
-        for (pid, _) in &found {
-            if let Some(p) = rustix::process::Pid::from_raw(*pid as i32) {
-                let _ = rustix::process::kill_process(p, sig);
-            }
-        }
-        let t0 = Instant::now();
-        while !pids().is_empty() && t0.elapsed() < Duration::from_millis(wait) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let left = pids();
-    if !left.is_empty() {
-        return Err(format!("{} still running after SIGKILL: {left:?}", dir.display()));
-    }
-    Ok(())
-}
-
-/// Remove a stack's private directory (gone already is fine).
-pub(super) fn remove_private_dir(dir: &Path) -> std::result::Result<(), String> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
-    }
 }
 
 #[cfg(test)]

@@ -14,17 +14,19 @@
 //! that lock (LOCK_NB). Records from before locks (`lock` false) fall back to the pid +
 //! start time check, which is wrong for a run in another PID namespace.
 //!
-//! [`cleanup`] touches only what a record names, and only after checking that it is what
-//! the record says: a mount whose source is the recorded loop device (or a loop device
-//! backed by the recorded image; tmpfs: a tmpfs with our source name), a loop device whose
-//! backing file is the recorded image, an image that is a regular file named
-//! `manyfiles-img-*.img`. A real device (`@dev:`) is recorded only so its mount can be
-//! undone: cleanup unmounts a mount whose source is the recorded device and never
-//! touches the device otherwise. A file share's client record names its stack's
-//! directory (`share_dir`): cleanup unmounts the client (by its FUSE source name), then
-//! stops the processes naming that directory ([`super::share_stack::stop`]); client
-//! records go first, before the records of the file systems their servers export.
+//! A record is the fields every record has (process, lock, mount point, a share's stack
+//! directory, `manyfiles mount`'s) and its storage kind's own, tagged `"kind"`
+//! ([`super::kinds`]; the flat records of builds before kinds are read too). [`cleanup`]
+//! touches only what a record names, and only after checking that it is what the record
+//! says, through the kind: a mount at the recorded mount point whose source is the
+//! kind's (`Kind::owns_mount`: the recorded loop device or one backed by the recorded
+//! image, a tmpfs or FUSE source name, the recorded real device), then what lies under
+//! it (`Kind::stop`: loop devices backed by the recorded image, an image only if it is a
+//! regular file named `manyfiles-img-*.img`, a device class's or a share's daemons; a
+//! real device is never touched beyond its mount). Records of kinds that hold files on
+//! another record's file system (a mounted container, a share's client) go first.
 
+use super::kinds::{Kind, KindRecord, StoredKind};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -32,7 +34,6 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-pub(crate) use super::loopdev::detach_loop;
 pub use super::loopdev::{loop_backing_file, loops_backed_by};
 pub use super::mountinfo::{MountEntry, mounts, mounts_at};
 
@@ -54,44 +55,25 @@ pub fn state_dir() -> PathBuf {
     PathBuf::from(STATE_DIR)
 }
 
-/// One resource set of one managed file system.
+/// One resource set: what every record has, and its kind's own fields
+/// ([`KindRecord`], tagged `"kind"`; a record of a build before kinds is read by its
+/// flat fields, see [`super::kinds`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredRecord")]
 pub struct Record {
     pub pid: u32,
     /// Field 22 of /proc/<pid>/stat (start time in clock ticks after boot): a pid reused
     /// by another process has a different one.
     pub start_time: u64,
-    pub image: Option<PathBuf>,
-    pub loop_device: Option<String>,
     pub mount_point: Option<PathBuf>,
-    /// Source name of a tmpfs mount (`manyfiles-<key>`), None for loop-backed ones.
-    #[serde(default)]
-    pub tmpfs_source: Option<String>,
     /// Spec label, for messages.
     pub fs: String,
-    /// A run directory (with its marker) the process made in a target directory.
-    #[serde(default)]
-    pub run_dir: Option<PathBuf>,
-    /// A container `pack` mounted read-only: cleaned before the other records (its image
-    /// may sit on another record's file system), and its image is not deleted here (it
-    /// lives in a run directory, removed with it).
-    #[serde(default)]
-    pub pack_mount: bool,
-    /// Source name of a FUSE mount of such a container (`squashfuse`, `fuse2fs`, ...).
-    #[serde(default)]
-    pub fuse_source: Option<String>,
-    /// A real block device (`@dev:`) formatted and mounted at `mount_point`.
-    #[serde(default)]
-    pub device: Option<String>,
     /// The process holds `<key>.lock` (flock) while it lives; false in records written
     /// before locks existed.
     #[serde(default)]
     pub lock: bool,
-    /// The private directory of a device class's nbdkit + nbdfuse ([`super::nbd_stack`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nbd_dir: Option<PathBuf>,
     /// A share's private directory ([`super::share_stack`]): in the client mount's record
-    /// (its server, proxy and client are stopped here) and in its export's (for `umount`).
+    /// (its server, proxy and client are stopped with it) and in its export's (for `umount`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share_dir: Option<PathBuf>,
     /// Made by `manyfiles mount`: outlives its process; removed only by `manyfiles
@@ -102,6 +84,51 @@ pub struct Record {
     /// `umount` finds it by this (and its source) wherever its path has moved since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_id: Option<u64>,
+    /// What lies under the mount point, and how to undo it.
+    #[serde(flatten)]
+    pub kind: KindRecord,
+}
+
+impl Record {
+    /// The record's kind, to reach through [`Kind`].
+    pub fn kind(&self) -> &dyn Kind {
+        self.kind.kind()
+    }
+}
+
+/// A record as stored, by this build or one before kinds.
+#[derive(Deserialize)]
+struct StoredRecord {
+    pid: u32,
+    start_time: u64,
+    mount_point: Option<PathBuf>,
+    fs: String,
+    #[serde(default)]
+    lock: bool,
+    #[serde(default)]
+    share_dir: Option<PathBuf>,
+    #[serde(default)]
+    persistent: bool,
+    #[serde(default)]
+    mount_id: Option<u64>,
+    #[serde(flatten)]
+    kind: StoredKind,
+}
+
+impl From<StoredRecord> for Record {
+    fn from(s: StoredRecord) -> Record {
+        Record {
+            kind: s.kind.into_kind(s.share_dir.is_some()),
+            pid: s.pid,
+            start_time: s.start_time,
+            mount_point: s.mount_point,
+            fs: s.fs,
+            lock: s.lock,
+            share_dir: s.share_dir,
+            persistent: s.persistent,
+            mount_id: s.mount_id,
+        }
+    }
 }
 
 /// A record this process owns; `save` after every change, `remove` when all is gone.
@@ -208,20 +235,13 @@ pub fn own_record(fs: &str) -> Record {
     Record {
         pid,
         start_time: start_time(pid).unwrap_or(0),
-        image: None,
-        loop_device: None,
         mount_point: None,
-        tmpfs_source: None,
         fs: fs.to_string(),
-        run_dir: None,
-        pack_mount: false,
-        fuse_source: None,
-        device: None,
         lock: false,
-        nbd_dir: None,
         share_dir: None,
         persistent: false,
         mount_id: None,
+        kind: KindRecord::default(),
     }
 }
 
@@ -291,6 +311,19 @@ pub struct CleanupReport {
     /// Daemons stopped (a device class's nbdkit and nbdfuse, a share's stack), by name.
     pub stopped: Vec<String>,
     pub problems: Vec<String>,
+}
+
+impl CleanupReport {
+    /// Add what `other` did and found.
+    pub fn merge(&mut self, other: CleanupReport) {
+        self.unmounted.extend(other.unmounted);
+        self.detached.extend(other.detached);
+        self.deleted.extend(other.deleted);
+        self.skipped_live += other.skipped_live;
+        self.kept_mounts += other.kept_mounts;
+        self.stopped.extend(other.stopped);
+        self.problems.extend(other.problems);
+    }
 }
 
 impl fmt::Display for CleanupReport {
@@ -464,7 +497,7 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
         .collect();
     // Mounted containers and shares' clients first: they hold files on another record's
     // file system (a share's server: its export's).
-    records.sort_by_key(|(_, r)| !r.as_ref().is_some_and(|r| r.pack_mount || super::share_stack::is_client(r)));
+    records.sort_by_key(|(_, r)| !r.as_ref().is_some_and(|r| r.kind().cleaned_first()));
     for (path, rec) in records {
         let rec: Record = match rec {
             Some(r) => r,
@@ -541,15 +574,8 @@ pub fn cleanup_with(mounts: bool) -> Result<CleanupReport> {
 /// the record's image, loop device or mount point. FUSE daemons (ntfs-3g, exfat) serve
 /// live mounts and are not waited for: unmounting ends them.
 fn wait_for_helpers(rec: &Record) {
-    let names: Vec<String> = [
-        rec.image.as_ref().map(|p| p.display().to_string()),
-        rec.loop_device.clone(),
-        rec.device.clone(),
-        rec.mount_point.as_ref().map(|p| p.display().to_string()),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let mut names = rec.kind().helper_names();
+    names.extend(rec.mount_point.as_ref().map(|p| p.display().to_string()));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while !names.is_empty() && helper_running(&names) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -569,27 +595,10 @@ fn helper_running(names: &[String]) -> bool {
     })
 }
 
-/// Is mount `m` the one record `rec` names, by its source: the recorded tmpfs or FUSE
-/// source name, loop device (or one backed by the recorded image or class disk) or real
-/// device? (A bind mount of it has the same source: tell them apart by mount id.)
+/// Is mount `m` the one record `rec` names, by its source (its kind says which)? (A
+/// bind mount of it has the same source: tell them apart by mount id.)
 pub fn owns_mount(rec: &Record, m: &MountEntry) -> bool {
-    match (&rec.tmpfs_source, &rec.fuse_source) {
-        (Some(src), _) => m.fs_type == "tmpfs" && &m.source == src,
-        (None, Some(src)) => m.fs_type.starts_with("fuse") && &m.source == src,
-        (None, None) => {
-            if rec.loop_device.as_deref() == Some(m.source.as_str()) || rec.device.as_deref() == Some(m.source.as_str())
-            {
-                return true;
-            }
-            let nbd_disk = rec.nbd_dir.as_deref().map(super::nbd_stack::disk_file);
-            m.source.starts_with("/dev/loop")
-                && rec
-                    .image
-                    .iter()
-                    .chain(nbd_disk.iter())
-                    .any(|img| loop_backing_file(&m.source).as_deref() == Some(img))
-        }
-    }
+    rec.kind().owns_mount(m)
 }
 
 /// Write `rec` over the record file `path` (atomically), as `umount` does when the mount
@@ -606,21 +615,15 @@ pub(crate) fn rewrite_record(path: &Path, rec: &Record) -> Result<()> {
     write().map_err(|e| Error::failed(format!("cannot write the registry record {}: {e}", path.display())))
 }
 
+/// Undo what `rec` names: its mounts at the recorded mount point whose source is ours
+/// (the others are left alone, as a problem), then through its kind what lies under
+/// them, then the mount point directory if it is ours (not a `manyfiles mount`'s DIR).
 pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
-    if let Some(rd) = &rec.run_dir {
-        match crate::storage::rundir::remove_run_dir(rd) {
-            Ok(true) => rep.deleted.push(rd.display().to_string()),
-            Ok(false) => {}
-            Err(e) => rep.problems.push(format!("{}: {e}", rd.display())),
-        }
-    }
-    let nbd_disk = rec.nbd_dir.as_deref().map(super::nbd_stack::disk_file);
-    // 1. Mounts at the recorded mount point whose source is ours (the recorded loop
-    // device, or any backed by the recorded image: killed before the record said).
+    let mut mine = CleanupReport::default();
     if let Some(mp) = &rec.mount_point {
         for m in mounts_at(mp).into_iter().rev() {
             if !owns_mount(rec, &m) {
-                rep.problems.push(format!(
+                mine.problems.push(format!(
                     "{}: mounted from {} ({}), which is not what the record names; left alone",
                     mp.display(),
                     m.source,
@@ -629,66 +632,25 @@ pub(crate) fn clean_record(rec: &Record, rep: &mut CleanupReport) {
                 break;
             }
             match unmount(mp) {
-                Ok(()) => rep.unmounted.push(mp.display().to_string()),
+                Ok(()) => mine.unmounted.push(mp.display().to_string()),
                 Err(e) => {
-                    rep.problems.push(e);
+                    mine.problems.push(e);
                     break;
                 }
             }
         }
     }
-    // 2. Loop devices backed by the recorded image (or a device class's disk), then the
-    // class's nbdfuse and nbdkit.
-    for img in rec.image.iter().chain(nbd_disk.iter()) {
-        for dev in loops_backed_by(img) {
-            match detach_loop(&dev) {
-                Ok(()) => rep.detached.push(dev),
-                Err(e) => rep.problems.push(e),
-            }
-        }
-    }
-    if let Some(d) = &rec.nbd_dir {
-        let running = super::busy::commands_of(&super::nbd_stack::daemon_pids(d));
-        match super::nbd_stack::stop(d) {
-            Ok(()) => rep.stopped.extend(running),
-            Err(e) => rep.problems.push(e),
-        }
-    }
-    if let Some(d) = rec.share_dir.as_ref().filter(|_| super::share_stack::is_client(rec)) {
-        let running = super::busy::commands_of(&super::share_stack::daemon_pids(d));
-        match super::share_stack::stop(d) {
-            Ok(()) => rep.stopped.extend(running),
-            Err(e) => rep.problems.push(e),
-        }
-    }
-    // 3. The image, if it is one of ours (a pack container belongs to its run directory).
-    if let Some(img) = rec.image.as_ref().filter(|_| !rec.pack_mount) {
-        match std::fs::symlink_metadata(img) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => rep.problems.push(format!("{}: {e}", img.display())),
-            Ok(md) => {
-                let name_ok = img.file_name().and_then(|n| n.to_str()).is_some_and(is_image_name);
-                if md.file_type().is_file() && name_ok {
-                    match std::fs::remove_file(img) {
-                        Ok(()) => rep.deleted.push(img.display().to_string()),
-                        Err(e) => rep.problems.push(format!("cannot delete {}: {e}", img.display())),
-                    }
-                } else {
-                    rep.problems.push(format!("{}: not a manyfiles image file; left alone", img.display()));
-                }
-            }
-        }
-    }
-    // 4. The mount point directory, ours only (not a `manyfiles mount`'s DIR): rmdir.
+    rec.kind().stop(rec, &mut mine);
     if let Some(mp) = rec.mount_point.as_ref().filter(|m| m.starts_with(STATE_DIR)) {
         if mounts_at(mp).is_empty() {
             match std::fs::remove_dir(mp) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => rep.problems.push(format!("cannot remove the mount point {}: {e}", mp.display())),
+                Err(e) => mine.problems.push(format!("cannot remove the mount point {}: {e}", mp.display())),
             }
         }
     }
+    rep.merge(mine);
 }
 
 #[cfg(test)]
@@ -709,7 +671,9 @@ mod tests {
         }
         assert!(helper_running(&names), "a process named mount with our argument is a helper");
         assert!(!helper_running(&["/nonexistent/loop".to_string()]));
-        let rec = Record { loop_device: Some(arg), ..own_record("test") };
+        let image =
+            super::super::kinds::image::ImageRecord { image: "/nonexistent/img".into(), loop_device: Some(arg) };
+        let rec = Record { kind: KindRecord::Image(image), ..own_record("test") };
         wait_for_helpers(&rec);
         assert!(!helper_running(&names), "waited until the helper was gone");
         child.wait().unwrap();

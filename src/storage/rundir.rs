@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::fs::remove::remove_contents;
 use crate::fs::walk::DIR_FLAGS;
+use crate::storage::kinds::{KindRecord, directory::DirectoryRecord};
 use crate::storage::registry;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, unlinkat};
@@ -58,7 +59,10 @@ impl RunDir {
         let path = parent.join(&name);
         let registration = registry::register(
             &format!("{}-rundir", name.trim_start_matches("manyfiles-run-")),
-            registry::Record { run_dir: Some(path.clone()), ..registry::own_record("run directory") },
+            registry::Record {
+                kind: KindRecord::Directory(DirectoryRecord { run_dir: Some(path.clone()) }),
+                ..registry::own_record("run directory")
+            },
         )
         .ok(); // best effort: without root there is no registry, and a normal exit cleans up anyway
         let rd = RunDir {

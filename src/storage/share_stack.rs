@@ -34,7 +34,8 @@
 //! rename themselves), even after a kill -9 of the tool before any pid file. Daemons
 //! start through `setsid -f` (a terminal's SIGINT reaches the tool, which tears them down).
 
-use super::nbd_stack::{end_processes, last_line, remove_private_dir, spawn_detached_with};
+use super::daemon::{self, end_processes, last_line, remove_private_dir, spawn_detached_with};
+use super::kinds::KindRecord;
 use super::registry::{Record, mounts_at};
 use super::share::{Proto, ShareSpec};
 use super::share_netns::{self as netns, Account};
@@ -43,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The proxy's binary name (not packaged by Debian: see the module docs).
 pub const PROXY: &str = "toxiproxy-server";
@@ -123,10 +124,10 @@ pub fn fsname(dir: &Path) -> String {
     format!("manyfiles-{}", dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default())
 }
 
-/// The record of a share's client mount (the one whose cleanup stops the stack); its
-/// export's record has `share_dir` too, but no FUSE source.
+/// The record of a share's client mount (of the share kind: its cleanup stops the
+/// stack); its export's record has `share_dir` too, and the export's kind.
 pub fn is_client(rec: &Record) -> bool {
-    rec.share_dir.is_some() && rec.fuse_source.is_some()
+    matches!(rec.kind, KindRecord::Share(_))
 }
 
 fn s(p: &Path) -> String {
@@ -174,29 +175,9 @@ fn accepts_here(port: u16, banner: Option<&[u8]>) -> bool {
     c.read(&mut buf).is_ok_and(|n| buf[..n].starts_with(want))
 }
 
-/// Wait until `ready()`, or fail when the deadline passes, a signal comes, or no process
-/// of the stack named `what` runs any more (after one was seen, or 2 s without one).
+/// [`daemon::wait_ready`] for the stack's `what` (a process whose argv holds it).
 fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
-    let t0 = Instant::now();
-    let mut seen = false;
-    loop {
-        if ready() {
-            return Ok(());
-        }
-        if crate::signals::pending() != 0 {
-            return Err(Error::failed(format!("interrupted while starting {what}")));
-        }
-        let alive = stack_pids(dir).iter().any(|(_, n)| n.contains(what));
-        seen |= alive;
-        if (!alive && (seen || t0.elapsed() > Duration::from_secs(2))) || t0.elapsed() > Duration::from_secs(30) {
-            return Err(Error::failed(format!(
-                "{what} did not become ready{}: {}",
-                if alive { " in 30 s" } else { " (it exited)" },
-                last_line(log)
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    daemon::wait_ready(what, log, ready, || stack_pids(dir).iter().any(|(_, n)| n.contains(what)))
 }
 
 /// One request to toxiproxy's HTTP API in the stack's namespace `ns`; Ok(body) on a 2xx
@@ -590,7 +571,7 @@ mod tests {
         assert!(!is_client(&r));
         r.share_dir = Some(d.clone());
         assert!(!is_client(&r), "the export's record");
-        r.fuse_source = Some(fsname(&d));
+        r.kind = KindRecord::Share(super::super::kinds::share::ShareRecord { fuse_source: fsname(&d) });
         assert!(is_client(&r));
     }
 
