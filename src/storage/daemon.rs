@@ -48,6 +48,12 @@ pub(super) fn last_line(log: &Path) -> String {
 pub(super) fn wait_ready(what: &str, log: &Path, ready: impl Fn() -> bool, running: impl Fn() -> bool) -> Result<()> {
     let t0 = Instant::now();
     let mut seen = false;
+    // Since when no process of it was found. A daemon that forks into the background
+    // (`setsid -f`, then nbdkit's own fork) passes from parent to child, and one /proc
+    // scan can miss both: the listing taken before the fork, the parent's cmdline read
+    // after it exited. Seen in CI under load: "nbdkit did not become ready (it exited)"
+    // with nothing in its log. So "gone" must hold for a while, not for one scan.
+    let mut missing_since: Option<Instant> = None;
     loop {
         if ready() {
             return Ok(());
@@ -57,8 +63,13 @@ pub(super) fn wait_ready(what: &str, log: &Path, ready: impl Fn() -> bool, runni
         }
         let alive = running();
         seen |= alive;
-        // Gone after it was seen, never seen within 2 s (it failed at once), or too slow.
-        let gone = !alive && (seen || t0.elapsed() > Duration::from_secs(2));
+        let missing = if alive { None } else { Some(*missing_since.get_or_insert_with(Instant::now)) };
+        missing_since = missing;
+        let missing_for = missing.map_or(Duration::ZERO, |m| m.elapsed());
+        // Gone a second after it was seen, never seen within 5 s (it failed at once), or
+        // too slow.
+        let gone = !alive
+            && ((seen && missing_for > Duration::from_secs(1)) || (!seen && t0.elapsed() > Duration::from_secs(5)));
         if gone || t0.elapsed() > Duration::from_secs(30) {
             return Err(Error::failed(format!(
                 "{what} did not become ready{}: {}",
