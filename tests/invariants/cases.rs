@@ -47,6 +47,13 @@ pub struct Case {
     pub umount: Option<UmountCase>,
 }
 
+impl Case {
+    /// A command that may write only `exact` (its new output paths; none: a refusal).
+    pub fn outputs(args: Vec<OsString>, exact: Vec<PathBuf>) -> Case {
+        Case { args, allowed: Vec::new(), exact, may_mkdir_above: false, max_new: None, protected: None, umount: None }
+    }
+}
+
 pub struct UmountCase {
     pub dir: PathBuf,
     pub busy: Option<std::process::Child>,
@@ -201,7 +208,8 @@ fn output_allowed(t: &Topology, p: &Path) -> Vec<PathBuf> {
     t.aliases(&resolved(p))
 }
 
-const TINY_LADDER: &[&str] = &[
+/// The smallest ladder that writes results (a second or so).
+pub const TINY_LADDER: &[&str] = &[
     "--to",
     "4",
     "--total",
@@ -259,15 +267,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             args.extend([os("--json"), os(&json), os("--markdown"), os(&md)]);
             let mut exact = output_allowed(t, &json);
             exact.extend(output_allowed(t, &md));
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case::outputs(args, exact)
         }
         "scan-db" => {
             let dir = rng.pick(&t.dirs).clone();
@@ -283,15 +283,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
                 exact.extend(output_allowed(t, Path::new(&p)));
             }
             exact.extend(output_allowed(t, &json));
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case::outputs(args, exact)
         }
         "report-outputs" => {
             let html = pick_output(t, rng, "report.html");
@@ -299,15 +291,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             let args = vec![os("report"), os(crate::sample_results()), os("--html"), os(&html), os("--csv"), os(&csv)];
             let mut exact = output_allowed(t, &html);
             exact.extend(output_allowed(t, &csv));
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case::outputs(args, exact)
         }
         "pack" => {
             let tree = rng.pick(&t.dirs).clone();
@@ -317,15 +301,7 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
             let mut args = args.to_vec();
             args.extend([os(&tree), os("--src-target"), os(&work), os("--json"), os(&json)]);
             let exact = output_allowed(t, &json);
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case::outputs(args, exact)
         }
         "predict-on" => {
             let tree = rng.pick(&t.dirs).clone();
@@ -351,21 +327,22 @@ pub fn make(name: &'static str, t: &mut Topology, rng: &mut Rng) -> Case {
                 os(&json),
             ];
             let exact = output_allowed(t, &json);
-            Case {
-                args,
-                allowed: Vec::new(),
-                exact,
-                may_mkdir_above: false,
-                max_new: None,
-                protected: None,
-                umount: None,
-            }
+            Case::outputs(args, exact)
         }
         "cleanup" => crate::umount_case::cleanup_case(t),
         "run-file" => run_file_case(t, rng),
         "mount-umount" => crate::umount_case::make(t, rng),
         other => panic!("no case {other}"),
     }
+}
+
+/// A run file for [`TINY_LADDER`] on `target`, results to `json`.
+pub fn ladder_run_file(target: &Path, json: &Path) -> String {
+    format!(
+        "command = \"ladder\"\ntarget = {:?}\njson = {:?}\nto = 4\ntotal = \"64KiB\"\nsecond-total = \"off\"\nruns = 1\ncache = \"warm\"\nops = \"create\"\nquiet = true\n",
+        target.display().to_string(),
+        json.display().to_string()
+    )
 }
 
 /// `run FILE.toml` naming a target and outputs anywhere: outputs may land only inside the
@@ -376,12 +353,7 @@ fn run_file_case(t: &mut Topology, rng: &mut Rng) -> Case {
     let file = home.join("exp.toml");
     let target = if rng.chance(50) { home.clone() } else { rng.pick(&t.dirs).clone() };
     let json = if rng.chance(50) { home.join("out.json") } else { pick_output(t, rng, "out.json") };
-    let text = format!(
-        "command = \"ladder\"\ntarget = {:?}\njson = {:?}\nto = 4\ntotal = \"64KiB\"\nsecond-total = \"off\"\nruns = 1\ncache = \"warm\"\nops = \"create\"\nquiet = true\n",
-        target.display().to_string(),
-        json.display().to_string()
-    );
-    let made = std::fs::write(&file, text).is_ok();
+    let made = std::fs::write(&file, ladder_run_file(&target, &json)).is_ok();
     t.note(format!("run file {} (target {}, json {})", t.rel(&file), t.rel(&target), t.rel(&json)));
     let inside = |p: &Path| resolved(p).starts_with(resolved(&home));
     let exact = if made && inside(&target) && inside(&json) { output_allowed(t, &json) } else { Vec::new() };

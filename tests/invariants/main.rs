@@ -56,23 +56,8 @@ pub fn sample_results() -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mf-inv-sample-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let json = dir.join("sample.json");
-        let args = [
-            "ladder",
-            "--to",
-            "4",
-            "--total",
-            "64KiB",
-            "--second-total",
-            "off",
-            "--runs",
-            "1",
-            "--cache",
-            "warm",
-            "--ops",
-            "create",
-            "-q",
-        ];
-        let mut a: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+        let mut a: Vec<&OsStr> =
+            std::iter::once("ladder").chain(cases::TINY_LADDER.iter().copied()).map(OsStr::new).collect();
         a.extend([OsStr::new("--target"), dir.as_os_str(), OsStr::new("--json"), json.as_os_str()]);
         let r = run_bin(&a, &dir);
         assert_eq!(r.code, Some(0), "the sample ladder: {}", r.stderr);

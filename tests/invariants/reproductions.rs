@@ -8,7 +8,7 @@
 //! folding: `tests/reliability_mounts.rs`), 14 (predict as a user who cannot read the whole
 //! tree: `tests/predict.rs`), 15 (one run pooled twice: `tests/statistics.rs`).
 
-use crate::cases::{Case, UmountCase};
+use crate::cases::{Case, TINY_LADDER, UmountCase, ladder_run_file};
 use crate::topology::{Rng, Topology};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -42,15 +42,7 @@ fn dir(p: &Path) -> PathBuf {
 
 /// A case allowed to change nothing at all (a refusal).
 fn refused(args: Vec<OsString>) -> Case {
-    Case {
-        args,
-        allowed: Vec::new(),
-        exact: Vec::new(),
-        may_mkdir_above: false,
-        max_new: None,
-        protected: None,
-        umount: None,
-    }
+    Case::outputs(args, Vec::new())
 }
 
 /// `sync --delete SRC DST`, DST holding a mount point at its top level.
@@ -87,22 +79,6 @@ fn umount_case(dir: PathBuf, busy: Option<std::process::Child>, own_inside: Vec<
         umount: Some(UmountCase { dir, busy, nested, by_cleanup: false, own_inside }),
     }
 }
-
-const TINY_LADDER: &[&str] = &[
-    "--to",
-    "4",
-    "--total",
-    "64KiB",
-    "--second-total",
-    "off",
-    "--runs",
-    "1",
-    "--cache",
-    "warm",
-    "--ops",
-    "create",
-    "-q",
-];
 
 const REPRODUCTIONS: &[Repro] = &[
     Repro {
@@ -181,12 +157,7 @@ const REPRODUCTIONS: &[Repro] = &[
         build: |t| {
             let passwd = file(&t.root.join("u/passwd"), "root:x:0:0::/root:/bin/sh\n");
             let home = dir(&t.root.join("t/h"));
-            let text = format!(
-                "command = \"ladder\"\ntarget = {:?}\njson = {:?}\nto = 4\ntotal = \"64KiB\"\nsecond-total = \"off\"\nruns = 1\ncache = \"warm\"\nops = \"create\"\nquiet = true\n",
-                home.display().to_string(),
-                passwd.display().to_string()
-            );
-            let run = file(&home.join("exp.toml"), &text);
+            let run = file(&home.join("exp.toml"), &ladder_run_file(&home, &passwd));
             (refused(vec![os("run"), os(&run)]), vec![passwd])
         },
     },
