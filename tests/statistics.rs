@@ -192,9 +192,7 @@ fn a_busy_neighbour_is_detected() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut spinners: Vec<std::process::Child> = (0..cores)
-        .map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
-        .collect();
+    let spinners: Vec<common::Spinner> = (0..cores).map(|_| common::Spinner::start()).collect();
     let mut a = words("ops --files 30000 --size 0 --runs 2 --threads 1 --quiet");
     a.extend([
         "--target".into(),
@@ -203,10 +201,7 @@ fn a_busy_neighbour_is_detected() {
         json.to_string_lossy().into(),
     ]);
     let r = run(a);
-    for s in &mut spinners {
-        s.kill().unwrap();
-        s.wait().unwrap();
-    }
+    drop(spinners);
     r.ok();
     let v = load_json(&json);
     let ms = v["measurements"].as_array().unwrap();

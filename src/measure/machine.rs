@@ -325,7 +325,18 @@ mod tests {
     fn sees_a_busy_neighbour() {
         // A spinning child not waited for during the phase is someone else's load (its
         // time reaches our rusage only once it is reaped, after the second snapshot).
-        let mut child = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+        // Killed by the kernel should this test process be killed before it does (the
+        // loop would otherwise spin on, unowned).
+        let mut spinner = std::process::Command::new("sh");
+        spinner.args(["-c", "while :; do :; done"]);
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut spinner, || {
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+                Ok(())
+            });
+        }
+        let mut child = spinner.spawn().unwrap();
         let (_, act) = around(&[], || std::thread::sleep(std::time::Duration::from_millis(800)));
         // The same child serving the target: the file system's own work.
         let (_, serving) = around(&[child.id()], || std::thread::sleep(std::time::Duration::from_millis(800)));

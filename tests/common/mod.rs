@@ -403,3 +403,31 @@ pub fn leftovers() -> Vec<String> {
     }
     v
 }
+
+/// A busy process for tests that load the machine: `sh -c 'while :; do :; done'`, killed
+/// when dropped and, should the test process itself be killed, by the kernel when the
+/// thread that started it ends (PR_SET_PDEATHSIG), so it never outlives its test.
+pub struct Spinner(std::process::Child);
+
+impl Spinner {
+    pub fn start() -> Spinner {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "while :; do :; done"]);
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+                Ok(())
+            });
+        }
+        Spinner(cmd.spawn().expect("sh starts"))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
