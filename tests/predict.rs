@@ -245,7 +245,7 @@ fn predict_calibrates_on_a_directory() {
         "read",
         "rm (the whole tree)",
         "predicted time of one run",
-        "check, one run each, on the target: `manyfiles copy --cold --durable PATH DST`",
+        "check, one run each, on the target (the copy makes the destination, the rm removes it):",
     ] {
         assert!(r.stdout.contains(w), "{w}: {}", r.stdout);
     }
@@ -382,7 +382,8 @@ fn predict_on_fuse_calibrates_as_the_checks_run() {
     let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet", "--save-calibration", c]);
     p.ok();
     // The check line carries --lossy: exFAT drops modes, and without it the copy fails.
-    assert!(p.stdout.contains("`manyfiles copy --lossy --cold --durable PATH DST`"), "{}", p.stdout);
+    let cmds = check_commands(&p.stdout);
+    assert!(cmds[0].starts_with(&format!("manyfiles copy --lossy --cold --durable {t} ")), "{}", p.stdout);
     let (dst, summary) = (on.join("check"), tmp.path().join("check.json"));
     // exFAT holds no permission bits and coarser times: --lossy accepts that.
     run(["copy", "--quiet", "--lossy", "--json", summary.to_str().unwrap(), t, dst.to_str().unwrap()]).ok();
@@ -486,19 +487,84 @@ fn predict_on_tmpfs_prints_check_lines_the_tool_accepts() {
     let (t, o) = (tree.to_str().unwrap(), on.to_str().unwrap());
     let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet"]);
     p.ok();
-    let line =
-        p.stdout.lines().find(|l| l.starts_with("check, one run each")).unwrap_or_else(|| panic!("{}", p.stdout));
-    // Every command in backquotes, with PATH and DST filled in, must be accepted.
-    let dst = on.join("check");
-    let cmds: Vec<&str> = line.split('`').skip(1).step_by(2).collect();
-    assert_eq!(cmds.len(), 3, "{line}");
-    assert!(cmds[0].contains("--cold"), "the tree is on disk: its copy is cold: {line}");
+    let cmds = check_commands(&p.stdout);
+    assert_eq!(cmds.len(), 3, "{}", p.stdout);
+    assert!(cmds[0].contains("--cold"), "the tree is on disk: its copy is cold: {}", p.stdout);
     for c in &cmds[1..] {
-        assert!(!c.contains("--cold"), "refused on tmpfs: {line}");
+        assert!(!c.contains("--cold"), "refused on tmpfs: {}", p.stdout);
     }
+    run_as_printed(&cmds, Some(&on));
+}
+
+/// The commands under a prediction's "check, one run each" line (indented two spaces).
+fn check_commands(stdout: &str) -> Vec<String> {
+    let mut lines = stdout.lines().skip_while(|l| !l.starts_with("check, one run each")).skip(1);
+    let cmds: Vec<String> =
+        lines.by_ref().map_while(|l| l.strip_prefix("  ")).filter(|l| !l.starts_with('(')).map(String::from).collect();
+    assert!(!cmds.is_empty(), "no check lines: {stdout}");
+    cmds
+}
+
+/// Issue 40, item 4: paste the check lines into a shell as printed (with this build as
+/// `manyfiles`): every one exits 0, and nothing is left in `on` (if given) afterwards.
+fn run_as_printed(cmds: &[String], on: Option<&Path>) {
+    let bin_dir = bin().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     for c in cmds {
-        let c = c.replace("PATH", t).replace("DST", dst.to_str().unwrap());
-        let args: Vec<String> = c.split_whitespace().skip(1).map(String::from).collect();
-        run(&args).ok();
+        let out = std::process::Command::new("sh").args(["-c", c]).env("PATH", &path).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{c}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
+    if let Some(on) = on {
+        let left: Vec<_> = std::fs::read_dir(on).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "left in {}: {left:?}", on.display());
+    }
+}
+
+/// Issue 40, item 4: `predict --on DIR` prints its checks with the tree's real path and a
+/// destination that does not exist yet; pasted into a shell they run and leave DIR empty.
+#[test]
+fn predict_check_lines_run_as_printed_on_a_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("a tree"); // a space: the lines must quote it
+    odd_tree(&tree);
+    let on = tmp.path().join("on");
+    std::fs::create_dir(&on).unwrap();
+    let (t, o) = (tree.to_str().unwrap(), on.to_str().unwrap());
+    let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet"]);
+    p.ok();
+    let cmds = check_commands(&p.stdout);
+    assert_eq!(cmds.len(), 3, "{}", p.stdout);
+    assert!(cmds[0].contains(&format!("'{t}'")), "the tree's path, quoted: {}", p.stdout);
+    assert!(!p.stdout.contains(" PATH ") && !p.stdout.contains(" DST"), "no placeholders: {}", p.stdout);
+    run_as_printed(&cmds, Some(&on));
+}
+
+/// Issue 40, item 4: `predict --fs SPEC` tears its target down, so its checks bring the
+/// same spec up with `manyfiles mount` in a fresh directory and take it down after.
+#[test]
+fn predict_check_lines_run_as_printed_with_fs() {
+    if !is_root() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI runs as root");
+        eprintln!("skipped: --fs needs root");
+        return;
+    }
+    let _s = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    odd_tree(&tree);
+    let t = tree.to_str().unwrap();
+    let p = run(["predict", "--tree", t, "--fs", "ext4", "--max-time", "10s", "--quiet"]);
+    p.ok();
+    let cmds = check_commands(&p.stdout);
+    assert_eq!(cmds.len(), 7, "mkdir, mount, copy, scan, rm, umount, rmdir: {}", p.stdout);
+    assert!(cmds[1].starts_with("manyfiles mount --size ") && cmds[1].contains(" ext4@ram "), "{}", p.stdout);
+    let mnt = PathBuf::from(cmds[0].strip_prefix("mkdir ").unwrap());
+    assert!(!mnt.exists(), "a fresh directory: {}", mnt.display());
+    run_as_printed(&cmds, None);
+    assert!(!mnt.exists(), "rmdir took {} away", mnt.display());
 }

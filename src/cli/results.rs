@@ -406,7 +406,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             json: a.json.clone(),
             threads,
             runs_ahead: a.runs_ahead,
-            calibrated: false,
+            check_on: None,
             check_threads: None,
             tree_path: None,
         })));

@@ -212,7 +212,10 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         json: p.json,
         threads: p.threads,
         runs_ahead: p.runs_ahead,
-        calibrated: true,
+        check_on: Some(match &cal.target {
+            super::targets::TargetSpec::Dir(d) => crate::report::CheckOn::Dir(d.clone()),
+            super::targets::TargetSpec::Fs(f) => crate::report::CheckOn::Spec(f.label()),
+        }),
         check_threads: p.check_threads,
         tree_path,
     })

@@ -157,13 +157,24 @@ pub struct PredictConfig {
     pub threads: usize,
     /// Predict the median of this many runs (1: a single run).
     pub runs_ahead: u32,
-    /// The model is a calibration made for this tree (`--on`/`--fs`): say how to check it.
-    pub calibrated: bool,
+    /// The model is a calibration made for this tree on this target (`--on`/`--fs`): say
+    /// how to check it there.
+    pub check_on: Option<CheckOn>,
     /// `--threads` given to a calibration: the check commands carry it.
     pub check_threads: Option<usize>,
     /// The tree's directory, when it was walked for a calibration: its check copy is
     /// `--cold` only where its storage is not memory.
     pub tree_path: Option<PathBuf>,
+}
+
+/// Where a calibration ran: its check lines run on the same target, or one like it.
+#[derive(Debug, Clone)]
+pub enum CheckOn {
+    /// `--on DIR`: the check copies into a fresh directory inside DIR.
+    Dir(PathBuf),
+    /// `--fs SPEC` (its canonical text): the check brings the same spec up with
+    /// `manyfiles mount` in a fresh directory and takes it down after.
+    Spec(String),
 }
 
 /// A prediction's settings before its model exists (`predict --on/--fs`: the
@@ -236,34 +247,101 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
     }
     let mut text =
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
-    if cfg.calibrated {
-        let t = cfg.check_threads.map(|n| format!(" --threads {n}")).unwrap_or_default();
-        // Onto exFAT, FAT or NTFS the check's copy drops modes (and owners, fine times):
-        // reported as losses, which fail the copy unless accepted.
-        let lossy = match cfg.model.targets.iter().all(|t| t.keeps_posix_modes()) {
-            true => "",
-            false => " --lossy",
-        };
-        // --cold is refused on a memory file system (tmpfs, ramfs: nothing to evict), so
-        // the check lines carry it only where the command would accept it.
-        let on_memory = cfg.model.targets.iter().any(|t| {
-            let fs = t.managed.as_ref().map_or(t.fs_type.as_str(), |m| m.fs_type.as_str());
-            matches!(fs, "tmpfs" | "ramfs")
-        });
-        let tree_on_memory =
-            cfg.tree_path.as_deref().is_some_and(|p| matches!(crate::storage::cache::memory_fs(p), Ok(Some(_))));
-        let cold = |memory: bool| if memory { "" } else { " --cold" };
-        let (src_cold, dst_cold) = (cold(tree_on_memory), cold(on_memory));
-        text.push_str(&format!(
-            "check, one run each, on the target: `manyfiles copy{t}{lossy}{src_cold} --durable PATH DST` (copy), then \
-             `manyfiles scan{t}{dst_cold} DST` (scan) and `manyfiles rm{t}{dst_cold} --durable DST` (rm); the \
-             calibration's copies ran target to target: a copy from another disk also pays that disk's reads\n",
-        ));
+    if let Some(on) = &cfg.check_on {
+        text.push_str(&check_lines(cfg, on, inv));
     }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
     }
     Ok(text)
+}
+
+/// The commands that check a calibrated prediction, one a line, to paste into a shell as
+/// printed: the tree's real path (when it was walked), a destination that does not exist
+/// yet (the copy makes it, the rm removes it), and for `--fs` the `mount`/`umount` of the
+/// same spec around them.
+fn check_lines(cfg: &PredictConfig, on: &CheckOn, inv: &crate::tree::inventory::Inventory) -> String {
+    let t = cfg.check_threads.map(|n| format!(" --threads {n}")).unwrap_or_default();
+    // Onto exFAT, FAT or NTFS the check's copy drops modes (and owners, fine times):
+    // reported as losses, which fail the copy unless accepted.
+    let lossy = match cfg.model.targets.iter().all(|t| t.keeps_posix_modes()) {
+        true => "",
+        false => " --lossy",
+    };
+    // --cold is refused on a memory file system (tmpfs, ramfs: nothing to evict), so the
+    // check lines carry it only where the command would accept it.
+    let on_memory = cfg.model.targets.iter().any(|t| {
+        let fs = t.managed.as_ref().map_or(t.fs_type.as_str(), |m| m.fs_type.as_str());
+        matches!(fs, "tmpfs" | "ramfs")
+    });
+    let tree_on_memory =
+        cfg.tree_path.as_deref().is_some_and(|p| matches!(crate::storage::cache::memory_fs(p), Ok(Some(_))));
+    let cold = |memory: bool| if memory { "" } else { " --cold" };
+    let (src_cold, dst_cold) = (cold(tree_on_memory), cold(on_memory));
+    // Absolute paths: the lines run from any directory.
+    let absolute = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let tree = cfg.tree_path.as_deref().map_or("PATH".to_string(), |p| shell_word(&absolute(p).to_string_lossy()));
+    let (mut lines, dst) = match on {
+        CheckOn::Dir(dir) => (Vec::new(), fresh_name(&absolute(dir), "manyfiles-check")),
+        CheckOn::Spec(spec) => {
+            let mnt = fresh_name(&std::env::temp_dir(), "manyfiles-check");
+            // The calibration's image size, so the file system is made alike (exFAT's
+            // cluster size follows it), or more where the tree needs room twice over.
+            let calibrated = cfg.model.targets.iter().filter_map(|t| t.managed.as_ref()).map(|m| m.image_bytes);
+            let need = inv.total_bytes.saturating_mul(2) + (inv.files + inv.dirs) * 4096;
+            let size = calibrated.max().unwrap_or(0).max(need).max(64 << 20);
+            let m = shell_word(&mnt.to_string_lossy());
+            let lines = vec![
+                format!("mkdir {m}"),
+                format!("manyfiles mount --size {}MiB {} {m}", size.div_ceil(1 << 20), shell_word(spec)),
+            ];
+            (lines, mnt.join("tree"))
+        }
+    };
+    let d = shell_word(&dst.to_string_lossy());
+    lines.push(format!("manyfiles copy{t}{lossy}{src_cold} --durable {tree} {d}"));
+    lines.push(format!("manyfiles scan{t}{dst_cold} {d}"));
+    lines.push(format!("manyfiles rm{t}{dst_cold} --durable {d}"));
+    if let CheckOn::Spec(_) = on {
+        let m = shell_word(&dst.parent().expect("the mount directory").to_string_lossy());
+        lines.push(format!("manyfiles umount {m}"));
+        lines.push(format!("rmdir {m}"));
+    }
+    let mut text = String::from(match on {
+        CheckOn::Dir(_) => "check, one run each, on the target (the copy makes the destination, the rm removes it):\n",
+        CheckOn::Spec(_) => {
+            "check, one run each, on the same kind of target (mount brings it up, umount takes it down):\n"
+        }
+    });
+    for l in lines {
+        text.push_str(&format!("  {l}\n"));
+    }
+    if cfg.tree_path.is_none() {
+        text.push_str("  (PATH: the tree the inventory was taken of)\n");
+    }
+    text.push_str(
+        "the calibration's copies ran target to target: a copy from another disk also pays that disk's reads\n",
+    );
+    text
+}
+
+/// `dir/NAME-N` for the first N that does not exist yet.
+fn fresh_name(dir: &std::path::Path, name: &str) -> PathBuf {
+    let id = std::process::id();
+    (0u32..)
+        .map(|n| dir.join(if n == 0 { format!("{name}-{id}") } else { format!("{name}-{id}-{n}") }))
+        .find(|p| p.symlink_metadata().is_err())
+        .expect("some name is free")
+}
+
+/// `word` as one shell word: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a quote inside written `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@,+%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// `manyfiles plan`.

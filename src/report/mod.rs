@@ -23,7 +23,7 @@ use crate::results::ResultSet;
 use crate::units::sig3;
 
 pub use commands::{
-    CompareConfig, PlanConfig, PredictConfig, PredictParts, ReportConfig, TreeInput, run_compare, run_plan,
+    CheckOn, CompareConfig, PlanConfig, PredictConfig, PredictParts, ReportConfig, TreeInput, run_compare, run_plan,
     run_predict, run_report,
 };
 
