@@ -248,12 +248,53 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
     let mut text =
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
     if let Some(on) = &cfg.check_on {
+        text.push_str(&too_wide(&rows, &cfg.model));
         text.push_str(&check_lines(cfg, on, inv));
     }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
     }
     Ok(text)
+}
+
+/// Widest interval, as hi/lo, above which a calibration is called too short to pin the
+/// prediction down.
+const TOO_WIDE: f64 = 3.0;
+
+/// A line when some prediction's interval is wider than ×[`TOO_WIDE`] (hi/lo): which one,
+/// what the calibration spent of its budget, and the budget that would narrow it. The
+/// run-to-run part of an interval narrows as 1/√runs, so in log terms the runs needed grow
+/// as (ln W / ln 3)²; the model's misfit does not narrow with runs, so that is a floor.
+fn too_wide(rows: &[crate::results::predict::PredictionRow], model: &ResultSet) -> String {
+    let wide: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.prediction.interval95.map(|[lo, hi]| (r, hi / lo)))
+        .filter(|(_, w)| !w.is_finite() || *w > TOO_WIDE)
+        .collect();
+    let Some(&(row, w)) = wide.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else { return String::new() };
+    let target = model.targets.iter().find(|t| t.id == row.target).map_or(row.target.clone(), |t| t.shown());
+    let more = (w.ln() / TOO_WIDE.ln()).powi(2).ceil();
+    let budget = match &model.experiment.adaptive {
+        Some(a) => format!(
+            "it spent {} of its {} budget{}; about {:.0}× the runs would bring it to ×{TOO_WIDE}: try --max-time {}",
+            crate::units::fmt_secs(a.spent_s),
+            crate::units::fmt_secs(a.max_time_s),
+            if a.budget_spent { ", which stopped cells short of their precision" } else { "" },
+            more.ceil(),
+            format!("{}s", (a.max_time_s * more).ceil() as u64)
+        ),
+        None => format!("about {:.0}× its runs would bring it to ×{TOO_WIDE}", more.ceil()),
+    };
+    format!(
+        "too wide: {} of {} intervals span more than ×{TOO_WIDE} (high over low; widest: {} on {}, ×{}): the \
+         calibration was too short to pin them down ({budget}; the model's misfit, also in them, does not narrow \
+         with more runs)\n",
+        wide.len(),
+        rows.len(),
+        row.op,
+        target,
+        crate::units::sig3(w),
+    )
 }
 
 /// The commands that check a calibrated prediction, one a line, to paste into a shell as
@@ -368,4 +409,49 @@ pub fn run_plan(cfg: PlanConfig) -> Result<String> {
     }
     let line = cfg.model.as_ref().map(|(n, rs)| model_line(n, rs));
     Ok(super::advice::plan(&p, line.as_deref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::model::Prediction;
+    use crate::results::predict::PredictionRow;
+
+    fn row(op: &str, lo: f64, hi: f64) -> PredictionRow {
+        PredictionRow {
+            target: "dir".into(),
+            op: op.into(),
+            prediction: Prediction { seconds: (lo * hi).sqrt(), interval95: Some([lo, hi]) },
+            extrapolation: vec![],
+            reach: None,
+            recovery_point_s: None,
+        }
+    }
+
+    #[test]
+    fn a_prediction_wider_than_three_times_says_the_calibration_was_short() {
+        let mut model = crate::results::testing::one_cell(&[1.0, 1.1, 0.9]);
+        model.experiment.adaptive = Some(crate::results::adaptive::Adaptive {
+            max_time_s: 10.0,
+            spent_s: 12.0,
+            budget_spent: true,
+            ..crate::results::adaptive::Adaptive::default_settings()
+        });
+        assert_eq!(too_wide(&[row("copy", 1.0, 2.9), row("rm", 0.5, 1.0)], &model), "");
+        let line = too_wide(&[row("copy", 1.0, 2.9), row("create", 0.1, 9.0)], &model);
+        // ×90 → (ln 90 / ln 3)² = 16.9: 17× the runs, 170 s of budget.
+        assert!(line.starts_with("too wide: 1 of 2 intervals span more than ×3"), "{line}");
+        assert!(line.contains("widest: create on") && line.contains("×90.0"), "{line}");
+        assert!(line.contains("about 17× the runs") && line.contains("--max-time 170s"), "{line}");
+        assert!(line.contains("stopped cells short"), "{line}");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_a_shell_would_split_or_expand_them() {
+        assert_eq!(shell_word("/var/tmp/t-1/a.b"), "/var/tmp/t-1/a.b");
+        assert_eq!(shell_word("share:sftp@rtt=1ms"), "share:sftp@rtt=1ms");
+        assert_eq!(shell_word("/tmp/a tree"), "'/tmp/a tree'");
+        assert_eq!(shell_word("it's $HOME"), r"'it'\''s $HOME'");
+        assert_eq!(shell_word(""), "''");
+    }
 }
