@@ -312,3 +312,38 @@ fn an_unreadable_directory_is_a_listed_failure() {
     assert_eq!(u(&v, "failed"), 1);
     assert!(s(&arr(&v, "failures")[0], "error").contains("Permission denied"), "{v}");
 }
+
+/// Issue 40, item 4: on exFAT (a FUSE file system) rm said `0 B freed`: the free space was
+/// asked of the removed directory, which FUSE answers no statfs for. Now asked of its parent.
+#[test]
+fn rm_on_exfat_counts_the_bytes_it_freed() {
+    let tools = |path: &std::ffi::OsStr| {
+        ["mkfs.exfat", "mount.exfat-fuse"].iter().find_map(|tool| {
+            manyfiles::storage::managed::find_in_path(tool, path)
+                .is_none()
+                .then(|| format!("needs {tool} (Debian packages exfatprogs, exfat-fuse)"))
+        })
+    };
+    if skipped(missing(&[&tools])) {
+        return;
+    }
+    let _s = serial();
+    let t = tempfile::tempdir().unwrap();
+    let mnt = t.path().join("ex");
+    std::fs::create_dir(&mnt).unwrap();
+    run(["mount", "exfat@ram", mnt.to_str().unwrap(), "--size", "128MiB"]).ok();
+    struct Down(PathBuf);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = run(["umount", self.0.to_str().unwrap()]);
+        }
+    }
+    let _down = Down(mnt.clone());
+    let tree = mnt.join("t");
+    run(["gen", tree.to_str().unwrap(), "--files", "500", "--size", "16k", "--quiet"]).ok();
+    let json = t.path().join("rm.json");
+    run(["rm", "--json", json.to_str().unwrap(), tree.to_str().unwrap()]).ok();
+    // 500 × 16 KiB of data, in exFAT clusters of at least 4 KiB.
+    let freed = u(&json_of(&json), "bytes_freed");
+    assert!((500 * 16384..=500 * 16384 * 3).contains(&freed), "bytes_freed {freed}");
+}

@@ -295,6 +295,11 @@ struct RmShared<'a> {
     gate: Option<&'a Gate>,
 }
 
+/// Are `a` and `b` on one file system (one st_dev)?
+pub(super) fn same_fs(a: rustix::fd::BorrowedFd<'_>, b: rustix::fd::BorrowedFd<'_>) -> bool {
+    matches!((rustix::fs::fstat(a), rustix::fs::fstat(b)), (Ok(x), Ok(y)) if x.st_dev == y.st_dev)
+}
+
 /// Free bytes by statvfs (`f_bfree`: root's reserve included, as a removal frees it).
 fn free_bytes(fd: rustix::fd::BorrowedFd<'_>) -> Option<u64> {
     rustix::fs::fstatvfs(fd).ok().map(|v| v.f_bfree.saturating_mul(v.f_frsize))
@@ -523,7 +528,13 @@ pub fn run(o: &Options) -> Result<Summary> {
     for t in &targets {
         let shown = || t.shown.display().to_string();
         match walk::open_dir_at(t.parent.as_fd(), &t.name) {
-            Ok(fd) if t.kind == Kind::Dir => ctx.note_fs(fd.as_fd(), shown),
+            // The parent where it is on the same file system: the directory itself is gone
+            // by the end, and a FUSE file system answers no statfs on a removed inode
+            // (exFAT said `0 B freed`). A mount point PATH (emptied, kept) stands for itself.
+            Ok(fd) if t.kind == Kind::Dir => match same_fs(t.parent.as_fd(), fd.as_fd()) {
+                true => ctx.note_fs(t.parent.as_fd(), shown),
+                false => ctx.note_fs(fd.as_fd(), shown),
+            },
             _ => ctx.note_fs(t.parent.as_fd(), shown),
         }
     }

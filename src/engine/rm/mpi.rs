@@ -248,7 +248,15 @@ pub fn run(o: &Options) -> Result<Summary> {
     )?;
     let fds: Vec<BorrowedFd<'_>> =
         ctx.roots.iter().map(|r| r.fd.as_fd()).chain(others.iter().map(|t| t.parent.as_fd())).collect();
-    let before = free_space(&fds);
+    // Free space asked of each root's parent where on the same file system: the root is
+    // gone by the end, and FUSE answers no statfs on a removed inode (as `engine::rm`).
+    let space_fds: Vec<BorrowedFd<'_>> = ctx
+        .roots
+        .iter()
+        .map(|r| if super::same_fs(r.parent.as_fd(), r.fd.as_fd()) { r.parent.as_fd() } else { r.fd.as_fd() })
+        .chain(others.iter().map(|t| t.parent.as_fd()))
+        .collect();
+    let before = free_space(&space_fds);
     // --cold: every rank evicts from its own caches, then all start together.
     let cold: Vec<&std::path::Path> = ctx.roots.iter().map(|r| std::path::Path::new(&r.shown)).collect();
     let mut timing = ranks::agree(Timing::start(o.cold, &cold, o.threads))?;
@@ -280,7 +288,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         ctx.roots.iter().map(|r| r.shown.clone()).chain(others.iter().map(|t| t.shown.display().to_string()));
     let shown_fds: Vec<(String, BorrowedFd<'_>)> = shown_all.zip(&fds).map(|(s, fd)| (s, *fd)).collect();
     let elapsed_s = timing.end(t0.elapsed().as_secs_f64(), o.durable && !interrupted_anywhere, &shown_fds);
-    let after = free_space(&fds);
+    let after = free_space(&space_fds);
     let bytes_freed: u64 = before
         .iter()
         .map(|(dev, b)| after.iter().find(|(d, _)| d == dev).map_or(0, |(_, a)| a.saturating_sub(*b)))
