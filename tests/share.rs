@@ -487,3 +487,46 @@ fn another_user_reaches_nothing_and_root_only_the_export() {
         assert!(left.is_empty(), "{label}: left {left:?}");
     }
 }
+
+/// Issue 40, item 5: symlinks copied onto an SFTP share failed with `set mode/mtime: No
+/// such file or directory` (SFTP sets a link's time through it: a dangling one has none)
+/// and were missing. Now the link is made and its time is a listed loss (`times`).
+#[test]
+fn symlinks_onto_sftp_are_made_and_their_times_a_loss() {
+    need_stack!();
+    let _g = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (src, mp) = (dir.path().join("src"), dir.path().join("share"));
+    std::fs::create_dir_all(src.join("d")).unwrap();
+    std::fs::create_dir(&mp).unwrap();
+    std::fs::write(src.join("d/f"), b"hi\n").unwrap();
+    std::os::unix::fs::symlink("f", src.join("d/link")).unwrap();
+    std::os::unix::fs::symlink("nothing-here", src.join("dangling")).unwrap();
+    common::run(["mount", "share:sftp@rtt=1ms", mp.to_str().unwrap(), "--size", "64MiB"]).ok();
+    struct Down(PathBuf);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = common::run(["umount", self.0.to_str().unwrap()]);
+        }
+    }
+    let _down = Down(mp.clone());
+    let (dst, json) = (mp.join("dst"), dir.path().join("copy.json"));
+    let r = common::run([
+        "copy",
+        "--lossy",
+        "--json",
+        json.to_str().unwrap(),
+        src.to_str().unwrap(),
+        dst.to_str().unwrap(),
+    ]);
+    r.ok();
+    let v = common::load_json(&json);
+    assert_eq!(common::u(&v, "failed"), 0, "{v:#}");
+    for link in ["dangling", "d/link"] {
+        let t = std::fs::symlink_metadata(dst.join(link)).unwrap_or_else(|e| panic!("{link}: {e}: {}", r.stdout));
+        assert!(t.file_type().is_symlink(), "{link}");
+    }
+    let times =
+        v["losses"].as_array().unwrap().iter().find(|l| l["kind"] == "times").unwrap_or_else(|| panic!("{v:#}"));
+    assert!(times["paths"].as_array().unwrap().iter().any(|p| p == "dangling"), "{times}");
+}

@@ -116,12 +116,30 @@ pub fn apply(src: Loc<'_>, dst: Loc<'_>, m: &Meta, a: &Attr, mut chmod: bool, pa
     // Mtime, last of what changes it.
     match dst {
         Loc::Fd(fd) => rustix::fs::futimens(fd, &times(m, a.caps.omit_ok))?,
-        Loc::At(d, name) => rustix::fs::utimensat(d, name, &times(m, a.caps.omit_ok), AtFlags::SYMLINK_NOFOLLOW)?,
+        Loc::At(d, name) => {
+            match rustix::fs::utimensat(d, name, &times(m, a.caps.omit_ok), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(()) => {}
+                // An SFTP share sets times through the link (its setstat follows it): a
+                // dangling one says ENOENT, one pointing outside the export EPERM. The link
+                // itself is there, only its time cannot be held: a loss, not a failure.
+                Err(_) if m.kind == Kind::Symlink && is_symlink_at(d, name) => {
+                    a.losses.add(Loss::Times, path);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
     if time_lost(m, a.caps) {
         a.losses.add(Loss::Times, path);
     }
     Ok(())
+}
+
+/// Is `d/name` a symlink (not followed)?
+fn is_symlink_at(d: BorrowedFd<'_>, name: &CStr) -> bool {
+    rustix::fs::statat(d, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
 }
 
 /// Inode flags of `src` onto `dst` when statx says `m` has any worth copying; a

@@ -63,7 +63,9 @@ impl Loss {
         match self {
             Loss::Owner => "owner/group not kept",
             Loss::Modes => "permission bits not kept",
-            Loss::Times => "mtime rounded (coarser timestamps)",
+            Loss::Times => {
+                "mtime not kept exactly (coarser timestamps, or a symlink whose time a share sets through it)"
+            }
             Loss::Xattrs => "extended attributes not kept",
             Loss::Acls => "POSIX ACLs not kept",
             Loss::HardLinks => "hard links copied as separate files",
