@@ -337,7 +337,7 @@ impl fmt::Display for CleanupReport {
             self.skipped_live
         )?;
         if !self.stopped.is_empty() {
-            write!(f, ", {} daemon(s) stopped ({})", self.stopped.len(), self.stopped.join(", "))?;
+            write!(f, ", {} daemon(s) stopped ({})", self.stopped.len(), counted(&self.stopped))?;
         }
         if self.kept_mounts > 0 {
             write!(f, ", {} `manyfiles mount`(s) kept (umount DIR or cleanup --mounts)", self.kept_mounts)?;
@@ -736,5 +736,30 @@ mod tests {
         let r = CleanupReport { unmounted: vec!["a".into()], problems: vec!["p".into()], ..Default::default() };
         let s = r.to_string();
         assert!(s.contains("1 unmounted") && s.contains("problem: p"));
+    }
+}
+
+/// Names in first-seen order, each once, with a count where it repeats: `smbd ×12,
+/// toxiproxy-server` (an SMB stack forks an smbd per connection).
+pub fn counted(names: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for n in names {
+        match seen.iter_mut().find(|(s, _)| s == n) {
+            Some((_, c)) => *c += 1,
+            None => seen.push((n, 1)),
+        }
+    }
+    let words: Vec<String> =
+        seen.iter().map(|(n, c)| if *c > 1 { format!("{n} ×{c}") } else { n.to_string() }).collect();
+    words.join(", ")
+}
+
+#[cfg(test)]
+mod counted_tests {
+    #[test]
+    fn repeated_names_are_counted_once() {
+        let names: Vec<String> = ["smbd", "toxiproxy-server", "smbd", "smbd"].map(String::from).to_vec();
+        assert_eq!(super::counted(&names), "smbd ×3, toxiproxy-server");
+        assert_eq!(super::counted(&[]), "");
     }
 }

@@ -169,7 +169,7 @@ impl std::fmt::Display for Umounted {
             done.push(format!("{} image(s) deleted", r.deleted.len()));
         }
         if !r.stopped.is_empty() {
-            done.push(format!("{} stopped", r.stopped.join(", ")));
+            done.push(format!("{} stopped", super::registry::counted(&r.stopped)));
         }
         if !done.is_empty() {
             write!(f, " ({})", done.join(", "))?;

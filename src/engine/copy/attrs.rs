@@ -88,6 +88,17 @@ pub fn is_unsupported(e: Errno) -> bool {
     matches!(e, Errno::OPNOTSUPP | Errno::NOSYS | Errno::NOTTY | Errno::PERM | Errno::INVAL)
 }
 
+/// Can `src`'s xattrs be listed? Asked once of SRC's root: a file system that answers
+/// listxattr with EIO or "unsupported" there holds none a copy could read (an rclone
+/// mount answers EIO for every file: a copy from an SMB share failed every file with it),
+/// so its files are not asked one by one. The error is said in the summary.
+pub fn lists_xattrs(src: BorrowedFd<'_>) -> Result<(), Errno> {
+    match list(Loc::Fd(src)) {
+        Err(e) if is_unsupported(e) || e == Errno::IO => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// What the destination holds, probed once on a scratch file in DST's root (modes,
 /// owners and timestamps are dropped silently by some file systems: exFAT, FAT, NTFS
 /// through FUSE; the rest fail loudly and are learnt from the first refusal).
@@ -110,10 +121,12 @@ pub struct Caps {
     pub hard_links: bool,
     /// An mtime set with the access time UTIME_OMIT is kept (exfat-fuse ignores it).
     pub omit_ok: bool,
-    /// user.* xattrs, POSIX ACLs, FIFOs can be made.
+    /// user.* xattrs, POSIX ACLs, FIFOs, symlinks can be made (an rclone mount of an SMB
+    /// share answers symlink with EIO: a loss, learnt once here rather than per link).
     pub xattrs: bool,
     pub acls: bool,
     pub specials: bool,
+    pub symlinks: bool,
     /// xattr namespaces accepted and then not listed (ntfs-3g: trusted.*, security.*).
     pub dropped_ns: u8,
     /// Names that are not UTF-8 can be made (exFAT, NTFS: no), and names with a control
@@ -123,6 +136,9 @@ pub struct Caps {
     /// Names that differ only in case are one entry (exFAT, FAT): of SRC's names that
     /// fold to one, only one can be made ([`super::case::lost_to_case`]).
     pub folds_case: bool,
+    /// SRC's xattrs can be listed ([`lists_xattrs`], asked of SRC's root; each rank asks
+    /// its own, so not on the MPI wire). When not, no file's are asked for.
+    pub src_xattrs: bool,
 }
 
 impl Caps {
@@ -135,8 +151,8 @@ impl Caps {
     /// differ every time, and every sync would copy again).
     pub fn compared(&self, keep: &Keep) -> Keep {
         Keep {
-            xattrs: keep.xattrs && self.xattrs,
-            acls: keep.acls && self.acls,
+            xattrs: keep.xattrs && self.xattrs && self.src_xattrs,
+            acls: keep.acls && self.acls && self.src_xattrs,
             skip_ns: keep.skip_ns | self.dropped_ns,
             ..*keep
         }
@@ -147,6 +163,7 @@ impl Caps {
             (self.xattrs, Loss::Xattrs),
             (self.acls, Loss::Acls),
             (self.specials, Loss::Specials),
+            (self.symlinks, Loss::Symlinks),
             (self.hard_links, Loss::HardLinks),
         ] {
             if !ok {
@@ -176,6 +193,8 @@ impl Default for Caps {
             names_bytes: true,
             names_ctrl: true,
             folds_case: false,
+            src_xattrs: true,
+            symlinks: true,
         }
     }
 }
@@ -294,6 +313,8 @@ fn probe_entries(dst: BorrowedFd<'_>) -> Caps {
     // A FIFO (some FUSE file systems make the entry and then fail: removed either way).
     caps.specials =
         rustix::fs::mknodat(dst, name.as_c_str(), rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600), 0).is_ok();
+    let _ = unlinkat(dst, name.as_c_str(), AtFlags::empty());
+    caps.symlinks = rustix::fs::symlinkat(c"manyfiles-probe", dst, name.as_c_str()).is_ok();
     let _ = unlinkat(dst, name.as_c_str(), AtFlags::empty());
     // Names: one not UTF-8, one with a newline (an empty file each, removed).
     for (tail, held) in [(&b"\xff"[..], &mut caps.names_bytes), (b"\n", &mut caps.names_ctrl)] {

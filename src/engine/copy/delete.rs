@@ -37,6 +37,9 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
     match r {
         Ok(()) if ctx.o.itemize && !own_tmp => itemize::say(ctx.o, &deleted(node, d, gone)),
         Ok(()) => {}
+        // A temporary file already gone: an rclone mount lists the probe's scratch file
+        // for a while after it was removed. Nothing of the user's is left behind.
+        Err(Unremoved::Failed(Errno::NOENT)) if own_tmp => {}
         Err(Unremoved::Refused(why)) => ctx.refuse(&node.path, Some(d.name), &why),
         Err(Unremoved::Failed(e)) => ctx.fail(&node.path, Some(d.name), "delete", e),
     }

@@ -190,10 +190,11 @@ pub fn run(o: &Options) -> Result<Summary> {
     {
         walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    let caps = match &dst {
+    let mut caps = match &dst {
         Some(fd) => attrs::probe(fd.as_fd(), o.dry_run),
         None => Caps::default(),
     };
+    let src_xattrs = super::src_xattrs(o, src.as_fd(), &mut caps);
     let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
     let losses = Losses::default();
     caps.mark(&losses);
@@ -249,6 +250,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let mut s = summary(o, o.threads, &[Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0))], t0);
     s.modify_window_ns = ctx.caps.window_ns;
     s.dst_keeps_modes = Some(ctx.caps.modes);
+    s.src_xattrs_unread = src_xattrs;
     s.in_flight = inflight::report(ctx.gate, o.threads);
     Ok(s)
 }

@@ -110,7 +110,7 @@ pub fn apply(src: Loc<'_>, dst: Loc<'_>, m: &Meta, a: &Attr, mut chmod: bool, pa
         }
     }
     // Xattrs and ACLs.
-    if a.keep.any_xattr() {
+    if a.keep.any_xattr() && a.caps.src_xattrs {
         attrs::copy(src, dst, a.keep, a.dst_may_have, a.losses, path)?;
     }
     // Mtime, last of what changes it.

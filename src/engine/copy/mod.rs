@@ -186,6 +186,10 @@ pub struct Summary {
     /// lists the modes lost): `--verify` compares them only then.
     #[serde(skip)]
     pub dst_keeps_modes: Option<bool>,
+    /// SRC's extended attributes and ACLs were not read, and why (listxattr on SRC's
+    /// root failed: [`attrs::lists_xattrs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src_xattrs_unread: Option<String>,
     pub bytes_transferred: u64,
     pub elapsed_s: f64,
     pub cpu_user_s: f64,
@@ -271,6 +275,9 @@ impl Summary {
                 let flag = attrs::Loss::ALL.iter().find(|k| k.name() == l.kind).map_or("--lossy", |k| k.flag());
                 s.push_str(&format!("  {} {}: {what} ({flag}), e.g. {}\n", l.kind, l.count, l.paths.join(", ")));
             }
+        }
+        if let Some(why) = &self.src_xattrs_unread {
+            s.push_str(&format!("not read: {why}\n"));
         }
         let p = &self.phases;
         s.push_str(&format!(
@@ -443,6 +450,20 @@ pub fn check(o: &Options) -> Result<()> {
         super::timing::check_cold(&[("SRC", &o.src)])?;
     }
     Ok(())
+}
+
+/// Is SRC's xattr listing readable ([`attrs::lists_xattrs`])? When not, `caps` says so
+/// (no file's xattrs are asked for) and the summary's line says why.
+pub(crate) fn src_xattrs(o: &Options, src: rustix::fd::BorrowedFd<'_>, caps: &mut attrs::Caps) -> Option<String> {
+    if !o.keep.any_xattr() {
+        return None;
+    }
+    let e = attrs::lists_xattrs(src).err()?;
+    caps.src_xattrs = false;
+    Some(format!(
+        "{}: listxattr says {e}: its extended attributes and ACLs are not read (--no-xattrs --no-acls says so quietly)",
+        o.src.display()
+    ))
 }
 
 /// SRC could not be reached: bad input (exit 2) when what the user named is wrong

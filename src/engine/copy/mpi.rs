@@ -564,7 +564,8 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     {
         start.walls.dst_chain.insert(0, (st.st_dev, st.st_ino));
     }
-    let caps = shared_caps(dst.as_ref(), o.dry_run);
+    let mut caps = shared_caps(dst.as_ref(), o.dry_run);
+    let src_xattrs = copy::src_xattrs(o, src.as_fd(), &mut caps);
     let dst_root = dst.as_ref().and_then(|fd| rustix::io::fcntl_dupfd_cloexec(fd, 0).ok());
     let job = Job {
         o,
@@ -616,6 +617,7 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let (u0, s0) = start.cpu0;
     let mine = RankPart { written: job.written(&ctx), part: Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0)) };
     let mut s = gather_summary(o, &ctx, mine, stats, start);
+    s.src_xattrs_unread = src_xattrs;
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));
     Ok(s)
 }

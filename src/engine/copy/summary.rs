@@ -94,6 +94,7 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         losses_accepted: o.keep.lossy,
         modify_window_ns: 1,
         dst_keeps_modes: None,
+        src_xattrs_unread: None,
         bytes_transferred: total(11),
         elapsed_s: t0.elapsed().as_secs_f64(),
         cpu_user_s: parts.iter().map(|p| p.cpu.0).sum(),

@@ -164,7 +164,8 @@ pub(super) fn caps_to_words(c: &Caps) -> Vec<u32> {
             | (c.names_bytes as u32) << 5
             | (c.names_ctrl as u32) << 6
             | (c.folds_case as u32) << 7
-            | (c.dropped_ns as u32) << 8,
+            | (c.dropped_ns as u32) << 8
+            | (c.symlinks as u32) << 16,
     ]
 }
 
@@ -187,5 +188,7 @@ pub(super) fn caps_from_words(w: &[u32]) -> Caps {
         names_ctrl: w[8] & 64 != 0,
         folds_case: w[8] & 128 != 0,
         dropped_ns: (w[8] >> 8) as u8,
+        symlinks: w[8] & 1 << 16 != 0,
+        src_xattrs: true, // each rank asks its own SRC (copy::src_xattrs)
     }
 }
