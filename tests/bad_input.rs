@@ -180,3 +180,19 @@ fn huge_file_count_is_refused_quickly_and_cheaply() {
     assert!(run_dirs(tmp.path()).is_empty());
     assert!(!tmp.path().join("g").exists());
 }
+
+/// Issue 42, item 4: a typo gets clap's suggestion on the one error line (exit 2).
+#[test]
+fn typos_get_a_suggestion() {
+    for (args, want) in [
+        (vec!["ladr"], "a similar subcommand exists: 'ladder'"),
+        (vec!["ladder", "--too", "5"], "a similar argument exists: '--to'"),
+        (vec!["sync", "--dlete", "a", "b"], "a similar argument exists: '--delete'"),
+    ] {
+        let r = run(&args);
+        r.expect_code(2);
+        let lines = r.stderr_lines();
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(lines[0].contains(want), "{args:?}: {lines:?}");
+    }
+}

@@ -209,7 +209,11 @@ pub fn clap_line(e: &clap::Error) -> String {
             format!("{first}: {}", listed.join(", "))
         };
     }
-    first
+    // clap's suggestion ("tip: a similar subcommand exists: 'ladder'"), kept on the line.
+    match lines.find_map(|l| l.strip_prefix("tip: ")) {
+        Some(tip) => format!("{first}; {tip}"),
+        None => first,
+    }
 }
 
 /// What a command with an empty "required arguments" list (clap leaves out arguments
