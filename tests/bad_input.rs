@@ -181,13 +181,16 @@ fn huge_file_count_is_refused_quickly_and_cheaply() {
     assert!(!tmp.path().join("g").exists());
 }
 
-/// Issue 42, item 4: a typo gets clap's suggestion on the one error line (exit 2).
+/// Issue 42, item 4: a typo gets clap's suggestion on the one error line (exit 2), and a
+/// requirement names every way to meet it.
 #[test]
 fn typos_get_a_suggestion() {
     for (args, want) in [
         (vec!["ladr"], "a similar subcommand exists: 'ladder'"),
         (vec!["ladder", "--too", "5"], "a similar argument exists: '--to'"),
         (vec!["sync", "--dlete", "a", "b"], "a similar argument exists: '--delete'"),
+        // Every way to meet a requirement, not only the one clap names.
+        (vec!["predict", "--tree", "."], "--model RESULTS.json, or --on DIR or --fs SPEC to calibrate first"),
     ] {
         let r = run(&args);
         r.expect_code(2);

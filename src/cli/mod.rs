@@ -201,7 +201,10 @@ pub fn clap_line(e: &clap::Error) -> String {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("bad arguments").trim_start_matches("error: ").to_string();
     if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
-        let listed: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+        let listed: Vec<&str> = lines
+            .take_while(|l| !l.starts_with("Usage:"))
+            .map(|l| OR_ELSE.iter().find(|(one, _)| *one == l).map_or(l, |(_, every)| every))
+            .collect();
         let first = first.trim_end_matches(':');
         return if listed.is_empty() {
             format!("{first}: {}", required_hint(e))
@@ -218,6 +221,13 @@ pub fn clap_line(e: &clap::Error) -> String {
 
 /// What a command with an empty "required arguments" list (clap leaves out arguments
 /// that are required unless another is present) needs.
+/// Requirements clap names by one flag that other flags satisfy too (its
+/// `required_unless_present*`): every way, in the words of the error line.
+const OR_ELSE: &[(&str, &str)] = &[
+    ("--model <RESULTS.json>", "--model RESULTS.json, or --on DIR or --fs SPEC to calibrate first"),
+    ("--tree <PATH>", "--tree PATH (or --inventory FILE)"),
+];
+
 fn required_hint(e: &clap::Error) -> String {
     let usage = match e.get(clap::error::ContextKind::Usage) {
         Some(u) => u.to_string(),
