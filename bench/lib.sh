@@ -7,6 +7,8 @@
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
 #   busy                                       → busy jiffies of all CPUs so far (steal included)
+#   wait_quiet                                 → until others use < QUIET_CORES (0.3) cores, ≤ QUIET_MAX (60) s
+#   quiesce                                    → sync, drop caches when CACHE=cold (as root), wait_quiet
 #   timed CMD...                               → wall, user, sys, max RSS of CMD to $WORK/last
 #   export_of DIR                              → the export's mount point of the share mounted at DIR
 # A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
@@ -73,6 +75,27 @@ bench_header() {
 # Busy jiffies of all CPUs so far (user, nice, system, irq, softirq, steal): differences
 # over a run give the CPU time everything on the machine used meanwhile.
 busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
+
+HZ=$(getconf CLK_TCK)
+# Wait (up to QUIET_MAX s, default 60) until other processes use less than QUIET_CORES
+# (default 0.3) cores: the machine may be shared.
+wait_quiet() {
+    local t=0 b0 b1
+    while :; do
+        b0=$(busy); sleep 1; b1=$(busy)
+        if python3 -c "import sys; sys.exit(0 if ($b1 - $b0) / $HZ < ${QUIET_CORES:-0.3} else 1)"; then return; fi
+        t=$((t + 1))
+        if [ "$t" -ge "${QUIET_MAX:-60}" ]; then echo "  (not quiet after ${QUIET_MAX:-60}s, running anyway)" >&2; return; fi
+    done
+}
+
+# Before a timed run: write back, drop the caches with CACHE=cold (the default; as root),
+# keep them with CACHE=warm; then wait_quiet.
+quiesce() {
+    sync
+    if [ "${CACHE:-cold}" = cold ] && [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi
+    wait_quiet
+}
 
 # timed CMD...: wall seconds (bash's EPOCHREALTIME), user and sys CPU seconds and peak RSS
 # (KiB, from /usr/bin/time) to $WORK/last; fails when CMD fails.
