@@ -8,7 +8,7 @@
 #   BASE_BIN=FILE HEAD_BIN=FILE bench/ab.sh  ready binaries, nothing built
 #
 # Builds: each commit's sources from `git archive` built in release into AB_TARGET
-# (default ROOT/target-ab, seeded from ROOT/target/release so the dependencies are not
+# (default ROOT/target/ab, seeded from ROOT/target/release so the dependencies are not
 # built again); binaries kept in AB_CACHE (/tmp/manyfiles-ab) by commit. All builds end
 # before the first timed run.
 # Jobs (ENGINES, default all): copy (SRC → new DST), sync-n (sync SRC SAME --dry-run,
@@ -49,7 +49,7 @@ LADDER_ARGS=${LADDER_ARGS:---total 4M --from 1 --to 4096 --step 16 --runs 1 --ca
 RAW=${RAW:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-AB_TARGET=${AB_TARGET:-$ROOT/target-ab}
+AB_TARGET=${AB_TARGET:-$ROOT/target/ab}
 AB_CACHE=${AB_CACHE:-/tmp/manyfiles-ab}
 WORK=/dev/shm/manyfiles-ab-$$
 TSV=$WORK/raw.tsv
@@ -119,11 +119,17 @@ else
     fi
 fi
 for b in "$BASE_BIN" "$HEAD_BIN"; do [ -x "$b" ] || { echo "$b: not an executable" >&2; exit 2; }; done
+# Both binaries in WORK (memory): dropping the caches before a run must not make one of
+# them load from disk while the other stays in memory.
+cp "$BASE_BIN" "$WORK/manyfiles-base"
+cp "$HEAD_BIN" "$WORK/manyfiles-head"
+BASE_BIN=$WORK/manyfiles-base
+HEAD_BIN=$WORK/manyfiles-head
 HAVE_PERF=0
 if [ "$PERF" = 1 ] && perf stat -x, -e instructions:u -o /dev/null true 2>/dev/null; then HAVE_PERF=1; fi
 
 bench_header "A/B: $BASE_NAME (BASE) against $HEAD_NAME (HEAD)" \
-    "CACHE=$CACHE ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS ENGINES='$ENGINES' COUNTS=$COUNTS SYSCALLS=$SYSCALLS bench/ab.sh ${*:-(BASE_BIN=$BASE_BIN HEAD_BIN=$HEAD_BIN)}" \
+    "CACHE=$CACHE ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS ENGINES='$ENGINES' COUNTS=$COUNTS SYSCALLS=$SYSCALLS bench/ab.sh ${*:-(BASE_BIN=$BASE_NAME HEAD_BIN=$HEAD_NAME)}" \
     "BASE $("$BASE_BIN" --version | head -1), HEAD $("$HEAD_BIN" --version | head -1)"
 
 fresh_ext4 "$IMG_SIZE" -N $((FILES * 6 + 200000))
