@@ -9,6 +9,7 @@
 #   busy                                       → busy jiffies of all CPUs so far (steal included)
 #   wait_quiet                                 → until others use < QUIET_CORES (0.3) cores, ≤ QUIET_MAX (60) s
 #   quiesce                                    → sync, drop caches when CACHE=cold (as root), wait_quiet
+#   refuse_debug_build BIN                     → exit 2 when BIN is a debug build (ALLOW_DEBUG=1: allowed)
 #   timed CMD...                               → wall, user, sys, max RSS of CMD to $WORK/last
 #   export_of DIR                              → the export's mount point of the share mounted at DIR
 # A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
@@ -70,6 +71,17 @@ bench_header() {
     echo "- machine: $cpu, $(nproc) cores, $ram RAM, kernel $(uname -r)"
     echo "- manyfiles: $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$ROOT" && git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted changes in src/'), $3"
     echo
+}
+
+# refuse_debug_build BIN: exit 2 when BIN is a debug build (its symbols hold the standard
+# library's debug-assertion checks, `precondition_check`, which a release build inlines
+# away), unless ALLOW_DEBUG=1. Issue 41's "22% slower" compared a debug build (5× the
+# user-space instructions of a release build for the same scan) with a release build.
+refuse_debug_build() {
+    if [ "${ALLOW_DEBUG:-0}" != 1 ] && nm "$1" 2>/dev/null | grep -q 'precondition_check'; then
+        echo "$1 is a debug build (debug assertions compiled in): timing it against a release build measures the build profile; build with --release, or ALLOW_DEBUG=1" >&2
+        exit 2
+    fi
 }
 
 # Busy jiffies of all CPUs so far (user, nice, system, irq, softirq, steal): differences

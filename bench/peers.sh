@@ -90,7 +90,7 @@ bench_build
 # MF_BASE too lives in WORK (memory) for the runs: with CACHE=cold the caches are dropped
 # before every run, and a base binary left on disk would be read back each time (the
 # build under test is in WORK already: bench_build).
-if [ -n "$MF_BASE" ]; then cp "$MF_BASE" "$WORK/manyfiles-base"; MF_BASE_SHOWN=$MF_BASE; MF_BASE=$WORK/manyfiles-base; fi
+if [ -n "$MF_BASE" ]; then refuse_debug_build "$MF_BASE"; cp "$MF_BASE" "$WORK/manyfiles-base"; MF_BASE_SHOWN=$MF_BASE; MF_BASE=$WORK/manyfiles-base; fi
 version() { if have "$1"; then "$1" --version 2>/dev/null | head -1 | tr -s ' '; else echo "$1: missing"; fi; }
 bench_header "engines against their peers" \
     "${ONLY:+ONLY='$ONLY' }${MF_BASE:+MF_BASE=${MF_BASE_SHOWN:-$MF_BASE} BASE_THREADS=$BASE_THREADS BASE_ENV='$BASE_ENV' }${PROFILE:+PROFILE=$PROFILE }CACHE=$CACHE ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
