@@ -7,6 +7,9 @@
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
 #   busy                                       → busy jiffies of all CPUs so far (steal included)
+#   wait_quiet                                 → until others use < QUIET_CORES (0.3) cores, ≤ QUIET_MAX (60) s
+#   quiesce                                    → sync, drop caches when CACHE=cold (as root), wait_quiet
+#   refuse_debug_build BIN                     → exit 2 when BIN is a debug build (ALLOW_DEBUG=1: allowed)
 #   timed CMD...                               → wall, user, sys, max RSS of CMD to $WORK/last
 #   export_of DIR                              → the export's mount point of the share mounted at DIR
 # A script may set DISK_WORK to a directory elsewhere that cleanup removes too.
@@ -70,9 +73,41 @@ bench_header() {
     echo
 }
 
+# refuse_debug_build BIN: exit 2 when BIN is a debug build (its symbols hold the standard
+# library's debug-assertion checks, `precondition_check`, which a release build inlines
+# away), unless ALLOW_DEBUG=1. Issue 41's "22% slower" compared a debug build (5× the
+# user-space instructions of a release build for the same scan) with a release build.
+refuse_debug_build() {
+    if [ "${ALLOW_DEBUG:-0}" != 1 ] && nm "$1" 2>/dev/null | grep -q 'precondition_check'; then
+        echo "$1 is a debug build (debug assertions compiled in): timing it against a release build measures the build profile; build with --release, or ALLOW_DEBUG=1" >&2
+        exit 2
+    fi
+}
+
 # Busy jiffies of all CPUs so far (user, nice, system, irq, softirq, steal): differences
 # over a run give the CPU time everything on the machine used meanwhile.
 busy() { local _ u n s i w q sq st; read -r _ u n s i w q sq st _ < /proc/stat; echo $((u + n + s + q + sq + st)); }
+
+HZ=$(getconf CLK_TCK)
+# Wait (up to QUIET_MAX s, default 60) until other processes use less than QUIET_CORES
+# (default 0.3) cores: the machine may be shared.
+wait_quiet() {
+    local t=0 b0 b1
+    while :; do
+        b0=$(busy); sleep 1; b1=$(busy)
+        if python3 -c "import sys; sys.exit(0 if ($b1 - $b0) / $HZ < ${QUIET_CORES:-0.3} else 1)"; then return; fi
+        t=$((t + 1))
+        if [ "$t" -ge "${QUIET_MAX:-60}" ]; then echo "  (not quiet after ${QUIET_MAX:-60}s, running anyway)" >&2; return; fi
+    done
+}
+
+# Before a timed run: write back, drop the caches with CACHE=cold (the default; as root),
+# keep them with CACHE=warm; then wait_quiet.
+quiesce() {
+    sync
+    if [ "${CACHE:-cold}" = cold ] && [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi
+    wait_quiet
+}
 
 # timed CMD...: wall seconds (bash's EPOCHREALTIME), user and sys CPU seconds and peak RSS
 # (KiB, from /usr/bin/time) to $WORK/last; fails when CMD fails.

@@ -87,26 +87,14 @@ fi
 have() { command -v "$1" >/dev/null; }
 
 bench_build
+# MF_BASE too lives in WORK (memory) for the runs: with CACHE=cold the caches are dropped
+# before every run, and a base binary left on disk would be read back each time (the
+# build under test is in WORK already: bench_build).
+if [ -n "$MF_BASE" ]; then refuse_debug_build "$MF_BASE"; cp "$MF_BASE" "$WORK/manyfiles-base"; MF_BASE_SHOWN=$MF_BASE; MF_BASE=$WORK/manyfiles-base; fi
 version() { if have "$1"; then "$1" --version 2>/dev/null | head -1 | tr -s ' '; else echo "$1: missing"; fi; }
 bench_header "engines against their peers" \
-    "${ONLY:+ONLY='$ONLY' }${MF_BASE:+MF_BASE=$MF_BASE BASE_THREADS=$BASE_THREADS BASE_ENV='$BASE_ENV' }${PROFILE:+PROFILE=$PROFILE }CACHE=$CACHE ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
+    "${ONLY:+ONLY='$ONLY' }${MF_BASE:+MF_BASE=${MF_BASE_SHOWN:-$MF_BASE} BASE_THREADS=$BASE_THREADS BASE_ENV='$BASE_ENV' }${PROFILE:+PROFILE=$PROFILE }CACHE=$CACHE ROUNDS=$ROUNDS FILES=$FILES SIZE=$SIZE DIRS=$DIRS FLAT_FILES=$FLAT_FILES THREADS=$THREADS JOBS='$JOBS' bench/peers.sh" \
     "$(version cpz); $(version rmz); $(version ftzz); $(cp --version | head -1); $(version rsync); $(find --version | head -1); $(du --version | head -1); $(version gdu)"
-
-HZ=$(getconf CLK_TCK)
-wait_quiet() {
-    local t=0 b0 b1
-    while :; do
-        b0=$(busy); sleep 1; b1=$(busy)
-        if python3 -c "import sys; sys.exit(0 if ($b1 - $b0) / $HZ < $QUIET_CORES else 1)"; then return; fi
-        t=$((t + 1))
-        if [ "$t" -ge "$QUIET_MAX" ]; then echo "  (not quiet after ${QUIET_MAX}s, running anyway)" >&2; return; fi
-    done
-}
-quiesce() {
-    sync
-    if [ "$CACHE" = cold ] && [ "$(id -u)" = 0 ]; then echo 3 > /proc/sys/vm/drop_caches; fi
-    wait_quiet
-}
 
 # timed_profiled CMD...: "wall user sys others" to $WORK/last (others: cores other processes used)
 # With PROFILE=strace or PROFILE=perf (and PROFILE_DIR), CMD runs under `strace -f -c` or

@@ -788,3 +788,43 @@ fn the_state_record_is_part_of_the_mark() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("not the directory gen wrote"), "{err}");
 }
+
+/// Issue 41: the space check counts what the file system allocates. Empty files take an
+/// inode and no data block: 20,000 of them fit a 1 MiB tmpfs with inodes to spare (the
+/// old estimate, a block a file, asked for 90 MB and refused); a tree with more entries
+/// than the free inodes is refused up front, naming the inodes, with nothing written.
+#[test]
+fn empty_files_need_inodes_not_blocks() {
+    let Some(_one) = root_only("mounting a small tmpfs needs root") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m,nr_inodes=30000", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount a 1 MiB tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let fits = mnt.join("fits");
+    let r = gen_ok(&fits, "--files 20000 --size 0 --files-per-dir 1000");
+    assert_eq!(summary(&r).0, 20_000);
+    assert_eq!(tree_files(&fits).len(), 20_000);
+    let too_many = mnt.join("too-many");
+    let r =
+        run(["gen", too_many.to_str().unwrap(), "--files", "40000", "--size", "0", "--files-per-dir", "1000", "-q"]);
+    assert_bad_input(&r, "DIR", "more entries than free inodes");
+    assert!(r.stderr.contains("inodes"), "{}", r.stderr);
+    assert!(!too_many.exists(), "refused before anything was made");
+    // Non-empty files still take blocks: 1,000 files of 4 KiB do not fit in 1 MiB.
+    let big = mnt.join("big");
+    let r = run(["gen", big.to_str().unwrap(), "--files", "1000", "--size", "4k", "-q"]);
+    assert_bad_input(&r, "DIR", "4 MiB of data on a 1 MiB tmpfs");
+    assert!(r.stderr.contains("needs about"), "{}", r.stderr);
+}

@@ -251,6 +251,7 @@ pub struct Meta {
 }
 
 impl Meta {
+    #[inline]
     pub fn of(st: &rustix::fs::Statx) -> Meta {
         Meta {
             kind: Kind::from_mode(st.stx_mode as u32),
@@ -336,6 +337,7 @@ pub fn dir_id(fd: BorrowedFd<'_>) -> Result<DirId, Errno> {
 pub const ATTR_MOUNT_ROOT: u32 = 0x2000;
 
 /// [`Meta`] of `name` below `dir`, not following a symlink.
+#[inline]
 pub fn meta_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Meta, Errno> {
     let want = StatxFlags::TYPE
         | StatxFlags::MODE

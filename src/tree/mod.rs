@@ -6,6 +6,7 @@ pub mod drawn;
 pub mod inventory;
 pub mod layout;
 pub mod rng;
+pub mod space;
 pub mod spec;
 
 pub use layout::{Plan, Unit};

@@ -460,6 +460,10 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
     }
     let entries = |range: std::ops::Range<usize>, t: &mut Tally, spawn: &mut dyn FnMut(Task)| {
         let before = [t.copied, t.skipped, t.bytes];
+        // Compare time: the range's time less what its entries spent transferring and
+        // deleting (timed where they do it); no clock read per unchanged entry.
+        let clock = Instant::now();
+        let written = t.phase[TRANSFER] + t.phase[DELETE];
         IO.with(|buf| {
             let buf = &mut buf.borrow_mut()[..];
             for i in range {
@@ -479,6 +483,8 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
                 super::entry::entry(ctx, &node, &s, d.as_ref(), t, buf, spawn);
             }
         });
+        let spent = clock.elapsed();
+        t.phase[COMPARE] += spent.saturating_sub(t.phase[TRANSFER] + t.phase[DELETE] - written);
         for (slot, (now, was)) in ctx.c.progress.iter().zip([t.copied, t.skipped, t.bytes].into_iter().zip(before)) {
             slot.fetch_add(now - was, Ordering::Relaxed);
         }
