@@ -115,9 +115,12 @@ pub fn parse(args: &[String]) -> std::result::Result<(Cli, String), ExitCode> {
                 ExitCode::SUCCESS
             }
             DisplayHelpOnMissingArgumentOrSubcommand => {
-                eprintln!(
-                    "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, mount, umount, completions or man (see manyfiles --help)"
-                );
+                // In --help's order: the experiments of KINDS first.
+                let root = command();
+                let mut subs: Vec<&clap::Command> = root.get_subcommands().collect();
+                subs.sort_by_key(|s| s.get_display_order());
+                let names: Vec<&str> = subs.iter().map(|s| s.get_name()).collect();
+                eprintln!("manyfiles: a command is needed: {} (see manyfiles --help)", listed(&names, "or"));
                 ExitCode::from(2)
             }
             _ => {
