@@ -38,12 +38,7 @@ fn run(cli: Cli, name: &str, args: Vec<String>) -> Result<()> {
             let (inner, name, recorded) = cli::file_command(&a, args)?;
             run(inner, &name, recorded)
         }
-        Command::Ladder(a) => experiment(&cli::ladder_config(&a, args)?),
-        Command::Ops(a) => experiment(&cli::ops_config(&a, args)?),
-        Command::Bigfile(a) => experiment(&cli::bigfile_config(&a, args)?),
-        Command::Clusters(a) => experiment(&cli::clusters_config(&a, args)?),
-        Command::Dirsize(a) => experiment(&cli::dirsize_config(&a, args)?),
-        Command::Pack(a) => experiment(&cli::pack_config(&a, args)?),
+        Command::Experiment(e) => experiment(cli::config(&e, args)?.as_ref()),
         // Under MPI every rank has the job's summary and ends the same way.
         Command::Copy(a) => ranks::agree(cli::copy(&a, args)),
         Command::Sync(a) => ranks::agree(cli::sync(&a, args)),

@@ -93,7 +93,7 @@ fn three_runs_on_a_directory() {
     // The saved JSON is the returned result.
     let saved = manyfiles::report::export::json::read(&json).unwrap();
     assert_eq!(saved, rs);
-    let t = manyfiles::report::views::bigfile::table(&rs);
+    let t = manyfiles::experiment::bigfile::view::table(&rs);
     println!("{t}");
     for col in ["write loop", "close", "unlink", "total", "MiB/s", " ± "] {
         assert!(t.contains(col), "{col} missing:\n{t}");
@@ -117,7 +117,7 @@ fn size_not_a_multiple_of_block_with_fsync_and_warmup() {
         let (r, f) = (m.result.returned_s.unwrap(), m.result.flush_s.unwrap());
         assert!(r > 0.0 && (m.result.elapsed_s - r - f).abs() < 1e-9, "{:?}", m.result);
     }
-    assert!(manyfiles::report::views::bigfile::table(&rs).contains("close"));
+    assert!(manyfiles::experiment::bigfile::view::table(&rs).contains("close"));
     assert!(entries(dir.path()).is_empty());
 }
 
@@ -134,7 +134,7 @@ fn two_targets_interleaved() {
     assert_eq!(seq[3].1, 1);
     assert_ne!(seq[0].0, seq[3].0);
     assert_eq!(seq[6].1, 2);
-    let t = manyfiles::report::views::bigfile::table(&rs);
+    let t = manyfiles::experiment::bigfile::view::table(&rs);
     // One row per target, named by its label as every view names it.
     for target in &rs.targets {
         assert_eq!(t.matches(&target.shown()).count(), 1, "{t}");
@@ -274,7 +274,7 @@ fn managed_ext4_leaves_nothing() {
     };
     check_complete(&rs, 16 * MIB, MIB, 2, 1);
     assert_eq!(rs.targets[0].fs_type, "ext4");
-    println!("{}", manyfiles::report::views::bigfile::table(&rs));
+    println!("{}", manyfiles::experiment::bigfile::view::table(&rs));
     let after = leftovers();
     let new: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
     assert!(new.is_empty(), "left behind: {new:?}");

@@ -43,14 +43,12 @@ impl clap::builder::TypedValueParser for Hint {
 }
 
 /// What `--fs`, `--src-fs` and `--dst-fs` complete: the types, and a type on a disk image.
-pub const FS_HINTS: Hint = Hint(&["ext2", "ext3", "ext4", "xfs", "btrfs", "ntfs", "exfat", "tmpfs"]);
-pub const CACHE_HINTS: Hint = Hint(&["cold", "warm", "drop"]);
-pub const UNTIL_HINTS: Hint = Hint(&["durable", "returned"]);
+pub const FS_HINTS: Hint = Hint(manyfiles::experiment::flags::FS_TYPES);
+pub const CACHE_HINTS: Hint = Hint(manyfiles::experiment::flags::CACHE_MODES);
+pub const UNTIL_HINTS: Hint = Hint(manyfiles::experiment::flags::UNTIL_TIMES);
 pub const ORDER_HINTS: Hint = Hint(&["interleaved", "sequential"]);
 pub const CONTENT_HINTS: Hint = Hint(&["random", "zeros", "compressible:2"]);
 pub const FSYNC_HINTS: Hint = Hint(&["none", "file", "dir", "end"]);
-pub const OPS_HINTS: Hint =
-    Hint(&["create", "stat", "list", "read", "walk", "scan", "rescan", "rm", "delete", "reformat"]);
 pub const TREE_HINTS: Hint = Hint(&["nextcloud-like"]);
 pub const DB_HINTS: Hint = Hint(&["sqlite:", "postgres://"]);
 
@@ -78,6 +76,9 @@ pub struct TreeSizeArgs {
     #[arg(long, default_value = "1")]
     pub scale: f64,
 }
+
+/// `--portion`'s default: files per portion.
+pub const RUN_PORTION_DEFAULT: u64 = 10_000;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -171,7 +172,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub threads: Option<usize>,
     /// Close a per-portion time every N files (and at least once a second)
-    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    #[arg(long, default_value_t = RUN_PORTION_DEFAULT, value_parser = parse_count)]
     pub portion: u64,
     /// Write the results (versioned JSON) here, rewritten after every measurement
     #[arg(long, value_name = "FILE")]

@@ -1,7 +1,6 @@
 //! `completions` and `man`: shell completion scripts and man pages generated from the
 //! same clap definitions.
 
-use super::Cli;
 use clap::Args;
 use manyfiles::error::{Error, Result};
 use std::path::PathBuf;
@@ -24,7 +23,7 @@ pub struct ManArgs {
 
 /// The completion script for `shell`, generated from these very definitions.
 pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
-    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut cmd = super::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "manyfiles", &mut out);
     out
@@ -167,7 +166,7 @@ pub fn man_pages(dir: &std::path::Path, force: bool) -> Result<Vec<PathBuf>> {
         Err(e) => return Err(Error::bad("DIR", format!("{}: {e}", dir.display()))),
     }
     // Built once so subcommands carry their full names (`manyfiles-gen`) and the version.
-    let mut cmd = <Cli as clap::CommandFactory>::command().disable_help_subcommand(true);
+    let mut cmd = super::command().disable_help_subcommand(true);
     cmd.build();
     let commands: Vec<String> =
         cmd.get_subcommands().filter(|s| !s.is_hide_set()).map(|s| s.get_name().to_string()).collect();
@@ -217,7 +216,6 @@ pub fn man(a: &ManArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     /// Every example in README's block runs through the parser (so the man pages show
     /// command lines that work), and every command has at least one.
@@ -228,11 +226,11 @@ mod tests {
         for (what, line) in &ex {
             assert!(!what.is_empty(), "{line}: no description");
             let words: Vec<&str> = line.split('>').next().unwrap().split_whitespace().collect();
-            if let Err(e) = super::super::Cli::try_parse_from(&words) {
+            if let Err(e) = super::super::parse_from(&words) {
                 panic!("{line}: {e}");
             }
         }
-        let cmd = <Cli as clap::CommandFactory>::command();
+        let cmd = super::super::command();
         for c in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
             assert!(ex.iter().any(|(_, l)| example_command(l) == c.get_name()), "no example for {}", c.get_name());
         }

@@ -1,71 +1,22 @@
-//! The experiments that generate trees and time them: ladder, ops, gen, bigfile,
-//! clusters, dirsize and pack (their arguments and their translation into configs).
+//! The experiments and `gen`. Every experiment's subcommand is built here from its
+//! `experiment::kinds::KINDS` entry ([`subcommand`]: its own flags, as plain data, and
+//! the shared groups of `common.rs`), and its config made through [`config`] (the
+//! shared groups handed over as `experiment::flags::Common`); `gen` is a clap struct.
 
 use super::common::{
-    CACHE_HINTS, CONTENT_HINTS, FS_HINTS, Hint, OPS_HINTS, RunArgs, ShapeArgs, TreeSizeArgs, UNTIL_HINTS, WriteArgs,
-    check_output, check_runs, threads,
+    Hint, RUN_PORTION_DEFAULT, Replace, RunArgs, ShapeArgs, TreeSizeArgs, WriteArgs, check_output, check_runs, threads,
 };
-use clap::Args;
+use clap::{ArgMatches, Args, FromArgMatches};
 use manyfiles::error::{Error, Result};
-use manyfiles::experiment::ladder::LadderSpec;
+use manyfiles::experiment::flags::{CommandLine, Common, Flag, Group, RunSettings, Takes, Value, Values};
+use manyfiles::experiment::kinds::{self, Config};
 use manyfiles::experiment::{Order, TargetSpec, TreeExperiment};
 use manyfiles::generate::GenConfig;
+use manyfiles::ops::CreateOptions;
 use manyfiles::results::Until;
-use manyfiles::storage::cache::CacheMode;
-use manyfiles::storage::fsspec::parse_list as parse_fs_list;
-use manyfiles::tree::{Content, SizeDist, TreeSpec};
+use manyfiles::tree::{SizeDist, TreeSpec};
 use manyfiles::units::{parse_count, parse_size};
 use std::path::PathBuf;
-
-#[derive(Args, Debug)]
-pub struct LadderArgs {
-    /// Total bytes split across each rung's files
-    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
-    pub total: u64,
-    /// Smallest file count
-    #[arg(long, default_value = "1", value_parser = parse_count)]
-    pub from: u64,
-    /// Largest file count
-    #[arg(long, default_value = "65536", value_parser = parse_count)]
-    pub to: u64,
-    /// Multiply the file count by this from rung to rung
-    #[arg(long, default_value = "4", value_parser = parse_count)]
-    pub step: u64,
-    /// Total bytes of two side rungs (at --from's and the middle file count) that separate the
-    /// per-byte cost from a per-run constant; `off`: none [default: a quarter of --total]
-    #[arg(long, value_name = "SIZE|off")]
-    pub second_total: Option<String>,
-    /// Ops to time, comma separated (create, stat, list, read, walk, scan, rescan, rm or delete;
-    /// reformat on --fs targets: unmount, mkfs, mount with the tree on it, beside delete)
-    #[arg(long, default_value = "create,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
-    pub ops: String,
-    #[command(flatten)]
-    pub pair: PairArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub shape: ShapeArgs,
-    #[command(flatten)]
-    pub write: WriteArgs,
-}
-
-#[derive(Args, Debug)]
-pub struct OpsArgs {
-    #[command(flatten)]
-    pub tree: TreeSizeArgs,
-    /// Ops to time, comma separated, run in this order: create, stat, list, read, walk, scan,
-    /// rescan, rm or delete, reformat (--fs targets: unmount, mkfs, mount with the tree on it)
-    #[arg(long, default_value = "create,stat,list,read,delete", value_parser = OPS_HINTS, hide_possible_values = true)]
-    pub ops: String,
-    #[command(flatten)]
-    pub pair: PairArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub shape: ShapeArgs,
-    #[command(flatten)]
-    pub write: WriteArgs,
-}
 
 /// Copy ops' extras for ladder and ops: external tools and content verification.
 #[derive(Args, Debug)]
@@ -90,46 +41,6 @@ impl PairArgs {
         manyfiles::experiment::add_commands(&mut cfg.ops, &cfg.commands)?;
         Ok(cfg)
     }
-}
-
-/// A ladder's trees; the shape is checked with the largest rung's file count (name
-/// length must fit it).
-fn ladder_trees(ladder: &LadderSpec, shape: &ShapeArgs) -> Result<Vec<TreeSpec>> {
-    let spec = shape.spec(ladder.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
-        Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
-        e => e,
-    })?;
-    if ladder.total < ladder.to {
-        return Err(Error::bad(
-            "--total",
-            format!(
-                "{} bytes cannot be split into {} files of at least 1 byte (use ops --size 0 for empty files)",
-                ladder.total, ladder.to
-            ),
-        ));
-    }
-    ladder.trees(&spec)
-}
-
-pub fn ladder_config(a: &LadderArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let second_total = match a.second_total.as_deref() {
-        None => Some(a.total / 4),
-        Some("off" | "none") => None,
-        Some(v) => Some(parse_size(v).map_err(|e| Error::bad("--second-total", e))?),
-    };
-    let ladder = LadderSpec { total: a.total, from: a.from, to: a.to, step: a.step, second_total };
-    let trees = ladder_trees(&ladder, &a.shape)?;
-    let side = ladder.side_rungs()?.len();
-    let side_trees = trees[trees.len() - side..].iter().map(|t| t.key()).collect();
-    let mut cfg = a.run.experiment("ladder", trees, &a.ops, a.write.options()?, command_line)?;
-    cfg.side_trees = side_trees;
-    a.pair.apply(cfg)
-}
-
-pub fn ops_config(a: &OpsArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    let spec = a.tree.spec(&a.shape)?;
-    let cfg = a.run.experiment("ops", vec![spec], &a.ops, a.write.options()?, command_line)?;
-    a.pair.apply(cfg)
 }
 
 #[derive(Args, Debug)]
@@ -162,349 +73,6 @@ pub fn gen_config(a: &GenArgs) -> Result<GenConfig> {
     })
 }
 
-#[derive(Args, Debug)]
-pub struct BigfileArgs {
-    /// Size of the file
-    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
-    pub size: u64,
-    /// Bytes per write() call (at most 4 MiB)
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
-    pub block: u64,
-    /// No effect, kept for old command lines: the write phase always ends with a timed
-    /// fsync (its durable time); `--until returned` shows the write loop alone
-    #[arg(long)]
-    pub fsync: bool,
-    /// Write with O_DIRECT (block a multiple of 4 KiB)
-    #[arg(long)]
-    pub direct: bool,
-    /// File content: zeros, random or compressible:RATIO
-    #[arg(long, default_value = "random", value_parser = CONTENT_HINTS, hide_possible_values = true)]
-    pub content: String,
-    /// Seed of the content
-    #[arg(long, default_value = "1")]
-    pub seed: u64,
-    #[command(flatten)]
-    pub run: RunArgs,
-}
-
-pub fn bigfile_config(
-    a: &BigfileArgs,
-    command_line: Vec<String>,
-) -> Result<manyfiles::experiment::bigfile::BigfileConfig> {
-    let r = &a.run;
-    let drop_caches = r.cache_mode()? == CacheMode::Drop;
-    let until = Until::parse(&r.until)?;
-    if let Some(j) = &r.json {
-        check_output(j, "--json", r.replace.force)?;
-    }
-    if a.block > usize::MAX as u64 {
-        return Err(Error::bad("--block", "too large"));
-    }
-    // Flags bigfile shares with the tree experiments but has no use for: refused, not ignored.
-    if r.threads.is_some() {
-        return Err(Error::bad("--threads", "bigfile writes its one file from one thread"));
-    }
-    if r.portion != 10_000 {
-        return Err(Error::bad("--portion", "bigfile has one file: no portions of files"));
-    }
-    if r.shared_dir {
-        return Err(Error::bad("--shared-dir", "bigfile does not run under MPI"));
-    }
-    manyfiles::report::table::set_wide(r.wide);
-    Ok(manyfiles::experiment::bigfile::BigfileConfig {
-        targets: r.targets()?,
-        labels: r.labels()?,
-        fs_size: r.fs_size,
-        reuse: r.reuse,
-        order: Order::parse(&r.order)?,
-        size: a.size,
-        block: a.block as usize,
-        fsync: a.fsync,
-        direct: a.direct,
-        content: Content::parse(&a.content).map_err(|e| Error::bad("--content", e))?,
-        seed: a.seed,
-        runs: r.runs(10)?,
-        adaptive: r.adaptive()?,
-        mock: r.mock()?,
-        warmup: r.warmup,
-        keep: r.keep,
-        json: r.json.clone(),
-        exports: r.exports()?,
-        quiet: r.quiet,
-        command_line,
-        drop_caches,
-        until,
-    })
-}
-
-#[derive(Args, Debug)]
-pub struct ClustersArgs {
-    /// Cluster (block) sizes to format each --fs with
-    #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_CLUSTERS)]
-    pub cluster: String,
-    /// File sizes; cluster+1 is one byte more than each cluster size
-    #[arg(long, default_value = manyfiles::experiment::clusters::DEFAULT_SIZES)]
-    pub sizes: String,
-    /// Portions per trial (each of --portion files)
-    #[arg(long, default_value = "3", value_parser = parse_count)]
-    pub portions: u64,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub shape: ShapeArgs,
-    #[command(flatten)]
-    pub write: WriteArgs,
-}
-
-pub fn clusters_config(a: &ClustersArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    use manyfiles::experiment::clusters;
-    let Some(fs) = &a.run.fs else {
-        return Err(Error::bad("--fs", "clusters formats test file systems: give --fs, e.g. --fs ntfs"));
-    };
-    if a.run.target.is_some() {
-        return Err(Error::bad("--target", "clusters formats each cluster size afresh: use --fs, not --target"));
-    }
-    let base = parse_fs_list(fs).map_err(|e| Error::bad("--fs", e))?;
-    let cl = clusters::parse_clusters(&a.cluster).map_err(|e| Error::bad("--cluster", e))?;
-    let sizes = clusters::parse_sizes(&a.sizes).map_err(|e| Error::bad("--sizes", e))?;
-    if a.portions == 0 {
-        return Err(Error::bad("--portions", "must be at least 1"));
-    }
-    let files = a.run.portion.saturating_mul(a.portions);
-    let shape = a.shape.spec(files.max(1), SizeDist::Fixed { bytes: 0 })?;
-    let trees = clusters::trees(&sizes, &cl, files, &shape);
-    let mut targets = clusters::targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
-    a.run.confirm_devices(&mut targets)?;
-    let mut cfg = a.run.experiment("clusters", trees, "create", a.write.options()?, command_line)?;
-    cfg.targets = targets;
-    cfg.measure_allocation = true;
-    Ok(cfg)
-}
-
-#[derive(Args, Debug)]
-pub struct DirsizeArgs {
-    /// Files to put in the one directory
-    #[arg(long, default_value = "1000000", value_parser = parse_count)]
-    pub max: u64,
-    /// Size of every file
-    #[arg(long, default_value = "0", value_parser = parse_size)]
-    pub size: u64,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub shape: ShapeArgs,
-    #[command(flatten)]
-    pub write: WriteArgs,
-}
-
-pub fn dirsize_config(a: &DirsizeArgs, command_line: Vec<String>) -> Result<TreeExperiment> {
-    if a.max == 0 {
-        return Err(Error::bad("--max", "must be at least 1"));
-    }
-    let shape = a.shape.spec(a.max, SizeDist::Fixed { bytes: a.size }).map_err(|e| match e {
-        Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--max", reason),
-        e => e,
-    })?;
-    let tree = manyfiles::experiment::dirsize::tree(a.max, a.size, &shape);
-    a.run.experiment("dirsize", vec![tree], "create", a.write.options()?, command_line)
-}
-
-#[derive(Args, Debug)]
-pub struct PackArgs {
-    /// A real directory to use as the tree (only read; default: generated trees)
-    #[arg(value_name = "PATH", conflicts_with_all = ["files", "size", "to", "from", "step", "total"])]
-    pub path: Option<PathBuf>,
-    /// One generated tree of this many files (default: a ladder, see --to)
-    #[arg(long, value_parser = parse_count, conflicts_with_all = ["to", "from", "step", "total"])]
-    pub files: Option<u64>,
-    /// File size of the --files tree: 4k (fixed), uniform:1k-64k, lognormal:16k,1.5, exp:32k or list:1k,4k,1M
-    #[arg(long, default_value = "4k", requires = "files")]
-    pub size: String,
-    /// Ladder: largest file count (rungs --from, ×--step, … up to this; each holds --total bytes)
-    #[arg(long, value_parser = parse_count)]
-    pub to: Option<u64>,
-    /// Ladder: smallest file count
-    #[arg(long, default_value = "1", value_parser = parse_count)]
-    pub from: u64,
-    /// Ladder: multiply the file count by this from rung to rung
-    #[arg(long, default_value = "4", value_parser = parse_count)]
-    pub step: u64,
-    /// Ladder: bytes split across each rung's files
-    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
-    pub total: u64,
-    /// Containers, comma separated: tar, tar.zst, squashfs, erofs, ext4 (default: every one
-    /// whose tools are installed; named ones must be)
-    #[arg(
-        long,
-        value_name = "NAME,...",
-        value_parser = Hint(&manyfiles::pack::NAMES),
-        hide_possible_values = true
-    )]
-    pub containers: Option<String>,
-    /// At the destination: unpack, mount (read every file of the mounted container), or both
-    #[arg(
-        long,
-        default_value = "unpack,mount",
-        value_parser = Hint(&["unpack", "mount", "unpack,mount"]),
-        hide_possible_values = true
-    )]
-    pub access: String,
-    /// How containers are mounted: kernel (root), fuse (squashfuse, erofsfuse, fuse2fs) or auto
-    #[arg(long, default_value = "auto", value_parser = Hint(&["auto", "kernel", "fuse"]), hide_possible_values = true)]
-    pub mount_with: String,
-    /// k in "pack once, copy k times": totals for one copy and for k copies
-    #[arg(long, default_value = "10")]
-    pub copies: u32,
-    /// Who opens the containers at the destination: linux (every container) or any
-    /// (tar, tar.zst only: Windows and macOS mount no squashfs, EROFS or ext4 image);
-    /// the recommendation picks only what they can open (default: any when the
-    /// destination is exFAT, NTFS or FAT, linux otherwise)
-    #[arg(long, value_name = "linux|any", value_parser = Hint(&["linux", "any"]), hide_possible_values = true)]
-    pub consumer: Option<String>,
-    /// Source directory (a run directory is made inside; default .)
-    #[arg(long, conflicts_with = "src_fs")]
-    pub src_target: Option<PathBuf>,
-    /// Source test file system (root): TYPE[:BLOCK][@ram|@disk[:DIR]], e.g. tmpfs or ext4@ram
-    #[arg(long, value_name = "SPEC", value_parser = FS_HINTS, hide_possible_values = true)]
-    pub src_fs: Option<String>,
-    /// Destination directory (default: the source target holds both ends)
-    #[arg(long, conflicts_with = "dst_fs")]
-    pub dst_target: Option<PathBuf>,
-    /// Destination test file system (root), e.g. ext4@disk; a file system of its own even
-    /// when the spec equals --src-fs
-    #[arg(long, value_name = "SPEC", value_parser = FS_HINTS, hide_possible_values = true)]
-    pub dst_fs: Option<String>,
-    /// Image size of --src-fs / --dst-fs (default: from the tree, at least 512 MiB)
-    #[arg(long, value_parser = parse_size)]
-    pub fs_size: Option<u64>,
-    /// Measured runs of every step on every tree
-    #[arg(long, default_value = "3")]
-    pub runs: u32,
-    /// Unrecorded runs before the measured ones
-    #[arg(long, default_value = "0")]
-    pub warmup: u32,
-    /// Worker threads (default: available cores)
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Caches before each step: cold (default: the files the step reads evicted, and as
-    /// root every cache dropped), warm (left as they are), drop (root: every cache
-    /// dropped before every step)
-    #[arg(
-        long,
-        value_name = "cold|warm|drop",
-        default_value = "cold",
-        value_parser = CACHE_HINTS,
-        hide_possible_values = true
-    )]
-    pub cache: String,
-    /// Which time the tables use: durable (each step that writes ends with a syncfs of
-    /// the file system it wrote to) or returned; both are in the JSON
-    #[arg(
-        long,
-        value_name = "durable|returned",
-        default_value = "durable",
-        value_parser = UNTIL_HINTS,
-        hide_possible_values = true
-    )]
-    pub until: String,
-    /// Write the results (versioned JSON) here, rewritten after every measurement
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// No progress bar
-    #[arg(long, short)]
-    pub quiet: bool,
-    #[command(flatten)]
-    pub shape: ShapeArgs,
-    #[command(flatten)]
-    pub write: WriteArgs,
-    #[command(flatten)]
-    pub replace: super::common::Replace,
-}
-
-/// One end of `pack`: a directory, a test file system, or (None) the default.
-fn pack_target(dir: &Option<PathBuf>, fs: &Option<String>, flag: &str) -> Result<Option<TargetSpec>> {
-    if let Some(f) = fs {
-        let mut v = parse_fs_list(f).map_err(|e| Error::bad(flag, e))?;
-        if v.len() != 1 {
-            return Err(Error::bad(flag, "give one file system"));
-        }
-        return Ok(Some(TargetSpec::Fs(v.remove(0))));
-    }
-    Ok(dir.clone().map(TargetSpec::Dir))
-}
-
-pub fn pack_config(a: &PackArgs, command_line: Vec<String>) -> Result<manyfiles::experiment::pack::PackExperiment> {
-    use manyfiles::experiment::pack::{PackExperiment, PackSource};
-    use manyfiles::pack::MountWith;
-    let source = if let Some(p) = &a.path {
-        PackSource::Path(p.clone())
-    } else if let Some(files) = a.files {
-        let size = SizeDist::parse(&a.size).map_err(|e| Error::bad("--size", e))?;
-        PackSource::Trees(vec![a.shape.spec(files, size)?])
-    } else {
-        let ladder =
-            LadderSpec { total: a.total, from: a.from, to: a.to.unwrap_or(16_384), step: a.step, second_total: None };
-        PackSource::Trees(ladder_trees(&ladder, &a.shape)?)
-    };
-    let src = pack_target(&a.src_target, &a.src_fs, "--src-fs")?;
-    let dst = pack_target(&a.dst_target, &a.dst_fs, "--dst-fs")?;
-    if a.fs_size.is_some() && a.src_fs.is_none() && a.dst_fs.is_none() {
-        return Err(Error::bad("--fs-size", "only makes sense with --src-fs or --dst-fs"));
-    }
-    let src = src.unwrap_or_else(|| TargetSpec::Dir(PathBuf::from(".")));
-    let (mut unpack, mut mount) = (false, false);
-    for w in a.access.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-        match w {
-            "unpack" => unpack = true,
-            "mount" => mount = true,
-            _ => return Err(Error::bad("--access", format!("'{w}': expected unpack, mount or both"))),
-        }
-    }
-    let mount_with = match a.mount_with.as_str() {
-        "auto" => MountWith::auto(),
-        "kernel" => MountWith::Kernel,
-        "fuse" => MountWith::Fuse,
-        o => return Err(Error::bad("--mount-with", format!("'{o}': expected kernel, fuse or auto"))),
-    };
-    let (containers, named) = match &a.containers {
-        Some(c) => (c.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(), true),
-        None => (manyfiles::pack::NAMES.iter().map(|s| s.to_string()).collect(), false),
-    };
-    if let Some(j) = &a.json {
-        check_output(j, "--json", a.replace.force)?;
-    }
-    let runs = check_runs(a.runs)?;
-    let consumer = match &a.consumer {
-        None => None,
-        Some(c) => Some(
-            manyfiles::pack::Consumer::parse(c)
-                .ok_or_else(|| Error::bad("--consumer", format!("'{c}': expected linux or any")))?,
-        ),
-    };
-    Ok(PackExperiment {
-        source,
-        src,
-        dst,
-        fs_size: a.fs_size,
-        containers,
-        named,
-        unpack,
-        mount,
-        mount_with,
-        copies: a.copies,
-        consumer,
-        runs,
-        warmup: a.warmup,
-        threads: threads(a.threads)?,
-        cache: CacheMode::parse(&a.cache)?,
-        until: Until::parse(&a.until)?,
-        create: a.write.options()?,
-        json: a.json.clone(),
-        quiet: a.quiet,
-        command_line,
-    })
-}
-
 /// `gen DIR`: the tree written, and what it cost.
 pub fn generate(a: &GenArgs) -> Result<()> {
     use manyfiles::units::{fmt_rate, fmt_secs, fmt_size};
@@ -525,4 +93,240 @@ pub fn generate(a: &GenArgs) -> Result<()> {
     ));
     super::out(&format!("file system: {} on {}\n", g.info.fs_type, g.info.mount_point));
     Ok(())
+}
+
+/// An experiment whose command line its `KINDS` entry describes, as parsed.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// Its `KINDS` entry's name.
+    pub name: &'static str,
+    /// Its subcommand's matches.
+    pub matches: ArgMatches,
+}
+
+/// The subcommand `name`: its own flags and the shared groups, in the order `line`
+/// lists them (the order of its help page).
+pub fn subcommand(name: &'static str, line: &CommandLine) -> clap::Command {
+    let mut cmd = clap::Command::new(name);
+    for group in line.groups {
+        cmd = match group {
+            Group::Own => line.flags.iter().fold(cmd, |cmd, f| cmd.arg(arg(f))),
+            Group::TreeSize => TreeSizeArgs::augment_args(cmd),
+            Group::Pair => PairArgs::augment_args(cmd),
+            Group::Run => RunArgs::augment_args(cmd),
+            Group::Shape => ShapeArgs::augment_args(cmd),
+            Group::Write => WriteArgs::augment_args(cmd),
+            Group::Replace => Replace::augment_args(cmd),
+        };
+    }
+    // After the groups: a derived group sets the command's about to its own doc comment.
+    cmd.about(line.about).long_about(None)
+}
+
+/// One own flag as clap takes it (its id is its long name).
+fn arg(f: &Flag) -> clap::Arg {
+    use clap::ArgAction;
+    let mut a = clap::Arg::new(f.long).help(f.help).conflicts_with_all(f.conflicts.iter().copied());
+    if !f.positional {
+        a = a.long(f.long);
+    }
+    if let Some(c) = f.short {
+        a = a.short(c);
+    }
+    if let Some(r) = f.requires {
+        a = a.requires(r);
+    }
+    let a = match f.takes {
+        Takes::Switch => return a.action(ArgAction::SetTrue),
+        Takes::Count => a.value_parser(parse_count),
+        Takes::Size => a.value_parser(parse_size),
+        Takes::Number => a.value_parser(clap::value_parser!(u64).range(..=f.max)),
+        Takes::Path => a.value_parser(clap::value_parser!(PathBuf)),
+        Takes::Text if f.hints.is_empty() => a.value_parser(clap::value_parser!(String)),
+        Takes::Text => a.value_parser(Hint(f.hints)).hide_possible_values(true),
+    };
+    let a = a.action(ArgAction::Set).value_name(f.value_name);
+    match f.default {
+        Some(d) => a.default_value(d),
+        None => a,
+    }
+}
+
+/// The values of `flags` in `m`.
+fn values(flags: &[Flag], m: &ArgMatches) -> Values {
+    let value = |f: &Flag| match f.takes {
+        Takes::Switch => Value::Switch(m.get_flag(f.long)),
+        Takes::Count | Takes::Size | Takes::Number => {
+            m.get_one::<u64>(f.long).map_or(Value::Absent, |n| Value::Number(*n))
+        }
+        Takes::Text => m.get_one::<String>(f.long).map_or(Value::Absent, |t| Value::Text(t.clone())),
+        Takes::Path => m.get_one::<PathBuf>(f.long).map_or(Value::Absent, |p| Value::Path(p.clone())),
+    };
+    Values(flags.iter().map(|f| (f.long, value(f))).collect())
+}
+
+/// The config of experiment `e`, from its own flags and the shared groups it takes.
+pub fn config(e: &Experiment, command_line: Vec<String>) -> Result<Box<dyn Config>> {
+    let line = kinds::kind(e.name)
+        .and_then(|k| k.command)
+        .ok_or_else(|| Error::failed(format!("{}: no command line in experiment::kinds::KINDS", e.name)))?;
+    let m = &e.matches;
+    let takes = |g: Group| line.groups.contains(&g);
+    // Only the groups the command has are in `m`; clap's derive answers for them.
+    fn group<T: FromArgMatches>(m: &ArgMatches, taken: bool) -> Result<Option<T>> {
+        if !taken {
+            return Ok(None);
+        }
+        T::from_arg_matches(m).map(Some).map_err(|e| Error::failed(format!("command line: {e}")))
+    }
+    let shared = Shared {
+        tree: group(m, takes(Group::TreeSize))?,
+        pair: group(m, takes(Group::Pair))?,
+        run: group(m, takes(Group::Run))?,
+        shape: group(m, takes(Group::Shape))?,
+        write: group(m, takes(Group::Write))?,
+        replace: group(m, takes(Group::Replace))?,
+        command_line,
+    };
+    (line.config)(&values(line.flags, m), &shared)
+}
+
+/// The shared groups an experiment's command line has, parsed.
+struct Shared {
+    tree: Option<TreeSizeArgs>,
+    pair: Option<PairArgs>,
+    run: Option<RunArgs>,
+    shape: Option<ShapeArgs>,
+    write: Option<WriteArgs>,
+    replace: Option<Replace>,
+    command_line: Vec<String>,
+}
+
+/// A group the experiment's config asks for: a slip in its file when its command line
+/// lacks it.
+fn taken<'a, T>(g: &'a Option<T>, what: &str) -> Result<&'a T> {
+    g.as_ref().ok_or_else(|| Error::failed(format!("this experiment's command line has no {what} flags")))
+}
+
+impl Common for Shared {
+    fn shape(&self, files: u64, size: SizeDist) -> Result<TreeSpec> {
+        taken(&self.shape, "shape")?.spec(files, size)
+    }
+    fn tree(&self) -> Result<TreeSpec> {
+        taken(&self.tree, "tree size")?.spec(taken(&self.shape, "shape")?)
+    }
+    fn experiment(&self, name: &str, trees: Vec<TreeSpec>, ops: &str) -> Result<TreeExperiment> {
+        let run = taken(&self.run, "run")?;
+        let cfg = run.experiment(name, trees, ops, self.create()?, self.command_line.clone())?;
+        match &self.pair {
+            Some(pair) => pair.apply(cfg),
+            None => Ok(cfg),
+        }
+    }
+    fn portion(&self) -> Result<u64> {
+        Ok(taken(&self.run, "run")?.portion)
+    }
+    fn fs(&self) -> Option<&str> {
+        self.run.as_ref().and_then(|r| r.fs.as_deref())
+    }
+    fn has_target(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.target.is_some())
+    }
+    fn confirm_devices(&self, targets: &mut [TargetSpec]) -> Result<()> {
+        taken(&self.run, "run")?.confirm_devices(targets)
+    }
+    fn run_settings(&self) -> Result<RunSettings> {
+        let r = taken(&self.run, "run")?;
+        let caches = r.cache_mode()?;
+        let until = Until::parse(&r.until)?;
+        if let Some(j) = &r.json {
+            check_output(j, "--json", r.replace.force)?;
+        }
+        // A view setting, not the experiment's: the tables printed at the end.
+        manyfiles::report::table::set_wide(r.wide);
+        Ok(RunSettings {
+            targets: r.targets()?,
+            labels: r.labels()?,
+            fs_size: r.fs_size,
+            reuse: r.reuse,
+            order: Order::parse(&r.order)?,
+            caches,
+            until,
+            runs: r.runs.map(check_runs).transpose()?,
+            adaptive: r.adaptive()?,
+            mock: r.mock()?,
+            warmup: r.warmup,
+            threads: r.threads,
+            portion: r.portion,
+            portion_default: RUN_PORTION_DEFAULT,
+            shared_dir: r.shared_dir,
+            keep: r.keep,
+            json: r.json.clone(),
+            exports: r.exports()?,
+            quiet: r.quiet,
+            command_line: self.command_line.clone(),
+        })
+    }
+    fn create(&self) -> Result<CreateOptions> {
+        taken(&self.write, "write")?.options()
+    }
+    fn check_output(&self, path: &std::path::Path, flag: &str) -> Result<()> {
+        // --force comes with the run flags or on its own.
+        let force = self.replace.or(self.run.as_ref().map(|r| r.replace)).is_some_and(|r| r.force);
+        check_output(path, flag, force)
+    }
+    fn check_runs(&self, runs: u32) -> Result<u32> {
+        check_runs(runs)
+    }
+    fn threads(&self, given: Option<usize>) -> Result<usize> {
+        threads(given)
+    }
+    fn command_line(&self) -> Vec<String> {
+        self.command_line.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Own flags of every form an experiment can declare.
+    const FLAGS: &[Flag] = &[
+        Flag::positional_path("path", "PATH", "A tree").conflicts(&["count"]),
+        Flag::count("count", "N", "A count").default("20"),
+        Flag::number("small", "K", "At most 9").default("1").at_most(9),
+        Flag::text("word", "WORD", "A word").requires("count").hints(&["a", "b"]),
+        Flag::switch("loud", "A switch").short('l'),
+    ];
+
+    fn parse(args: &[&str]) -> std::result::Result<Values, clap::Error> {
+        let cmd = FLAGS.iter().fold(clap::Command::new("t"), |cmd, f| cmd.arg(arg(f)));
+        let m = cmd.try_get_matches_from(std::iter::once("t").chain(args.iter().copied()))?;
+        Ok(values(FLAGS, &m))
+    }
+
+    #[test]
+    fn own_flags_parse_as_their_data_says() {
+        let v = parse(&[]).unwrap();
+        assert_eq!((v.number("count"), v.number("small")), (20, 1), "defaults");
+        assert!(v.path("path").is_none() && v.text("word").is_none() && !v.switch("loud"));
+        let v = parse(&["--count", "5", "--word", "c", "-l", "--small", "9"]).unwrap();
+        assert_eq!((v.number("count"), v.text("word"), v.switch("loud"), v.number("small")), (5, Some("c"), true, 9));
+        assert_eq!(parse(&["some/dir"]).unwrap().path("path"), Some(std::path::Path::new("some/dir")));
+        assert!(parse(&["--small", "10"]).is_err(), "above its maximum");
+        assert!(parse(&["--count", "x"]).is_err(), "not a count");
+        assert!(parse(&["some/dir", "--count", "3"]).is_err(), "conflicts");
+        assert!(parse(&["--word", "a"]).is_err(), "requires --count given");
+    }
+
+    /// Every experiment's subcommand, built from its `KINDS` entry, passes clap's own
+    /// checks (ids of conflicts and requirements exist, no flag twice).
+    #[test]
+    fn every_experiment_command_is_consistent() {
+        let root = super::super::command();
+        for k in kinds::KINDS {
+            assert!(root.find_subcommand(k.name).is_some(), "{} has no subcommand", k.name);
+        }
+        root.debug_assert();
+    }
 }

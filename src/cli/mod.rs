@@ -1,8 +1,9 @@
 //! Command-line definitions (clap) and their translation into the engine's plain config
 //! structs. Nothing below this layer sees clap. This file holds the parser (`Cli`, the
-//! `Command` enum whose doc comments are the help text), clap's error lines, the MPI
-//! allow-list and [`out`]; each command family's arguments, config translation and run
-//! live in the files below.
+//! `Command` enum whose doc comments are the help text, and [`command`], which adds a
+//! subcommand for every experiment `experiment::kinds::KINDS` describes), clap's error
+//! lines, the MPI allow-list and [`out`]; each command family's arguments, config
+//! translation and run live in the files below.
 
 mod common;
 mod docs;
@@ -16,7 +17,7 @@ mod storage;
 use clap::{Parser, Subcommand};
 use docs::{CompletionsArgs, ManArgs};
 use engines::{CopyArgs, RmArgs, ScanArgs, SyncArgs};
-use experiments::{BigfileArgs, ClustersArgs, DirsizeArgs, GenArgs, LadderArgs, OpsArgs, PackArgs};
+use experiments::{Experiment, GenArgs};
 use mounts::{CleanupArgs, MountArgs, UmountArgs};
 use results::{CompareArgs, PlanArgs, PredictArgs, ReportArgs};
 use runfiles::RunFileArgs;
@@ -28,9 +29,7 @@ use std::process::ExitCode;
 
 pub use docs::{man, print_completions};
 pub use engines::{copy, rm, scan, sync};
-pub use experiments::{
-    bigfile_config, clusters_config, dirsize_config, generate, ladder_config, ops_config, pack_config,
-};
+pub use experiments::{config, generate};
 pub use mounts::mount_config;
 pub use results::{compare, plan_config, predict, report_config};
 pub use runfiles::file_command;
@@ -52,18 +51,12 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// The main job: a fixed total split into 1, 4, 16, … files; time per op, fitted per-file cost and bandwidth
-    Ladder(LadderArgs),
-    /// Time chosen ops (create, stat, list, read, delete) over one generated tree
-    Ops(OpsArgs),
+    /// An experiment whose subcommand its `experiment::kinds::KINDS` entry describes
+    /// (every experiment: see [`command`]).
+    #[command(skip)]
+    Experiment(Experiment),
     /// Write a deterministic tree (same spec + seed → byte-identical tree) into DIR
     Gen(GenArgs),
-    /// One big file written in blocks: write loop, close (fsync) and unlink timed apart
-    Bigfile(BigfileArgs),
-    /// Cluster sizes × file sizes on fresh formats: seconds per portion and slack per file
-    Clusters(ClustersArgs),
-    /// Fill one directory portion by portion and find where the per-file cost jumps
-    Dirsize(DirsizeArgs),
     /// Run an experiment described in a TOML file (keys are the command's long flags)
     Run(RunFileArgs),
     /// Walk a tree and index its metadata (SQLite or PostgreSQL); a rescan writes only changes
@@ -97,8 +90,6 @@ pub enum Command {
     Predict(PredictArgs),
     /// Cluster sizes for a tree: allocated space and slack, predicted write time, a recommendation
     Plan(PlanArgs),
-    /// Loose vs packed: copy a tree file by file, or pack it (tar, tar.zst, squashfs, erofs, ext4 image), copy one file, unpack or mount it
-    Pack(PackArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
     Completions(CompletionsArgs),
     /// Write man pages (manyfiles.1 and one manyfiles-COMMAND.1 per command) into DIR
@@ -124,9 +115,12 @@ pub fn parse(args: &[String]) -> std::result::Result<(Cli, String), ExitCode> {
                 ExitCode::SUCCESS
             }
             DisplayHelpOnMissingArgumentOrSubcommand => {
-                eprintln!(
-                    "manyfiles: a command is needed: ladder, ops, bigfile, clusters, dirsize, run, gen, copy, sync, rm, scan, report, compare, predict, plan, pack, cleanup, mount, umount, completions or man (see manyfiles --help)"
-                );
+                // In --help's order: the experiments of KINDS first.
+                let root = command();
+                let mut subs: Vec<&clap::Command> = root.get_subcommands().collect();
+                subs.sort_by_key(|s| s.get_display_order());
+                let names: Vec<&str> = subs.iter().map(|s| s.get_name()).collect();
+                eprintln!("manyfiles: a command is needed: {} (see manyfiles --help)", listed(&names, "or"));
                 ExitCode::from(2)
             }
             _ => {
@@ -137,16 +131,42 @@ pub fn parse(args: &[String]) -> std::result::Result<(Cli, String), ExitCode> {
     })
 }
 
-/// `args` parsed (as `Cli::try_parse_from`), with the command's name.
+/// The whole command line: `Cli`'s commands and one subcommand per experiment whose
+/// command line its `KINDS` entry describes. `--help` lists the experiments first, in
+/// table order, then the other commands in `Command`'s order.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    use manyfiles::experiment::kinds::{KINDS, kind};
+    let mut root = Cli::command();
+    for k in KINDS {
+        if let Some(line) = &k.command {
+            root = root.subcommand(experiments::subcommand(k.name, line));
+        }
+    }
+    let others: Vec<String> =
+        root.get_subcommands().map(|s| s.get_name().to_string()).filter(|n| kind(n).is_none()).collect();
+    let order = KINDS.iter().map(|k| k.name.to_string()).chain(others);
+    for (i, name) in order.enumerate() {
+        root = root.mut_subcommand(name, |s| s.display_order(i));
+    }
+    root
+}
+
+/// `args` parsed (as `Cli::try_parse_from`, with the experiments of [`command`]), with
+/// the command's name.
 pub fn parse_from<I, T>(args: I) -> std::result::Result<(Cli, String), clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().try_get_matches_from(args)?;
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args)?;
     let name = matches.subcommand_name().unwrap_or_default().to_string();
-    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut Cli::command()))?;
+    let experiment = manyfiles::experiment::kinds::kind(&name).filter(|k| k.command.is_some());
+    if let (Some(k), Some((_, sub))) = (experiment, matches.subcommand()) {
+        return Ok((Cli { command: Command::Experiment(Experiment { name: k.name, matches: sub.clone() }) }, name));
+    }
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command()))?;
     Ok((cli, name))
 }
 
@@ -251,8 +271,7 @@ pub fn flag_key(flag: &str) -> String {
 /// would take it for a flag and answer "unexpected argument '-1'" without naming the
 /// flag. Only flags that take a value count; nothing after `--`.
 pub fn negative_value(args: &[String]) -> Option<(String, String)> {
-    use clap::CommandFactory;
-    let root = Cli::command();
+    let root = command();
     let sub_name = args.iter().skip(1).find(|a| !a.starts_with('-'))?;
     let sub = root.find_subcommand(sub_name)?;
     let takes_value =

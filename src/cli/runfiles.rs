@@ -183,10 +183,7 @@ fn text_args(text: &str, path: &std::path::Path, rule: &PathRule) -> Result<Vec<
         None => return Err(bad(format!("no `command = \"...\"` key ({})", super::listed(&runnable, "or")))),
     };
     args.push(command.clone());
-    let sub = {
-        use clap::CommandFactory;
-        Cli::command().find_subcommand(&command).cloned()
-    };
+    let sub = super::command().find_subcommand(&command).cloned();
     for (k, v) in &table {
         if k == "command" {
             continue;
@@ -273,20 +270,15 @@ fn text_args(text: &str, path: &std::path::Path, rule: &PathRule) -> Result<Vec<
 mod tests {
     use super::*;
     use crate::cli::Command;
-    use clap::{CommandFactory, Parser};
 
     /// The configuration a file stands for (Debug text, without the command line), or
     /// the error it gets.
     fn config_of(text: &str) -> std::result::Result<String, String> {
         let rule = PathRule { dir: std::env::temp_dir(), allow_outside: true, allow_commands: true };
         let args = text_args(text, std::path::Path::new("t.toml"), &rule).map_err(|e| e.to_string())?;
-        let cli = crate::cli::Cli::try_parse_from(&args).map_err(|e| e.to_string())?;
+        let (cli, _) = crate::cli::parse_from(&args).map_err(|e| e.to_string())?;
         let c = match &cli.command {
-            Command::Ladder(a) => crate::cli::ladder_config(a, vec![]).map(|c| format!("{c:?}")),
-            Command::Ops(a) => crate::cli::ops_config(a, vec![]).map(|c| format!("{c:?}")),
-            Command::Bigfile(a) => crate::cli::bigfile_config(a, vec![]).map(|c| format!("{c:?}")),
-            Command::Clusters(a) => crate::cli::clusters_config(a, vec![]).map(|c| format!("{c:?}")),
-            Command::Dirsize(a) => crate::cli::dirsize_config(a, vec![]).map(|c| format!("{c:?}")),
+            Command::Experiment(e) => crate::cli::config(e, vec![]).map(|c| format!("{c:?}")),
             other => panic!("not an experiment: {other:?}"),
         };
         c.map_err(|e| e.to_string())
@@ -296,7 +288,7 @@ mod tests {
     /// for --target).
     fn is_default(command: &str, key: &str, v: &toml::Value) -> bool {
         let long = key.replace('_', "-");
-        let sub = crate::cli::Cli::command().find_subcommand(command).cloned().unwrap();
+        let sub = crate::cli::command().find_subcommand(command).cloned().unwrap();
         let arg = sub.get_arguments().find(|a| a.get_long() == Some(long.as_str())).cloned().unwrap();
         let text = match v {
             toml::Value::String(s) => s.clone(),

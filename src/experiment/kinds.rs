@@ -1,21 +1,22 @@
 //! The experiments, one entry each in [`KINDS`]: its command name, whether it runs under
-//! MPI, whether a run file may name it, and its view (terminal tables and HTML page,
-//! `report::views::View`). The CLI's MPI allow-list, run files, man pages, the printing
-//! after a run and `report --html` read this table. Its config is the type implementing
-//! [`Config`] whose `name` is the entry's (`TreeExperiment` for ladder, ops, clusters and
-//! dirsize; `BigfileConfig`; `PackExperiment`). A new experiment is its file (preset or
-//! trial body), its view and one entry.
+//! MPI, whether a run file may name it, its command line (own flags as plain data, the
+//! CLI's shared groups it takes and its config function: `flags::CommandLine`) and its
+//! view (terminal tables and HTML page, `report::views::View`). The CLI builds each
+//! experiment's subcommand from its entry; its MPI allow-list, run files, completions,
+//! man pages, the printing after a run and `report --html` read this table.
+//!
+//! A new experiment is its folder or file (`experiment/NAME/mod.rs` with its `KIND`,
+//! flags, config and trial body, and `view.rs`) and one line here: see ARCHITECTURE.md.
 
-use super::TreeExperiment;
-use super::bigfile::BigfileConfig;
-use super::pack::{PackExperiment, PackSource};
+use super::flags::CommandLine;
+use super::{TreeExperiment, bigfile, chosen_ops, clusters, dirsize, ladder, pack};
 use crate::error::Result;
-use crate::report::views::{self as view, View, bigfile, clusters, dirsize, pack_html};
+use crate::report::views::{self as view, View};
 use crate::results::ResultSet;
-use crate::units::fmt_size;
 use std::path::Path;
 
 /// One experiment.
+#[derive(Clone, Copy)]
 pub struct Kind {
     /// Its command (`manyfiles NAME`) and `experiment.name` in its result files.
     pub name: &'static str,
@@ -23,18 +24,21 @@ pub struct Kind {
     pub mpi: bool,
     /// A run file's `command = "NAME"` may name it.
     pub run_file: bool,
+    /// Its command line, from which the CLI builds its subcommand (None: a command of
+    /// the CLI's own, with its own dispatch).
+    pub command: Option<CommandLine>,
     /// Its tables after a run and its HTML page's own parts.
     pub view: &'static View,
 }
 
 /// Every experiment, in the order the CLI lists them.
 pub const KINDS: &[Kind] = &[
-    Kind { name: "ladder", mpi: true, run_file: true, view: &view::LADDER },
-    Kind { name: "ops", mpi: true, run_file: true, view: &view::GENERIC },
-    Kind { name: "bigfile", mpi: false, run_file: true, view: &bigfile::VIEW },
-    Kind { name: "clusters", mpi: false, run_file: true, view: &clusters::VIEW },
-    Kind { name: "dirsize", mpi: true, run_file: true, view: &dirsize::VIEW },
-    Kind { name: "pack", mpi: false, run_file: false, view: &pack_html::VIEW },
+    ladder::KIND,     // ladder/
+    chosen_ops::KIND, // ops: chosen_ops.rs
+    bigfile::KIND,    // bigfile/
+    clusters::KIND,   // clusters/
+    dirsize::KIND,    // dirsize/
+    pack::KIND,       // pack/
 ];
 
 /// The experiment named `name`.
@@ -53,7 +57,7 @@ pub fn names(pick: impl Fn(&Kind) -> bool) -> Vec<&'static str> {
 }
 
 /// An experiment's config, as the CLI makes it.
-pub trait Config {
+pub trait Config: std::fmt::Debug {
     /// The experiment it is (an entry of [`KINDS`]).
     fn name(&self) -> &str;
     /// Run it: the results, and lines of its own before and after its view's tables.
@@ -70,7 +74,8 @@ pub struct Finished {
 }
 
 impl Finished {
-    fn results(results: ResultSet) -> Finished {
+    /// Only results: no lines of its own around the tables.
+    pub fn results(results: ResultSet) -> Finished {
         Finished { results, before: String::new(), after: String::new() }
     }
 }
@@ -88,43 +93,6 @@ impl Config for TreeExperiment {
     }
     fn run(&self) -> Result<Finished> {
         super::run(self).map(Finished::results)
-    }
-    fn json(&self) -> Option<&Path> {
-        self.json.as_deref()
-    }
-}
-
-impl Config for BigfileConfig {
-    fn name(&self) -> &str {
-        "bigfile"
-    }
-    fn run(&self) -> Result<Finished> {
-        super::bigfile::run(self).map(Finished::results)
-    }
-    fn json(&self) -> Option<&Path> {
-        self.json.as_deref()
-    }
-}
-
-impl Config for PackExperiment {
-    fn name(&self) -> &str {
-        "pack"
-    }
-    /// A real tree is named before the tables; skipped containers are listed after them.
-    fn run(&self) -> Result<Finished> {
-        let o = super::pack::run(self)?;
-        let mut before = String::new();
-        if let PackSource::Path(p) = &self.source {
-            let m = &o.results.measurements;
-            let (files, bytes) = m.first().map(|m| (m.tree_files, m.tree_bytes)).unwrap_or_default();
-            before = format!(
-                "tree: {} ({files} files, {}; recorded as n={files} with their mean size)\n",
-                p.display(),
-                fmt_size(bytes as f64)
-            );
-        }
-        let after = o.skipped.iter().map(|w| format!("skipped: {w}\n")).collect();
-        Ok(Finished { results: o.results, before, after })
     }
     fn json(&self) -> Option<&Path> {
         self.json.as_deref()

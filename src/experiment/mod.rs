@@ -5,11 +5,13 @@
 pub mod all_ranks;
 pub mod bigfile;
 pub mod calibrate;
+pub mod chosen_ops;
 pub mod class_time;
 pub mod clusters;
 pub mod dirsize;
 mod driver;
 pub mod external;
+pub mod flags;
 pub mod kinds;
 pub mod ladder;
 pub mod pack;

@@ -1,15 +1,10 @@
 //! How an experiment's results look: its terminal tables after a run and its own parts of
-//! the HTML page. Each experiment's view is a [`View`] value in its file here, beside its
-//! tables (ladder's and the generic one in this file); `experiment::kinds::KINDS` names
-//! which experiment has which, and the general report code (`html.rs`, `chart.rs`,
-//! `commands.rs`) is handed the view: none of it imports a file of this folder but this
-//! one, nor chooses a view by the experiment's name.
-
-pub mod bigfile;
-pub mod clusters;
-pub mod dirsize;
-pub mod pack;
-pub mod pack_html;
+//! the HTML page. Each experiment's view is a [`View`] value beside its tables in the
+//! experiment's own folder (`experiment/NAME/view.rs`: ladder, bigfile, clusters,
+//! dirsize, pack); the generic one is in this file. `experiment::kinds::KINDS` names which experiment has which, and
+//! the general report code (`html.rs`, `chart.rs`, `commands.rs`) is handed the view:
+//! none of it imports a file of this folder but this one, nor chooses a view by the
+//! experiment's name.
 
 use crate::report::chart::Chart;
 use crate::report::grid::Grid;
@@ -46,22 +41,8 @@ impl View {
     }
 }
 
-/// The ladder: the rungs' table, then the fitted models.
-pub const LADDER: View = View { terminal: ladder_tables, ..GENERIC };
-
 /// `ops` (and every result without a view of its own): one row per target, op and tree.
 pub const GENERIC: View = View { terminal: ops_tables, html_tables: None, html_section: None, charts: None };
-
-fn ladder_tables(rs: &ResultSet) -> String {
-    let mut body = table::ladder(rs);
-    body.push('\n');
-    let m = table::models(rs);
-    if !m.is_empty() {
-        body.push_str(&m);
-        body.push('\n');
-    }
-    body
-}
 
 fn ops_tables(rs: &ResultSet) -> String {
     let mut body = table::ops_detail(rs);

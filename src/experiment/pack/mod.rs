@@ -17,7 +17,12 @@
 //! (durable; the time until it returned is kept beside, `--until returned` uses it).
 //!
 //! What the results say (routes, the rung from which packing pays, the recommendation) is
-//! computed from the finished ResultSet in `report::views::pack`.
+//! computed from the finished ResultSet in `routes.rs`; its view (terminal, HTML section,
+//! charts) is `view.rs`, its command line and config `command.rs`.
+
+mod command;
+pub mod routes;
+pub mod view;
 
 use super::{
     CacheMode, Driver, Order, Stop, TreeMeta, TrialOutcome, drive, make_durable, outputs, prepare_caches, watched,
@@ -44,6 +49,15 @@ use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 
 use super::targets::{LiveTarget, TargetSpec};
+
+/// Its entry in `experiment::kinds::KINDS`.
+pub const KIND: super::kinds::Kind = super::kinds::Kind {
+    name: "pack",
+    mpi: false,
+    run_file: false,
+    command: Some(command::COMMAND),
+    view: &view::VIEW,
+};
 
 /// Where the tree comes from.
 #[derive(Debug, Clone)]

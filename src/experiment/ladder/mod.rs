@@ -7,9 +7,61 @@
 //! rungs* hold a second total (a quarter of the first by default) at the first and the
 //! middle file count: at a fixed file count only the bytes change, so the fit resolves
 //! `b` against `k`, at few files and at many.
+//!
+//! Its command line, config and view (`view.rs`) are here.
 
+pub mod view;
+
+use super::flags::{CommandLine, Common, Flag, Group, OP_NAMES, Values};
+use super::kinds::{Config, Kind};
 use crate::error::{Error, Result};
 use crate::tree::{SizeDist, TreeSpec};
+use crate::units::parse_size;
+
+/// Its entry in `experiment::kinds::KINDS`.
+pub const KIND: Kind = Kind { name: "ladder", mpi: true, run_file: true, command: Some(COMMAND), view: &view::VIEW };
+
+const COMMAND: CommandLine = CommandLine {
+    about: "The main job: a fixed total split into 1, 4, 16, … files; time per op, fitted per-file cost and bandwidth",
+    flags: &[
+        Flag::size("total", "TOTAL", "Total bytes split across each rung's files").default("64MiB"),
+        Flag::count("from", "FROM", "Smallest file count").default("1"),
+        Flag::count("to", "TO", "Largest file count").default("65536"),
+        Flag::count("step", "STEP", "Multiply the file count by this from rung to rung").default("4"),
+        Flag::text(
+            "second-total",
+            "SIZE|off",
+            "Total bytes of two side rungs (at --from's and the middle file count) that separate the per-byte cost \
+             from a per-run constant; `off`: none [default: a quarter of --total]",
+        ),
+        Flag::text(
+            "ops",
+            "OPS",
+            "Ops to time, comma separated (create, stat, list, read, walk, scan, rescan, rm or delete; reformat on \
+             --fs targets: unmount, mkfs, mount with the tree on it, beside delete)",
+        )
+        .default("create,read,delete")
+        .hints(OP_NAMES),
+    ],
+    groups: &[Group::Own, Group::Pair, Group::Run, Group::Shape, Group::Write],
+    config,
+};
+
+fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
+    let total = v.number("total");
+    let second_total = match v.text("second-total") {
+        None => Some(total / 4),
+        Some("off" | "none") => None,
+        Some(t) => Some(parse_size(t).map_err(|e| Error::bad("--second-total", e))?),
+    };
+    let ladder = LadderSpec { total, from: v.number("from"), to: v.number("to"), step: v.number("step"), second_total };
+    let trees = ladder.checked_trees(|files, size| common.shape(files, size))?;
+    let side = ladder.side_rungs()?.len();
+    let side_trees = trees[trees.len() - side..].iter().map(|t| t.key()).collect();
+    let mut cfg = common.experiment("ladder", trees, v.text("ops").unwrap_or_default())?;
+    cfg.side_trees = side_trees;
+    Ok(Box::new(cfg))
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LadderSpec {
@@ -95,6 +147,26 @@ impl LadderSpec {
         let t2 = self.second_total.unwrap_or(0);
         v.extend(self.side_rungs()?.into_iter().map(|n| tree(n, t2)));
         Ok(v)
+    }
+
+    /// [`LadderSpec::trees`] in the shape `shape` makes, checked at the largest rung's
+    /// file count (names must fit it; its `--files` complaint names `--to`); a total
+    /// too small to give every file of the largest rung a byte is refused.
+    pub fn checked_trees(&self, shape: impl Fn(u64, SizeDist) -> Result<TreeSpec>) -> Result<Vec<TreeSpec>> {
+        let spec = shape(self.to.max(1), SizeDist::Fixed { bytes: 0 }).map_err(|e| match e {
+            Error::BadInput { flag, reason } if flag == "--files" => Error::bad("--to", reason),
+            e => e,
+        })?;
+        if self.total < self.to {
+            return Err(Error::bad(
+                "--total",
+                format!(
+                    "{} bytes cannot be split into {} files of at least 1 byte (use ops --size 0 for empty files)",
+                    self.total, self.to
+                ),
+            ));
+        }
+        self.trees(&spec)
     }
 }
 

@@ -1,11 +1,57 @@
-//! The clusters preset: for each cluster (block) size of a file system, create portions
-//! of files of several sizes in one folder on a fresh format, and report seconds per
-//! portion and the space each file really takes (allocated bytes, slack).
+//! The clusters experiment: for each cluster (block) size of a file system, create
+//! portions of files of several sizes in one folder on a fresh format, and report seconds
+//! per portion and the space each file really takes (allocated bytes, slack). Its command
+//! line, config and view (`view.rs`) are here.
+
+pub mod view;
 
 use super::TargetSpec;
-use crate::storage::fsspec::FsSpec;
+use super::flags::{CommandLine, Common, Flag, Group, Values};
+use super::kinds::{Config, Kind};
+use crate::error::Error;
+use crate::storage::fsspec::{FsSpec, parse_list as parse_fs_list};
 use crate::tree::{Layout, SizeDist, TreeSpec};
 use crate::units::parse_size;
+
+/// Its entry in `experiment::kinds::KINDS`.
+pub const KIND: Kind = Kind { name: "clusters", mpi: false, run_file: true, command: Some(COMMAND), view: &view::VIEW };
+
+const COMMAND: CommandLine = CommandLine {
+    about: "Cluster sizes × file sizes on fresh formats: seconds per portion and slack per file",
+    flags: &[
+        Flag::text("cluster", "CLUSTER", "Cluster (block) sizes to format each --fs with").default(DEFAULT_CLUSTERS),
+        Flag::text("sizes", "SIZES", "File sizes; cluster+1 is one byte more than each cluster size")
+            .default(DEFAULT_SIZES),
+        Flag::count("portions", "PORTIONS", "Portions per trial (each of --portion files)").default("3"),
+    ],
+    groups: &[Group::Own, Group::Run, Group::Shape, Group::Write],
+    config,
+};
+
+fn config(v: &Values, common: &dyn Common) -> crate::error::Result<Box<dyn Config>> {
+    let Some(fs) = common.fs() else {
+        return Err(Error::bad("--fs", "clusters formats test file systems: give --fs, e.g. --fs ntfs"));
+    };
+    if common.has_target() {
+        return Err(Error::bad("--target", "clusters formats each cluster size afresh: use --fs, not --target"));
+    }
+    let base = parse_fs_list(fs).map_err(|e| Error::bad("--fs", e))?;
+    let cl = parse_clusters(v.text("cluster").unwrap_or_default()).map_err(|e| Error::bad("--cluster", e))?;
+    let sizes = parse_sizes(v.text("sizes").unwrap_or_default()).map_err(|e| Error::bad("--sizes", e))?;
+    let portions = v.number("portions");
+    if portions == 0 {
+        return Err(Error::bad("--portions", "must be at least 1"));
+    }
+    let files = common.portion()?.saturating_mul(portions);
+    let shape = common.shape(files.max(1), SizeDist::Fixed { bytes: 0 })?;
+    let trees = trees(&sizes, &cl, files, &shape);
+    let mut targets = targets(&base, &cl).map_err(|e| Error::bad("--cluster", e))?;
+    common.confirm_devices(&mut targets)?;
+    let mut cfg = common.experiment("clusters", trees, "create")?;
+    cfg.targets = targets;
+    cfg.measure_allocation = true;
+    Ok(Box::new(cfg))
+}
 
 /// A file size to test: fixed bytes, or one more than the cluster size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

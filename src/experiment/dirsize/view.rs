@@ -3,6 +3,7 @@
 
 use crate::analysis::detect::per_portion;
 use crate::analysis::stats::median;
+use crate::report::views::{GENERIC, View};
 use crate::results::ResultSet;
 use crate::units::sig3;
 
@@ -46,4 +47,4 @@ pub fn report(rs: &ResultSet, portion: u64) -> String {
 
 /// dirsize's view: its per-portion table in the terminal (per `--portion` files as the run
 /// recorded it); the generic page in HTML.
-pub const VIEW: super::View = super::View { terminal: |rs| report(rs, rs.experiment.portion_files), ..super::GENERIC };
+pub const VIEW: View = View { terminal: |rs| report(rs, rs.experiment.portion_files), ..GENERIC };

@@ -12,7 +12,13 @@
 //! system formatted afresh before each (unless `reuse`), the JSON rewritten after every
 //! measurement, warmup runs not recorded. Summaries, first-run flags (btrfs was fast
 //! only on its first run) and warnings come from [`ResultSet::derive`].
+//!
+//! Its command line, config and view (`view.rs`) are here.
 
+pub mod view;
+
+use super::flags::{CommandLine, Common, Flag, Group, Values};
+use super::kinds::{Config, Finished, Kind};
 use super::{CacheMode, Driver, LiveTarget, Order, Stop, TargetSpec, TreeMeta, drive};
 use crate::error::{Error, Result};
 use crate::fs::write_all;
@@ -35,6 +41,84 @@ use rustix::fs::{AtFlags, Mode, OFlags, fcntl_setfl, fstat, fsync, openat, unlin
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// Its entry in `experiment::kinds::KINDS`.
+pub const KIND: Kind = Kind { name: "bigfile", mpi: false, run_file: true, command: Some(COMMAND), view: &view::VIEW };
+
+const COMMAND: CommandLine = CommandLine {
+    about: "One big file written in blocks: write loop, close (fsync) and unlink timed apart",
+    flags: &[
+        Flag::size("size", "SIZE", "Size of the file").default("1GiB"),
+        Flag::size("block", "BLOCK", "Bytes per write() call (at most 4 MiB)").default("1MiB"),
+        Flag::switch(
+            "fsync",
+            "No effect, kept for old command lines: the write phase always ends with a timed fsync (its durable \
+             time); `--until returned` shows the write loop alone",
+        ),
+        Flag::switch("direct", "Write with O_DIRECT (block a multiple of 4 KiB)"),
+        Flag::text("content", "CONTENT", "File content: zeros, random or compressible:RATIO")
+            .default("random")
+            .hints(&["random", "zeros", "compressible:2"]),
+        Flag::number("seed", "SEED", "Seed of the content").default("1"),
+    ],
+    groups: &[Group::Own, Group::Run],
+    config,
+};
+
+fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
+    let r = common.run_settings()?;
+    let block = v.number("block");
+    if block > usize::MAX as u64 {
+        return Err(Error::bad("--block", "too large"));
+    }
+    // Run flags bigfile shares with the tree experiments but has no use for: refused, not ignored.
+    if r.threads.is_some() {
+        return Err(Error::bad("--threads", "bigfile writes its one file from one thread"));
+    }
+    if r.portion != r.portion_default {
+        return Err(Error::bad("--portion", "bigfile has one file: no portions of files"));
+    }
+    if r.shared_dir {
+        return Err(Error::bad("--shared-dir", "bigfile does not run under MPI"));
+    }
+    let content = v.text("content").unwrap_or_default();
+    Ok(Box::new(BigfileConfig {
+        targets: r.targets,
+        labels: r.labels,
+        fs_size: r.fs_size,
+        reuse: r.reuse,
+        order: r.order,
+        size: v.number("size"),
+        block: block as usize,
+        fsync: v.switch("fsync"),
+        direct: v.switch("direct"),
+        content: Content::parse(content).map_err(|e| Error::bad("--content", e))?,
+        seed: v.number("seed"),
+        runs: r.runs.unwrap_or(10),
+        adaptive: r.adaptive,
+        mock: r.mock,
+        warmup: r.warmup,
+        keep: r.keep,
+        json: r.json,
+        exports: r.exports,
+        quiet: r.quiet,
+        command_line: r.command_line,
+        drop_caches: r.caches == CacheMode::Drop,
+        until: r.until,
+    }))
+}
+
+impl Config for BigfileConfig {
+    fn name(&self) -> &str {
+        "bigfile"
+    }
+    fn run(&self) -> Result<Finished> {
+        run(self).map(Finished::results)
+    }
+    fn json(&self) -> Option<&std::path::Path> {
+        self.json.as_deref()
+    }
+}
 
 /// Everything a bigfile experiment needs; no CLI types.
 #[derive(Debug, Clone)]

@@ -5,11 +5,12 @@
 //! tree as a dot plot with interval whiskers (one labelled row each, loose as the
 //! reference line) and, over several trees, the k-copy total against file count.
 
-use super::pack::{self as pk, Route, TreeRoutes};
+use super::routes::{self as pk, Route, TreeRoutes};
 use crate::analysis::stats::{median, median_ci95, printable_interval};
 use crate::pack::{self, Consumer};
 use crate::report::chart::{Axis, Chart, Dot, Kind, Series};
 use crate::report::html::{esc, fig_secs};
+use crate::report::views::{HtmlSection, View};
 use crate::results::ResultSet;
 use crate::units::{fmt_size, sig3};
 
@@ -226,13 +227,13 @@ fn over_files(trees: &[TreeRoutes], k: u32) -> Chart {
 
 /// pack's view: the routes and the recommendation (for k copies and the consumer the run
 /// was started with), its routes' charts instead of one per op.
-pub const VIEW: super::View = super::View {
+pub const VIEW: View = View {
     terminal: |rs| {
         let (k, consumer) = settings(rs);
         pk::report(rs, k, consumer)
     },
     html_tables: None,
-    html_section: Some(super::HtmlSection {
+    html_section: Some(HtmlSection {
         nav: "<li><a href=\"#routes\">Routes</a></li><li><a href=\"#recommendation\">Recommendation</a></li>",
         render: section,
     }),

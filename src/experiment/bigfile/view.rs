@@ -6,6 +6,7 @@
 use crate::ops::registry::BIGFILE_OPS as OPS;
 use crate::report::grid::{Cell, Fig, Grid, nonnegative};
 use crate::report::table::fmt_mean_ci;
+use crate::report::views::{GENERIC, View};
 use crate::results::ResultSet;
 use crate::units::sig3;
 
@@ -101,4 +102,4 @@ pub fn table(rs: &ResultSet) -> String {
 }
 
 /// bigfile's view: its table in the terminal and on the HTML page.
-pub const VIEW: super::View = super::View { terminal: table, html_tables: Some(|rs| vec![grid(rs)]), ..super::GENERIC };
+pub const VIEW: View = View { terminal: table, html_tables: Some(|rs| vec![grid(rs)]), ..GENERIC };

@@ -7,6 +7,7 @@
 use crate::analysis::stats::summarize;
 use crate::report::grid::{Cell, Fig, Grid, nonnegative};
 use crate::report::table::fmt_mean_ci;
+use crate::report::views::{GENERIC, View};
 use crate::results::{Measurement, ResultSet};
 use crate::units::{exact_size, fmt_size, sig3};
 
@@ -106,8 +107,8 @@ pub fn table(rs: &ResultSet, portion: u64) -> String {
 
 /// clusters' view: its three tables in the terminal and on the HTML page, per
 /// `--portion` files as the run recorded it.
-pub const VIEW: super::View = super::View {
+pub const VIEW: View = View {
     terminal: |rs| table(rs, rs.experiment.portion_files),
     html_tables: Some(|rs| grids(rs, rs.experiment.portion_files).to_vec()),
-    ..super::GENERIC
+    ..GENERIC
 };

@@ -4,7 +4,7 @@
 //! packing pays with 1 and k copies, and a recommendation with its reasons: among the
 //! containers the consumer opens (`--consumer`, or from the destination's file system),
 //! and "faster" only when the intervals of the per-run totals do not overlap. The trials
-//! themselves are run by `experiment::pack`.
+//! themselves are run by `experiment::pack` (`mod.rs`).
 
 use crate::pack::{self, Consumer};
 use crate::report::table::{new_table, right_align};
