@@ -53,7 +53,9 @@ pub const LADDER: View = View { terminal: ladder_tables, ..GENERIC };
 pub const GENERIC: View = View { terminal: ops_tables, html_tables: None, html_section: None, charts: None };
 
 fn ladder_tables(rs: &ResultSet) -> String {
-    let mut body = table::ladder(rs);
+    // The answer first, then the measurements it rests on.
+    let mut body = table::answer(rs);
+    body.push_str(&table::ladder(rs));
     body.push('\n');
     let m = table::models(rs);
     if !m.is_empty() {
