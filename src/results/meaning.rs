@@ -12,7 +12,7 @@
 //! Every other warning is one of [`ResultSet::other_warnings`]; views may shorten that list.
 
 use super::{ResultSet, derive};
-use crate::units::{fmt_secs, sig3};
+use crate::units::fmt_secs;
 
 /// One kind of warning: its name, how many things it counts (fits, cells), and its lines.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,9 +118,9 @@ impl ResultSet {
         let interrupted = cut.iter().any(|s| s.stopped.as_deref().is_some_and(|w| w.starts_with("stopped")));
         let by = if interrupted { "were stopped (interrupted)" } else { "ran out of the budget" };
         let line = format!(
-            "{} cells {by} before ±{}% (budget {}, took {}): their intervals are wider than asked — a longer --max-time: {}",
+            "{} cells {by} before ±{} (budget {}, took {}): their intervals are wider than asked — a longer --max-time: {}",
             cut.len(),
-            sig3(a.precision * 100.0),
+            crate::analysis::model::check::pct(a.precision),
             fmt_secs(a.max_time_s),
             fmt_secs(a.spent_s),
             cell_list(self, cut.iter().map(|s| (s.op.as_str(), s.tree_files, s.target.as_str())))
