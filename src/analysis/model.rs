@@ -673,6 +673,7 @@ impl CostModel {
     }
 }
 
+pub mod check;
 pub mod reach;
 #[cfg(test)]
 mod tests;

@@ -81,7 +81,8 @@ impl CellState {
     /// [`FIRST_LOOK`] counted runs on, and after min_runs), or it used its runs.
     pub fn done(&self, a: &Adaptive) -> bool {
         let counted = self.runs.saturating_sub(self.disturbed);
-        if self.runs < a.min_runs {
+        // Disturbed runs do not count toward the minimum either (up to twice --max-runs).
+        if counted < a.min_runs && self.runs < 2 * a.max_runs {
             return false;
         }
         let precise = counted >= FIRST_LOOK && self.precision.is_some_and(|p| p <= a.precision);
@@ -299,6 +300,9 @@ mod tests {
         assert!(cell(30, 0, Some(0.2), 0.0).done(&a));
         assert!(!cell(30, 3, Some(0.2), 0.0).done(&a), "disturbed runs are replaced");
         assert!(cell(60, 40, None, 0.0).done(&a), "but never past twice --max-runs");
+        let twelve = Adaptive { min_runs: 12, ..a };
+        assert!(!cell(12, 1, Some(0.01), 0.0).done(&twelve), "disturbed runs do not count toward the minimum");
+        assert!(cell(13, 1, Some(0.01), 0.0).done(&twelve));
     }
 
     #[test]

@@ -70,7 +70,18 @@ pub fn predictions(
             "rm" => "rm (the whole tree)".to_string(),
             o => o.to_string(),
         };
-        t.add_row(vec![op, target.clone(), fmt_prediction(&r.prediction), range]);
+        // A model that missed its own left-out trees predicts nothing: said instead.
+        let figure = match &r.not_usable {
+            Some(why) => {
+                notes.push(format!(
+                    "{op} on {target}: no prediction: the model is {}",
+                    why.replacen("not fitted", "not usable", 1)
+                ));
+                "not usable (see below)".to_string()
+            }
+            None => fmt_prediction(&r.prediction),
+        };
+        t.add_row(vec![op, target.clone(), figure, range]);
         if let Some([rp, hi]) = r.recovery_point_s {
             notes.push(format!(
                 "{} on {target}: recovery point (worst case: interval + sync time) {} (up to {})",

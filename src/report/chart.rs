@@ -222,7 +222,7 @@ pub fn charts(rs: &ResultSet) -> Vec<Chart> {
                 let fit = rs
                     .models
                     .iter()
-                    .find(|m| m.op == op && m.target == t)
+                    .find(|m| m.op == op && m.target == t && m.usable()) // no line from a fit that is no answer
                     .map(|m| {
                         let mut pts: Vec<(f64, f64)> = rs
                             .measurements

@@ -268,6 +268,7 @@ const TOO_WIDE: f64 = 3.0;
 fn too_wide(rows: &[crate::results::predict::PredictionRow], model: &ResultSet) -> String {
     let wide: Vec<_> = rows
         .iter()
+        .filter(|r| r.usable) // an unusable row says why on its own
         .filter_map(|r| r.prediction.interval95.map(|[lo, hi]| (r, hi / lo)))
         .filter(|(_, w)| !w.is_finite() || *w > TOO_WIDE)
         .collect();
@@ -425,6 +426,8 @@ mod tests {
             extrapolation: vec![],
             reach: None,
             recovery_point_s: None,
+            usable: true,
+            not_usable: None,
         }
     }
 

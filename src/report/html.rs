@@ -1,9 +1,11 @@
 //! One self-contained HTML report, the frame every experiment's page shares: a heading
 //! naming the experiment and its targets by label, the experiment's own section (pack:
-//! routes and recommendation), the measurements (medians with their 95% intervals;
-//! bigfile and clusters: their own tables, from `grid.rs`), inline SVG charts with their
-//! legends and notes, fitted costs (± on every column), detections grouped by kind, and
-//! a provenance footer. No scripts, no external
+//! routes and recommendation), the answer first (per-file costs with their intervals and
+//! left-out errors, crossovers, the warnings that change what a number means), inline SVG
+//! charts with their legends and notes, the measurements (medians with their 95%
+//! intervals, folded; bigfile and clusters: their own tables, from `grid.rs`), fitted
+//! costs (± on every column; a fit that misses its left-out trees says why instead),
+//! detections grouped by kind, and a provenance footer. No scripts, no external
 //! resources. Stable hooks for tests: `data-target-label` on legend entries and on the
 //! heading's targets, `data-ci` (or `data-no-ci` with the reason) on every figure.
 //! Opening `report.html#CHART-ID` shows that chart alone (CSS :target), which is how
@@ -126,23 +128,58 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)], view: &View) -> 
     if let Some(own) = &view.html_section {
         h.push_str(own.nav);
     }
-    h.push_str("<li><a href=\"#measurements\">Measurements</a></li>");
+    let answer = answer(rs);
+    if !answer.is_empty() {
+        h.push_str("<li><a href=\"#answer\">Answer</a></li>");
+    }
     for c in &charts {
         h.push_str(&format!("<li><a href=\"#{}\">{}</a></li>", c.id, esc(&c.title)));
     }
+    h.push_str("<li><a href=\"#measurements\">Measurements</a></li>");
     h.push_str("</ul></nav>\n");
     if let Some(own) = &view.html_section {
         h.push_str(&(own.render)(rs));
     }
-    h.push_str(&view.html_tables.map(|grids| own_tables(grids(rs))).unwrap_or_else(|| summaries(rs)));
+    // The answer first, then the charts, then the measurements they rest on.
+    h.push_str(&answer);
     for c in &charts {
         h.push_str(&chart_section(c, &labels)?);
     }
+    h.push_str(&view.html_tables.map(|grids| own_tables(grids(rs))).unwrap_or_else(|| summaries(rs)));
     h.push_str(&models(rs));
     h.push_str(&detections(rs));
     h.push_str(&footer(rs, sources));
     h.push_str("</body></html>\n");
     Ok(h)
+}
+
+/// The answer (per-file costs with their intervals and left-out errors, crossovers) and
+/// the warnings that change what a number means, grouped: empty when there is neither.
+fn answer(rs: &ResultSet) -> String {
+    let lines = super::table::answer_lines(rs);
+    let groups = rs.meaning_groups();
+    if lines.is_empty() && groups.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from("<section id=\"answer\" class=\"answer\"><h2>Answer</h2>\n<ul>");
+    for l in lines {
+        h.push_str(&format!("<li>{}</li>", esc(&l)));
+    }
+    h.push_str("</ul>\n");
+    for g in groups {
+        h.push_str(&format!(
+            "<div class=\"meaning\" data-kind=\"{}\" data-count=\"{}\"><b>{}</b><ul>",
+            esc(g.kind),
+            g.count,
+            esc(&g.heading())
+        ));
+        for l in &g.lines {
+            h.push_str(&format!("<li>{}</li>", esc(&super::named(rs, l))));
+        }
+        h.push_str("</ul></div>\n");
+    }
+    h.push_str("</section>\n");
+    h
 }
 
 /// Runs per cell as they really were: `3 runs per cell`, `3–7 runs per cell`.
@@ -232,12 +269,30 @@ fn models(rs: &ResultSet) -> String {
     if rs.models.is_empty() {
         return String::new();
     }
-    let mut h = String::from(
-        "<h2 id=\"models\">Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² + k (n files per directory; k paid once per run), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit (bandwidth: by the delta method).</p>\n\
-         <table class=\"models\"><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>per run</th><th>break-even file size</th><th>R²</th><th>cells</th><th>files range</th></tr>\n",
+    let mut h = format!(
+        "<h2 id=\"models\">Fitted costs</h2>\n<p class=\"muted\">time = a·files + b·bytes + c·dirs + d·Σn² + k (n files per directory; k paid once per run), non-negative least squares on the relative error of each tree's median; ± standard errors with the trees as the unit (bandwidth: by the delta method); left-out error: the median error predicting each tree from a fit of the others, above {} no figure is shown.</p>\n\
+         <table class=\"models\"><tr><th>target</th><th>op</th><th>per file</th><th>bandwidth</th><th>per dir</th><th>per run</th><th>break-even file size</th><th>R²</th><th>left-out error</th><th>cells</th><th>files range</th></tr>\n",
+        crate::analysis::model::check::pct(crate::analysis::model::check::MAX_LEFT_OUT_ERROR)
     );
     for m in &rs.models {
         let c = &m.model;
+        let check = m.check();
+        let left_out = check.left_out_error.map_or("—".into(), crate::analysis::model::check::pct);
+        if let Some(why) = &check.why_not {
+            // No figure from a fit that misses its own trees: the row says why instead.
+            h.push_str(&format!(
+                "<tr class=\"not-fitted\"><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\" colspan=\"5\" data-no-ci=\"not fitted\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
+                esc(&super::target_name(rs, &m.target)),
+                esc(&m.op),
+                esc(why),
+                sig3(c.r2),
+                left_out,
+                c.n,
+                m.files_range[0],
+                m.files_range[1]
+            ));
+            continue;
+        }
         let na = |why: &str| format!("<td class=\"fig\" data-no-ci=\"{why}\">— ({why})</td>");
         let pm = |v: f64, se: f64| format!("<td class=\"fig\" data-se=\"{se:e}\">{}</td>", fmt_mean_ci(v, Some(se)));
         let resolved = m.bytes_resolved();
@@ -255,7 +310,7 @@ fn models(rs: &ResultSet) -> String {
             None => na("not resolved"),
         };
         h.push_str(&format!(
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}{bw}{}{}<td>{}</td><td>{}</td><td>{}</td><td>{} … {}</td></tr>\n",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td>{}{bw}{}{}<td>{}</td><td>{}</td><td>{left_out}</td><td>{}</td><td>{} … {}</td></tr>\n",
             esc(&super::target_name(rs, &m.target)),
             esc(&m.op),
             if c.per_file_s > 0.0 { pm(c.per_file_s, c.per_file_se) } else { na("≈ 0, not resolved") },
@@ -287,7 +342,7 @@ fn own_tables(grids: Vec<super::grid::Grid>) -> String {
 
 fn summaries(rs: &ResultSet) -> String {
     let mut h = String::from(
-        "<h2 id=\"measurements\">Measurements</h2>\n<table class=\"measurements\"><tr><th>target</th><th>op</th><th>tree</th><th>runs</th><th>median [95% interval]</th><th>CV</th></tr>\n",
+        "<h2 id=\"measurements\">Measurements</h2>\n<details class=\"measurements\"><summary>every cell: median and 95% interval</summary>\n<table class=\"measurements\"><tr><th>target</th><th>op</th><th>tree</th><th>runs</th><th>median [95% interval]</th><th>CV</th></tr>\n",
     );
     for s in &rs.summaries {
         let st = &s.stats;
@@ -302,7 +357,7 @@ fn summaries(rs: &ResultSet) -> String {
             st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into())
         ));
     }
-    h.push_str("</table>\n");
+    h.push_str("</table>\n</details>\n");
     h
 }
 

@@ -69,7 +69,7 @@ pub fn dir_entry_notes(rs: &ResultSet) -> Vec<String> {
     use crate::units::fmt_secs;
     rs.models
         .iter()
-        .filter(|m| m.model.per_dir_entry_s > 0.0)
+        .filter(|m| m.model.per_dir_entry_s > 0.0 && m.usable())
         .map(|m| {
             let c = &m.model;
             let n = m.max_files_per_dir_range[1] as f64;

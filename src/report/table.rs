@@ -7,6 +7,9 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod footer;
+pub use footer::{detections, footer, measured, runs_line, threads_text};
+
 /// Tables at most this wide by default (`--wide`: every column in full, any width).
 pub const WIDTH: u16 = 100;
 
@@ -198,7 +201,9 @@ pub fn ladder(rs: &ResultSet) -> String {
         }
         for (op, (scale, _)) in ops.iter().zip(&units) {
             let s = rs.summaries.iter().find(|s| s.tree_key == *key && s.target == *target && &s.op == op);
-            row.push(s.map(|s| fmt_compact(&s.stats, *scale)).unwrap_or_else(|| "—".into()));
+            // `*`: the cell kept disturbed runs (too few undisturbed ones to leave them out).
+            let kept = |s: &SummaryRow| if s.disturbed > 0 && s.disturbed_s.is_empty() { "*" } else { "" };
+            row.push(s.map(|s| format!("{}{}", fmt_compact(&s.stats, *scale), kept(s))).unwrap_or_else(|| "—".into()));
             if rated {
                 row.push(match s {
                     Some(s) if *files >= RATE_FROM_FILES && s.stats.median_s > 0.0 => {
@@ -240,6 +245,13 @@ pub fn ladder(rs: &ResultSet) -> String {
         notes.push(
             "(n=N): too few runs for a 95% interval (6 and 3 blocks); --wide shows the range, which holds the median 1 − 2·½ᴺ of the time (75% at 3 runs)"
                 .into(),
+        );
+    }
+    if rows.iter().any(|(k, g, ..)| {
+        rs.summaries.iter().any(|s| s.tree_key == *k && s.target == *g && s.disturbed > 0 && s.disturbed_s.is_empty())
+    }) {
+        notes.push(
+            "*: disturbed runs kept, too few undisturbed ones to leave them out: it measures the neighbours too".into(),
         );
     }
     if cells.contains("(scattered)") {
@@ -319,13 +331,85 @@ fn ladder_wide(rs: &ResultSet) -> String {
     }
 }
 
+/// The answer first (issue 40): per target and op, the fitted per-file cost with its 95%
+/// interval, the break-even file size with its interval and the fit's left-out error, or
+/// that the fit is no answer; then the crossovers. Empty when there is neither.
+pub fn answer_lines(rs: &ResultSet) -> Vec<String> {
+    use crate::analysis::model::check::pct;
+    let mut out = Vec::new();
+    for m in &rs.models {
+        let c = &m.model;
+        let check = m.check();
+        let who = format!("{} on {}", m.op, super::target_name(rs, &m.target));
+        let error = check.left_out_error.map_or("unknown".into(), pct);
+        if !check.usable {
+            out.push(format!(
+                "{who}: not fitted (left-out error {error}): no per-file cost; why in the first warnings below"
+            ));
+            continue;
+        }
+        let (scale, unit) = unit_for(c.per_file_s);
+        let interval = |iv: Option<[f64; 2]>, f: &dyn Fn(f64) -> String| {
+            iv.map_or(" (no interval)".into(), |[lo, hi]| format!(" [{} – {}]", f(lo), f(hi)))
+        };
+        let mut line = if c.per_file_s > 0.0 {
+            format!(
+                "{who}: {} {unit} a file{}",
+                sig3(c.per_file_s * scale),
+                interval(c.interval95(0), &|x| sig3(x * scale))
+            )
+        } else {
+            format!("{who}: per-file cost ≈ 0")
+        };
+        if let (Some(be), true) = (c.break_even_bytes, m.bytes_resolved()) {
+            line.push_str(&format!(", break-even {}{}", fmt_size(be), interval(break_even_interval(m), &fmt_size)));
+        }
+        line.push_str(&format!(" · left-out error {error}"));
+        out.push(line);
+    }
+    for d in &rs.detections {
+        if matches!(d, crate::analysis::detect::Detection::Crossover { .. }) {
+            out.push(format!("crossover: {}", super::detection_text(rs, d)));
+        }
+    }
+    out
+}
+
+/// 95% interval of the break-even size a/b by the delta method (with the covariance of a
+/// and b), clipped at 0; None without degrees of freedom.
+fn break_even_interval(m: &crate::results::ModelRow) -> Option<[f64; 2]> {
+    let c = &m.model;
+    let (a, b) = (c.per_file_s, c.per_byte_s);
+    if c.df == 0 || a <= 0.0 || b <= 0.0 {
+        return None;
+    }
+    let cov = c.covariance.first().and_then(|r| r.get(1)).copied().unwrap_or(0.0);
+    let rel = (c.per_file_se / a).powi(2) + (c.per_byte_se / b).powi(2) - 2.0 * cov / (a * b);
+    let h = crate::analysis::stats::t_quantile_975(c.df) * rel.max(0.0).sqrt() * a / b;
+    Some([(a / b - h).max(0.0), a / b + h])
+}
+
+/// [`answer_lines`] for the terminal, above the tables (empty when there are none).
+pub fn answer(rs: &ResultSet) -> String {
+    let lines = answer_lines(rs);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut s =
+        String::from("answer (per-file costs with 95% intervals, each checked on the trees its fit left out):\n");
+    for l in lines {
+        s.push_str(&format!("  {l}\n"));
+    }
+    s
+}
+
 /// Fitted costs per op: per-file cost, bandwidth, break-even file size.
 pub fn models(rs: &ResultSet) -> String {
     if rs.models.is_empty() {
         return String::new();
     }
     let many = rs.targets.len() > 1;
-    let names: [&str; 8] = if wide() {
+    let names: [&str; 9] = if wide() {
         [
             "op",
             "per file (± s.e.)",
@@ -334,10 +418,21 @@ pub fn models(rs: &ResultSet) -> String {
             "per run (± s.e.)",
             "break-even file size",
             "R²",
+            "left-out error",
             "points",
         ]
     } else {
-        ["op", "per file ±s.e.", "MiB/s ±s.e.", "per dir ±s.e.", "per run ±s.e.", "break-even", "R²", "cells"]
+        [
+            "op",
+            "per file ±s.e.",
+            "MiB/s ±s.e.",
+            "per dir ±s.e.",
+            "per run ±s.e.",
+            "break-even",
+            "R²",
+            "left out",
+            "cells",
+        ]
     };
     let mut header: Vec<String> = names.map(String::from).to_vec();
     if many {
@@ -347,6 +442,19 @@ pub fn models(rs: &ResultSet) -> String {
     for m in &rs.models {
         let c = &m.model;
         let w = wide();
+        let check = m.check();
+        let left_out = check.left_out_error.map_or("—".into(), crate::analysis::model::check::pct);
+        if !check.usable {
+            // No figure from a fit that misses its own trees: why is said first below.
+            let mut row = vec![m.op.clone(), "not fitted".into()];
+            row.extend(["—"; 4].map(String::from));
+            row.extend([sig3(c.r2), left_out, c.n.to_string()]);
+            if many {
+                row.insert(1, super::target_name(rs, &m.target));
+            }
+            t.add_row(row);
+            continue;
+        }
         let per_file = if c.per_file_s > 0.0 {
             fmt_mean_ci(c.per_file_s, Some(c.per_file_se)).replace(" (1 run)", "")
         } else if w {
@@ -379,7 +487,7 @@ pub fn models(rs: &ResultSet) -> String {
             None => "—".into(),
         };
         let be = c.break_even_bytes.filter(|_| resolved).map(fmt_size).unwrap_or_else(|| "—".into());
-        let mut row = vec![m.op.clone(), per_file, bw, per_dir, per_run, be, sig3(c.r2), c.n.to_string()];
+        let mut row = vec![m.op.clone(), per_file, bw, per_dir, per_run, be, sig3(c.r2), left_out, c.n.to_string()];
         if many {
             row.insert(1, super::target_name(rs, &m.target));
         }
@@ -395,7 +503,9 @@ pub fn models(rs: &ResultSet) -> String {
         "fitted cost: time = a·files + b·bytes + c·dirs + d·Σn² + k (n: files per directory; k: paid once per run;\n\
          non-negative least squares on relative error of each tree's median; s.e. with the trees as the unit)\n{t}\n\
          break-even: a file costs as much time as moving this many bytes; a directory cost, the directory-size\n\
-         cost d and the per-run cost k are shown only when the data resolve them (—: not resolved){notes}"
+         cost d and the per-run cost k are shown only when the data resolve them (—: not resolved)\n\
+         left out: median error predicting each tree from a fit of the others; above {} no figure is shown{notes}",
+        crate::analysis::model::check::pct(crate::analysis::model::check::MAX_LEFT_OUT_ERROR)
     )
 }
 
@@ -553,219 +663,6 @@ pub fn op_label(rs: &ResultSet, op: &str) -> String {
         ["warm"] => format!("{op}, warm"),
         _ => op.to_string(),
     }
-}
-
-/// The threads the phases ran on: "2 threads", and the ops that ran on others beside it
-/// ("2 threads; sync 16–64, scan 16"): without `--threads` the copy engine's ops run as
-/// `manyfiles copy` does (two a core; on a FUSE or network file system adaptive from 16),
-/// and so do walk, scan and rm there.
-pub fn threads_text(rs: &ResultSet) -> String {
-    let base = rs.experiment.threads;
-    let mut others: Vec<(String, usize, usize)> = Vec::new(); // op, least, most, in op order
-    for m in rs.measurements.iter().filter(|m| m.result.threads > 0) {
-        let t = m.result.threads;
-        match others.iter_mut().find(|o| o.0 == m.op) {
-            Some(o) => (o.1, o.2) = (o.1.min(t), o.2.max(t)),
-            None => others.push((m.op.clone(), t, t)),
-        }
-    }
-    others.retain(|o| (o.1, o.2) != (base, base));
-    let mut s = format!("{base} thread{}", if base == 1 { "" } else { "s" });
-    if !others.is_empty() {
-        let list: Vec<String> = others
-            .iter()
-            .map(|(op, lo, hi)| if lo == hi { format!("{op} {lo}") } else { format!("{op} {lo}–{hi}") })
-            .collect();
-        s.push_str(&format!(" ({})", list.join(", ")));
-    }
-    s
-}
-
-/// How many runs the figures rest on: the fixed count, or how adaptive runs ended
-/// (cells that reached the precision, the others with what they reached), and the
-/// runs left out as disturbed.
-pub fn runs_line(rs: &ResultSet) -> String {
-    use crate::units::fmt_secs;
-    let sums = &rs.summaries;
-    if sums.is_empty() {
-        return String::new();
-    }
-    let ns: Vec<usize> = sums.iter().map(|s| s.stats.n).collect();
-    let (lo, hi) = (ns.iter().min().copied().unwrap_or(0), ns.iter().max().copied().unwrap_or(0));
-    let range = if lo == hi { lo.to_string() } else { format!("{lo}–{hi}") };
-    let e = &rs.experiment;
-    let setup = format!("{}, order {}, {} warmup", threads_text(rs), e.order, e.warmup);
-    let pct = |x: f64| {
-        let v = x * 100.0;
-        if (v - v.round()).abs() < 1e-9 { format!("{}", v.round()) } else { sig3(v) }
-    };
-    let mut out = match e.adaptive {
-        None => format!("runs: {range} per cell (--runs) · {setup}\n"),
-        Some(a) => {
-            let short: Vec<&crate::results::SummaryRow> = sums
-                .iter()
-                .filter(|s| !s.stopped.as_deref().is_some_and(|w| w.starts_with("precision reached")))
-                .collect();
-            let mut line = format!(
-                "runs: adaptive to ±{}% ({}–{} per cell, budget {}, took {}): {range} per cell, {} of {} reached it",
-                pct(a.precision),
-                a.min_runs,
-                a.max_runs,
-                fmt_secs(a.max_time_s),
-                fmt_secs(a.spent_s),
-                sums.len() - short.len(),
-                sums.len()
-            );
-            if !short.is_empty() {
-                let list: Vec<String> = short
-                    .iter()
-                    .take(6)
-                    .map(|s| {
-                        let side = if rs.experiment.side_trees.contains(&s.tree_key) { " (side rung)" } else { "" };
-                        format!("{} {} files{side}: {}", s.op, s.tree_files, s.stopped.as_deref().unwrap_or("?"))
-                    })
-                    .collect();
-                let more =
-                    if short.len() > 6 { format!(", … {} more in the JSON", short.len() - 6) } else { String::new() };
-                line.push_str(&format!(" (not: {}{more})", list.join("; ")));
-            }
-            format!("{line} · {setup}\n")
-        }
-    };
-    out.push_str(
-        "figures: medians with 95% intervals that hold across invocations: the wider of the order-statistics interval and a random-effects interval over blocks of 2 runs (from 6 runs in 3 blocks); mean ± Student t in the JSON\n",
-    );
-    let left_out: usize = sums.iter().map(|s| s.disturbed_s.len()).sum();
-    let disturbed: usize = sums.iter().map(|s| s.disturbed).sum();
-    if disturbed > 0 {
-        // Which signal fired, counted over the disturbed measurements.
-        let by = |sig: &str| {
-            rs.measurements
-                .iter()
-                .filter(|m| m.result.machine.as_ref().is_some_and(|a| a.disturbed_by.iter().any(|b| b == sig)))
-                .count()
-        };
-        let (cpu, io) = (by("cpu"), by("io"));
-        let signals = if cpu + io > 0 {
-            format!(
-                " (phases by signal: cpu {cpu}: others above {} cores; io {io}: others' storage traffic above {} MiB/s)",
-                crate::measure::machine::DISTURBED_CORES,
-                crate::measure::machine::DISTURBED_IO_BPS / 1048576.0
-            )
-        } else {
-            format!(" (other processes using more than {} cores)", crate::measure::machine::DISTURBED_CORES)
-        };
-        out.push_str(&format!(
-            "disturbed: {disturbed} runs{signals}; {left_out} left out of the statistics{}\n",
-            if rs.experiment.adaptive.is_none() { " (--runs N keeps every run)" } else { "" }
-        ));
-    }
-    out
-}
-
-/// What the times mean: which end of write phases counts, how cold the reads were, what
-/// the devices did (one line each).
-pub fn measured(rs: &ResultSet) -> String {
-    let mut out = runs_line(rs);
-    let ms = &rs.measurements;
-    if ms.iter().any(|m| m.result.flush_s.is_some()) {
-        out.push_str(match rs.experiment.until {
-            crate::results::Until::Durable => {
-                "times: write phases are durable: they end when a syncfs of the target (bigfile: fsync) returns (--until returned: at the last close)
-"
-            }
-            crate::results::Until::Returned => {
-                "times: write phases end when the last close returned (the page cache may hold their data; durable times are in the JSON)
-"
-            }
-        });
-    }
-    let mut states: Vec<&str> = ms
-        .iter()
-        .filter(|m| crate::ops::reads_tree(&m.op) && !m.op.starts_with("bigfile"))
-        .filter_map(|m| m.result.cache.as_deref())
-        .collect();
-    states.sort();
-    states.dedup();
-    for s in states {
-        out.push_str(match s {
-            "all-dropped" => "reads: cold: before each read-side phase the trees' data were evicted and the page, dentry and inode caches dropped (ext4: its journal checkpointed first)
-",
-            "data-evicted" => "reads: cold for file data only: evicted before each read-side phase; without root directories and inodes stayed cached
-",
-            "not-applicable" => "reads: on a memory file system the storage is the cache: nothing to evict
-",
-            _ => "reads: warm: read-side phases found what earlier phases left in the caches (--cache warm)
-",
-        });
-    }
-    for t in &rs.targets {
-        let io: Vec<&crate::measure::diskstats::DeviceIo> =
-            ms.iter().filter(|m| m.target == t.id).filter_map(|m| m.result.device.as_ref()).collect();
-        let Some(first) = io.first() else { continue };
-        let (r, w): (u64, u64) = io.iter().fold((0, 0), |(r, w), d| (r + d.read_bytes, w + d.write_bytes));
-        let busy: f64 = io.iter().map(|d| d.busy_s).sum();
-        out.push_str(&format!(
-            "device {} (target {}): {} read, {} written, busy {} during the timed phases
-",
-            first.device,
-            t.shown(),
-            fmt_size(r as f64),
-            fmt_size(w as f64),
-            crate::units::fmt_secs(busy)
-        ));
-    }
-    out
-}
-
-/// Warnings, target and machine: the lines under every table.
-pub fn footer(rs: &ResultSet) -> String {
-    let mut out = String::new();
-    // A long list hides the table: the first few here, all of them in the JSON.
-    const SHOWN: usize = 8;
-    for w in rs.warnings.iter().take(SHOWN) {
-        out.push_str(&format!("warning: {}\n", super::named(rs, w)));
-    }
-    if rs.warnings.len() > SHOWN {
-        out.push_str(&format!("… and {} more warnings (all in the JSON results)\n", rs.warnings.len() - SHOWN));
-    }
-    out.push_str(&detections(rs, SHOWN));
-    out.push_str(&measured(rs));
-    for t in &rs.targets {
-        let made = t.managed.as_ref().map(|m| format!(" · made by {}", m.mkfs_command.join(" "))).unwrap_or_default();
-        out.push_str(&format!(
-            "target {}: {} · {} on {} ({}) · block {} · {} free{made}\n",
-            t.shown(),
-            t.path.display(),
-            t.fs_type,
-            t.mount_point,
-            t.mount_source,
-            fmt_size(t.block_size as f64),
-            fmt_size(t.free_bytes as f64)
-        ));
-    }
-    out.push_str(&rs.provenance.machine_line());
-    out.push('\n');
-    out
-}
-
-/// Detections that are not already warnings (knees, crossovers, outliers), one line each.
-pub fn detections(rs: &ResultSet, shown: usize) -> String {
-    use crate::analysis::detect::Detection;
-    let lines: Vec<String> = rs
-        .detections
-        .iter()
-        .filter(|d| !matches!(d, Detection::FirstRun { .. } | Detection::HighCv { .. }))
-        .map(|d| super::detection_text(rs, d))
-        .collect();
-    let mut out = String::new();
-    for l in lines.iter().take(shown) {
-        out.push_str(&format!("detected: {l}\n"));
-    }
-    if lines.len() > shown {
-        out.push_str(&format!("… and {} more detections (all in the JSON results)\n", lines.len() - shown));
-    }
-    out
 }
 
 #[cfg(test)]

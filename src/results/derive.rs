@@ -71,7 +71,8 @@ impl ResultSet {
             }
             self.detections.push(d);
         }
-        self.detections.extend(knee(&self.experiment, key, &ms));
+        let one_tree = self.measurements.iter().all(|m| &m.tree_key == tree_key);
+        self.detections.extend(knee(&self.experiment, key, &ms, one_tree));
         self.summaries.push(SummaryRow {
             target: target.clone(),
             op: op.clone(),
@@ -88,8 +89,8 @@ impl ResultSet {
     }
 
     /// The cost model of one (target, op) over its cells' runs (disturbed ones left out
-    /// as in the summaries), and a warning when it fits poorly. None: fewer than 3 tree
-    /// shapes, or no fit.
+    /// as in the summaries) with the verdict on it, and a warning saying why when it is
+    /// no answer (`not fitted: …`). None: fewer than 3 tree shapes, or no fit.
     pub(super) fn fit_model(&self, keys: &[Key], target: &str, op: &str) -> Option<(ModelRow, Option<String>)> {
         let all: Vec<&Measurement> =
             self.measurements.iter().filter(|m| m.target == target && m.op == op && m.result.complete()).collect();
@@ -129,12 +130,12 @@ impl ResultSet {
         let range = |f: &dyn Fn(&Measurement) -> u64| {
             [ms.iter().map(|m| f(m)).min().unwrap_or(0), ms.iter().map(|m| f(m)).max().unwrap_or(0)]
         };
-        let poor = (model.r2 < 0.9).then(|| {
-            format!(
-                "{op} ({target}): the model time = a·files + b·bytes + c·dirs + d·Σn² + k explains the data poorly (R² {}): read the fitted costs with care",
-                sig3(model.r2)
-            )
-        });
+        // Is the fit an answer? Judged by its left-out cells; the runs it rests on that
+        // were disturbed say why it may not be.
+        let disturbed_runs = all.iter().filter(|m| m.result.disturbed()).count();
+        let ctx = model::check::Context { disturbed_runs, adaptive: self.experiment.adaptive.is_some() };
+        let fit_check = model::check::check(&model, ctx);
+        let not_fitted = fit_check.why_not.as_ref().map(|why| format!("{op} ({target}): {why}"));
         let row = ModelRow {
             target: target.to_string(),
             op: op.to_string(),
@@ -143,8 +144,9 @@ impl ResultSet {
             dirs_range: range(&|m| m.tree_dirs),
             max_files_per_dir_range: range(&|m| counts(m).iter().map(|c| c.0).max().unwrap_or(0)),
             model,
+            fit_check: Some(fit_check),
         };
-        Some((row, poor))
+        Some((row, not_fitted))
     }
 
     /// Crossovers between targets per op; and delete against re-format on each target:
@@ -199,6 +201,12 @@ impl ResultSet {
     }
 }
 
+/// The end of the warning on a cell whose disturbed runs were too many to leave out.
+pub(super) const TOO_DISTURBED: &str = ", too many to leave out: the figures measure the neighbours too";
+
+/// The end of the warning on a median the disturbed runs moved past its interval.
+pub(super) const MOVED_MEDIAN: &str = ": the disturbance moved it past its interval";
+
 /// An adaptive cell with disturbed runs, too many to leave out: what disturbed them.
 fn too_disturbed((target, op, tree_key): &Key, ms: &[&Measurement], disturbed: usize) -> String {
     let fired = |sig: &str| {
@@ -215,7 +223,7 @@ fn too_disturbed((target, op, tree_key): &Key, ms: &[&Measurement], disturbed: u
         ));
     }
     format!(
-        "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes ({}), too many to leave out: the figures measure the neighbours too",
+        "{op} on {tree_key} ({target}): {disturbed} of {} runs were disturbed by other processes ({}){TOO_DISTURBED}",
         ms.len(),
         why.join("; ")
     )
@@ -235,7 +243,7 @@ fn moved_median(
     let [lo, hi] = stats.median_ci95_s?;
     (with.median_s < lo || with.median_s > hi).then(|| {
         format!(
-            "{op} on {tree_key} ({target}): median {} without the {left_out} disturbed runs [{} – {}], {} with them: the disturbance moved it past its interval",
+            "{op} on {tree_key} ({target}): median {} without the {left_out} disturbed runs [{} – {}], {} with them{MOVED_MEDIAN}",
             fmt_secs(stats.median_s),
             fmt_secs(lo),
             fmt_secs(hi),
@@ -245,14 +253,19 @@ fn moved_median(
 }
 
 /// The knee of a cell's time per file (or, for dirsize, that there is none up to here).
-fn knee(experiment: &ExperimentInfo, (target, op, tree_key): &Key, ms: &[&Measurement]) -> Option<Detection> {
+fn knee(
+    experiment: &ExperimentInfo,
+    (target, op, tree_key): &Key,
+    ms: &[&Measurement],
+    one_tree: bool,
+) -> Option<Detection> {
     let portion = experiment.portion_files;
     let runs: Vec<(&[crate::measure::Portion], u64)> =
         ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
     let per_file = detect::median_per_file(&runs, portion);
     if let Some(knee) = detect::knee(&per_file, portion) {
         Some(Detection::Knee { target: target.clone(), op: op.clone(), tree_key: tree_key.clone(), knee })
-    } else if experiment.name == "dirsize" && !per_file.is_empty() {
+    } else if one_tree && knee_sought(ms) && !per_file.is_empty() {
         // Said explicitly: the knee was looked for and is not there up to here.
         Some(Detection::NoKnee {
             target: target.clone(),
@@ -263,6 +276,17 @@ fn knee(experiment: &ExperimentInfo, (target, op, tree_key): &Key, ms: &[&Measur
     } else {
         None
     }
+}
+
+/// Was a knee looked for, so that none found is a finding? When the experiment (`one_tree`:
+/// it measured this tree alone, as dirsize does; a ladder's rungs are many) filled one
+/// directory portion by portion (`portion_files` each; the caller asks for one whole
+/// portion at least): every file of the tree in one directory. Said by the result
+/// itself, not by the experiment's name, so files of every version (and any experiment
+/// of that shape) read alike.
+fn knee_sought(ms: &[&Measurement]) -> bool {
+    let Some(first) = ms.first() else { return false };
+    matches!(crate::tree::layout::files_per_dir(&first.tree).as_slice(), [(_, 1)])
 }
 
 /// How an adaptive cell ended, for its summary: `precision reached: ±3.1%`, `max runs

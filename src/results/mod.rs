@@ -7,6 +7,7 @@
 pub mod adaptive;
 pub mod compare;
 mod derive;
+pub mod meaning;
 pub mod plan;
 pub mod pool;
 pub mod predict;
@@ -188,6 +189,11 @@ pub struct ModelRow {
     pub max_files_per_dir_range: [u64; 2],
     #[serde(flatten)]
     pub model: CostModel,
+    /// Is the fit an answer (its left-out error within the threshold), and if not, why
+    /// not (`analysis::model::check`). Absent in older files: [`ModelRow::check`]
+    /// judges them from their left-out errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_check: Option<model::check::FitCheck>,
 }
 
 /// The runs statistics use, and those left out. Disturbed runs measured the neighbours
@@ -204,6 +210,17 @@ pub fn split_disturbed<'a>(ms: &[&'a Measurement], adaptive: bool) -> (Vec<&'a M
 }
 
 impl ModelRow {
+    /// The verdict on the fit: the recorded one, or (older files) one judged now from the
+    /// left-out errors the file holds.
+    pub fn check(&self) -> model::check::FitCheck {
+        self.fit_check.clone().unwrap_or_else(|| model::check::check(&self.model, Default::default()))
+    }
+
+    /// The fitted costs are an answer: printed as figures, used by `predict`.
+    pub fn usable(&self) -> bool {
+        self.check().usable
+    }
+
     /// Did the trees differ enough in total bytes to tell b·bytes from a cost paid once
     /// per run? The default ladder splits one total over every rung, so b·bytes there
     /// is a per-run constant, not a bandwidth (issue 27). True for older files that do
@@ -353,8 +370,8 @@ impl ResultSet {
             }
         }
         for (target, op) in pairs {
-            if let Some((row, poor_fit)) = self.fit_model(&keys, target, op) {
-                self.warnings.extend(poor_fit);
+            if let Some((row, not_fitted)) = self.fit_model(&keys, target, op) {
+                self.warnings.extend(not_fitted);
                 self.models.push(row);
             }
         }
@@ -370,6 +387,28 @@ mod tests {
     use super::*;
     use crate::analysis::model::Point;
 
+    /// No knee is a finding when one flat directory was filled portion by portion,
+    /// whatever the experiment is called; beside other trees (a ladder's rungs) it is not.
+    #[test]
+    fn no_knee_is_said_from_the_result_not_the_name() {
+        let mut rs = testing::one_cell(&[1.0; 6]);
+        rs.experiment.portion_files = 64;
+        let portions: Vec<crate::measure::Portion> =
+            (1..=4).map(|k| crate::measure::Portion { files: 64, elapsed_s: 0.25, end_files: 64 * k }).collect();
+        for m in &mut rs.measurements {
+            m.result.portions = portions.clone();
+        }
+        let no_knee = |rs: &ResultSet| rs.detections.iter().any(|d| matches!(d, Detection::NoKnee { .. }));
+        rs.derive();
+        assert!(no_knee(&rs), "one flat tree in portions, named {}", rs.experiment.name);
+        let mut other = rs.measurements[0].clone();
+        other.tree.files = 16;
+        other.tree_key = other.tree.key();
+        rs.measurements.push(other);
+        rs.derive();
+        assert!(!no_knee(&rs), "a ladder's rung is not a knee search");
+    }
+
     #[test]
     fn a_constant_total_is_no_bandwidth() {
         let mut m = testing::one_cell(&[1.0; 6]);
@@ -380,6 +419,7 @@ mod tests {
             bytes_range: [67_108_864 - 65_536, 67_108_864],
             dirs_range: [0, 64],
             max_files_per_dir_range: [1, 1000],
+            fit_check: None,
             model: {
                 let p =
                     |f: f64, b: f64| Point { files: f, bytes: b, dirs: 0.0, dir_sq: 0.0, seconds: f * 1e-6 + b * 1e-9 };

@@ -155,11 +155,12 @@ pub fn unsupported(src: &Source, clusters: &[u64]) -> Vec<u64> {
     clusters.iter().copied().filter(|&c| src.allocated(Layout::Files, c).is_none()).collect()
 }
 
-/// The create model of a target formatted with `cluster`-byte blocks.
+/// The create model of a target formatted with `cluster`-byte blocks (one that is an
+/// answer: `analysis::model::check`).
 fn model_for(rs: &ResultSet, cluster: u64) -> Option<&crate::results::ModelRow> {
-    rs.models
-        .iter()
-        .find(|m| m.op == "create" && rs.targets.iter().any(|t| t.id == m.target && t.block_size == cluster))
+    rs.models.iter().find(|m| {
+        m.op == "create" && m.usable() && rs.targets.iter().any(|t| t.id == m.target && t.block_size == cluster)
+    })
 }
 
 pub fn plan(src: &Source, layout: Layout, clusters: &[u64], model: Option<&ResultSet>) -> Plan {

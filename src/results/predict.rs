@@ -2,7 +2,8 @@
 //! with a 95% prediction interval for a single run (or the median of K), an
 //! extrapolation warning when the tree lies outside what the model was calibrated on
 //! (judged jointly: `analysis::model::reach`; rows ranked by how far out), and for sync
-//! ops the recovery point.
+//! ops the recovery point. A model that misses its own left-out trees is marked
+//! unusable, not used (`analysis::model::check`).
 
 use super::model::Prediction;
 use crate::results::{ModelRow, ResultSet};
@@ -61,6 +62,12 @@ pub struct PredictionRow {
     /// Sync ops with an interval: worst-case recovery point = interval + sync time
     /// (predicted, and the interval's upper end).
     pub recovery_point_s: Option<[f64; 2]>,
+    /// The model is an answer (`analysis::model::check`); when false, `seconds` is what
+    /// the fit says, not a prediction: it missed its own left-out trees.
+    pub usable: bool,
+    /// Why the model is no answer, and what to do (None when usable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_usable: Option<String>,
 }
 
 /// Is `x` inside [lo, hi]? A range of [0, 0] is unknown (older result files).
@@ -104,7 +111,9 @@ pub fn is_sync(op: &str) -> bool {
     op.starts_with("sync")
 }
 
-/// Every model's prediction for `s` (the median of `runs` runs), farthest out first.
+/// Every model's prediction for `s` (the median of `runs` runs), farthest out first; a
+/// model judged no answer (its left-out error above the threshold) is marked unusable
+/// with why, and the views print no figure for it.
 pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, runs: u32) -> Vec<PredictionRow> {
     let mut rows: Vec<PredictionRow> = rs
         .models
@@ -121,13 +130,16 @@ pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, runs: u32) ->
                 Some(i) if is_sync(&m.op) => Some([i + p.seconds, i + p.interval95.map_or(p.seconds, |[_, hi]| hi)]),
                 _ => None,
             };
+            let check = m.check();
             PredictionRow {
                 target: m.target.clone(),
                 op: m.op.clone(),
                 prediction: p,
                 extrapolation,
                 reach,
-                recovery_point_s,
+                recovery_point_s: recovery_point_s.filter(|_| check.usable),
+                usable: check.usable,
+                not_usable: check.why_not,
             }
         })
         .collect();

@@ -1,4 +1,5 @@
-//! The ladder's view: the rungs' table, then the fitted models; the generic page in HTML.
+//! The ladder's view: the answer first (per-file cost, break-even, their quality), then
+//! the rungs' table and the fitted models; the generic page in HTML.
 
 use crate::report::table;
 use crate::report::views::{GENERIC, View};
@@ -7,7 +8,9 @@ use crate::results::ResultSet;
 pub const VIEW: View = View { terminal: tables, ..GENERIC };
 
 fn tables(rs: &ResultSet) -> String {
-    let mut body = table::ladder(rs);
+    // The answer first, then the measurements it rests on.
+    let mut body = table::answer(rs);
+    body.push_str(&table::ladder(rs));
     body.push('\n');
     let m = table::models(rs);
     if !m.is_empty() {

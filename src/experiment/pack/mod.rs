@@ -629,6 +629,6 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     // The cost-model warnings of the other experiments say little about pack's steps
     // (the JSON keeps them); the others (first run, noisy cells) stay.
     let mut results = results?;
-    results.warnings.retain(|w| !w.contains("explains the data poorly"));
+    results.warnings.retain(|w| !w.contains(crate::results::meaning::NOT_FITTED));
     Ok(PackOutcome { results, skipped })
 }

@@ -49,11 +49,24 @@ impl Exporter for MarkdownExporter {
             ));
         }
         if !rs.models.is_empty() {
-            s.push_str("\n**Fitted cost** (time = a·files + b·bytes + c·dirs + d·Σn² + k, n files per directory, k paid once per run; non-negative least squares on the relative error of each tree's median)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | per run (± s.e.) | break-even file size | R² |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+            s.push_str(&format!("\n**Fitted cost** (time = a·files + b·bytes + c·dirs + d·Σn² + k, n files per directory, k paid once per run; non-negative least squares on the relative error of each tree's median; left-out error: the median error predicting each tree from a fit of the others, above {} no figure is shown)\n\n| target | op | per file (± s.e.) | bandwidth | per dir (± s.e.) | per run (± s.e.) | break-even file size | R² | left-out error |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n", crate::analysis::model::check::pct(crate::analysis::model::check::MAX_LEFT_OUT_ERROR)));
             for m in &rs.models {
                 let c = &m.model;
+                let check = m.check();
+                let left_out = check.left_out_error.map_or("—".into(), crate::analysis::model::check::pct);
+                if let Some(why) = &check.why_not {
+                    // No figure from a fit that misses its own trees: the row says why.
+                    s.push_str(&format!(
+                        "| {} | {} | {} | — | — | — | — | {} | {left_out} |\n",
+                        crate::report::target_name(rs, &m.target),
+                        m.op,
+                        why.replace('|', "/"),
+                        sig3(c.r2)
+                    ));
+                    continue;
+                }
                 s.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {left_out} |\n",
                     crate::report::target_name(rs, &m.target),
                     m.op,
                     fmt_mean_ci(c.per_file_s, Some(c.per_file_se)),
