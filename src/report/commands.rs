@@ -277,12 +277,12 @@ fn too_wide(rows: &[crate::results::predict::PredictionRow], model: &ResultSet) 
     let more = (w.ln() / TOO_WIDE.ln()).powi(2).ceil();
     let budget = match &model.experiment.adaptive {
         Some(a) => format!(
-            "it spent {} of its {} budget{}; about {:.0}× the runs would bring it to ×{TOO_WIDE}: try --max-time {}",
+            "it spent {} of its {} budget{}; about {:.0}× the runs would bring it to ×{TOO_WIDE}: try --max-time {}s",
             crate::units::fmt_secs(a.spent_s),
             crate::units::fmt_secs(a.max_time_s),
             if a.budget_spent { ", which stopped cells short of their precision" } else { "" },
             more.ceil(),
-            format!("{}s", (a.max_time_s * more).ceil() as u64)
+            (a.max_time_s * more).ceil() as u64
         ),
         None => format!("about {:.0}× its runs would bring it to ×{TOO_WIDE}", more.ceil()),
     };
