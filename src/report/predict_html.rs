@@ -19,6 +19,9 @@ pub struct Row {
     pub interval95: Option<[f64; 2]>,
     pub extrapolation: Vec<String>,
     pub recovery_point_s: Option<[f64; 2]>,
+    /// Why the model is no answer for this row (`predict`'s `not_usable`): its figure is
+    /// not drawn.
+    pub not_usable: Option<String>,
 }
 
 /// A `predict --json` file.
@@ -64,6 +67,7 @@ pub fn read(path: &std::path::Path) -> Result<PredictFile, String> {
                 .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
                 .unwrap_or_default(),
             recovery_point_s: p.get("recovery_point_s").and_then(pair),
+            not_usable: s("not_usable"),
         });
     }
     let model = v.get("model");
@@ -118,6 +122,10 @@ pub fn render(p: &PredictFile, file: &str) -> Result<String, String> {
     for r in &p.rows {
         let (scale, unit) = super::table::unit_for(r.seconds);
         let fig = match r.interval95 {
+            _ if r.not_usable.is_some() => format!(
+                "<td class=\"fig\" data-not-usable=\"1\"><span class=\"why\">not usable: {}</span></td>",
+                esc(r.not_usable.as_deref().unwrap_or_default())
+            ),
             Some([lo, hi]) => format!(
                 "<td class=\"fig\" data-ci=\"{lo:e},{hi:e}\">{} {unit} <span class=\"ci\">[{} – {}]</span></td>",
                 sig3(r.seconds * scale),
@@ -148,6 +156,7 @@ pub fn render(p: &PredictFile, file: &str) -> Result<String, String> {
     let dots: Vec<Dot> = p
         .rows
         .iter()
+        .filter(|r| r.not_usable.is_none())
         .map(|r| {
             let l = p.label(&r.target);
             let group = legend.iter().position(|x| *x == l).unwrap_or(0);
@@ -188,4 +197,29 @@ pub fn render(p: &PredictFile, file: &str) -> Result<String, String> {
         env!("CARGO_PKG_VERSION")
     ));
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    /// An unusable row (its model missed its own left-out trees) shows the reason, not a
+    /// figure, and no dot on the chart.
+    #[test]
+    fn an_unusable_row_shows_why_not_a_figure() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.json");
+        let json = serde_json::json!({
+            "tree": {"files": 10, "dirs": 1, "bytes": 1000},
+            "predictions": [
+                {"target": "t", "op": "copy", "seconds": 29.5, "interval95": [1.0, 80.0],
+                 "usable": false, "not_usable": "not fitted: the runs scatter"},
+                {"target": "t", "op": "rm", "seconds": 0.5, "interval95": [0.4, 0.6], "usable": true}
+            ]
+        });
+        std::fs::write(&f, json.to_string()).unwrap();
+        let p = super::read(&f).unwrap();
+        assert_eq!(p.rows[0].not_usable.as_deref(), Some("not fitted: the runs scatter"));
+        let page = super::render(&p, "p.json").unwrap();
+        assert!(page.contains("not usable: not fitted: the runs scatter"), "{page}");
+        assert!(!page.contains("29.5"), "no figure for the unusable row");
+    }
 }
