@@ -1,7 +1,7 @@
 //! A table of figures described once and drawn twice: on the terminal (comfy-table) and
 //! as an HTML table whose every figure carries `data-ci` (its 95% interval, in
 //! `data-unit`) or `data-no-ci` (the reason there is none), as every page's figures do.
-//! Experiments with tables of their own (`bigfile.rs`, `clusters.rs` here) build a
+//! Experiments with tables of their own (bigfile's and clusters' `view.rs` in `experiment/`) build a
 //! [`Grid`] from the result model, so the terminal and the page show the same figures.
 
 use super::markup::esc;
