@@ -8,6 +8,7 @@ mod reliability_common;
 
 use manyfiles::storage::registry;
 use reliability_common::*;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -72,6 +73,9 @@ impl Scratch {
             .arg(format!("while :; do echo x >> {file} || exit 9; sleep 0.1; done"))
             .current_dir(cwd)
             .stdin(Stdio::null())
+            // A group of its own: the loop's `sleep` (cwd inside too) dies with it, not
+            // 0.1 s later, when the next umount may already be looking (CI flake).
+            .process_group(0)
             .spawn()
             .unwrap();
         let pid = c.id();
@@ -80,11 +84,19 @@ impl Scratch {
     }
 }
 
+/// Kill `c`'s process group (the writer and its `sleep`) and reap it.
+fn kill_group(c: &mut Child) {
+    if let Some(pid) = rustix::process::Pid::from_raw(c.id() as i32) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    let _ = c.kill();
+    let _ = c.wait();
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
+            kill_group(c);
         }
         let root = self.root();
         let mut mine: Vec<PathBuf> =
@@ -137,9 +149,7 @@ fn umount_refuses_a_mount_a_process_uses() {
     assert_eq!(top(&m).map(|t| t.1), Some(loopdev.clone()), "still mounted");
     assert!(registry::loop_backing_file(&loopdev).is_some() && rec.exists(), "loop device and record stay");
     // An open file alone (no working directory inside) holds it too.
-    let c = &mut s.children[0];
-    let _ = c.kill();
-    let _ = c.wait();
+    kill_group(&mut s.children[0]);
     s.children.clear();
     let f = std::fs::File::open(m.join("f")).unwrap();
     assert_refused(&mf(&["umount", p(&m)]), 1, &[&format!("pid {} (", std::process::id()), "open file"]);
