@@ -353,18 +353,6 @@ fn predict_calibration_bad_input() {
     assert!(run_dirs(tmp.path()).is_empty());
 }
 
-/// `manyfiles mount SPEC DIR` for the life of the value.
-struct Mounted(PathBuf);
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let r = run(["umount", self.0.to_str().unwrap()]);
-        if !std::thread::panicking() {
-            r.ok();
-        }
-    }
-}
-
 /// On FUSE (exFAT through exfat-fuse) `manyfiles copy`, `scan` and `rm` run without
 /// `--threads` from 16 threads with in-flight control; the calibration must copy as they
 /// do (its walks and removals ran on the cores: exFAT scans were predicted 3× too slow,
@@ -381,8 +369,7 @@ fn predict_on_fuse_calibrates_as_the_checks_run() {
     odd_tree(&tree);
     let on = tmp.path().join("on");
     std::fs::create_dir(&on).unwrap();
-    run(["mount", "exfat@ram", on.to_str().unwrap(), "--size", "64MiB"]).ok();
-    let _mounted = Mounted(on.clone());
+    let _mounted = Mounted::new("exfat@ram", &on, "64MiB");
     let cal = tmp.path().join("cal.json");
     let (t, o, c) = (tree.to_str().unwrap(), on.to_str().unwrap(), cal.to_str().unwrap());
     let p = run(["predict", "--tree", t, "--on", o, "--max-time", "10s", "--quiet", "--save-calibration", c]);

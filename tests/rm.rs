@@ -331,14 +331,7 @@ fn rm_on_exfat_counts_the_bytes_it_freed() {
     let t = tempfile::tempdir().unwrap();
     let mnt = t.path().join("ex");
     std::fs::create_dir(&mnt).unwrap();
-    run(["mount", "exfat@ram", mnt.to_str().unwrap(), "--size", "128MiB"]).ok();
-    struct Down(PathBuf);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = run(["umount", self.0.to_str().unwrap()]);
-        }
-    }
-    let _down = Down(mnt.clone());
+    let _mounted = Mounted::new("exfat@ram", &mnt, "128MiB");
     let tree = mnt.join("t");
     run(["gen", tree.to_str().unwrap(), "--files", "500", "--size", "16k", "--quiet"]).ok();
     let json = t.path().join("rm.json");

@@ -502,14 +502,7 @@ fn symlinks_onto_sftp_are_made_and_their_times_a_loss() {
     std::fs::write(src.join("d/f"), b"hi\n").unwrap();
     std::os::unix::fs::symlink("f", src.join("d/link")).unwrap();
     std::os::unix::fs::symlink("nothing-here", src.join("dangling")).unwrap();
-    common::run(["mount", "share:sftp@rtt=1ms", mp.to_str().unwrap(), "--size", "64MiB"]).ok();
-    struct Down(PathBuf);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = common::run(["umount", self.0.to_str().unwrap()]);
-        }
-    }
-    let _down = Down(mp.clone());
+    let _mounted = common::Mounted::new("share:sftp@rtt=1ms", &mp, "64MiB");
     let (dst, json) = (mp.join("dst"), dir.path().join("copy.json"));
     let r = common::run([
         "copy",
@@ -548,14 +541,7 @@ fn copies_onto_and_within_smb_list_losses_not_failures() {
         std::fs::write(src.join(format!("d/f{i}")), format!("file {i}\n")).unwrap();
     }
     std::os::unix::fs::symlink("f0", src.join("d/link")).unwrap();
-    common::run(["mount", "share:smb@rtt=1ms", mp.to_str().unwrap(), "--size", "64MiB"]).ok();
-    struct Down(PathBuf);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = common::run(["umount", self.0.to_str().unwrap()]);
-        }
-    }
-    let _down = Down(mp.clone());
+    let _mounted = common::Mounted::new("share:smb@rtt=1ms", &mp, "64MiB");
     let copy = |from: &Path, to: &Path, verb: &str| {
         let json = dir.path().join(format!("{verb}-{}.json", to.file_name().unwrap().to_string_lossy()));
         let r = common::run([

@@ -431,3 +431,23 @@ impl Drop for Spinner {
         let _ = self.0.wait();
     }
 }
+
+/// `manyfiles mount SPEC DIR --size SIZE` for the life of the value: umount on drop
+/// (checked unless the test is already panicking).
+pub struct Mounted(pub PathBuf);
+
+impl Mounted {
+    pub fn new(spec: &str, dir: &Path, size: &str) -> Mounted {
+        run(["mount", spec, dir.to_str().unwrap(), "--size", size]).ok();
+        Mounted(dir.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let r = run(["umount", self.0.to_str().unwrap()]);
+        if !std::thread::panicking() {
+            r.ok();
+        }
+    }
+}
