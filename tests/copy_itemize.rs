@@ -97,7 +97,7 @@ setfattr -n user.k -v v '{s}/a/x.txt'; rm '{s}/a/t'; ln -s nowhere '{s}/a/t'; ch
     ];
     if is_root() {
         sh(&format!("chown 4242:4343 '{s}/a/own.txt'"));
-        expected.push("changed file a/own.txt (owner)");
+        expected.push("changed file a/own.txt (owner, group)");
     }
     let expected = sorted(&expected);
     let (code, lines, all) = itemized(&["sync", "-q", "-i", "--dry-run", "--delete", s, d]);
@@ -262,7 +262,7 @@ rm '{s}/a/dir-to-be'; mkdir '{s}/a/dir-to-be'; ln -s gone '{s}/t/link'; rm -r '{
         assert!(real.contains(&want.to_string()), "{want} not in {real:?}");
     }
     if is_root() {
-        assert!(real.contains(&"changed file a/own (owner)".to_string()), "{real:?}");
+        assert!(real.contains(&"changed file a/own (owner, group)".to_string()), "{real:?}");
     }
     // Nothing changed: an empty array, still a valid document.
     check(&["sync", "-q", "-i", "--delete", s, d], "unchanged", false);

@@ -68,12 +68,17 @@ pub struct CopyCommonArgs {
     /// After sync --dry-run: what differs now
     #[arg(long)]
     pub verify: bool,
-    /// List every change on stdout, one line each as it happens, in dry runs too: `new file
-    /// a/b`, `changed file a/c (size, time)`, `type changed a/d (symlink, was file)`,
-    /// `deleted a/e (and 12 entries below)`. With --json, the same list is the document's
-    /// `changes` array, written as the run goes
+    /// List every change on stdout, one line each, in dry runs too: `new file a/b`,
+    /// `changed file a/c (size, time)`, `type changed a/d (symlink, was file)`, `deleted
+    /// a/e (and 12 entries below)`; in rsync's order (by name in each directory, a
+    /// directory before what is below it), printed when the run ends. With --json, the
+    /// same list is the document's `changes` array
     #[arg(long, short = 'i')]
     pub itemize: bool,
+    /// How --itemize writes a change: `words` (above) or `rsync` (rsync's 11-character
+    /// codes, `>f.st...... a/c`, `cd+++++++++ a/n/`, `*deleting   a/e`, as `rsync -i` prints)
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = ItemizeFormat::Words, requires = "itemize")]
+    pub itemize_format: ItemizeFormat,
     /// Do not keep owner and group (kept by default: both as root, the group otherwise)
     #[arg(long)]
     pub no_owner: bool,
@@ -117,6 +122,13 @@ pub struct CopyCommonArgs {
     pub cross_mounts: bool,
 }
 
+/// `--itemize-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ItemizeFormat {
+    Words,
+    Rsync,
+}
+
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
 /// `sync --dry-run`, which only walks.
 pub fn copy_config(
@@ -135,6 +147,10 @@ pub fn copy_config(
     o.in_flight_max = in_flight_max;
     o.quiet = c.quiet;
     o.itemize = c.itemize;
+    o.itemize_format = match c.itemize_format {
+        ItemizeFormat::Words => manyfiles::engine::copy::itemize::Format::Words,
+        ItemizeFormat::Rsync => manyfiles::engine::copy::itemize::Format::Rsync,
+    };
     o.verify = c.verify;
     (o.cold, o.durable) = (c.cold, c.durable);
     o.cross_mounts = c.cross_mounts;
@@ -286,7 +302,7 @@ pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
 /// Run a copy or sync, print its summary (and failures), write the JSON; non-zero exit
 /// when anything failed or differed.
 fn copy_report(mut o: manyfiles::engine::copy::Options, json: Option<&Path>, args: Vec<String>) -> Result<()> {
-    // --itemize --json: the changes stream into the document as they happen.
+    // --itemize --json: the changes go into the document when the run ends.
     if o.itemize
         && let Some(p) = json
     {

@@ -50,7 +50,8 @@ pub(super) fn extraneous(ctx: &CopyShared, node: &Node, d: &Item, t: &mut Tally)
 fn deleted(node: &Node, d: &Item, n: u64) -> itemize::Change {
     let rel = super::engine::rel_join(&node.rel, d.name.to_bytes());
     let below = Some(n.saturating_sub(1));
-    itemize::Change { below, ..itemize::Change::new(itemize::Verb::Deleted, itemize::kind_word(&d.m), &rel) }
+    let c = itemize::Change::new(itemize::Verb::Deleted, itemize::kind_word(&d.m), &rel);
+    itemize::Change { below, type_letter: itemize::type_letter(&d.m), ..c }
 }
 
 /// Is directory `name` of `dir` empty? (Unreadable or gone: not known to be empty.)

@@ -459,7 +459,7 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
         extraneous(ctx, &node, &dst_items.item(j), &mut t);
     }
     let entries = |range: std::ops::Range<usize>, t: &mut Tally, spawn: &mut dyn FnMut(Task)| {
-        let before = [t.copied, t.skipped, t.bytes];
+        let before = [t.copied, t.skipped + t.attrs_updated, t.bytes];
         // Compare time: the range's time less what its entries spent transferring and
         // deleting (timed where they do it); no clock read per unchanged entry.
         let clock = Instant::now();
@@ -485,7 +485,9 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
         });
         let spent = clock.elapsed();
         t.phase[COMPARE] += spent.saturating_sub(t.phase[TRANSFER] + t.phase[DELETE] - written);
-        for (slot, (now, was)) in ctx.c.progress.iter().zip([t.copied, t.skipped, t.bytes].into_iter().zip(before)) {
+        for (slot, (now, was)) in
+            ctx.c.progress.iter().zip([t.copied, t.skipped + t.attrs_updated, t.bytes].into_iter().zip(before))
+        {
             slot.fetch_add(now - was, Ordering::Relaxed);
         }
     };

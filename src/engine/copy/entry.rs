@@ -38,7 +38,7 @@ pub(super) fn entry(
     // their transfer and delete time (two clock reads a file cost a sync -n ~117 of its
     // ~1,200 user-space instructions a file).
     let linking = e.claim_inode();
-    let Verdict { equal, replace } = e.compare(linking.link_to.as_ref(), buf);
+    let Verdict { equal, replace, attrs_only } = e.compare(linking.link_to.as_ref(), buf);
     if s.m.kind == Kind::Dir && !replace {
         if ctx.o.itemize && d.is_none() {
             let rel = rel_join(&node.rel, s.name.to_bytes());
@@ -65,10 +65,31 @@ pub(super) fn entry(
     };
     let Some(dst) = node.dst.as_ref().filter(|_| !ctx.o.dry_run) else {
         said();
-        e.would_write(replace, t, spawn);
+        if attrs_only {
+            t.attrs_updated += 1;
+            e.keep_equal(linking);
+        } else {
+            e.would_write(replace, t, spawn);
+        }
         return;
     };
     let dst = dst.as_fd();
+    if attrs_only {
+        match e.update_attrs(dst) {
+            Some(Ok(())) => {
+                said();
+                t.attrs_updated += 1;
+                e.keep_equal(linking);
+                return;
+            }
+            Some(Err(err)) => {
+                ctx.fail_entry(&node.path, Some(s.name), "set attributes", err);
+                return;
+            }
+            // Not the file compared (replaced since), or not openable: rewritten whole.
+            None => {}
+        }
+    }
     if replace {
         if !e.remove_replaced(dst, t) {
             return;
@@ -107,6 +128,10 @@ struct Verdict {
     equal: bool,
     /// DST's entry is of another kind: it goes first.
     replace: bool,
+    /// A file whose content is unchanged (size + mtime, or `--checksum`) but whose mode,
+    /// owner, xattrs or ACLs differ: its attributes are set in place, no data moved (as
+    /// rsync does).
+    attrs_only: bool,
 }
 
 impl<'c> Entry<'c, '_> {
@@ -142,27 +167,37 @@ impl<'c> Entry<'c, '_> {
                             .unwrap_or(false)
                     }))
         };
-        let Some(d) = self.d else { return Verdict { equal: false, replace: false } };
+        let differ = Verdict { equal: false, replace: false, attrs_only: false };
+        let Some(d) = self.d else { return differ };
         if d.m.kind != s.m.kind {
-            return Verdict { equal: false, replace: true };
+            return Verdict { replace: true, ..differ };
         }
         let equal = match s.m.kind {
             _ if link_to.is_some() => link_to.is_some_and(|(_, ino)| *ino == d.m.ino),
             Kind::File => {
-                let quick = d.m.size == s.m.size && finish::same_perm(&s.m, &d.m, caps);
-                let equal = if o.checksum {
-                    quick
-                        && match &node.dst {
+                let same_data = d.m.size == s.m.size
+                    && if o.checksum {
+                        match &node.dst {
                             Some(dd) => {
                                 same_content(node.src.as_fd(), s.name, dd.as_fd(), d.name, buf).unwrap_or(false)
                             }
                             None => false,
                         }
+                    } else {
+                        finish::same_time(&s.m, &d.m, caps)
+                    }
+                    // A DST file linked elsewhere (nlink > 1) where SRC's is not is rewritten.
+                    && (d.m.nlink == 1 || s.m.nlink > 1 || !o.keep.hard_links);
+                if !same_data {
+                    return differ;
+                }
+                if finish::same_perm(&s.m, &d.m, caps) && same_attrs(d) {
+                    true
                 } else {
-                    quick && finish::same_time(&s.m, &d.m, caps)
-                };
-                // A DST file linked elsewhere (nlink > 1) where SRC's is not is rewritten.
-                equal && (d.m.nlink == 1 || s.m.nlink > 1 || !o.keep.hard_links) && same_attrs(d)
+                    // In place only on a DST file without inode flags (an immutable or
+                    // append-only one takes no chmod: rewritten, its flags lifted first).
+                    return Verdict { attrs_only: d.m.attrs & attrs::FLAG_ATTRS == 0, ..differ };
+                }
             }
             Kind::Symlink => {
                 finish::same_time(&s.m, &d.m, caps)
@@ -183,7 +218,27 @@ impl<'c> Entry<'c, '_> {
             }
             Kind::Dir => false,
         };
-        Verdict { equal, replace: false }
+        Verdict { equal, ..differ }
+    }
+
+    /// Content equal, attributes not: owner, mode, xattrs and ACLs (and the mtime, which
+    /// `chown` and `setxattr` leave alone but is set again anyway) applied to DST's file
+    /// through an fd opened without following a symlink and checked to be the inode that
+    /// was compared, so an entry swapped for a symlink or a FIFO since is never touched
+    /// (None: not that file, or not openable here: the caller rewrites it whole).
+    fn update_attrs(&self, dst: BorrowedFd<'_>) -> Option<Result<(), Errno>> {
+        use rustix::fs::{Mode, OFlags, fstat, openat};
+        let (ctx, node, s, d) = (self.ctx, self.node, self.s, self.d?);
+        let fl = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let fd = openat(dst, d.name, fl, Mode::empty()).ok()?;
+        let st = fstat(&fd).ok()?;
+        if st.st_ino != d.m.ino || rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile
+        {
+            return None;
+        }
+        let a = finish::Attr { dst_may_have: true, ..ctx.attr(node) };
+        let lost = || join(&node.path, Some(s.name));
+        Some(finish::apply(Loc::At(node.src.as_fd(), s.name), Loc::Fd(fd.as_fd()), &s.m, &a, true, &lost))
     }
 
     /// A subdirectory's task (`dst_meta`: DST's directory of that name, None: make it).

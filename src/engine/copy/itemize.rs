@@ -1,25 +1,33 @@
-//! `--itemize`: one line per change on stdout, printed as it happens (never collected),
-//! in dry runs and real runs alike. Paths are relative to SRC/DST ("." is the root);
-//! bytes that are not UTF-8, control characters and backslashes are escaped (`\xNN`,
-//! `\\`), so one line is one change.
+//! `--itemize`: one line per change on stdout, in dry runs and real runs alike, in a
+//! stable order (rsync's: in each directory its deletions, then its own line, then its
+//! other entries by name, then each subdirectory by name with what is below it). Paths are
+//! relative to SRC/DST ("." is the root); bytes that are not UTF-8, control characters
+//! and backslashes are escaped (`\xNN`, `\\`), so one line is one change.
 //!
 //! ```text
 //! new file a/b            new dir a/n            new symlink a/l       new special a/f
-//! new link a/h (to a/b)   changed file a/c (size, time, mode, owner, xattrs, content, link)
+//! new link a/h (to a/b)   changed file a/c (size, time, mode, owner, group, acls, xattrs, content, link)
 //! changed dir a (time)    type changed a/d (symlink, was file)
 //! deleted a/e (and 12 entries below)
 //! ```
 //!
-//! With `--json FILE` the same changes go into the JSON document as its `changes` array
-//! ([`JsonLog`]), each a [`Change`] whose fields make its line, written as they happen.
-//! Nothing here runs unless `Options::itemize` is set: the plain copy's hot path is
-//! untouched.
+//! `--itemize-format rsync` prints rsync's 11-character codes instead ([`Change::rsync`]:
+//! `>f.st......`, `cd+++++++++`, `*deleting`). With `--json FILE` the same changes go
+//! into the JSON document as its `changes` array ([`JsonLog`]), each a [`Change`] whose
+//! fields make its line.
+//!
+//! The order costs memory: the engine works on many directories at once, so changes are
+//! held ([`Listed`], a path and a few words each: about 100–200 bytes a change, as
+//! rsync's own file list holds per file) and sorted when the run ends, then printed and
+//! written. Nothing here runs unless `Options::itemize` is set: the plain copy's hot path
+//! is untouched.
 
 use super::attrs::{self, Caps, Keep, Loc};
 use super::engine::{CopyShared, Node, rel_join};
 use super::file::{read_link, same_content};
 use super::finish::{self, Attr};
 use super::listing::Item;
+use super::ordered;
 use super::{Options, Summary};
 use crate::error::{Error, Result};
 use crate::fs::output::Streamed;
@@ -62,11 +70,98 @@ pub struct Change {
     /// deleted: the entries below it (0 for a file or an empty directory).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub below: Option<u64>,
+    /// A new or changed symlink: its target (as SRC has it), escaped as paths are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// rsync's file-type letter: f, d, L, D (a device), S (a FIFO or socket).
+    #[serde(skip)]
+    pub type_letter: char,
+    /// Where the change sorts ([`order_key`]).
+    #[serde(skip)]
+    pub(super) order: Vec<u8>,
 }
 
 impl Change {
     pub(super) fn new(verb: Verb, kind: &'static str, rel: &[u8]) -> Change {
-        Change { change: verb, kind, path: escape(rel), what: Vec::new(), to: None, was: None, below: None }
+        let type_letter = match kind {
+            "dir" => 'd',
+            "symlink" => 'L',
+            "special" => 'S',
+            _ => 'f',
+        };
+        let order = order_key(rel, verb, kind);
+        Change {
+            change: verb,
+            kind,
+            path: escape(rel),
+            what: Vec::new(),
+            to: None,
+            was: None,
+            below: None,
+            target: None,
+            type_letter,
+            order,
+        }
+    }
+
+    /// The line `--itemize-format rsync` prints: rsync's `YXcstpoguax` code and the path
+    /// (a directory's with a trailing `/`, a symlink's ` -> target`, a new hard link's
+    /// ` => first name`). What differs from `rsync -i`: a deleted directory is one
+    /// `*deleting` line (rsync lists each entry below it too); names are escaped as
+    /// `\xNN` (rsync: `\#ooo`); `u` (access and creation times) is never set.
+    pub fn rsync(&self) -> String {
+        let dir = self.type_letter == 'd';
+        let path = match (self.path.as_str(), dir) {
+            (".", true) => "./".to_string(),
+            (p, true) => format!("{p}/"),
+            (p, false) => p.to_string(),
+        };
+        let tail = match (&self.target, &self.to) {
+            (Some(t), _) => format!(" -> {t}"),
+            (None, Some(to)) => format!(" => {to}"),
+            (None, None) => String::new(),
+        };
+        let x = self.type_letter;
+        match self.change {
+            Verb::Deleted => format!("*deleting   {path}"),
+            Verb::New | Verb::TypeChanged => {
+                let y = match (self.to.is_some(), x) {
+                    (true, _) => 'h',
+                    (false, 'f') => '>',
+                    _ => 'c',
+                };
+                format!("{y}{x}+++++++++ {path}{tail}")
+            }
+            Verb::Changed => {
+                let has = |w: &str| self.what.contains(&w);
+                let flag = |w: &str, c: char| if has(w) { c } else { '.' };
+                let moved = x == 'f' && (has("size") || has("time") || has("content") || has("link"));
+                let y = if moved {
+                    '>'
+                } else if (x == 'L' && has("target")) || (x != 'f' && has("device")) {
+                    'c'
+                } else {
+                    '.'
+                };
+                let c = if has("content") || has("target") || has("device") { 'c' } else { '.' };
+                let code: String = [
+                    y,
+                    x,
+                    c,
+                    flag("size", 's'),
+                    flag("time", 't'),
+                    flag("mode", 'p'),
+                    flag("owner", 'o'),
+                    flag("group", 'g'),
+                    '.',
+                    flag("acls", 'a'),
+                    flag("xattrs", 'x'),
+                ]
+                .into_iter()
+                .collect();
+                format!("{code} {path}{tail}")
+            }
+        }
     }
 
     /// The line `--itemize` prints.
@@ -88,18 +183,88 @@ impl Change {
     }
 }
 
-/// Say one change: its line on stdout (stderr when `--json -` holds stdout), and its item
-/// in the JSON document with `--json`.
+/// How `--itemize` lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Format {
+    /// `changed file a/c (size, time)`.
+    #[default]
+    Words,
+    /// rsync's `>f.st...... a/c`.
+    Rsync,
+}
+
+/// The changes of a run, held until it ends to be said in order ([`flush`]): sorted
+/// with bounded memory ([`ordered::Sorter`]).
+#[derive(Debug, Default)]
+pub struct Listed(Mutex<ordered::Sorter>);
+
+/// Keep one change, to be said when the run ends: its place, its line, its JSON item.
 pub(super) fn say(o: &Options, c: &Change) {
-    line(c.text());
-    if let Some(log) = &o.changes {
-        log.push(c);
+    let text = match o.itemize_format {
+        Format::Words => c.text(),
+        Format::Rsync => c.rsync(),
+    };
+    let item = if o.changes.is_some() { serde_json::to_vec(c).unwrap_or_default() } else { Vec::new() };
+    o.listed.0.lock().unwrap_or_else(|p| p.into_inner()).push((c.order.clone(), text.into_bytes(), item));
+}
+
+/// Say the run's changes in order: each line on stdout (stderr when `--json -` holds
+/// stdout), and each item in the JSON document with `--json`.
+pub fn flush(o: &Options) {
+    let sorter = std::mem::take(&mut *o.listed.0.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(why) = &sorter.spill_error {
+        eprintln!("itemize: {why}; the changes were held in memory instead");
     }
+    sorter.drain(|(_, text, item)| {
+        line(&text);
+        if let Some(log) = &o.changes {
+            log.push(&item);
+        }
+    });
+}
+
+/// Where a change at `rel` sorts: rsync's order. Every directory above it adds
+/// (3, name, 0); in a directory come first its deletions (0, by name from the last, as
+/// rsync deletes), then its own line (1), then its other entries (2, by name), then each
+/// subdirectory's part. Names hold no NUL byte, so a name sorts before any longer one it
+/// starts; a deleted name is written complemented and ended by 0xFF for the reverse order.
+fn order_key(rel: &[u8], verb: Verb, kind: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(rel.len() + 8);
+    let parts: Vec<&[u8]> = if rel.is_empty() { Vec::new() } else { rel.split(|&b| b == b'/').collect() };
+    let (name, above) = match parts.split_last() {
+        Some((name, above)) => (Some(*name), above),
+        None => (None, &parts[..]),
+    };
+    for dir in above {
+        key.push(3);
+        key.extend_from_slice(dir);
+        key.push(0);
+    }
+    match name {
+        // The root's own line.
+        None => key.push(1),
+        Some(n) if verb == Verb::Deleted => {
+            key.push(0);
+            key.extend(n.iter().map(|b| !b));
+            key.push(0xFF);
+        }
+        Some(n) if kind == "dir" => {
+            key.push(3);
+            key.extend_from_slice(n);
+            key.extend_from_slice(&[0, 1]);
+        }
+        Some(n) => {
+            key.push(2);
+            key.extend_from_slice(n);
+        }
+    }
+    key
 }
 
 /// The `changes` array of the `--json` document, streamed: each change is written to the
-/// output as it is said, and the summary is appended after the array at the end, so a
-/// million changes never sit in memory and the document is one valid JSON object.
+/// output as [`flush`] takes it from the sorter, and the summary is appended after the
+/// array at the end, so a million changes never sit in memory at once and the document
+/// is one valid JSON object.
 /// (The alternative, a JSON Lines file beside the summary, would split one result in two
 /// files; a regular-file destination still appears only whole, renamed into place at
 /// [`JsonLog::finish`], as every `--json` output does.) The output is opened at the
@@ -152,13 +317,13 @@ impl JsonLog {
         }
     }
 
-    fn push(&self, c: &Change) {
-        let item = serde_json::to_vec(c).unwrap_or_default();
+    /// One item of the array (a [`Change`] as JSON).
+    fn push(&self, item: &[u8]) {
         let mut st = self.lock();
         let sep: &[u8] = if st.count == 0 { b"\n    " } else { b",\n    " };
         let mut b = Vec::with_capacity(sep.len() + item.len());
         b.extend_from_slice(sep);
-        b.extend_from_slice(&item);
+        b.extend_from_slice(item);
         self.put(&mut st, &b);
         st.count += 1;
     }
@@ -217,15 +382,15 @@ pub fn escape(rel: &[u8]) -> String {
 
 /// Print one line (whole, under the stream's lock): stdout, or stderr when `--json -`
 /// holds stdout for its document.
-fn line(text: String) {
+fn line(text: &[u8]) {
     if crate::fs::output::stdout_taken() {
         let mut err = std::io::stderr().lock();
-        let _ = err.write_all(text.as_bytes());
+        let _ = err.write_all(text);
         let _ = err.write_all(b"\n");
         return;
     }
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(text);
     let _ = out.write_all(b"\n");
 }
 
@@ -269,15 +434,30 @@ pub(super) fn reasons(
     if s.kind == Kind::Other && (s.ifmt != d.ifmt || s.rdev != d.rdev) {
         r.push("device");
     }
-    if !finish::same_owner(s, d, a) {
-        r.push("owner");
+    // Owner and group apart, as rsync's `o` and `g`.
+    if a.caps.owner
+        && let Some((uid, gid)) = attrs::owner_for(s, a.keep)
+    {
+        if uid.is_some_and(|u| u != d.uid) {
+            r.push("owner");
+        }
+        if gid.is_some_and(|g| g != d.gid) {
+            r.push("group");
+        }
     }
-    if keep.any_xattr()
+    // ACLs and other xattrs apart, as rsync's `a` and `x` (each compared alone).
+    let k = caps.compared(keep);
+    if k.any_xattr()
         && s.changed_after(d)
         && let Some((x, y)) = xattrs
-        && !attrs::same(x, y, &caps.compared(keep)).unwrap_or(false)
     {
-        r.push("xattrs");
+        let differ = |only: Keep| !attrs::same(x, y, &only).unwrap_or(false);
+        if k.acls && differ(Keep { xattrs: false, ..k }) {
+            r.push("acls");
+        }
+        if k.xattrs && differ(Keep { acls: false, ..k }) {
+            r.push("xattrs");
+        }
     }
     r.extend_from_slice(extra);
     r
@@ -298,8 +478,37 @@ pub(super) fn dir(ctx: &CopyShared, n: &Node, d: BorrowedFd<'_>, a: &Attr) {
     }
 }
 
-/// The change for SRC's entry `s` (not equal to DST's `d`, if any).
+/// The change for SRC's entry `s` (not equal to DST's `d`, if any), with a symlink's
+/// target and a device's type letter.
 pub(super) fn describe(
+    ctx: &CopyShared,
+    node: &Node,
+    s: &Item,
+    d: Option<&Item>,
+    replace: bool,
+    link_to: Option<&Vec<u8>>,
+    buf: &mut [u8],
+) -> Change {
+    let mut c = change_of(ctx, node, s, d, replace, link_to, buf);
+    c.type_letter = type_letter(&s.m);
+    if s.m.kind == Kind::Symlink {
+        c.target = read_link(node.src.as_fd(), s.name).ok().map(|t| escape(t.as_bytes()));
+    }
+    c
+}
+
+/// rsync's letter for an entry's type: f, d, L, D (block or character device), S.
+pub(super) fn type_letter(m: &Meta) -> char {
+    match m.kind {
+        Kind::File => 'f',
+        Kind::Dir => 'd',
+        Kind::Symlink => 'L',
+        Kind::Other if matches!(m.ifmt & 0o170000, 0o060000 | 0o020000) => 'D',
+        Kind::Other => 'S',
+    }
+}
+
+fn change_of(
     ctx: &CopyShared,
     node: &Node,
     s: &Item,

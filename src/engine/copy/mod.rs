@@ -21,10 +21,12 @@ mod entry;
 pub mod file;
 pub mod finish;
 pub mod itemize;
+
 mod links;
 mod listing;
 pub mod losses;
 pub mod mpi;
+mod ordered;
 pub mod progress;
 pub mod summary;
 mod tally;
@@ -69,8 +71,12 @@ pub struct Options {
     /// copy: compare DST with SRC afterwards, content included.
     pub verify: bool,
     pub quiet: bool,
-    /// Print one line per change on stdout as it happens (`--itemize`).
+    /// Print one line per change on stdout, in order when the run ends (`--itemize`).
     pub itemize: bool,
+    /// How those lines are written.
+    pub itemize_format: itemize::Format,
+    /// The changes held until the run ends ([`itemize::flush`]).
+    pub listed: std::sync::Arc<itemize::Listed>,
     /// With `itemize`: the `--json` document the changes stream into (rank 0 only).
     pub changes: Option<std::sync::Arc<itemize::JsonLog>>,
     /// What is kept beyond bytes, modes, mtimes and symlinks (all of it by default).
@@ -110,6 +116,8 @@ impl Options {
             verify: false,
             quiet: true,
             itemize: false,
+            itemize_format: itemize::Format::Words,
+            listed: Default::default(),
             changes: None,
             keep: attrs::Keep::default(),
             cold: false,
@@ -158,17 +166,22 @@ pub struct Summary {
     pub deleted: u64,
     /// Files and symlinks already equal at the destination.
     pub skipped: u64,
+    /// Files whose content was equal but whose mode, owner, xattrs or ACLs were not:
+    /// set in place (or, with --dry-run, would be), no data moved.
+    #[serde(default)]
+    pub attrs_updated: u64,
     /// Entries only at the destination, kept (no --delete).
     pub extraneous: u64,
     /// Failures of any kind (entries not copied, directories not made or not set,
     /// deletions that failed).
     pub failed: u64,
     /// SRC entries other than directories that were not copied: without an interruption,
-    /// copied + skipped + failed_entries = src_entries − src_dirs.
+    /// copied + attrs_updated + skipped + failed_entries = src_entries − src_dirs.
     #[serde(default)]
     pub failed_entries: u64,
     /// SRC entries the destination could not hold at all (symlinks on exFAT, device
-    /// nodes without root): copied + skipped + failed_entries + lost_entries adds up.
+    /// nodes without root): copied + attrs_updated + skipped + failed_entries +
+    /// lost_entries adds up.
     #[serde(default)]
     pub lost_entries: u64,
     /// What the destination could not hold, per kind (owner, modes, times, xattrs, acls,
@@ -247,11 +260,16 @@ impl Summary {
             self.dst_entries
         ));
         s.push_str(&format!(
-            "{verb} {} ({} transferred), {} dirs {}, skipped {} unchanged, deleted {}, extraneous kept {}, failed {}{}\n",
+            "{verb} {} ({} transferred), {} dirs {}, {}skipped {} unchanged, deleted {}, extraneous kept {}, failed {}{}\n",
             self.copied,
             fmt_size(self.bytes_transferred as f64),
             self.dirs_created,
             if self.dry_run { "to create" } else { "created" },
+            match (self.attrs_updated, self.dry_run) {
+                (0, _) => String::new(),
+                (n, false) => format!("attributes updated {n} (no data moved), "),
+                (n, true) => format!("attributes to update {n} (no data moved), "),
+            },
             self.skipped,
             self.deleted,
             self.extraneous,
@@ -357,6 +375,7 @@ pub struct Counters {
     pub dirs_created: AtomicU64,
     pub deleted: AtomicU64,
     pub skipped: AtomicU64,
+    pub attrs_updated: AtomicU64,
     pub extraneous: AtomicU64,
     pub failed: AtomicU64,
     pub failed_entries: AtomicU64,
@@ -603,6 +622,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     check(o)?;
     let timing = Timing::start(o.cold, &cold_roots(o), o.threads)?;
     let mut s = engine::run(o)?;
+    if o.itemize {
+        itemize::flush(o);
+    }
     s.timing = timing;
     end_timing(o, &mut s);
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));

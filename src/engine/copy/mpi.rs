@@ -616,6 +616,9 @@ pub fn run(o: &Options, command_line: Vec<String>) -> Result<Summary> {
     let (u1, s1) = crate::measure::cpu_times();
     let (u0, s0) = start.cpu0;
     let mine = RankPart { written: job.written(&ctx), part: Part::of(&ctx.c, &ctx.f, &ctx.losses, (u1 - u0, s1 - s0)) };
+    if o.itemize {
+        super::itemize::flush(o);
+    }
     let mut s = gather_summary(o, &ctx, mine, stats, start);
     s.src_xattrs_unread = src_xattrs;
     s.provenance = Some(crate::measure::provenance::Provenance::collect(command_line));

@@ -14,6 +14,8 @@ pub(super) struct Tally {
     pub(super) copied: u64,
     pub(super) deleted: u64,
     pub(super) skipped: u64,
+    /// Files whose attributes were set in place (content unchanged).
+    pub(super) attrs_updated: u64,
     pub(super) extraneous: u64,
     pub(super) bytes: u64,
     pub(super) phase: [std::time::Duration; 5],
@@ -27,6 +29,7 @@ impl Tally {
         self.copied += o.copied;
         self.deleted += o.deleted;
         self.skipped += o.skipped;
+        self.attrs_updated += o.attrs_updated;
         self.extraneous += o.extraneous;
         self.bytes += o.bytes;
         for (a, b) in self.phase.iter_mut().zip(o.phase) {
@@ -45,6 +48,7 @@ impl Tally {
         add(&c.copied, self.copied);
         add(&c.deleted, self.deleted);
         add(&c.skipped, self.skipped);
+        add(&c.attrs_updated, self.attrs_updated);
         add(&c.extraneous, self.extraneous);
         add(&c.bytes, self.bytes);
         for (slot, d) in c.phase_ns.iter().zip(self.phase) {
