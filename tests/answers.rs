@@ -191,7 +191,9 @@ fn an_unfit_model_gives_no_figure_anywhere() {
         "--json",
         pred.to_str().unwrap(),
     ]);
-    r.ok();
+    // Nothing usable: the rows are printed and saved, and the exit code says so.
+    r.expect_code(1);
+    assert!(r.stderr.contains("predictions is usable: every fit failed its check"), "{}", r.stderr);
     let p = load_json(&pred);
     for row in arr(&p, "predictions") {
         assert_eq!(row["usable"], false, "{row}");

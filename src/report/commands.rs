@@ -206,11 +206,24 @@ pub fn run_predict(cfg: &PredictConfig) -> (String, Result<()>) {
         },
         TreeInput::Inventory(i) => std::borrow::Cow::Borrowed(i.as_ref()),
     };
-    let text = match predictions(cfg, &inv) {
+    let (text, usable) = match predictions(cfg, &inv) {
         Ok(t) => t,
         Err(e) => return (String::new(), Err(e)),
     };
-    (text, complete(&inv))
+    let verdict = complete(&inv).and_then(|()| match usable {
+        Usable::None(n) => Err(Error::failed(format!(
+            "none of the {n} predictions is usable: every fit failed its check (each row says why)"
+        ))),
+        Usable::Some => Ok(()),
+    });
+    (text, verdict)
+}
+
+/// Did any prediction come from a usable fit?
+enum Usable {
+    Some,
+    /// None of these many rows (more than 0).
+    None(usize),
 }
 
 /// An error naming what the walk of the tree could not read (exit 1, as `scan`), if
@@ -230,10 +243,11 @@ fn complete(inv: &crate::tree::inventory::Inventory) -> Result<()> {
     )))
 }
 
-fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> Result<String> {
+fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> Result<(String, Usable)> {
     use crate::results::predict::{self, Shape};
     let shape = Shape::from(inv);
     let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.runs_ahead);
+    let usable = if rows.is_empty() || rows.iter().any(|r| r.usable) { Usable::Some } else { Usable::None(rows.len()) };
     if let Some(j) = &cfg.json {
         // The model's file, target labels and provenance: what `report --html` names.
         let targets: Vec<serde_json::Value> =
@@ -254,7 +268,7 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
     }
-    Ok(text)
+    Ok((text, usable))
 }
 
 /// Widest interval, as hi/lo, above which a calibration is called too short to pin the
