@@ -165,7 +165,8 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
             check_output(d, "--png", a.replace.force)?;
         }
     }
-    // A `predict --json` file is read as one when it is no result file.
+    // A `predict --json` file is read as one when it is no result file, and so is a
+    // peer's output (results::peers).
     let mut sets = Vec::new();
     let mut predict = Vec::new();
     for f in &a.files {
@@ -173,7 +174,11 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
             Ok(rs) => sets.push(rs),
             Err(e) => match manyfiles::report::predict_html::read(f) {
                 Ok(p) => predict.push((f.clone(), p)),
-                Err(_) => return Err(e),
+                // A peer's output (fio's JSON) is drawn beside the result files.
+                Err(_) => match manyfiles::results::peers::read(f) {
+                    Some(peer) => sets.push(peer.map_err(|why| Error::bad("RESULTS.json", why))?),
+                    None => return Err(e),
+                },
             },
         }
     }

@@ -77,6 +77,10 @@ impl Provenance {
 
     /// One line for the bottom of a table: where these figures come from.
     pub fn machine_line(&self) -> String {
+        if self.host.is_empty() {
+            // A peer's output read as a result (results::peers): no machine in it.
+            return format!("machine: not recorded in {}'s output · {} {}", self.tool, self.tool, self.version);
+        }
         let mut hosts = self.hosts.clone();
         hosts.sort();
         hosts.dedup();
@@ -86,12 +90,13 @@ impl Provenance {
             String::new()
         };
         format!(
-            "machine: {} · {} · {} · {} cores · {:.0} GiB RAM · manyfiles {}{ranks}",
+            "machine: {} · {} · {} · {} cores · {:.0} GiB RAM · {} {}{ranks}",
             self.host,
             self.kernel,
             self.cpu_model,
             self.cores,
             self.memory_bytes as f64 / (1u64 << 30) as f64,
+            if self.tool.is_empty() { "manyfiles" } else { &self.tool },
             self.version
         )
     }

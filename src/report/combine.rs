@@ -36,6 +36,7 @@ pub fn combine(mut sets: Vec<ResultSet>) -> Option<ResultSet> {
             }
         }
         out.complete &= rs.complete;
+        out.notes.extend(rs.notes);
     }
     // Labels too: the same directory measured twice keeps a line, and a name, each.
     let mut labels: Vec<String> = out.targets.iter().map(|t| t.shown()).collect();

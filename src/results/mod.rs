@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod compare;
 mod derive;
 pub mod meaning;
+pub mod peers;
 pub mod plan;
 pub mod pool;
 pub mod predict;
@@ -36,6 +37,11 @@ pub struct ResultSet {
     pub summaries: Vec<SummaryRow>,
     pub models: Vec<ModelRow>,
     pub warnings: Vec<String>,
+    /// What reading the file said that no derivation makes again (a peer's output: its
+    /// jobs that were not read, and why): [`ResultSet::derive`] puts them first among the
+    /// warnings, combining keeps every file's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Knees, crossovers, first-run effects, outliers, noisy cells.
     #[serde(default)]
     pub detections: Vec<Detection>,
@@ -346,6 +352,7 @@ impl ResultSet {
             summaries: Vec::new(),
             models: Vec::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             detections: Vec::new(),
             complete: false,
         }
@@ -357,7 +364,7 @@ impl ResultSet {
     pub fn derive(&mut self) {
         self.summaries.clear();
         self.models.clear();
-        self.warnings.clear();
+        self.warnings.clone_from(&self.notes);
         self.detections.clear();
         let keys = self.cell_keys();
         for key in &keys {

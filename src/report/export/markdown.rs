@@ -14,14 +14,22 @@ impl Exporter for MarkdownExporter {
         let e = &rs.experiment;
         // The first line is the mark `--markdown` looks for before it replaces a file.
         let mut s = format!("{}\n## manyfiles {}: {}\n\n", crate::fs::output::MARKDOWN_MARK, e.name, e.ops.join(", "));
+        let machine = if p.host.is_empty() {
+            format!("a machine {}'s output does not record", p.tool)
+        } else {
+            format!(
+                "{} ({}, {} cores, {:.0} GiB RAM, {})",
+                p.host,
+                p.cpu_model,
+                p.cores,
+                p.memory_bytes as f64 / (1u64 << 30) as f64,
+                p.kernel
+            )
+        };
         s.push_str(&format!(
-            "Measured {} on {} ({}, {} cores, {:.0} GiB RAM, {}) with manyfiles {}: {} runs per cell (+{} warmup), {}, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
+            "Measured {} on {machine} with {} {}: {} runs per cell (+{} warmup), {}, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
             p.started_utc,
-            p.host,
-            p.cpu_model,
-            p.cores,
-            p.memory_bytes as f64 / (1u64 << 30) as f64,
-            p.kernel,
+            p.tool,
             p.version,
             match e.adaptive {
                 Some(a) => format!("adaptive ({}–{}, to ±{}%)", a.min_runs, a.max_runs, sig3(a.precision * 100.0)),
