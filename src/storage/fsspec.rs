@@ -338,7 +338,8 @@ pub fn parse_list(s: &str) -> Result<Vec<FsSpec>, String> {
                 if (part.contains('=')
                     && !part.contains('@')
                     && (prev.contains("@class:") || prev.starts_with("share:") || is_object_store(prev)))
-                    || (part.trim_start().starts_with("on=") && (prev.starts_with("share:") || is_object_store(prev))) =>
+                    || (part.trim_start().starts_with("on=")
+                        && (prev.starts_with("share:") || is_object_store(prev))) =>
             {
                 prev.push(',');
                 prev.push_str(part);
@@ -445,7 +446,10 @@ mod tests {
         let o = parse_list("s3@rtt=1ms,bw=1MiB/s,on=ext4@disk,s3,xfs").unwrap();
         let labels: Vec<String> = o.iter().map(|s| s.label()).collect();
         assert_eq!(labels, ["s3@rtt=1ms,bw=1MiB/s,on=ext4@disk:/var/tmp", "s3@rtt=0ms", "xfs@ram"]);
-        assert_eq!((o[0].fs_type, o[0].backing_name(), o[1].object().map(|x| x.rtt_ms)), (FsType::Ext4, "object", Some(0)));
+        assert_eq!(
+            (o[0].fs_type, o[0].backing_name(), o[1].object().map(|x| x.rtt_ms)),
+            (FsType::Ext4, "object", Some(0))
+        );
         assert_eq!(FsSpec::parse(&o[0].label()).unwrap(), o[0]);
     }
 

@@ -74,7 +74,9 @@ impl ObjectSpec {
         for pair in params.split(',').filter(|p| !p.trim().is_empty()) {
             let (k, v) = pair.split_once('=').ok_or_else(|| format!("'{text}': '{pair}' is not key=value ({FORM})"))?;
             match k.trim().to_ascii_lowercase().as_str() {
-                "rtt" if rtt.is_none() => rtt = Some(super::share::parse_rtt_ms(v).map_err(|e| format!("'{text}': {e}"))?),
+                "rtt" if rtt.is_none() => {
+                    rtt = Some(super::share::parse_rtt_ms(v).map_err(|e| format!("'{text}': {e}"))?)
+                }
                 "bw" if bw.is_none() => bw = Some(super::share::parse_bw(v).map_err(|e| format!("'{text}': {e}"))?),
                 "rtt" | "bw" => return Err(format!("'{text}': '{}' given twice", k.trim())),
                 other => return Err(format!("'{text}': unknown object store parameter '{other}'; known: rtt, bw, on")),
@@ -85,7 +87,9 @@ impl ObjectSpec {
             Some(s) => super::fsspec::FsSpec::parse(s).map_err(|e| format!("'{text}': on=: {e}"))?,
         };
         if export.share().is_some() || export.device().is_some() || export.object().is_some() {
-            return Err(format!("'{text}': on= names the file system the server stores on: not a share, an object store nor a real device"));
+            return Err(format!(
+                "'{text}': on= names the file system the server stores on: not a share, an object store nor a real device"
+            ));
         }
         Ok(ObjectSpec { rtt_ms: rtt.unwrap_or(0), bw, export })
     }
@@ -215,14 +219,8 @@ pub fn start(dir: &Path, spec: &ObjectSpec, export: &super::managed::ManagedFs, 
     let server = netns::free_account()?;
     let server_command = start_server(dir, server, server_port, export.mount_point())?;
     let proxy = netns::free_account_besides(&[server.uid])?;
-    let proxy_command = stack::start_proxy(
-        dir,
-        (spec.rtt_ms, spec.toxic_rate()),
-        proxy,
-        server_port,
-        proxy_port,
-        api_port,
-    )?;
+    let proxy_command =
+        stack::start_proxy(dir, (spec.rtt_ms, spec.toxic_rate()), proxy, server_port, proxy_port, api_port)?;
     let endpoint = format!("http://127.0.0.1:{proxy_port}");
     Ok(ObjectDetails {
         object: spec.clone(),
@@ -251,7 +249,9 @@ pub fn start(dir: &Path, spec: &ObjectSpec, export: &super::managed::ManagedFs, 
         proxy_version: format!("{} (built from v2.9.0 by go install)", tool_version(&[PROXY, "-version"], "version")),
         client_command: s3fs_argv(dir, &endpoint, mp),
         client_version: tool_version(&["s3fs", "--version"], "V1"),
-        client_caches: format!("s3fs 1.90's documented defaults, given explicitly: {CLIENT_CACHES}; no local file cache"),
+        client_caches: format!(
+            "s3fs 1.90's documented defaults, given explicitly: {CLIENT_CACHES}; no local file cache"
+        ),
         export: Box::new(export.details().clone()),
     })
 }

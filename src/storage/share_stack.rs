@@ -244,7 +244,8 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
             )
         }
     };
-    let proxy_command = start_proxy(dir, (share.rtt_ms, share.toxic_rate()), account, server_port, proxy_port, api_port)?;
+    let proxy_command =
+        start_proxy(dir, (share.rtt_ms, share.toxic_rate()), account, server_port, proxy_port, api_port)?;
     let server = if share.proto == Proto::Sftp {
         "sshd as root, SFTP only (internal-sftp), chrooted to the export, no shell, tty or forwarding"
     } else {

@@ -49,7 +49,9 @@ impl Kind for ObjectRecord {
         details.mkfs_version = mkfs_version;
         details.mkfs_command = vec![format!(
             "s3fs through toxiproxy (+{} ms server to client) from {} (gofakes3, bucket {}), storing on {export_spec}",
-            d.latency_toxic_ms, object_stack::SERVER, d.bucket
+            d.latency_toxic_ms,
+            object_stack::SERVER,
+            d.bucket
         )];
         details.object = Some(Box::new(d));
         Ok(())
