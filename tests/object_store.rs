@@ -136,6 +136,29 @@ fn uid_of(pid: &str) -> u32 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+/// The HTTP status of `GET /manyfiles/` to 127.0.0.1:`port` in the network namespace
+/// bound at `ns` (from a thread that joined it), with `auth` as its Authorization header.
+fn http_status_in(ns: &Path, port: u16, auth: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(ns).unwrap();
+    let req = format!(
+        "GET /manyfiles/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{}Connection: close\r\n\r\n",
+        auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default()
+    );
+    std::thread::spawn(move || {
+        // SAFETY: setns on an open nsfs file; only this thread moves.
+        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out.split(' ').nth(1).unwrap_or("").to_string()
+    })
+    .join()
+    .unwrap()
+}
+
 #[test]
 fn mount_write_umount_leaves_nothing() {
     need_stack!();
@@ -161,6 +184,21 @@ fn mount_write_umount_leaves_nothing() {
     let (server, proxy) = (pid_of(object_stack::SERVER).expect("server"), pid_of("toxiproxy").expect("proxy"));
     assert!(pid_of("s3fs").is_some(), "{procs:?}");
     assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    // The endpoint is the namespace's: nothing on the host's loopback; there, a request
+    // without the stack's access key is refused, one naming it is served.
+    let after = r.stdout.split("endpoint http://127.0.0.1:").nth(1).unwrap();
+    let port: u16 = after.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
+    let ns = stack.dir.join("netns");
+    let host = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500));
+    assert!(host.is_err(), "the endpoint's port {port} answers on the host's 127.0.0.1");
+    let key = &credentials(&stack.dir)[0];
+    let anonymous = http_status_in(&ns, port, None);
+    let named = http_status_in(
+        &ns,
+        port,
+        Some(&format!("AWS4-HMAC-SHA256 Credential={key}/20260101/us-east-1/s3/aws4_request")),
+    );
+    assert_eq!((anonymous.as_str(), named.as_str()), ("403", "200"), "GET /manyfiles/ status without and with the key");
     // Files written through the mount are objects in the bucket, read back.
     std::fs::create_dir(mp.join("d")).unwrap();
     for i in 0..5 {
