@@ -277,19 +277,8 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
 
 /// Start `argv` in the stack's namespace (as `account` when given), output to `log`.
 pub(super) fn spawn(dir: &Path, argv: &[String], log: &Path, account: Option<Account>) -> Result<()> {
-    spawn_env(dir, argv, log, account, &[])
-}
-
-/// [`spawn`] with `env` added to its environment (secrets stay out of argv).
-pub(super) fn spawn_env(
-    dir: &Path,
-    argv: &[String],
-    log: &Path,
-    account: Option<Account>,
-    env: &[(&str, &str)],
-) -> Result<()> {
     let ns = std::sync::Arc::new(netns::open(&netns::file(dir))?);
-    spawn_detached_with(argv, log, env, netns::confine(ns, account))
+    spawn_detached_with(argv, log, &[], netns::confine(ns, account))
 }
 
 /// toxiproxy as `account` (it cannot read the stack's directory: the proxy is made
