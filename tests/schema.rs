@@ -90,6 +90,7 @@ fn device_target_validates_and_old_records_load() {
         entries: None,
         class: None,
         share: None,
+        object: None,
         device_info: Some(DeviceInfo {
             path: "/dev/sdb".into(),
             name: "sdb".into(),

@@ -22,11 +22,12 @@ pub fn mount(a: &MountArgs) -> Result<()> {
         )
     });
     out(&format!(
-        "mounted {} at {} ({}){}\nundo with: manyfiles umount {}\n",
+        "mounted {} at {} ({}){}\n{}undo with: manyfiles umount {}\n",
         d.spec,
         m.dir.display(),
         d.device.as_deref().unwrap_or("no device"),
         class.unwrap_or_default(),
+        super::mounts::object_lines(d),
         m.dir.display()
     ));
     Ok(())

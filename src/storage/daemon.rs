@@ -9,14 +9,16 @@ use std::time::{Duration, Instant};
 
 /// Start `argv` in its own session (`setsid -f`), output to `log`; it is not our child.
 pub(super) fn spawn_detached(argv: &[String], log: &Path) -> Result<()> {
-    spawn_detached_with(argv, log, || Ok(()))
+    spawn_detached_with(argv, log, &[], || Ok(()))
 }
 
-/// [`spawn_detached`] with `pre_exec` run in the child before `setsid` (a share stack's
+/// [`spawn_detached`] with `env` added to its environment (an object store's access key:
+/// never in argv) and `pre_exec` run in the child before `setsid` (a share stack's
 /// network namespace and account: [`super::share_netns::confine`]).
 pub(super) fn spawn_detached_with(
     argv: &[String],
     log: &Path,
+    env: &[(&str, &str)],
     pre_exec: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
 ) -> Result<()> {
     use std::os::unix::process::CommandExt;
@@ -28,6 +30,7 @@ pub(super) fn spawn_detached_with(
     let st = cmd
         .arg("-f")
         .args(argv)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err)

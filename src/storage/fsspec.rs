@@ -42,6 +42,10 @@ pub enum Backing {
     /// A file share (`share:sftp@rtt=1ms`): the export (`fs_type` and `block` are its)
     /// served through a latency proxy to a FUSE client ([`super::share`]).
     Share { share: Box<super::share::ShareSpec> },
+    /// An object store (`s3@rtt=1ms`): an S3 server storing on the export (`fs_type` and
+    /// `block` are its) behind a latency proxy, its bucket mounted through s3fs
+    /// ([`super::object_stack`]).
+    Object { object: Box<super::object_stack::ObjectSpec> },
 }
 
 /// Directory images of `@disk` go to unless a directory is given.
@@ -161,6 +165,11 @@ impl FsSpec {
             let (fs_type, block) = (share.export.fs_type, share.export.block);
             return Ok(FsSpec { fs_type, block, backing: Backing::Share { share: Box::new(share) } });
         }
+        if is_object_store(s) {
+            let object = super::object_stack::ObjectSpec::parse(s)?;
+            let (fs_type, block) = (object.export.fs_type, object.export.block);
+            return Ok(FsSpec { fs_type, block, backing: Backing::Object { object: Box::new(object) } });
+        }
         if s.is_empty() {
             return Err(format!(
                 "empty file system spec; expected TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME] with TYPE one of {TYPES}"
@@ -226,6 +235,9 @@ impl FsSpec {
         if let Backing::Share { share } = &self.backing {
             return format!("share:{}", share.text());
         }
+        if let Backing::Object { object } = &self.backing {
+            return object.text();
+        }
         let mut s = self.fs_type.name().to_string();
         if let Some(b) = self.block {
             s.push(':');
@@ -245,7 +257,7 @@ impl FsSpec {
                 s.push_str("@class:");
                 s.push_str(&class.text());
             }
-            Backing::Share { .. } => unreachable!("returned above"),
+            Backing::Share { .. } | Backing::Object { .. } => unreachable!("returned above"),
         }
         s
     }
@@ -258,6 +270,7 @@ impl FsSpec {
             Backing::Disk { dir } => dir.clone(),
             Backing::Dev { path, .. } => path.clone(),
             Backing::Share { share } => share.export.backing_dir(),
+            Backing::Object { object } => object.export.backing_dir(),
         }
     }
 
@@ -285,6 +298,14 @@ impl FsSpec {
         }
     }
 
+    /// The object store of an `s3` spec.
+    pub fn object(&self) -> Option<&super::object_stack::ObjectSpec> {
+        match &self.backing {
+            Backing::Object { object } => Some(object),
+            _ => None,
+        }
+    }
+
     pub fn backing_name(&self) -> &'static str {
         match self.backing {
             Backing::Ram => "ram",
@@ -292,8 +313,15 @@ impl FsSpec {
             Backing::Dev { .. } => "dev",
             Backing::Class { .. } => "class",
             Backing::Share { .. } => "share",
+            Backing::Object { .. } => "object",
         }
     }
+}
+
+/// Does `s` name an object store (`s3`, `s3@…`)?
+fn is_object_store(s: &str) -> bool {
+    let t = s.trim();
+    t.eq_ignore_ascii_case("s3") || t.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("s3@"))
 }
 
 /// Comma-separated specs (block sizes never contain commas; a device class's
@@ -309,8 +337,9 @@ pub fn parse_list(s: &str) -> Result<Vec<FsSpec>, String> {
             Some(prev)
                 if (part.contains('=')
                     && !part.contains('@')
-                    && (prev.contains("@class:") || prev.starts_with("share:")))
-                    || (part.trim_start().starts_with("on=") && prev.starts_with("share:")) =>
+                    && (prev.contains("@class:") || prev.starts_with("share:") || is_object_store(prev)))
+                    || (part.trim_start().starts_with("on=")
+                        && (prev.starts_with("share:") || is_object_store(prev))) =>
             {
                 prev.push(',');
                 prev.push_str(part);
@@ -414,6 +443,14 @@ mod tests {
         assert_eq!(labels, ["share:sftp@rtt=1ms,bw=1MiB/s,on=ext4@class:hdd,qd=2", "share:smb@rtt=0ms", "tmpfs@ram"]);
         assert_eq!((sh[0].fs_type, sh[0].backing_name()), (FsType::Ext4, "share"));
         assert!(FsSpec::parse("share:nfs@rtt=1ms").unwrap_err().contains("nfs"));
+        let o = parse_list("s3@rtt=1ms,bw=1MiB/s,on=ext4@disk,s3,xfs").unwrap();
+        let labels: Vec<String> = o.iter().map(|s| s.label()).collect();
+        assert_eq!(labels, ["s3@rtt=1ms,bw=1MiB/s,on=ext4@disk:/var/tmp", "s3@rtt=0ms", "xfs@ram"]);
+        assert_eq!(
+            (o[0].fs_type, o[0].backing_name(), o[1].object().map(|x| x.rtt_ms)),
+            (FsType::Ext4, "object", Some(0))
+        );
+        assert_eq!(FsSpec::parse(&o[0].label()).unwrap(), o[0]);
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub struct ManagedDetails {
     /// A file share (`share:`): server, proxy, client and the export under them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<super::share_stack::ShareDetails>,
+    /// An object store (`s3`): server, proxy, s3fs and the export under them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Box<super::object_stack::ObjectDetails>>,
 }
 
 /// A file system the tool made and mounted; torn down on drop.
@@ -138,6 +141,7 @@ impl ManagedFs {
                 device_info: None,
                 class: None,
                 share: None,
+                object: None,
             },
             kind,
             reg: None,

@@ -87,7 +87,7 @@ impl ShareSpec {
             None => FsSpec::parse("tmpfs")?,
             Some(s) => FsSpec::parse(s).map_err(|e| format!("'{whole}': on=: {e}"))?,
         };
-        if matches!(export.backing, Backing::Share { .. } | Backing::Dev { .. }) {
+        if matches!(export.backing, Backing::Share { .. } | Backing::Dev { .. } | Backing::Object { .. }) {
             return Err(format!("'{whole}': on= names the exported file system: not a share nor a real device"));
         }
         Ok(ShareSpec { proto, rtt_ms, bw, export })
@@ -112,7 +112,7 @@ impl ShareSpec {
     }
 }
 
-fn parse_rtt_ms(v: &str) -> Result<u64, String> {
+pub(super) fn parse_rtt_ms(v: &str) -> Result<u64, String> {
     let us = super::device_class::parse_duration_us(v)?;
     if us % 1000 != 0 {
         return Err(format!(
@@ -123,7 +123,7 @@ fn parse_rtt_ms(v: &str) -> Result<u64, String> {
     Ok(us / 1000)
 }
 
-fn parse_bw(v: &str) -> Result<u64, String> {
+pub(super) fn parse_bw(v: &str) -> Result<u64, String> {
     let t = v.trim();
     let b = crate::units::parse_size(t.strip_suffix("/s").unwrap_or(t)).map_err(|e| format!("bw={t}: {e}"))?;
     if b < 1000 {
@@ -132,7 +132,7 @@ fn parse_bw(v: &str) -> Result<u64, String> {
     Ok(b)
 }
 
-fn fmt_bw(b: u64) -> String {
+pub(super) fn fmt_bw(b: u64) -> String {
     match b {
         b if b % (1 << 20) == 0 => format!("{}MiB/s", b >> 20),
         b if b % 1024 == 0 => format!("{}KiB/s", b >> 10),

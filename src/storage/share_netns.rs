@@ -162,6 +162,13 @@ const ACCOUNT_BASE: u32 = 1_835_401_216; // 0x6d66_0000
 /// as it; tried from a point that depends on the tool's pid, so stacks of concurrent runs
 /// differ. Not `nobody`: every process of `nobody` could signal or ptrace the proxy.
 pub fn free_account() -> Result<Account> {
+    free_account_besides(&[])
+}
+
+/// [`free_account`] other than the ids in `taken` (a second account for the same stack:
+/// a process that dropped root is not dumpable, its /proc entry is root's, so an id in
+/// use by the stack is not seen there).
+pub fn free_account_besides(taken: &[u32]) -> Result<Account> {
     let used: std::collections::HashSet<u32> = std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -174,7 +181,7 @@ pub fn free_account() -> Result<Account> {
         // SAFETY: getpwuid/getgrgid return a pointer into static storage or NULL; only
         // NULL-ness is read.
         let named = unsafe { !libc::getpwuid(id).is_null() || !libc::getgrgid(id).is_null() };
-        if !named && !used.contains(&id) {
+        if !named && !used.contains(&id) && !taken.contains(&id) {
             return Ok(Account { uid: id, gid: id });
         }
     }

@@ -134,7 +134,7 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
+pub(super) fn write_private(path: &Path, text: &str) -> Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -144,7 +144,7 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     f.write_all(text.as_bytes()).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
 }
 
-fn mkdir(p: &Path, mode: u32) -> Result<()> {
+pub(super) fn mkdir(p: &Path, mode: u32) -> Result<()> {
     std::fs::DirBuilder::new()
         .mode(mode)
         .create(p)
@@ -152,7 +152,7 @@ fn mkdir(p: &Path, mode: u32) -> Result<()> {
 }
 
 /// The first line of `argv`'s output that holds `word` (else the first line).
-fn tool_version(argv: &[&str], word: &str) -> String {
+pub(super) fn tool_version(argv: &[&str], word: &str) -> String {
     let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
     let (so, se) = crate::helper::run_output(&argv, crate::helper::DEFAULT_TIMEOUT);
     let lines: Vec<&str> = so.lines().chain(se.lines()).map(str::trim).filter(|l| !l.is_empty()).collect();
@@ -161,7 +161,7 @@ fn tool_version(argv: &[&str], word: &str) -> String {
 
 /// Does 127.0.0.1:`port` in the stack's namespace `ns` accept a connection (and, with
 /// `banner`, send it)?
-fn accepts(ns: &Path, port: u16, banner: Option<&[u8]>) -> bool {
+pub(super) fn accepts(ns: &Path, port: u16, banner: Option<&[u8]>) -> bool {
     netns::within(ns, || accepts_here(port, banner)).unwrap_or(false)
 }
 
@@ -176,7 +176,7 @@ fn accepts_here(port: u16, banner: Option<&[u8]>) -> bool {
 }
 
 /// [`daemon::wait_ready`] for the stack's `what` (a process whose argv holds it).
-fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
+pub(super) fn wait_ready(dir: &Path, what: &str, log: &Path, ready: impl Fn() -> bool) -> Result<()> {
     daemon::wait_ready(what, log, ready, || stack_pids(dir).iter().any(|(_, n)| n.contains(what)))
 }
 
@@ -244,7 +244,8 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
             )
         }
     };
-    let proxy_command = start_proxy(dir, share, account, server_port, proxy_port, api_port)?;
+    let proxy_command =
+        start_proxy(dir, (share.rtt_ms, share.toxic_rate()), account, server_port, proxy_port, api_port)?;
     let server = if share.proto == Proto::Sftp {
         "sshd as root, SFTP only (internal-sftp), chrooted to the export, no shell, tty or forwarding"
     } else {
@@ -275,16 +276,17 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
 }
 
 /// Start `argv` in the stack's namespace (as `account` when given), output to `log`.
-fn spawn(dir: &Path, argv: &[String], log: &Path, account: Option<Account>) -> Result<()> {
+pub(super) fn spawn(dir: &Path, argv: &[String], log: &Path, account: Option<Account>) -> Result<()> {
     let ns = std::sync::Arc::new(netns::open(&netns::file(dir))?);
-    spawn_detached_with(argv, log, netns::confine(ns, account))
+    spawn_detached_with(argv, log, &[], netns::confine(ns, account))
 }
 
 /// toxiproxy as `account` (it cannot read the stack's directory: the proxy is made
-/// through the API, not from a config file).
-fn start_proxy(
+/// through the API, not from a config file): `rtt_ms` server to client, `rate` (units of
+/// 1,000 B/s) both ways. Also an object store's ([`super::object_stack`]).
+pub(super) fn start_proxy(
     dir: &Path,
-    share: &ShareSpec,
+    (rtt_ms, rate): (u64, Option<u64>),
     account: Account,
     server: u16,
     listen: u16,
@@ -300,13 +302,13 @@ fn start_proxy(
     api(&ns, api_port, "POST", "/proxies", &proxy).map_err(Error::failed)?;
     wait_ready(dir, PROXY, &log, || accepts(&ns, listen, None))?;
     let mut toxics = Vec::new();
-    if share.rtt_ms > 0 {
+    if rtt_ms > 0 {
         toxics.push(format!(
             r#"{{"name":"rtt","type":"latency","stream":"downstream","toxicity":1.0,"attributes":{{"latency":{},"jitter":0}}}}"#,
-            share.rtt_ms
+            rtt_ms
         ));
     }
-    if let Some(rate) = share.toxic_rate() {
+    if let Some(rate) = rate {
         for stream in ["upstream", "downstream"] {
             toxics.push(format!(
                 r#"{{"name":"bw_{stream}","type":"bandwidth","stream":"{stream}","toxicity":1.0,"attributes":{{"rate":{rate}}}}}"#
@@ -417,7 +419,7 @@ fn run_stdin(argv: &[&str], input: &str) -> Result<String> {
 }
 
 /// 24 hex digits from the kernel's random source.
-fn password() -> Result<String> {
+pub(super) fn password() -> Result<String> {
     let mut b = [0u8; 12];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))
@@ -493,13 +495,25 @@ pub fn mount_client(dir: &Path, d: &ShareDetails, mp: &Path) -> Result<()> {
     r
 }
 
-/// The programs a share stack runs (the names its processes start with).
-const STACK_PROGRAMS: [&str; 9] =
-    ["sshd", "sshfs", "ssh", "ssh-keygen", "sftp-server", "smbd", "smbpasswd", "rclone", PROXY];
+/// The programs a share stack (or an object store's, [`super::object_stack`]) runs (the
+/// names its processes start with).
+const STACK_PROGRAMS: [&str; 11] = [
+    "sshd",
+    "sshfs",
+    "ssh",
+    "ssh-keygen",
+    "sftp-server",
+    "smbd",
+    "smbpasswd",
+    "rclone",
+    PROXY,
+    "s3fs",
+    super::object_stack::SERVER,
+];
 
 /// The processes in the stack's namespace, the stack's programs whose argv names a path
 /// in `dir`, and their descendants: (pid, argv).
-fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
+pub(super) fn stack_pids(dir: &Path) -> Vec<(u32, String)> {
     let needle = format!("{}/", dir.display());
     let me = std::process::id();
     let in_ns = netns::identity(&netns::file(dir)).map(netns::pids_in).unwrap_or_default();

@@ -130,6 +130,7 @@ macro_rules! kinds {
 
 kinds! {
     "share" => Share(share::ShareRecord),
+    "object" => Object(object::ObjectRecord),
     "device" => Device(device::DeviceRecord),
     "class" => Class(class::ClassRecord),
     "tmpfs" => Tmpfs(tmpfs::TmpfsRecord),

@@ -1,0 +1,364 @@
+//! Object stores (`--fs s3@rtt=…`): `manyfiles mount` brings one up (server, proxy and
+//! s3fs; the endpoint, bucket and credentials file printed, never the credentials),
+//! files written through the mount reach the bucket, `umount` leaves nothing (no
+//! process, mount, namespace, directory or record); a short ladder through s3fs prints
+//! its table and keeps the credentials out of stdout, stderr and the JSON; SIGINT mid-
+//! ladder, and kill -9 followed by `cleanup`, leave nothing; a missing server is named
+//! with how to get it. Needs root, FUSE, s3fs, manyfiles-s3server (tools/s3server) and
+//! toxiproxy-server: without them each test prints why it skipped, except under CI
+//! (CI=true), where .ci/run installs them and a skip is a failure.
+
+mod common;
+
+use common::serial;
+use manyfiles::storage::fsspec::FsSpec;
+use manyfiles::storage::managed::{ManagedFs, find_in_path};
+use manyfiles::storage::object_stack;
+use manyfiles::storage::registry::{self, Record};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why this machine cannot run the tests, if it cannot.
+fn missing() -> Option<String> {
+    let stack = |path: &std::ffi::OsStr| object_stack::preflight("s3", path).err();
+    common::missing(&[&stack])
+}
+
+macro_rules! need_stack {
+    () => {
+        if common::skipped(missing()) {
+            return;
+        }
+    };
+}
+
+/// An object store as its records name it.
+#[derive(Debug, Clone)]
+struct Stack {
+    dir: PathBuf,
+    client_mp: PathBuf,
+    recs: Vec<PathBuf>,
+    export_mp: Option<PathBuf>,
+    pid: u32,
+    /// Its network namespace (device, inode), as first seen.
+    netns: Option<(u64, u64)>,
+}
+
+fn records() -> Vec<(PathBuf, Record)> {
+    std::fs::read_dir(registry::state_dir())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "mount"))
+                .filter_map(|p| Some((p.clone(), serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn netns_of(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let ns = dir.join("netns");
+    registry::mounts_at(&ns).iter().any(|m| m.fs_type == "nsfs").then_some(())?;
+    std::fs::metadata(&ns).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The object stores the registry names (a client's record is of kind "object").
+fn stacks() -> Vec<Stack> {
+    let all = records();
+    all.iter()
+        .filter(|(_, r)| r.kind.tag() == "object")
+        .map(|(p, r)| {
+            let dir = r.share_dir.clone().unwrap();
+            let export = all.iter().find(|(q, e)| e.share_dir.as_ref() == Some(&dir) && q != p);
+            Stack {
+                client_mp: r.mount_point.clone().unwrap(),
+                recs: std::iter::once(p.clone()).chain(export.map(|(q, _)| q.clone())).collect(),
+                export_mp: export.and_then(|(_, e)| e.mount_point.clone()),
+                pid: r.pid,
+                netns: netns_of(&dir),
+                dir,
+            }
+        })
+        .collect()
+}
+
+/// Processes in the stack's namespace or naming its directory: "PID ARGV".
+fn stack_processes(s: &Stack) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let d = format!("{}/", s.dir.display());
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        if cmd.is_empty() {
+            continue; // a zombie (its parent, init, reaps it)
+        }
+        let text = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let ns = std::fs::metadata(e.path().join("ns/net")).ok().map(|m| (m.dev(), m.ino()));
+        if text.contains(&d) || (s.netns.is_some() && ns == s.netns) {
+            out.push(format!("{pid} {}", text.trim()));
+        }
+    }
+    out
+}
+
+/// What the stack left: processes, mounts, namespace, directory, records.
+fn leftovers(s: &Stack) -> Vec<String> {
+    let mut v = stack_processes(s);
+    for mp in std::iter::once(&s.client_mp).chain(s.export_mp.iter()) {
+        v.extend(registry::mounts_at(mp).into_iter().map(|m| format!("mount {} ({})", mp.display(), m.fs_type)));
+    }
+    let src = object_stack::fsname(&s.dir);
+    let all = registry::mounts();
+    v.extend(all.iter().filter(|m| m.source == src).map(|m| format!("mount {:?}", m.mount_point)));
+    v.extend(all.iter().filter(|m| m.mount_point.starts_with(&s.dir)).map(|m| format!("mount {:?}", m.mount_point)));
+    if s.dir.exists() {
+        v.push(format!("directory {}", s.dir.display()));
+    }
+    v.extend(s.recs.iter().filter(|r| r.exists()).map(|r| format!("record {}", r.display())));
+    v
+}
+
+/// The access key and secret in the stack's credentials file.
+fn credentials(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("credentials")).unwrap();
+    let v: Vec<String> = text.lines().filter_map(|l| l.split_once(" = ")).map(|(_, v)| v.trim().to_string()).collect();
+    assert!(v.len() == 2 && v.iter().all(|s| s.len() >= 16), "{text}");
+    v
+}
+
+/// The real uid of `pid`.
+fn uid_of(pid: &str) -> u32 {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = st.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The HTTP status of `GET /manyfiles/` to 127.0.0.1:`port` in the network namespace
+/// bound at `ns` (from a thread that joined it), with `auth` as its Authorization header.
+fn http_status_in(ns: &Path, port: u16, auth: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(ns).unwrap();
+    let req = format!(
+        "GET /manyfiles/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{}Connection: close\r\n\r\n",
+        auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default()
+    );
+    std::thread::spawn(move || {
+        // SAFETY: setns on an open nsfs file; only this thread moves.
+        assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out.split(' ').nth(1).unwrap_or("").to_string()
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn mount_write_umount_leaves_nothing() {
+    need_stack!();
+    let _g = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let mp = dir.path().canonicalize().unwrap();
+    let r = common::run(["mount", "s3@rtt=1ms", mp.to_str().unwrap(), "--size", "64MiB"]);
+    r.ok();
+    assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some("fuse.s3fs"));
+    let stack = stacks().into_iter().find(|s| s.client_mp == mp).expect("registered");
+    let cred = stack.dir.join("credentials");
+    for want in ["endpoint http://127.0.0.1:", "bucket manyfiles", "s3://manyfiles/", &cred.display().to_string()] {
+        assert!(r.stdout.contains(want), "mount prints {want}: {}", r.stdout);
+    }
+    for secret in credentials(&stack.dir) {
+        assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "a credential printed");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
+    // Server, proxy and client outlive the command; the server and proxy not as root.
+    let procs = stack_processes(&stack);
+    let pid_of = |name: &str| procs.iter().find(|p| p.contains(name)).map(|p| p.split(' ').next().unwrap().to_string());
+    let (server, proxy) = (pid_of(object_stack::SERVER).expect("server"), pid_of("toxiproxy").expect("proxy"));
+    assert!(pid_of("s3fs").is_some(), "{procs:?}");
+    assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    // The endpoint is the namespace's: nothing on the host's loopback; there, a request
+    // without the stack's access key is refused, one naming it is served.
+    let after = r.stdout.split("endpoint http://127.0.0.1:").nth(1).unwrap();
+    let port: u16 = after.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
+    let ns = stack.dir.join("netns");
+    let host = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500));
+    assert!(host.is_err(), "the endpoint's port {port} answers on the host's 127.0.0.1");
+    let key = &credentials(&stack.dir)[0];
+    let anonymous = http_status_in(&ns, port, None);
+    let named = http_status_in(
+        &ns,
+        port,
+        Some(&format!("AWS4-HMAC-SHA256 Credential={key}/20260101/us-east-1/s3/aws4_request")),
+    );
+    assert_eq!((anonymous.as_str(), named.as_str()), ("403", "200"), "GET /manyfiles/ status without and with the key");
+    // Files written through the mount are objects in the bucket, read back.
+    std::fs::create_dir(mp.join("d")).unwrap();
+    for i in 0..5 {
+        std::fs::write(mp.join(format!("d/f{i}")), format!("object {i}")).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(mp.join("d/f3")).unwrap(), "object 3");
+    let names: Vec<String> =
+        std::fs::read_dir(mp.join("d")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into()).collect();
+    assert_eq!(names.len(), 5, "{names:?}");
+    // The bucket's database file on the export holds them (s3bolt: one file).
+    let db = stack.export_mp.as_ref().unwrap().join("s3/objects.bolt");
+    let bytes = std::fs::read(&db).unwrap();
+    assert!(bytes.windows(8).any(|w| w == b"object 3"), "the object's data is in {}", db.display());
+    // Plain cleanup keeps the user's mount.
+    common::run(["cleanup"]).ok();
+    assert!(registry::mounts_at(&mp).last().is_some());
+    let u = common::run(["umount", mp.to_str().unwrap()]);
+    u.ok();
+    let left = leftovers(&stack);
+    assert!(left.is_empty(), "umount left {left:?}: {}", u.stdout);
+    assert!(mp.is_dir(), "the user's directory stays");
+}
+
+#[test]
+fn a_short_ladder_prints_its_table_and_no_credentials() {
+    need_stack!();
+    let _g = serial();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let child = Command::new(common::bin())
+        .args(["ladder", "--fs", "s3@rtt=1ms", "--total", "1MiB", "--to", "256", "--runs", "2", "--quiet", "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Read the stack's credentials while it runs (they go with it).
+    let t0 = Instant::now();
+    let secrets = loop {
+        if let Some(s) = stacks().into_iter().find(|s| s.pid == pid && s.dir.join("credentials").exists()) {
+            break credentials(&s.dir);
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "the ladder's object store never came up");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let t = Instant::now();
+    let r = child.wait_with_output().unwrap();
+    println!("ladder --fs s3@rtt=1ms --total 1MiB --to 256 --runs 2: {:.0} s", t.elapsed().as_secs_f64());
+    let (stdout, stderr) = (String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
+    assert!(r.status.success(), "{stderr}\n{stdout}");
+    assert!(stdout.contains("s3@rtt=1ms") && stdout.contains("create") && stdout.contains("per file"), "{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    for s in &secrets {
+        assert!(!stdout.contains(s) && !stderr.contains(s) && !text.contains(s), "a credential in the output");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // The results' schema knows the kind (a build from a dirty tree says so in
+    // provenance, which the schema refuses: not this test's business).
+    let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/result-v1.schema.json")).unwrap();
+    let v = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .filter(|e| !e.ends_with("/provenance/built_from"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let o = &doc["targets"][0]["managed"]["object"];
+    assert_eq!(o["latency_toxic_ms"], 1, "{o}");
+    assert_eq!(o["bucket"], "manyfiles");
+    assert!(o["client_command"][0] == "s3fs" && o["client_caches"].as_str().is_some_and(|c| !c.is_empty()), "{o}");
+    let serving: f64 =
+        doc["measurements"].as_array().unwrap().iter().filter_map(|m| m["machine"]["serving_cpu_s"].as_f64()).sum();
+    assert!(serving > 0.0, "no CPU of the stack's own processes was counted as the target's");
+    let mine: Vec<(PathBuf, Record)> = records().into_iter().filter(|(_, rec)| rec.pid == pid).collect();
+    assert!(mine.is_empty(), "records left {mine:?}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(registry::state_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(&format!("-{pid}-")))
+        .collect();
+    assert!(dirs.is_empty(), "left {dirs:?}");
+}
+
+/// Start a ladder on an object store, wait until its client is mounted, signal it.
+fn ladder_then(sig: i32) -> (Stack, std::process::ExitStatus) {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(common::bin())
+        .args(["ladder", "--fs", "s3@rtt=1ms", "--total", "1MiB", "--to", "64", "--runs", "50", "--quiet"])
+        .arg("--target")
+        .arg(out.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let found = loop {
+        let mine = stacks().into_iter().find(|s| s.pid == child.id() && !registry::mounts_at(&s.client_mp).is_empty());
+        if let Some(f) = mine {
+            break f;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "the ladder's object store never came up");
+        assert!(child.try_wait().unwrap().is_none(), "the ladder ended before its object store came up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(1500)); // into the trials
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    (found, child.wait().unwrap())
+}
+
+#[test]
+fn sigint_mid_ladder_leaves_nothing() {
+    need_stack!();
+    let _g = serial();
+    let (stack, st) = ladder_then(libc::SIGINT);
+    assert!(!st.success(), "interrupted: {st}");
+    let left = leftovers(&stack);
+    assert!(left.is_empty(), "after SIGINT the run left {left:?}");
+}
+
+#[test]
+fn kill_9_then_cleanup_leaves_nothing() {
+    need_stack!();
+    let _g = serial();
+    let (stack, _) = ladder_then(libc::SIGKILL);
+    let running = stack_processes(&stack);
+    let has = |name: &str| running.iter().any(|p| p.split(' ').nth(1).is_some_and(|a| a.contains(name)));
+    // The proxy always; the server and client unless the kill came during a fresh start.
+    assert!(has("toxiproxy"), "the proxy outlives a kill -9: {running:?}");
+    println!("kill -9 left {} processes: {running:?}", running.len());
+    let rep = registry::cleanup().unwrap();
+    assert!(rep.problems.is_empty(), "{rep}");
+    let left = leftovers(&stack);
+    assert!(left.is_empty(), "cleanup left {left:?}: {rep}");
+    assert!(!stack.client_mp.exists());
+}
+
+#[test]
+fn a_missing_server_is_named_with_how_to_get_it() {
+    need_stack!();
+    let dir = tempfile::tempdir().unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for t in ["mount", "umount", "setsid", "fusermount3", "s3fs", "toxiproxy-server"] {
+        std::os::unix::fs::symlink(find_in_path(t, &path).unwrap(), dir.path().join(t)).unwrap();
+    }
+    let p = dir.path().as_os_str();
+    let e = ManagedFs::preflight_in(&[FsSpec::parse("s3@rtt=1ms").unwrap()], 64 << 20, p).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let e = e.to_string();
+    assert!(e.contains("manyfiles-s3server not found") && e.contains("tools/s3server"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+    let r =
+        Command::new(common::bin()).args(["ladder", "--fs", "s3", "--to", "4", "--runs", "1"]).env("PATH", p).output();
+    let r = r.unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("manyfiles-s3server not found"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
