@@ -26,15 +26,15 @@ pub fn line(c: &Counters, start: Instant) -> String {
     let ld = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let secs = start.elapsed().as_secs_f64().max(1e-9);
     let [copied, skipped, bytes] = c.progress.each_ref().map(ld);
-    // Entries other than directories, as in the summary: copied + unchanged (attributes
-    // updated in place included) + failed.
+    // Entries other than directories, as in the summary: copied + unchanged (data unchanged:
+    // attributes updated in place counted here too) + failed.
     let listed = ld(&c.src_entries).saturating_sub(ld(&c.src_dirs));
     let (done, failed) = (copied + skipped, ld(&c.failed_entries));
     let pending = listed.saturating_sub(done + failed);
     let pct = if listed == 0 { 0.0 } else { 100.0 * (done + failed) as f64 / listed as f64 };
     let total = ld(&c.src_bytes);
     format!(
-        "{:.0}s: {pct:.1}% of {listed} listed so far: {done} done (copied {copied}, no data to move {skipped}), \
+        "{:.0}s: {pct:.1}% of {listed} listed so far: {done} done (copied {copied}, unchanged {skipped}), \
          {failed} failed, {pending} pending, deleted {}; {} of {} ({}/s, {} files/s)",
         secs,
         ld(&c.deleted),
