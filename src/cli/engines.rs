@@ -41,6 +41,10 @@ pub struct SyncArgs {
     /// Compare only: write and delete nothing, report what would change
     #[arg(long, short = 'n')]
     pub dry_run: bool,
+    /// With --delete: also delete what the filters exclude in DST (rules without their own
+    /// side apply to SRC only; P rules still protect), as rsync's --delete-excluded
+    #[arg(long, requires = "delete")]
+    pub delete_excluded: bool,
     #[command(flatten)]
     pub common: CopyCommonArgs,
 }
@@ -115,6 +119,8 @@ pub struct CopyCommonArgs {
     /// (the mount point itself stays). Default: leave them alone, and report them (exit 1)
     #[arg(long)]
     pub cross_mounts: bool,
+    #[command(flatten)]
+    pub filters: super::common::FilterArgs,
 }
 
 /// Options for `copy` / `sync`, and where the JSON summary goes. `writes`: false for
@@ -138,6 +144,7 @@ pub fn copy_config(
     o.verify = c.verify;
     (o.cold, o.durable) = (c.cold, c.durable);
     o.cross_mounts = c.cross_mounts;
+    o.filter = c.filters.filter()?.map(std::sync::Arc::new);
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,
@@ -280,6 +287,11 @@ pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
 pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
     (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
+    if a.delete_excluded {
+        let mut f = o.filter.as_deref().cloned().unwrap_or_default();
+        f.delete_excluded();
+        o.filter = Some(std::sync::Arc::new(f));
+    }
     copy_report(o, json.as_deref(), command_line)
 }
 

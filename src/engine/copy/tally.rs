@@ -15,6 +15,7 @@ pub(super) struct Tally {
     pub(super) deleted: u64,
     pub(super) skipped: u64,
     pub(super) extraneous: u64,
+    pub(super) excluded: u64,
     pub(super) bytes: u64,
     pub(super) phase: [std::time::Duration; 5],
 }
@@ -28,6 +29,7 @@ impl Tally {
         self.deleted += o.deleted;
         self.skipped += o.skipped;
         self.extraneous += o.extraneous;
+        self.excluded += o.excluded;
         self.bytes += o.bytes;
         for (a, b) in self.phase.iter_mut().zip(o.phase) {
             *a += b;
@@ -46,6 +48,7 @@ impl Tally {
         add(&c.deleted, self.deleted);
         add(&c.skipped, self.skipped);
         add(&c.extraneous, self.extraneous);
+        add(&c.excluded, self.excluded);
         add(&c.bytes, self.bytes);
         for (slot, d) in c.phase_ns.iter().zip(self.phase) {
             add(slot, d.as_nanos() as u64);
