@@ -195,6 +195,8 @@ pub struct RmArgs {
     pub durable: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
+    #[command(flatten)]
+    pub filters: super::common::FilterArgs,
 }
 
 pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
@@ -211,6 +213,7 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
         quiet: a.quiet,
         cold: a.cold,
         durable: a.durable,
+        filter: a.filters.filter()?.map(std::sync::Arc::new),
     };
     Ok((o, a.json.clone()))
 }

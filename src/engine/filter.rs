@@ -491,6 +491,12 @@ impl Filter {
         self.first(rel, is_dir, |r| r.receiver)
     }
 
+    /// Does `rm` keep `rel`? What either side's rules exclude stays: a rule that hides an
+    /// entry or one that protects it (rm deletes, so both apply).
+    pub fn spares(&self, rel: &[u8], is_dir: bool) -> bool {
+        self.excluded(rel, is_dir) || self.protected(rel, is_dir)
+    }
+
     /// Does any rule protect anything on the receiving side?
     pub fn protects(&self) -> bool {
         self.rules.iter().any(|r| r.receiver && r.action == Action::Exclude)
