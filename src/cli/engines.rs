@@ -253,6 +253,8 @@ pub struct ScanArgs {
     pub durable: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
+    #[command(flatten)]
+    pub filters: super::common::FilterArgs,
 }
 
 pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
@@ -275,7 +277,11 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         command_line,
         cold: a.cold,
         durable: a.durable,
+        filter: a.filters.filter()?.map(std::sync::Arc::new),
     };
+    if cfg.filter.is_some() && ranks::size() > 1 {
+        return Err(Error::bad("--exclude", "filters are not supported by scan under MPI yet (run it on one process)"));
+    }
     Ok(cfg)
 }
 

@@ -158,7 +158,10 @@ impl Summary {
             self.threads
         );
         if self.filtered {
-            s.push_str(&format!("excluded {} (kept by the filters, with the directories holding them)\n", self.excluded));
+            s.push_str(&format!(
+                "excluded {} (kept by the filters, with the directories holding them)\n",
+                self.excluded
+            ));
         }
         s.push_str(&self.timing.text());
         for p in &self.kept_mount_points {
@@ -210,7 +213,12 @@ impl Tally {
     /// while fewer than [`LIST_FAILURES`] are.
     /// The NUL-terminated `names` (non-directories of the directory at `rel`) less those
     /// `filter` keeps, counted; None: none is kept (use `names`).
-    pub(crate) fn spare(&self, filter: Option<&crate::engine::filter::Filter>, rel: &[u8], names: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn spare(
+        &self,
+        filter: Option<&crate::engine::filter::Filter>,
+        rel: &[u8],
+        names: &[u8],
+    ) -> Option<Vec<u8>> {
         let f = filter?;
         let spared = |raw: &[u8]| f.spares(&crate::engine::walker::join(rel, &raw[..raw.len() - 1]), false);
         if !names.split_inclusive(|&b| b == 0).any(spared) {

@@ -298,9 +298,8 @@ pub fn run(o: &Options) -> Result<Summary> {
         MpiWalk { threads: o.threads }.run(roots, &|it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| c.work(it, spawn));
     // Did anything fail or stop anywhere? Then directories that stay non-empty are no news.
     // With filters, a directory holding what they keep stays non-empty: no news either.
-    let troubled = ranks::any(
-        ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0 || o.filter.is_some(),
-    );
+    let troubled =
+        ranks::any(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0 || o.filter.is_some());
     let interrupted_anywhere = ranks::any(crate::signals::pending() != 0);
     if !interrupted_anywhere {
         let deepest = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
