@@ -621,10 +621,10 @@ pub struct FilterArgs {
     /// to the root, a `/` inside matches the path's end, none matches the name; a trailing
     /// `/` matches directories only; `*` stays within a name, `**` crosses `/`. An excluded
     /// directory is not entered; sync --delete and rm keep what is excluded
-    #[arg(long, value_name = "PATTERN", value_parser = placed)]
+    #[arg(long, value_name = "PATTERN", value_parser = placed, allow_hyphen_values = true)]
     pub exclude: Vec<Placed>,
     /// Keep what PATTERN matches, even where a later rule would exclude it
-    #[arg(long, value_name = "PATTERN", value_parser = placed)]
+    #[arg(long, value_name = "PATTERN", value_parser = placed, allow_hyphen_values = true)]
     pub include: Vec<Placed>,
     /// Exclude the patterns in FILE, one a line (blank lines and lines starting with # or ;
     /// skipped; `+ PATTERN` includes)
@@ -633,7 +633,7 @@ pub struct FilterArgs {
     /// An rsync filter rule: `- PATTERN`, `+ PATTERN`, `H`/`S` (sender only), `P`/`R`
     /// (receiver only: protect from, or risk, --delete), `!` to clear; modifiers `!`, `s`, `r`
     /// (`-! PATTERN`). Merge files are not supported
-    #[arg(long, value_name = "RULE", value_parser = placed)]
+    #[arg(long, value_name = "RULE", value_parser = placed, allow_hyphen_values = true)]
     pub filter: Vec<Placed>,
     /// Exclude version-control directories: .git/, .hg/, .svn/ (after the rules given)
     #[arg(long)]
