@@ -615,6 +615,7 @@ fn placed(s: &str) -> std::result::Result<Placed, String> {
 
 /// Filters with rsync's meaning, on copy, sync, rm and scan.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Filters (rsync's rules)")]
 pub struct FilterArgs {
     /// Leave out what PATTERN matches, as rsync does: the first matching rule (of
     /// --exclude, --include, --filter, --exclude-from, in order) wins; `/` in front anchors
