@@ -311,7 +311,7 @@ fn bracket(c: &[char]) -> std::result::Result<(String, usize), String> {
     }
     // globset's class: ']' literal only first, '-' literal only first or last; no escapes.
     let mut s = String::from(if negated { "[!" } else { "[" });
-    if kept.iter().any(|r| *r == (']', ']')) {
+    if kept.contains(&(']', ']')) {
         s.push(']');
     }
     for &(lo, hi) in kept.iter().filter(|r| **r != (']', ']') && **r != ('-', '-')) {
@@ -321,7 +321,7 @@ fn bracket(c: &[char]) -> std::result::Result<(String, usize), String> {
             s.push(hi);
         }
     }
-    if kept.iter().any(|r| *r == ('-', '-')) {
+    if kept.contains(&('-', '-')) {
         s.push('-');
     }
     s.push(']');

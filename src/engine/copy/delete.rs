@@ -215,8 +215,7 @@ pub(super) fn sparing(
         return (0, 1);
     };
     let mut stack = vec![first];
-    loop {
-        let Some(top) = stack.last_mut() else { break };
+    while let Some(top) = stack.last_mut() {
         if let Some(e) = top.entries.get(top.next) {
             top.next += 1;
             let rel = super::engine::rel_join(&top.rel, e.name.to_bytes());

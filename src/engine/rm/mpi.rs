@@ -346,6 +346,49 @@ mod tests {
         }
     }
 
+    /// Every path below `root`, sorted.
+    fn left(root: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                out.push(e.path().strip_prefix(root).unwrap().display().to_string());
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn one_rank_keeps_what_the_filters_keep_as_the_local_engine_does() {
+        let t = tempfile::tempdir().unwrap();
+        let filter = crate::engine::filter::Filter::from_rules(&["- f1", "- /2/", "- big/g1*"]).unwrap();
+        let mut kept = Vec::new();
+        for (name, local) in [("local", true), ("mpi", false)] {
+            let top = t.path().join(name);
+            crate::engine::rm::tests::tree_with_root_link(&top, b"x");
+            let big = top.join("big");
+            std::fs::create_dir_all(&big).unwrap();
+            for i in 0..2 * BATCH + 5 {
+                std::fs::write(big.join(format!("g{i}")), b"").unwrap();
+            }
+            let mut o = opts(&top);
+            o.filter = Some(std::sync::Arc::new(filter.clone()));
+            let s = if local { crate::engine::rm::run(&o).unwrap() } else { run(&o).unwrap() };
+            assert!(s.ok(), "{name}: {s:?}");
+            // f1 in the 9 directories not below 2/, 2/ itself, g1 and g10..g19, g100..g199, …
+            let g1 = (0..2 * BATCH + 5).filter(|i| format!("g{i}").starts_with("g1")).count() as u64;
+            assert_eq!(s.excluded, 9 + 1 + g1, "{name}");
+            kept.push(left(&top));
+        }
+        assert!(kept[0].contains(&"2/0/f3".to_string()) && kept[0].contains(&"big/g1".to_string()));
+        assert!(!kept[0].contains(&"0/0/f0".to_string()));
+        assert_eq!(kept[0], kept[1], "the MPI variant keeps what the local engine keeps");
+    }
+
     #[test]
     fn one_rank_removes_like_the_local_engine() {
         let t = tempfile::tempdir().unwrap();
