@@ -448,3 +448,50 @@ fn unsupported_rules_are_refused_not_ignored() {
         assert!(!t.path().join("dst").exists(), "{rule}: nothing made");
     }
 }
+
+/// `--files-from`: exactly the listed paths and the directories above them, as
+/// `rsync -a --files-from` copies them, with and without an exclude; refused where its
+/// meaning is not settled (sync --delete, rm).
+#[test]
+fn files_from_copies_what_rsync_copies() {
+    if !rsync_here() {
+        return;
+    }
+    let (t, _) = setup();
+    let src = t.path().join("src");
+    let list = t.path().join("list");
+    std::fs::write(
+        &list,
+        "# what to take\nfoo\n./a/b/c\n/src/main.c\nsrc/lib.c\n\nx/sub\ndeep/a/b/c/d/z\n;not this\nname with space\nlink\n",
+    )
+    .unwrap();
+    let mut wrong = Vec::new();
+    let sets: [&[&str]; 4] =
+        [&[], &["--exclude", "*.c"], &["--exclude", "z"], &["--exclude-vcs", "--include", "lib.c"]];
+    for (i, extra) in sets.iter().enumerate() {
+        let mut args: Vec<String> = vec!["--files-from".into(), list.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let (theirs, ours) = (t.path().join(format!("r{i}")), t.path().join(format!("m{i}")));
+        let their_args: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--exclude-vcs")
+            .cloned()
+            .chain(extra.contains(&"--exclude-vcs").then(|| "--exclude=.git/".to_string()))
+            .collect();
+        rsync(&their_args, &[], &src, &theirs);
+        manyfiles(&["copy"], &args, &[&src, &ours]);
+        wrong.extend(differ(&args, "copy --files-from", &paths(&theirs), &paths(&ours)));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(paths(&t.path().join("m0")).contains("deep/a/b/c/d/z"));
+    for cmd in [vec!["sync", "--delete"], vec!["rm"]] {
+        let mut c = common::cmd();
+        c.args(&cmd).arg("--files-from").arg(&list);
+        if cmd[0] == "sync" {
+            c.arg(&src);
+        }
+        let out = c.arg(t.path().join("m0")).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(paths(&t.path().join("m0")).contains("deep/a/b/c/d/z"), "nothing removed");
+}

@@ -639,6 +639,12 @@ pub struct FilterArgs {
     /// Exclude version-control directories: .git/, .hg/, .svn/ (after the rules given)
     #[arg(long)]
     pub exclude_vcs: bool,
+    /// Only the paths listed in FILE (one a line, relative to the source; # and ; lines
+    /// skipped) and the directories above them, as rsync -a --files-from: a listed
+    /// directory's contents are not included. Excludes still apply. Not with sync --delete
+    /// nor rm
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<std::path::PathBuf>,
 }
 
 impl FilterArgs {
@@ -656,7 +662,7 @@ impl FilterArgs {
         all.extend(self.include.iter().map(|p| (p, Flag::Include)));
         all.extend(self.exclude_from.iter().map(|p| (p, Flag::From)));
         all.extend(self.filter.iter().map(|p| (p, Flag::Rule)));
-        if all.is_empty() && !self.exclude_vcs {
+        if all.is_empty() && !self.exclude_vcs && self.files_from.is_none() {
             return Ok(None);
         }
         all.sort_by_key(|(p, _)| p.0);
@@ -675,6 +681,11 @@ impl FilterArgs {
         }
         if self.exclude_vcs {
             f.exclude_vcs();
+        }
+        if let Some(p) = &self.files_from {
+            let text = manyfiles::fs::input::read_bounded(p, 256 << 20)
+                .map_err(|e| Error::bad("--files-from", format!("{}: {e}", p.display())))?;
+            f.files_from(&text)?;
         }
         Ok(Some(f))
     }

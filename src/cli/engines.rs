@@ -200,6 +200,9 @@ pub struct RmArgs {
 }
 
 pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
+    if a.filters.files_from.is_some() {
+        return Err(Error::bad("--files-from", "not supported by rm (name the paths to remove as PATHs)"));
+    }
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
@@ -296,6 +299,12 @@ pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
 pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
     (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
+    if a.delete && a.common.filters.files_from.is_some() {
+        return Err(Error::bad(
+            "--files-from",
+            "not with --delete yet (what a listed directory's deletions are is rsync's -r question)",
+        ));
+    }
     if a.delete_excluded {
         let mut f = o.filter.as_deref().cloned().unwrap_or_default();
         f.delete_excluded();

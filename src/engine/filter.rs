@@ -77,6 +77,8 @@ enum Place {
 enum Matcher {
     Literal(Vec<u8>),
     Glob(Box<GlobMatcher>),
+    /// `--files-from`: one of these whole paths.
+    Paths(std::collections::HashSet<Vec<u8>>),
 }
 
 #[derive(Debug, Clone)]
@@ -157,6 +159,7 @@ impl Pattern {
             false => rel,
         };
         match &self.matcher {
+            Matcher::Paths(set) => set.contains(rel),
             Matcher::Literal(lit) => match self.anchored {
                 true => name == lit.as_slice(),
                 false => name.ends_with(lit) && (name.len() == lit.len() || name[name.len() - lit.len() - 1] == b'/'),
@@ -472,6 +475,59 @@ impl Filter {
         }
     }
 
+    /// `--files-from`: the paths listed in `text` (one a line, relative to the root; a
+    /// leading `/` and `.` components dropped; blank lines and lines starting with `#` or
+    /// `;` skipped) and the directories above them, nothing else — as `rsync -a
+    /// --files-from` (no recursion into a listed directory). Added after every other rule,
+    /// so an exclude still leaves a listed path out; a listed path excluded as a file and
+    /// as a directory makes no directory above it (rsync's implied directories).
+    pub fn files_from(&mut self, text: &str) -> Result<()> {
+        let mut listed = std::collections::HashSet::new();
+        let mut above = std::collections::HashSet::new();
+        for line in text.lines() {
+            let line = line.trim_end_matches('\r');
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            let parts: Vec<&str> = line.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+            if parts.contains(&"..") {
+                return Err(Error::bad("--files-from", format!("'{line}': '..' is not allowed in a listed path")));
+            }
+            if parts.is_empty() {
+                continue;
+            }
+            let path = parts.join("/");
+            let out = self.excluded(path.as_bytes(), false) && self.excluded(path.as_bytes(), true);
+            for i in 1..parts.len() {
+                if !out {
+                    above.insert(parts[..i].join("/").into_bytes());
+                }
+            }
+            listed.insert(path.into_bytes());
+        }
+        let rule = |set, dir_only, text: &str| Rule {
+            action: Action::Include,
+            sender: true,
+            receiver: true,
+            sided: false,
+            negate: false,
+            pattern: Pattern {
+                text: text.into(),
+                anchored: true,
+                name_only: false,
+                dir_only,
+                wild2_prefix: false,
+                wild3_suffix: false,
+                place: Place::Start,
+                matcher: Matcher::Paths(set),
+            },
+        };
+        let n = listed.len();
+        self.rules.push(rule(listed, false, &format!("({n} paths of --files-from)")));
+        self.rules.push(rule(above, true, "(the directories above them)"));
+        self.add_rule("- *")
+    }
+
     /// `--delete-excluded`: every rule without a side of its own applies to the sender
     /// only, so what it excludes in DST is deleted.
     pub fn delete_excluded(&mut self) {
@@ -673,6 +729,19 @@ mod tests {
         assert_eq!(fl.describe(), ["- *.o", "+ keep.log", "- *.log"]);
         fl.exclude_vcs();
         assert!(fl.excluded(b"src/.git", true) && !fl.excluded(b"src/.git", false));
+    }
+
+    #[test]
+    fn files_from_takes_the_listed_paths_and_the_directories_above() {
+        let mut fl = f(&["- *.o"]);
+        fl.files_from("# comment\n\n./d/e/g\n/x\nz/m.o\n;no\n").unwrap();
+        for (rel, dir) in [("d", true), ("d/e", true), ("d/e/g", false), ("x", true), ("x", false)] {
+            assert!(!fl.excluded(rel.as_bytes(), dir), "{rel}");
+        }
+        for (rel, dir) in [("d/f", false), ("x/y", false), ("z", true), ("z/m.o", false), ("no", false), ("d", false)] {
+            assert!(fl.excluded(rel.as_bytes(), dir), "{rel}");
+        }
+        assert!(Filter::default().files_from("a/../b\n").is_err());
     }
 
     #[test]
