@@ -380,6 +380,17 @@ fn an_excluded_file_survives_rm_and_sync_delete() {
         ["kept/", "kept/precious.key", "only-here/", "only-here/precious.key"].map(String::from).into();
     assert_eq!(paths(&tree), want, "rm keeps the excluded files and the directories holding them");
     assert!(tree.exists());
+    // A directory SRC replaces by a file is not removed while the filters protect anything:
+    // reported (exit 1), the excluded file in it kept.
+    let (src2, dst2) = (t.path().join("src2"), t.path().join("dst2"));
+    file(&src2, "t");
+    file(&dst2, "t/x.key");
+    file(&dst2, "t/other");
+    let out =
+        common::cmd().args(["sync", "-q", "--delete", "--exclude", "*.key"]).arg(&src2).arg(&dst2).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("filters in force may protect"));
+    assert!(dst2.join("t/x.key").exists(), "the excluded file survives a type change");
     let mut de = rule.to_vec();
     de.push("--delete-excluded".into());
     manyfiles(&["sync", "--delete"], &de, &[&src, &dst]);
