@@ -506,3 +506,53 @@ fn files_from_copies_what_rsync_copies() {
     }
     assert!(paths(&t.path().join("m0")).contains("deep/a/b/c/d/z"), "nothing removed");
 }
+
+/// Under MPI (feature `mpi`, `cargo test --features mpi --test filters -- mpi`): copy,
+/// sync --delete and rm on two ranks leave what rsync leaves; scan refuses filters.
+#[cfg(feature = "mpi")]
+#[test]
+fn mpi_ranks_filter_as_rsync_does() {
+    if !rsync_here() {
+        return;
+    }
+    let Some(_one) = common::mpi_one_at_a_time() else { return };
+    let (t, from) = setup();
+    let src = t.path().join("src");
+    let empty = t.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let np = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = common::mpirun_with(2, &args, std::time::Duration::from_secs(120));
+        (r.code, r.stdout)
+    };
+    let mut wrong = Vec::new();
+    for (i, r) in rule_sets(&from).iter().enumerate().step_by(4) {
+        let at = |name: &str| t.path().join(format!("{name}{i}"));
+        let with = |cmd: &[&str], paths: &[&Path]| {
+            let mut v: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+            v.push("-q".into());
+            v.extend(r.ours.iter().cloned());
+            v.extend(paths.iter().map(|p| p.display().to_string()));
+            v
+        };
+        rsync(&r.theirs, &[], &src, &at("rc"));
+        let (code, out) = np(with(&["copy"], &[&src, &at("mc")]));
+        assert_eq!(code, Some(0), "{out}");
+        wrong.extend(differ(&r.ours, "mpi copy", &paths(&at("rc")), &paths(&at("mc"))));
+        destination(&at("rs"));
+        destination(&at("ms"));
+        rsync(&r.theirs, &["--delete"], &src, &at("rs"));
+        let (code, out) = np(with(&["sync", "--delete"], &[&src, &at("ms")]));
+        assert_eq!(code, Some(0), "{out}");
+        wrong.extend(differ(&r.ours, "mpi sync --delete", &paths(&at("rs")), &paths(&at("ms"))));
+        destination(&at("rr"));
+        destination(&at("mr"));
+        rsync(&r.theirs, &["--delete"], &empty, &at("rr"));
+        let (code, out) = np(with(&["rm"], &[&at("mr")]));
+        assert_eq!(code, Some(0), "{out}");
+        wrong.extend(differ(&r.ours, "mpi rm", &paths(&at("rr")), &paths(&at("mr"))));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let (code, _) = np(vec!["scan".into(), "--exclude".into(), "*.tmp".into(), src.display().to_string()]);
+    assert_eq!(code, Some(2), "scan refuses filters under MPI");
+}
