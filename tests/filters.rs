@@ -508,7 +508,8 @@ fn files_from_copies_what_rsync_copies() {
 }
 
 /// Under MPI (feature `mpi`, `cargo test --features mpi --test filters -- mpi`): copy,
-/// sync --delete and rm on two ranks leave what rsync leaves; scan refuses filters.
+/// sync --delete and rm on two ranks leave what rsync leaves; scan leaves out what it
+/// leaves out on one process.
 #[cfg(feature = "mpi")]
 #[test]
 fn mpi_ranks_filter_as_rsync_does() {
@@ -553,6 +554,22 @@ fn mpi_ranks_filter_as_rsync_does() {
         wrong.extend(differ(&r.ours, "mpi rm", &paths(&at("rr")), &paths(&at("mr"))));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    let (code, _) = np(vec!["scan".into(), "--exclude".into(), "*.tmp".into(), src.display().to_string()]);
-    assert_eq!(code, Some(2), "scan refuses filters under MPI");
+    // scan: the same entries and the same count left out as on one process.
+    let json = |name: &str| t.path().join(name);
+    let args = |j: &Path| -> Vec<String> {
+        ["scan", "--exclude", "*.tmp", "--exclude", "/deep/", "--json"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([j.display().to_string(), src.display().to_string()])
+            .collect()
+    };
+    let (code, out) = np(args(&json("mpi.json")));
+    assert_eq!(code, Some(0), "{out}");
+    let one = common::cmd().args(args(&json("one.json"))).output().unwrap();
+    assert!(one.status.success());
+    let read =
+        |name: &str| -> serde_json::Value { serde_json::from_slice(&std::fs::read(json(name)).unwrap()).unwrap() };
+    let (m, o) = (read("mpi.json"), read("one.json"));
+    assert_eq!((m["entries"].clone(), m["excluded"].clone()), (o["entries"].clone(), o["excluded"].clone()));
+    assert_eq!(m["excluded"], 5);
 }

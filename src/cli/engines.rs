@@ -282,9 +282,6 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         durable: a.durable,
         filter: a.filters.filter()?.map(std::sync::Arc::new),
     };
-    if cfg.filter.is_some() && ranks::size() > 1 {
-        return Err(Error::bad("--exclude", "filters are not supported by scan under MPI yet (run it on one process)"));
-    }
     Ok(cfg)
 }
 
