@@ -24,7 +24,9 @@
 //! reads as "no `/`, or at least one"; a bracket class never matches `/` in rsync (in
 //! globset a negated one does), so `/` is added to a negated class and left out of any
 //! other; `[[:alpha:]]`-style classes are spelled out as ASCII ranges; `{`, `}` and `,`
-//! are plain characters in rsync and escaped for globset.
+//! are plain characters in rsync and escaped for globset. A `[` left open is refused
+//! (rsync's pattern silently never matches). `--files-from` is two rules of exact paths
+//! (a hash set: the listed paths, the directories above them) and `- *`, after all others.
 //!
 //! Sides: an exclude (`-`) rule hides an entry from the sender (not copied, not scanned,
 //! not descended into) and protects it on the receiver (`sync --delete` and `rm` leave
