@@ -601,3 +601,92 @@ mod tests {
         assert_eq!(cores_per_rank(8, 16, 2), 8, "bound to a socket: its cores");
     }
 }
+
+/// One filter flag's value and its place on the command line: rsync reads its rules in
+/// the order given, across `--exclude`, `--include`, `--filter` and `--exclude-from`
+/// (clap parses values in that order; the count gives it back across the flags).
+#[derive(Clone, Debug)]
+pub struct Placed(pub usize, pub String);
+
+fn placed(s: &str) -> std::result::Result<Placed, String> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    Ok(Placed(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), s.to_string()))
+}
+
+/// Filters with rsync's meaning, on copy, sync, rm and scan.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Filters (rsync's rules)")]
+pub struct FilterArgs {
+    /// Leave out what PATTERN matches, as rsync does: the first matching rule (of
+    /// --exclude, --include, --filter, --exclude-from, in order) wins; `/` in front anchors
+    /// to the root, a `/` inside matches the path's end, none matches the name; a trailing
+    /// `/` matches directories only; `*` stays within a name, `**` crosses `/`. An excluded
+    /// directory is not entered; sync --delete and rm keep what is excluded
+    #[arg(long, value_name = "PATTERN", value_parser = placed, allow_hyphen_values = true)]
+    pub exclude: Vec<Placed>,
+    /// Keep what PATTERN matches, even where a later rule would exclude it
+    #[arg(long, value_name = "PATTERN", value_parser = placed, allow_hyphen_values = true)]
+    pub include: Vec<Placed>,
+    /// Exclude the patterns in FILE, one a line (blank lines and lines starting with # or ;
+    /// skipped; `+ PATTERN` includes)
+    #[arg(long, value_name = "FILE", value_parser = placed)]
+    pub exclude_from: Vec<Placed>,
+    /// An rsync filter rule: `- PATTERN`, `+ PATTERN`, `H`/`S` (sender only), `P`/`R`
+    /// (receiver only: protect from, or risk, --delete), `!` to clear; modifiers `!`, `s`, `r`
+    /// (`-! PATTERN`). Merge files are not supported
+    #[arg(long, value_name = "RULE", value_parser = placed, allow_hyphen_values = true)]
+    pub filter: Vec<Placed>,
+    /// Exclude version-control directories: .git/, .hg/, .svn/ (after the rules given)
+    #[arg(long)]
+    pub exclude_vcs: bool,
+    /// Only the paths listed in FILE (one a line, relative to the source; # and ; lines
+    /// skipped) and the directories above them, as rsync -a --files-from: a listed
+    /// directory's contents are not included. Excludes still apply. Not with sync --delete
+    /// nor rm
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<std::path::PathBuf>,
+}
+
+impl FilterArgs {
+    /// The rule list in command-line order (None: no filter given).
+    pub fn filter(&self) -> Result<Option<manyfiles::engine::filter::Filter>> {
+        use manyfiles::engine::filter::Filter;
+        enum Flag {
+            Exclude,
+            Include,
+            From,
+            Rule,
+        }
+        let mut all: Vec<(&Placed, Flag)> = Vec::new();
+        all.extend(self.exclude.iter().map(|p| (p, Flag::Exclude)));
+        all.extend(self.include.iter().map(|p| (p, Flag::Include)));
+        all.extend(self.exclude_from.iter().map(|p| (p, Flag::From)));
+        all.extend(self.filter.iter().map(|p| (p, Flag::Rule)));
+        if all.is_empty() && !self.exclude_vcs && self.files_from.is_none() {
+            return Ok(None);
+        }
+        all.sort_by_key(|(p, _)| p.0);
+        let mut f = Filter::default();
+        for (Placed(_, v), flag) in all {
+            match flag {
+                Flag::Exclude => f.exclude(v)?,
+                Flag::Include => f.include(v)?,
+                Flag::Rule => f.add_rule(v)?,
+                Flag::From => {
+                    let text = manyfiles::fs::input::read_bounded(std::path::Path::new(v), 16 << 20)
+                        .map_err(|e| Error::bad("--exclude-from", format!("{v}: {e}")))?;
+                    f.exclude_lines(&text)?;
+                }
+            }
+        }
+        if self.exclude_vcs {
+            f.exclude_vcs();
+        }
+        if let Some(p) = &self.files_from {
+            let text = manyfiles::fs::input::read_bounded(p, 256 << 20)
+                .map_err(|e| Error::bad("--files-from", format!("{}: {e}", p.display())))?;
+            f.files_from(&text)?;
+        }
+        Ok(Some(f))
+    }
+}

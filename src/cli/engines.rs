@@ -41,6 +41,10 @@ pub struct SyncArgs {
     /// Compare only: write and delete nothing, report what would change
     #[arg(long, short = 'n')]
     pub dry_run: bool,
+    /// With --delete: also delete what the filters exclude in DST (rules without their own
+    /// side apply to SRC only; P rules still protect), as rsync's --delete-excluded
+    #[arg(long, requires = "delete")]
+    pub delete_excluded: bool,
     #[command(flatten)]
     pub common: CopyCommonArgs,
 }
@@ -120,6 +124,8 @@ pub struct CopyCommonArgs {
     /// (the mount point itself stays). Default: leave them alone, and report them (exit 1)
     #[arg(long)]
     pub cross_mounts: bool,
+    #[command(flatten)]
+    pub filters: super::common::FilterArgs,
 }
 
 /// `--itemize-format`.
@@ -154,6 +160,7 @@ pub fn copy_config(
     o.verify = c.verify;
     (o.cold, o.durable) = (c.cold, c.durable);
     o.cross_mounts = c.cross_mounts;
+    o.filter = c.filters.filter()?.map(std::sync::Arc::new);
     o.keep = manyfiles::engine::copy::attrs::Keep {
         owner: !c.no_owner,
         xattrs: !c.no_xattrs,
@@ -204,9 +211,14 @@ pub struct RmArgs {
     pub durable: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
+    #[command(flatten)]
+    pub filters: super::common::FilterArgs,
 }
 
 pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<PathBuf>)> {
+    if a.filters.files_from.is_some() {
+        return Err(Error::bad("--files-from", "not supported by rm (name the paths to remove as PATHs)"));
+    }
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
@@ -220,6 +232,7 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
         quiet: a.quiet,
         cold: a.cold,
         durable: a.durable,
+        filter: a.filters.filter()?.map(std::sync::Arc::new),
     };
     Ok((o, a.json.clone()))
 }
@@ -259,6 +272,8 @@ pub struct ScanArgs {
     pub durable: bool,
     #[command(flatten)]
     pub replace: super::common::Replace,
+    #[command(flatten)]
+    pub filters: super::common::FilterArgs,
 }
 
 pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles::engine::scan::ScanConfig> {
@@ -281,6 +296,7 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
         command_line,
         cold: a.cold,
         durable: a.durable,
+        filter: a.filters.filter()?.map(std::sync::Arc::new),
     };
     Ok(cfg)
 }
@@ -296,6 +312,17 @@ pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
 pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
     (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
+    if a.delete && a.common.filters.files_from.is_some() {
+        return Err(Error::bad(
+            "--files-from",
+            "not with --delete yet (what a listed directory's deletions are is rsync's -r question)",
+        ));
+    }
+    if a.delete_excluded {
+        let mut f = o.filter.as_deref().cloned().unwrap_or_default();
+        f.delete_excluded();
+        o.filter = Some(std::sync::Arc::new(f));
+    }
     copy_report(o, json.as_deref(), command_line)
 }
 

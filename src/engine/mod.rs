@@ -6,6 +6,7 @@
 //! times include (`--cold`, `--durable`).
 
 pub mod copy;
+pub mod filter;
 pub mod inflight;
 pub mod overlap;
 pub mod rm;

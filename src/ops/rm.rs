@@ -52,6 +52,7 @@ impl Op for Rm {
             quiet: true,
             cold: false,
             durable: false,
+            filter: None,
         };
         match run(&o) {
             Ok(s) => {

@@ -66,6 +66,7 @@ impl Op for Scan {
             command_line: Vec::new(),
             cold: false,
             durable: false,
+            filter: None,
         };
         match scan(&cfg) {
             Ok(r) => {

@@ -404,7 +404,7 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
     t.phase[SCAN_SRC] += src_time;
     // An unlistable SRC directory is skipped whole: taken as empty, its DST counterpart's
     // entries would all count as extraneous, and --delete would remove them.
-    let src_items = match src_items {
+    let mut src_items = match src_items {
         Ok(v) => v,
         Err(e) => {
             ctx.fail(path, None, "list source directory", e);
@@ -412,6 +412,11 @@ pub(crate) fn do_dir(ctx: &CopyShared, node: Arc<Node>, fresh: bool, spawn: &mut
             return;
         }
     };
+    // Entries the filters leave out are neither copied nor descended into; DST's
+    // entries of those names are extraneous (kept unless --delete and not protected).
+    if let Some(f) = &ctx.o.filter {
+        t.excluded += src_items.exclude(f, &node.rel);
+    }
     // What is listed goes into the counters at once, not with the directory's tallies
     // after its work: the progress line's pending count is listed and not yet done.
     let (mut listed_dirs, mut listed_bytes) = (0, 0);

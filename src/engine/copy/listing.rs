@@ -52,6 +52,18 @@ impl Listing {
         &self.names[*off as usize..(off + len) as usize]
     }
 
+    /// Drop the entries the filter leaves out (`rel`: this directory's path from the
+    /// root); returns how many. Their names stay in the buffer, unused.
+    pub(super) fn exclude(&mut self, filter: &crate::engine::filter::Filter, rel: &[u8]) -> u64 {
+        let before = self.items.len();
+        let names = &self.names;
+        self.items.retain(|&(off, len, m)| {
+            let name = &names[off as usize..(off + len) as usize];
+            !filter.excluded(&super::engine::rel_join(rel, name), m.kind == crate::fs::walk::Kind::Dir)
+        });
+        (before - self.items.len()) as u64
+    }
+
     pub(super) fn item(&self, i: usize) -> Item<'_> {
         let (off, len, m) = self.items[i];
         Item { name: name_in(&self.names, off, len), m }

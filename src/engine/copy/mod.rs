@@ -89,6 +89,9 @@ pub struct Options {
     /// mount point itself staying), as `rm --cross-mounts`. Without it they are left
     /// alone and reported.
     pub cross_mounts: bool,
+    /// Filter rules (`--exclude`, `--include`, `--filter`, …): what they exclude in SRC is
+    /// not copied nor descended into; what they protect in DST is not deleted.
+    pub filter: Option<std::sync::Arc<crate::engine::filter::Filter>>,
 }
 
 /// The threads a copy or sync runs on by default with `cores` cores. A job that copies
@@ -123,6 +126,7 @@ impl Options {
             cold: false,
             durable: false,
             cross_mounts: false,
+            filter: None,
         }
     }
 }
@@ -170,8 +174,15 @@ pub struct Summary {
     /// set in place (or, with --dry-run, would be), no data moved.
     #[serde(default)]
     pub attrs_updated: u64,
-    /// Entries only at the destination, kept (no --delete).
+    /// Entries only at the destination, kept (no --delete, or protected by the filters,
+    /// with the directories that hold them).
     pub extraneous: u64,
+    /// SRC entries the filters left out (a directory counts once: nothing below it is read).
+    #[serde(default)]
+    pub excluded: u64,
+    /// Filters were given (the summary's line names `excluded` then).
+    #[serde(default)]
+    pub filtered: bool,
     /// Failures of any kind (entries not copied, directories not made or not set,
     /// deletions that failed).
     pub failed: u64,
@@ -260,7 +271,7 @@ impl Summary {
             self.dst_entries
         ));
         s.push_str(&format!(
-            "{verb} {} ({} transferred), {} dirs {}, {}skipped {} unchanged, deleted {}, extraneous kept {}, failed {}{}\n",
+            "{verb} {} ({} transferred), {} dirs {}, {}skipped {} unchanged, deleted {}, extraneous kept {}{}, failed {}{}\n",
             self.copied,
             fmt_size(self.bytes_transferred as f64),
             self.dirs_created,
@@ -273,6 +284,7 @@ impl Summary {
             self.skipped,
             self.deleted,
             self.extraneous,
+            if self.filtered { format!(", excluded {}", self.excluded) } else { String::new() },
             self.failed,
             if self.failed > 0 { format!(" ({} entries not copied)", self.failed_entries) } else { String::new() }
         ));
@@ -377,6 +389,7 @@ pub struct Counters {
     pub skipped: AtomicU64,
     pub attrs_updated: AtomicU64,
     pub extraneous: AtomicU64,
+    pub excluded: AtomicU64,
     pub failed: AtomicU64,
     pub failed_entries: AtomicU64,
     pub lost_entries: AtomicU64,

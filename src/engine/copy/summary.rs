@@ -14,8 +14,8 @@ use std::time::Instant;
 pub(crate) struct Part {
     /// In [`Summary`] order: src_entries, src_files, src_dirs, src_bytes, dst_entries,
     /// copied, dirs_created, deleted, skipped, extraneous, failed, bytes_transferred,
-    /// failed_entries, lost_entries, attrs_updated.
-    pub(crate) counts: [u64; 15],
+    /// failed_entries, lost_entries, excluded, attrs_updated.
+    pub(crate) counts: [u64; 16],
     /// Losses per kind with their first paths.
     pub(crate) losses: Vec<super::attrs::LossRow>,
     pub(crate) phase_ns: [u64; 5],
@@ -46,6 +46,7 @@ impl Part {
                 l(&c.bytes),
                 l(&c.failed_entries),
                 l(&c.lost_entries),
+                l(&c.excluded),
                 l(&c.attrs_updated),
             ],
             losses: losses.rows(),
@@ -87,11 +88,13 @@ pub(crate) fn summary(o: &Options, threads: usize, parts: &[Part], t0: Instant) 
         dirs_created: total(6),
         deleted: total(7),
         skipped: total(8),
-        attrs_updated: total(14),
+        attrs_updated: total(15),
         extraneous: total(9),
         failed: total(10),
         failed_entries: total(12),
         lost_entries: total(13),
+        excluded: total(14),
+        filtered: o.filter.is_some(),
         losses: super::attrs::merge_rows(parts.iter().map(|p| p.losses.clone())),
         losses_accepted: o.keep.lossy,
         modify_window_ns: 1,

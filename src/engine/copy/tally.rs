@@ -17,6 +17,7 @@ pub(super) struct Tally {
     /// Files whose attributes were set in place (content unchanged).
     pub(super) attrs_updated: u64,
     pub(super) extraneous: u64,
+    pub(super) excluded: u64,
     pub(super) bytes: u64,
     pub(super) phase: [std::time::Duration; 5],
 }
@@ -31,6 +32,7 @@ impl Tally {
         self.skipped += o.skipped;
         self.attrs_updated += o.attrs_updated;
         self.extraneous += o.extraneous;
+        self.excluded += o.excluded;
         self.bytes += o.bytes;
         for (a, b) in self.phase.iter_mut().zip(o.phase) {
             *a += b;
@@ -50,6 +52,7 @@ impl Tally {
         add(&c.skipped, self.skipped);
         add(&c.attrs_updated, self.attrs_updated);
         add(&c.extraneous, self.extraneous);
+        add(&c.excluded, self.excluded);
         add(&c.bytes, self.bytes);
         for (slot, d) in c.phase_ns.iter().zip(self.phase) {
             add(slot, d.as_nanos() as u64);

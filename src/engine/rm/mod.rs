@@ -53,6 +53,9 @@ pub struct Options {
     pub cold: bool,
     /// End the time with a syncfs of every file system removed from (`--durable`).
     pub durable: bool,
+    /// Filter rules: what they exclude below a PATH (matched by its path from that PATH)
+    /// stays, with the directories holding it; the PATHs themselves are what was named.
+    pub filter: Option<Arc<crate::engine::filter::Filter>>,
 }
 
 /// Failures listed in the summary; the rest are counted.
@@ -85,6 +88,13 @@ pub struct Summary {
     pub in_flight: crate::engine::inflight::InFlightReport,
     /// Entries that could not be removed (the directories above them are kept silently).
     pub failed: u64,
+    /// Entries the filters kept (a directory counts once: nothing below it is read); the
+    /// directories holding them stay too, not counted here.
+    #[serde(default)]
+    pub excluded: u64,
+    /// Filters were given (the summary says `excluded` then).
+    #[serde(default)]
+    pub filtered: bool,
     /// The first failures (at most 1,000).
     pub failures: Vec<Failure>,
     pub interrupted: bool,
@@ -122,6 +132,8 @@ impl Summary {
             threads,
             in_flight: crate::engine::inflight::InFlightReport::fixed(threads),
             failed: parts.iter().map(|p| p.failed).sum(),
+            excluded: parts.iter().map(|p| p.excluded).sum(),
+            filtered: false,
             failures,
             interrupted: parts.iter().any(|p| p.interrupted),
             kept_mount_points: Vec::new(),
@@ -145,6 +157,12 @@ impl Summary {
             sig3((self.files + self.dirs) as f64 / self.elapsed_s.max(1e-9)),
             self.threads
         );
+        if self.filtered {
+            s.push_str(&format!(
+                "excluded {} (kept by the filters, with the directories holding them)\n",
+                self.excluded
+            ));
+        }
         s.push_str(&self.timing.text());
         for p in &self.kept_mount_points {
             s.push_str(&format!("kept {p}: a mount point, emptied (--cross-mounts); unmount it to remove it\n"));
@@ -174,6 +192,7 @@ pub(crate) struct Tally {
     pub(crate) files: AtomicU64,
     pub(crate) dirs: AtomicU64,
     pub(crate) failed: AtomicU64,
+    pub(crate) excluded: AtomicU64,
     pub(crate) failures: Mutex<Vec<Failure>>,
 }
 
@@ -183,6 +202,8 @@ pub(crate) struct Part {
     pub(crate) files: u64,
     pub(crate) dirs: u64,
     pub(crate) failed: u64,
+    #[serde(default)]
+    pub(crate) excluded: u64,
     pub(crate) failures: Vec<Failure>,
     pub(crate) interrupted: bool,
 }
@@ -190,6 +211,31 @@ pub(crate) struct Part {
 impl Tally {
     /// One entry that could not be removed: counted, and listed (`path` made only then)
     /// while fewer than [`LIST_FAILURES`] are.
+    /// The NUL-terminated `names` (non-directories of the directory at `rel`) less those
+    /// `filter` keeps, counted; None: none is kept (use `names`).
+    pub(crate) fn spare(
+        &self,
+        filter: Option<&crate::engine::filter::Filter>,
+        rel: &[u8],
+        names: &[u8],
+    ) -> Option<Vec<u8>> {
+        let f = filter?;
+        let spared = |raw: &[u8]| f.spares(&crate::engine::walker::join(rel, &raw[..raw.len() - 1]), false);
+        if !names.split_inclusive(|&b| b == 0).any(spared) {
+            return None;
+        }
+        let mut kept = Vec::with_capacity(names.len());
+        let mut n = 0;
+        for raw in names.split_inclusive(|&b| b == 0) {
+            match spared(raw) {
+                true => n += 1,
+                false => kept.extend_from_slice(raw),
+            }
+        }
+        self.excluded.fetch_add(n, Ordering::Relaxed);
+        Some(kept)
+    }
+
     pub(crate) fn fail(&self, path: impl FnOnce() -> String, err: impl ToString) {
         self.failed.fetch_add(1, Ordering::Relaxed);
         let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
@@ -205,6 +251,7 @@ impl Tally {
             files: ld(&self.files),
             dirs: ld(&self.dirs),
             failed: ld(&self.failed),
+            excluded: ld(&self.excluded),
             failures: std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner())),
             interrupted: crate::signals::pending() != 0,
         }
@@ -267,6 +314,8 @@ struct Node {
     dev: u64,
     /// A top node whose PATH is a mount point (--cross-mounts): emptied, not removed.
     keeps_mount: bool,
+    /// Path from the PATH (empty for the PATH and its top node), for the filters.
+    rel: Vec<u8>,
 }
 
 enum Task {
@@ -376,7 +425,11 @@ impl RmShared<'_> {
     /// [`Self::empty`]'s unlinks through the in-flight gate: ranges of names on as many
     /// threads as it lets through (on a share each unlink is a round trip).
     fn unlink_gated(&self, gate: &Gate, node: &Arc<Node>, listed: &remove::Listed, spawn: &mut dyn FnMut(Task)) {
-        let Some(all) = listed.batches(usize::MAX).next() else { return };
+        let Some(mut all) = listed.batches(usize::MAX).next() else { return };
+        if let Some(kept) = self.t.spare(self.o.filter.as_deref(), &node.rel, &all) {
+            node.blocked.store(true, Ordering::Relaxed);
+            all = kept;
+        }
         // Where each name starts, and the end: every name ends in its NUL.
         let starts: Vec<usize> =
             std::iter::once(0).chain(all.iter().enumerate().filter(|(_, b)| **b == 0).map(|(i, _)| i + 1)).collect();
@@ -401,6 +454,11 @@ impl RmShared<'_> {
 
     /// Unlink the NUL-terminated `names` (non-directories when listed) of `node`.
     fn unlink_all(&self, node: &Arc<Node>, names: &[u8], spawn: &mut dyn FnMut(Task)) {
+        let kept = self.t.spare(self.o.filter.as_deref(), &node.rel, names);
+        if kept.is_some() {
+            node.blocked.store(true, Ordering::Relaxed);
+        }
+        let names = kept.as_deref().unwrap_or(names);
         let n = remove::unlink_names(
             node.fd.as_fd(),
             names,
@@ -419,9 +477,23 @@ impl RmShared<'_> {
             parent.blocked.store(true, Ordering::Relaxed);
             return self.finish(parent);
         }
+        let top = parent.parent.is_none();
+        let rel = if top { Vec::new() } else { crate::engine::walker::join(&parent.rel, name.to_bytes()) };
+        // What the filters keep stays, and so does the directory holding it (quietly).
+        let spared = |is_dir: bool| !top && self.o.filter.as_deref().is_some_and(|f| f.spares(&rel, is_dir));
+        if spared(true) {
+            self.t.excluded.fetch_add(1, Ordering::Relaxed);
+            parent.blocked.store(true, Ordering::Relaxed);
+            return self.finish(parent);
+        }
         let fd = match remove::open_to_empty(parent.fd.as_fd(), &name) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return self.finish(parent), // vanished: nothing to remove
+            Err(Errno::NOTDIR) | Err(Errno::LOOP) if spared(false) => {
+                self.t.excluded.fetch_add(1, Ordering::Relaxed);
+                parent.blocked.store(true, Ordering::Relaxed);
+                return self.finish(parent);
+            }
             Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
                 // Replaced by a non-directory (or a symlink) since it was listed: unlink that.
                 if let Err(e) = self.unlink(&parent, &name)
@@ -436,7 +508,6 @@ impl RmShared<'_> {
                 return self.finish(parent);
             }
         };
-        let top = parent.parent.is_none();
         match remove::crossing(fd.as_fd(), parent.dev) {
             Ok((dev, crosses)) => {
                 if !top && crosses {
@@ -454,6 +525,7 @@ impl RmShared<'_> {
                     blocked: AtomicBool::new(false),
                     dev,
                     keeps_mount: false,
+                    rel,
                 });
                 self.empty(&node, spawn);
                 self.finish(node);
@@ -552,6 +624,7 @@ pub fn run(o: &Options) -> Result<Summary> {
             blocked: AtomicBool::new(false),
             dev: t.dev,
             keeps_mount: t.mount_point,
+            rel: Vec::new(),
         });
         if t.kind == Kind::Dir {
             top.pending.fetch_add(1, Ordering::AcqRel);
@@ -595,6 +668,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let mut s = Summary::of(shown, &[part], bytes_freed, elapsed_s, o.threads, None);
     s.in_flight = inflight::report(ctx.gate, o.threads);
     s.timing = timing;
+    s.filtered = o.filter.is_some();
     s.kept_mount_points = ctx.kept.into_inner().unwrap_or_else(|p| p.into_inner());
     Ok(s)
 }
@@ -613,6 +687,7 @@ pub(crate) mod tests {
             quiet: true,
             cold: false,
             durable: false,
+            filter: None,
         }
     }
 

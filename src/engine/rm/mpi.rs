@@ -77,6 +77,15 @@ impl RankRmShared<'_> {
         self.t.fail(|| self.shown(root, rel, name), err);
     }
 
+    /// Do the filters keep `rel` (counted when they do)?
+    fn spared(&self, rel: &[u8], is_dir: bool) -> bool {
+        let kept = self.o.filter.as_deref().is_some_and(|f| f.spares(rel, is_dir));
+        if kept {
+            self.t.excluded.fetch_add(1, Ordering::Relaxed);
+        }
+        kept
+    }
+
     fn unlink(&self, dir: BorrowedFd<'_>, name: &CStr) -> std::result::Result<(), Errno> {
         remove::unlink_one(dir, name)?;
         self.t.files.fetch_add(1, Ordering::Relaxed);
@@ -105,6 +114,9 @@ impl RankRmShared<'_> {
     }
 
     fn unlink_all(&self, root: u32, rel: &[u8], fd: BorrowedFd<'_>, names: &[u8], spawn: &mut dyn FnMut(Vec<u8>)) {
+        // What the filters keep stays (its directory's removal then fails quietly).
+        let kept = self.t.spare(self.o.filter.as_deref(), rel, names);
+        let names = kept.as_deref().unwrap_or(names);
         let n = remove::unlink_names(
             fd,
             names,
@@ -124,6 +136,9 @@ impl RankRmShared<'_> {
             match open_below(r.fd.as_fd(), up) {
                 Ok(pfd) => {
                     let opened = remove::open_to_empty(pfd.as_fd(), &cname);
+                    if matches!(opened, Err(Errno::NOTDIR) | Err(Errno::LOOP)) && self.spared(rel, false) {
+                        return;
+                    }
                     if matches!(opened, Err(Errno::NOTDIR) | Err(Errno::LOOP)) {
                         // Replaced by a non-directory (or a symlink) since it was listed.
                         match self.unlink(pfd.as_fd(), &cname) {
@@ -151,7 +166,12 @@ impl RankRmShared<'_> {
             Err(e) => return self.fail(root, rel, b"", e),
         }
         self.listed.lock().unwrap_or_else(|p| p.into_inner()).push((depth(rel), root, rel.to_vec()));
-        let (listed, r) = remove::list(fd.as_fd(), |name| spawn(item(DIR, root, &join(rel, name.to_bytes()))));
+        let (listed, r) = remove::list(fd.as_fd(), |name| {
+            let sub = join(rel, name.to_bytes());
+            if !self.spared(&sub, true) {
+                spawn(item(DIR, root, &sub));
+            }
+        });
         match r {
             Ok(()) | Err(Errno::NOENT) => {}
             Err(e) => self.fail(root, rel, b"", format!("cannot list: {e}")),
@@ -277,7 +297,9 @@ pub fn run(o: &Options) -> Result<Summary> {
     let stats =
         MpiWalk { threads: o.threads }.run(roots, &|it: &[u8], spawn: &mut dyn FnMut(Vec<u8>)| c.work(it, spawn));
     // Did anything fail or stop anywhere? Then directories that stay non-empty are no news.
-    let troubled = ranks::any(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0);
+    // With filters, a directory holding what they keep stays non-empty: no news either.
+    let troubled =
+        ranks::any(ctx.t.failed.load(Ordering::Relaxed) > 0 || crate::signals::pending() != 0 || o.filter.is_some());
     let interrupted_anywhere = ranks::any(crate::signals::pending() != 0);
     if !interrupted_anywhere {
         let deepest = ctx.listed.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|e| e.0).max().unwrap_or(0);
@@ -302,6 +324,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     let counts = RankCounts::new("entries removed", parts.iter().map(|p| p.files + p.dirs).collect(), walks);
     let mut s = Summary::of(shown, &parts, bytes_freed, elapsed_s, o.threads * ranks::size(), Some(counts));
     s.timing = timing;
+    s.filtered = o.filter.is_some();
     Ok(s)
 }
 
@@ -319,7 +342,51 @@ mod tests {
             quiet: true,
             cold: false,
             durable: false,
+            filter: None,
         }
+    }
+
+    /// Every path below `root`, sorted.
+    fn left(root: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                out.push(e.path().strip_prefix(root).unwrap().display().to_string());
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn one_rank_keeps_what_the_filters_keep_as_the_local_engine_does() {
+        let t = tempfile::tempdir().unwrap();
+        let filter = crate::engine::filter::Filter::from_rules(&["- f1", "- /2/", "- big/g1*"]).unwrap();
+        let mut kept = Vec::new();
+        for (name, local) in [("local", true), ("mpi", false)] {
+            let top = t.path().join(name);
+            crate::engine::rm::tests::tree_with_root_link(&top, b"x");
+            let big = top.join("big");
+            std::fs::create_dir_all(&big).unwrap();
+            for i in 0..2 * BATCH + 5 {
+                std::fs::write(big.join(format!("g{i}")), b"").unwrap();
+            }
+            let mut o = opts(&top);
+            o.filter = Some(std::sync::Arc::new(filter.clone()));
+            let s = if local { crate::engine::rm::run(&o).unwrap() } else { run(&o).unwrap() };
+            assert!(s.ok(), "{name}: {s:?}");
+            // f1 in the 9 directories not below 2/, 2/ itself, g1 and g10..g19, g100..g199, …
+            let g1 = (0..2 * BATCH + 5).filter(|i| format!("g{i}").starts_with("g1")).count() as u64;
+            assert_eq!(s.excluded, 9 + 1 + g1, "{name}");
+            kept.push(left(&top));
+        }
+        assert!(kept[0].contains(&"2/0/f3".to_string()) && kept[0].contains(&"big/g1".to_string()));
+        assert!(!kept[0].contains(&"0/0/f0".to_string()));
+        assert_eq!(kept[0], kept[1], "the MPI variant keeps what the local engine keeps");
     }
 
     #[test]

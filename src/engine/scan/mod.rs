@@ -96,6 +96,9 @@ pub struct ScanConfig {
     pub cold: bool,
     /// End the time with a syncfs of the SQLite index's file system (`--durable`).
     pub durable: bool,
+    /// Filter rules: what they exclude is neither indexed nor entered (a rescan with other
+    /// rules drops the rows of what is now excluded).
+    pub filter: Option<std::sync::Arc<crate::engine::filter::Filter>>,
 }
 
 impl ScanConfig {
@@ -188,6 +191,10 @@ pub struct ScanReport {
     pub unread_dirs: Vec<String>,
     /// Entries that disappeared while the scan ran.
     pub vanished: u64,
+    /// Entries the filters left out (a directory counts once: nothing below it is read);
+    /// None: no filter given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<u64>,
     pub errors: u64,
     pub first_error: Option<String>,
     /// Signal that stopped the scan (the index holds every committed batch).
@@ -347,6 +354,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
     raise_fd_limit();
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
+    stats.filter = cfg.filter.clone();
     let gate = cfg.in_flight_max.and_then(|max| {
         crate::engine::inflight::Gate::for_plan(crate::engine::inflight::Plan::Adaptive { start: cfg.threads, max })
     });
@@ -400,6 +408,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     let db = db.as_ref().map(|d| d.describe());
     let mut report = report(root, db, cfg.threads, start, phases, &totals, indexed_before, diff, walked, provenance);
     report.in_flight = crate::engine::inflight::report(gate.as_ref(), cfg.threads);
+    report.excluded = cfg.filter.as_ref().map(|_| stats.excluded.load(Ordering::Relaxed));
     report.timing = timing;
     end_timing(cfg, &mut report, returned_s, true);
     save(cfg, &mut report, stats.take_inventory())?;
@@ -502,6 +511,7 @@ pub(crate) fn report(
         denied: walked.denied,
         unread_dirs: walked.unread.iter().map(|p| display_path(p)).collect(),
         vanished: walked.vanished,
+        excluded: None,
         errors: walked.errors,
         first_error: walked.first_error,
         interrupted_by: (walked.interrupted != 0).then_some(walked.interrupted),
@@ -554,6 +564,9 @@ impl ScanReport {
             self.threads
         ));
         s.push_str(&self.in_flight.text());
+        if let Some(n) = self.excluded {
+            s.push_str(&format!("excluded {n} (left out by the filters, not indexed)\n"));
+        }
         s.push_str(&self.timing.text());
         match &self.db {
             Some(db) => {

@@ -185,6 +185,9 @@ struct RankScan {
     inventory: Option<Inventory>,
     interrupted: i32,
     walk: crate::engine::walker::WalkStats,
+    /// Entries the filters left out on this rank.
+    #[serde(default)]
+    excluded: u64,
 }
 
 /// A spool for rows: an unlinked temporary file, or memory where none can be made.
@@ -480,6 +483,7 @@ fn rank_scan(stats: &mut WalkStats, rows: &AtomicU64, walk: crate::engine::walke
         denied: stats.denied.load(Ordering::Relaxed),
         vanished: stats.vanished.load(Ordering::Relaxed),
         errors: stats.errors.load(Ordering::Relaxed),
+        excluded: stats.excluded.load(Ordering::Relaxed),
         denied_paths,
         first_error,
         inventory,
@@ -538,6 +542,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     let indexed_before = index.indexed() as u64;
     let skip = cfg.db.as_ref().and_then(|d| index_files_inside(d, &root));
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
+    stats.filter = cfg.filter.clone();
     let rows = AtomicU64::new(0);
     let writer = db.as_deref_mut().map(|db| {
         let batch_rows = db.batch_rows();
@@ -568,6 +573,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
     let returned_s = start.elapsed().as_secs_f64();
     let mut report = report(root, db, threads, start, phases, &totals, indexed_before, diff, walked, provenance);
     report.ranks = Some(rank_counts(&all));
+    report.excluded = cfg.filter.as_ref().map(|_| all.iter().map(|r| r.excluded).sum());
     report.timing = timing;
     super::end_timing(cfg, &mut report, returned_s, me_root);
     if me_root {

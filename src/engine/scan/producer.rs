@@ -125,6 +125,10 @@ pub struct WalkStats {
     pub stop: AtomicBool,
     /// The tree's shape, one part per walk thread (None: not asked for).
     pub inventory: Option<Vec<Mutex<Inventory>>>,
+    /// Filter rules: what they exclude is neither indexed nor entered.
+    pub filter: Option<Arc<crate::engine::filter::Filter>>,
+    /// Entries the filter left out (a directory counts once).
+    pub excluded: AtomicU64,
 }
 
 impl WalkStats {
@@ -339,6 +343,12 @@ pub(crate) fn dir_rows(
                 continue;
             }
         };
+        if let Some(f) = &stats.filter
+            && f.excluded(&crate::engine::walker::join(path, e.name.as_bytes()), meta.kind == Kind::Dir)
+        {
+            stats.excluded.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         let row = *batch.push(path, e.name.as_bytes(), Some(key), depth, meta);
         let name_len = e.name.as_bytes().len();
         match row.meta.kind {
