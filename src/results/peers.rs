@@ -193,7 +193,7 @@ fn measurement(
 ) -> Measurement {
     let tree = TreeSpec {
         files,
-        size: SizeDist::Fixed { bytes: if files == 0 { 0 } else { bytes / files } },
+        size: SizeDist::Fixed { bytes: bytes.checked_div(files).unwrap_or(0) },
         layout: Layout::Flat,
         name_len: 0,
         content: Content::Zeros,
