@@ -75,13 +75,14 @@
 //! the smallest residual. The directory cost `c`, the directory-size cost `d` and the
 //! per-run constant `k` are kept only when the data resolve them next to the per-file
 //! cost (each above 2 standard errors, a not clamped) and when each of them makes the
-//! fit predict the cells it leaves out better (`select.rs`): in most trees the
+//! fit predict the cells it leaves out better and lowers the small-sample Akaike
+//! criterion (Mallows' Cp on 6 cells or fewer) (`select.rs`): in most trees the
 //! directory count moves in step with the file count, and an unresolved c would only
 //! blur a; a c that only the trees with directories decide takes k's place there. Of
 //! the plain model and its additions that pass (c, d, k in any combination: a
 //! directory cost can look negative until d takes its share), the one with the lowest
-//! left-out error wins. (Until issue 40 the small-sample Akaike criterion decided;
-//! it is still recorded for the models without and with d.) Beside the chosen model,
+//! left-out error wins. (Until issue 40 the criterion alone decided; its value is
+//! recorded for the models without and with d.) Beside the chosen model,
 //! d is fitted once more unconstrained (`TermCheck`), so a d that did not enter is
 //! either shown to be ≈ 0 or said to be unresolved (`dir_cost.rs`).
 //!
@@ -124,8 +125,8 @@
 //! (every directory in bucket [lo, hi] counted as E[n²] of n uniform in it).
 
 use super::linalg::{count, dot, quad};
-use select::{Selected, select};
 pub use select::TermCheck;
+use select::{Selected, select};
 use serde::{Deserialize, Serialize};
 
 /// Number of model columns: files, bytes, dirs, Σ n².
@@ -186,7 +187,7 @@ pub struct CostModel {
     #[serde(default)]
     pub per_dir_se: f64,
     /// d: seconds per (file, file in the same directory) pair: the term
-    /// d·Σ_dir n_dir² (>= 0); 0 when not resolved or not chosen by AICc.
+    /// d·Σ_dir n_dir² (>= 0); 0 when not resolved or not chosen (`select.rs`).
     #[serde(default)]
     pub per_dir_entry_s: f64,
     /// Standard error of d; 0.0 when d was fixed at 0.
@@ -280,7 +281,7 @@ pub struct CostModel {
     /// "per_dir_entry" / "per_run"): clamped by the non-negativity constraint, or left out
     /// because the data cannot separate them (columns in a fixed ratio, a
     /// column that is all zero, a directory cost within 2 standard errors of 0,
-    /// or a directory-size term the AICc does not prefer).
+    /// or a term that does not lower the left-out error and AICc).
     pub constrained: Vec<String>,
 }
 

@@ -180,7 +180,8 @@ pub fn side_rungs_note(rs: &ResultSet) -> Option<String> {
     use crate::tree::Layout;
     let layout = |key: &str| rs.measurements.iter().find(|m| m.tree_key == key).map(|m| &m.tree.layout);
     let side = |k: &String| rs.experiment.side_trees.contains(k);
-    let main_flat = rs.summaries.iter().filter(|s| !side(&s.tree_key)).any(|s| layout(&s.tree_key) == Some(&Layout::Flat));
+    let main_flat =
+        rs.summaries.iter().filter(|s| !side(&s.tree_key)).any(|s| layout(&s.tree_key) == Some(&Layout::Flat));
     let folder = |k: &String| !main_flat && layout(k) == Some(&Layout::Flat);
     let rows = |of_folders: bool| -> Vec<&crate::results::SummaryRow> {
         let mut v: Vec<&crate::results::SummaryRow> = Vec::new();
@@ -191,10 +192,12 @@ pub fn side_rungs_note(rs: &ResultSet) -> Option<String> {
     };
     let part = |v: &[&crate::results::SummaryRow], folders: bool, what: &str| {
         let first = v.first()?;
-        let counts: Vec<String> = v.iter().map(|s| s.tree_files.to_string()).collect();
+        let mut counts: Vec<String> = v.iter().map(|s| s.tree_files.to_string()).collect();
+        let last = counts.pop()?;
+        let list = if counts.is_empty() { last } else { format!("{} and {last}", counts.join(", ")) };
         let size = crate::units::fmt_size(first.tree_bytes as f64);
         let place = if folders { "in one folder of" } else { "in" };
-        Some(format!("side rungs ({size} {place} {} files) {what}", counts.join(" and ")))
+        Some(format!("side rungs ({size} {place} {list} files) {what}"))
     };
     let parts: Vec<String> = [
         part(&rows(false), false, "separate the per-byte cost from a per-run constant"),

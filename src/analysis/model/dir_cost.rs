@@ -109,9 +109,8 @@ fn folders(m: &CostModel, files: f64, bytes: f64, d: f64, with_interval: bool) -
     let tenth = files / 10.0;
     let one: [f64; P] = [files, bytes, 0.0, files * files, 1.0];
     let ten: [f64; P] = [files, bytes, 10.0, 10.0 * tenth * tenth, 1.0];
-    let time = |g: &[f64; P]| {
-        m.per_file_s * g[0] + m.per_byte_s * g[1] + m.per_dir_s * g[2] + d * g[3] + m.per_run_s * g[4]
-    };
+    let time =
+        |g: &[f64; P]| m.per_file_s * g[0] + m.per_byte_s * g[1] + m.per_dir_s * g[2] + d * g[3] + m.per_run_s * g[4];
     let (s1, s10) = (time(&one), time(&ten));
     let ratio = if s10 > 0.0 { s1 / s10 } else { 1.0 };
     let interval = (with_interval && m.df > 0 && s1 > 0.0 && s10 > 0.0).then(|| {
@@ -121,12 +120,8 @@ fn folders(m: &CostModel, files: f64, bytes: f64, d: f64, with_interval: bool) -
         let h = super::super::stats::t_quantile_975(m.df) * var.sqrt();
         [ratio * (-h).exp(), ratio * h.exp()]
     });
-    let measured = m
-        .cell_covariates
-        .iter()
-        .filter(|c| c[0] > 0.0 && c[3] > 0.0)
-        .map(|c| c[3] / c[0])
-        .fold(0.0, f64::max);
+    let measured =
+        m.cell_covariates.iter().filter(|c| c[0] > 0.0 && c[3] > 0.0).map(|c| c[3] / c[0]).fold(0.0, f64::max);
     Folders { files, ratio, interval, largest_measured: (measured < files * 0.999).then_some(measured) }
 }
 

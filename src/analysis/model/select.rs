@@ -5,19 +5,19 @@
 //! The left-out error of a candidate is exact for its weighted least-squares fit: every
 //! cell's residual over `1 − hᵢᵢ` (`linalg::left_out_residuals`), no refit needed, so
 //! all eight combinations of c, d and k are judged inside every reweighting round and
-//! every fold of the model's own leave-one-cell-out check. A term that only one cell
-//! decides (a directory cost read off the only trees with directories, which takes the
-//! per-run constant's place there; issue 40: exFAT's "per dir 60 ms" was the 61 ms every
-//! read paid) cannot be checked on that cell and does not enter.
+//! every fold of the model's own leave-one-cell-out check; a cell that alone decides a
+//! coefficient is predicted by a fit of the others that drops it (issue 40: exFAT's
+//! "per dir 60 ms" was the 61 ms every read paid, read off the few trees with
+//! directories).
 //!
 //! It is combined with the information criterion that decided alone before (AICc, or
 //! Mallows' Cp on a few cells): a term must lower both. The left-out error alone let a
-//! d that chance put 2.5 s.e. above 0 into 1 fit in 50 of a linear file system
-//! (5% noise); the criterion alone let a directory cost stand in for the per-run
-//! constant. The AICc of the models without and with d is recorded.
+//! d that chance put 2.5 s.e. above 0 into a fit of a linear file system (5% noise,
+//! 1 seed in 50 of `linear_file_system_rejects_the_directory_size_term`). The AICc of
+//! the models without and with d is recorded.
 
-use crate::analysis::linalg::{Solution, count, dot, left_out_residuals, nnls_w, solve_w};
 use super::{DIR_T_MIN, P};
+use crate::analysis::linalg::{Solution, count, dot, left_out_residuals, nnls_w, solve_w};
 use serde::{Deserialize, Serialize};
 
 /// The directory-size term beside the chosen model: what it is when added (or what the
@@ -145,10 +145,8 @@ pub(super) fn select(rows: &[[f64; P]], w: &[f64], pure: f64) -> Option<Selected
             best = bits;
         }
     }
-    let aicc_dir_entry = [2, 3, 6, 7]
-        .into_iter()
-        .filter_map(|b| fits[b].as_ref().and_then(|f| aicc(&f.0, m)))
-        .min_by(f64::total_cmp);
+    let aicc_dir_entry =
+        [2, 3, 6, 7].into_iter().filter_map(|b| fits[b].as_ref().and_then(|f| aicc(&f.0, m))).min_by(f64::total_cmp);
     let sol = fits[best].as_ref().map_or(plain.0.clone(), |f| f.0.clone());
     let dir_entry = if has_dir_sq { term_check(rows, w, &sol, 3) } else { None };
     Some(Selected { aicc_plain: aicc(&plain.0, m), aicc_dir_entry, sol, dir_entry })
