@@ -113,7 +113,9 @@ pub(super) fn select(rows: &[[f64; P]], w: &[f64], pure: f64) -> Option<Selected
         })
         .collect();
     let plain = fits[0].as_ref()?;
-    let full_var = fits[7].as_ref().filter(|f| m > count(&f.0.free)).map(|f| f.0.rss / (m - count(&f.0.free)) as f64);
+    // The full model: every term the rows allow (d only with Σn²).
+    let full = &fits[if has_dir_sq { 7 } else { 5 }];
+    let full_var = full.as_ref().filter(|f| m > count(&f.0.free)).map(|f| f.0.rss / (m - count(&f.0.free)) as f64);
     let sigma2 = full_var.unwrap_or(0.0).max(pure);
     let use_aicc = m > 6 || sigma2 <= 0.0;
     let crit = |bits: usize| {
