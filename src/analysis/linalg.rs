@@ -48,7 +48,7 @@ pub(super) struct Solution<const N: usize> {
 
 impl<const N: usize> Solution<N> {
     /// Standard error of coefficient j on `m` rows.
-    fn se(&self, j: usize, m: usize) -> f64 {
+    pub(super) fn se(&self, j: usize, m: usize) -> f64 {
         let p = count(&self.free);
         if m <= p {
             return 0.0;
@@ -108,7 +108,7 @@ fn solve<const N: usize>(rows: &[[f64; N]], free: [bool; N]) -> Option<Solution<
 }
 
 /// Weighted form of `solve`: row i counts `w[i]` times.
-fn solve_w<const N: usize>(rows: &[[f64; N]], w: &[f64], free: [bool; N]) -> Option<Solution<N>> {
+pub(super) fn solve_w<const N: usize>(rows: &[[f64; N]], w: &[f64], free: [bool; N]) -> Option<Solution<N>> {
     let cols: Vec<usize> = (0..N).filter(|&j| free[j]).collect();
     let p = cols.len();
     let mut g = vec![vec![0.0; p]; p];
@@ -147,6 +147,21 @@ fn solve_w<const N: usize>(rows: &[[f64; N]], w: &[f64], free: [bool; N]) -> Opt
     }
     let rss = rows.iter().zip(w).map(|(x, wi)| wi * residual(x, &beta).powi(2)).sum();
     Some(Solution { beta, free, inv, rss })
+}
+
+/// Leave-one-row-out residuals of a weighted least-squares solution on its free
+/// columns, exactly and without refitting: row i's residual over `1 − hᵢᵢ`, the leverage
+/// `hᵢᵢ = wᵢ·xᵢᵀ(XᵀWX)⁻¹xᵢ` (the PRESS residuals). Each is `1 − x·β₍₋ᵢ₎`: the relative
+/// error, `(s − ŝ)/s`, of the row predicted by a fit of the others with the same
+/// weights and columns. None for a row that alone decides a coefficient (hᵢᵢ ≈ 1).
+pub(super) fn left_out_residuals<const N: usize>(rows: &[[f64; N]], w: &[f64], sol: &Solution<N>) -> Vec<Option<f64>> {
+    rows.iter()
+        .zip(w)
+        .map(|(x, &wi)| {
+            let h = wi * (0..N).map(|j| (0..N).map(|k| x[j] * sol.inv[j][k] * x[k]).sum::<f64>()).sum::<f64>();
+            (h.is_finite() && h < 1.0 - 1e-9).then(|| residual(x, &sol.beta) / (1.0 - h))
+        })
+        .collect()
 }
 
 /// Gauss–Jordan inverse of a symmetric positive definite matrix with unit
@@ -263,6 +278,25 @@ mod tests {
         let n = nnls(&rows, &[true, true]).expect("solvable");
         assert_eq!(n.free, [true, true]);
         assert_eq!((n.beta, n.rss), ([1.0, 0.0], 0.0));
+    }
+
+    #[test]
+    fn left_out_residuals_are_those_of_a_refit_without_the_row() {
+        let rows = [[1.0, 0.5], [2.0, 0.1], [3.0, 2.0], [0.5, 1.5], [1.5, 1.0]];
+        let w = [1.0, 2.0, 0.5, 1.0, 3.0];
+        let all = solve_w(&rows, &w, [true, true]).expect("regular");
+        let loo = left_out_residuals(&rows, &w, &all);
+        for i in 0..rows.len() {
+            let (r, ww): (Vec<[f64; 2]>, Vec<f64>) =
+                rows.iter().zip(w).enumerate().filter(|(j, _)| *j != i).map(|(_, (x, w))| (*x, w)).unzip();
+            let refit = solve_w(&r, &ww, [true, true]).expect("regular");
+            let want = residual(&rows[i], &refit.beta);
+            assert!((loo[i].unwrap() - want).abs() < 1e-9, "row {i}: {:?} vs {want}", loo[i]);
+        }
+        // One row alone decides the second column: it cannot be left out.
+        let rows = [[1.0, 0.0], [2.0, 0.0], [1.0, 1.0]];
+        let s = solve_w(&rows, &[1.0; 3], [true, true]).expect("regular");
+        assert_eq!(left_out_residuals(&rows, &[1.0; 3], &s)[2], None);
     }
 
     #[test]

@@ -72,15 +72,19 @@
 //!
 //! Non-negativity: the exact NNLS solution (`linalg.rs`) is found by trying every subset of
 //! free coefficients (15 at most) and keeping the non-negative solution with
-//! the smallest residual. The directory cost `c` and the directory-size cost `d`
-//! are kept only when the data resolve them next to the per-file cost (each
-//! above 2 standard errors, a not clamped): in most trees the directory count moves
-//! in step with the file count, and an unresolved c would only blur a. Among the
-//! plain model and its resolved additions (c, d, or both together: a directory
-//! cost can look negative until d takes its share) the one with the lowest
-//! small-sample Akaike criterion `AICc = m·ln(RSS/m) + 2k + 2k(k+1)/(m − k − 1)`
-//! (m cells, k = free coefficients + 1 for the variance) wins; Mallows' Cp
-//! decides where AICc cannot (`select`).
+//! the smallest residual. The directory cost `c`, the directory-size cost `d` and the
+//! per-run constant `k` are kept only when the data resolve them next to the per-file
+//! cost (each above 2 standard errors, a not clamped) and when each of them makes the
+//! fit predict the cells it leaves out better and lowers the small-sample Akaike
+//! criterion (Mallows' Cp on 6 cells or fewer) (`select.rs`): in most trees the
+//! directory count moves in step with the file count, and an unresolved c would only
+//! blur a; a c that only the trees with directories decide takes k's place there. Of
+//! the plain model and its additions that pass (c, d, k in any combination: a
+//! directory cost can look negative until d takes its share), the one with the lowest
+//! left-out error wins. (Until issue 40 the criterion alone decided; its value is
+//! recorded for the models without and with d.) Beside the chosen model,
+//! d is fitted once more unconstrained (`TermCheck`), so a d that did not enter is
+//! either shown to be ≈ 0 or said to be unresolved (`dir_cost.rs`).
 //!
 //! ## A single run
 //!
@@ -120,7 +124,9 @@
 //! inventories written before it, from the files-per-directory log2 histogram
 //! (every directory in bucket [lo, hi] counted as E[n²] of n uniform in it).
 
-use super::linalg::{Solution, count, dot, nnls_w, quad};
+use super::linalg::{count, dot, quad};
+pub use select::TermCheck;
+use select::{Selected, select};
 use serde::{Deserialize, Serialize};
 
 /// Number of model columns: files, bytes, dirs, Σ n².
@@ -181,7 +187,7 @@ pub struct CostModel {
     #[serde(default)]
     pub per_dir_se: f64,
     /// d: seconds per (file, file in the same directory) pair: the term
-    /// d·Σ_dir n_dir² (>= 0); 0 when not resolved or not chosen by AICc.
+    /// d·Σ_dir n_dir² (>= 0); 0 when not resolved or not chosen (`select.rs`).
     #[serde(default)]
     pub per_dir_entry_s: f64,
     /// Standard error of d; 0.0 when d was fixed at 0.
@@ -199,6 +205,12 @@ pub struct CostModel {
     pub aicc_plain: Option<f64>,
     #[serde(default)]
     pub aicc_dir_entry: Option<f64>,
+    /// The directory-size term beside the chosen model (also when it did not enter):
+    /// its unconstrained estimate and the left-out error with and without it, for the
+    /// verdict on d (`dir_cost`). None when Σn² is unknown or does not vary apart from
+    /// the other columns (and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_dir_entry_check: Option<TermCheck>,
     /// Covariance of (a, b, c, d, k) (rows and columns in [`COEFFS`] order; 3×3
     /// or 4×4 in older files); zero rows and columns for fixed
     /// coefficients. For prediction intervals.
@@ -269,7 +281,7 @@ pub struct CostModel {
     /// "per_dir_entry" / "per_run"): clamped by the non-negativity constraint, or left out
     /// because the data cannot separate them (columns in a fixed ratio, a
     /// column that is all zero, a directory cost within 2 standard errors of 0,
-    /// or a directory-size term the AICc does not prefer).
+    /// or a term that does not lower the left-out error and AICc).
     pub constrained: Vec<String>,
 }
 
@@ -339,79 +351,8 @@ pub fn median_var_factor(k: u32) -> f64 {
     }
 }
 
-/// Small-sample Akaike criterion of a solution on `m` rows (k = coefficients + variance).
-fn aicc(sol: &Solution<P>, m: usize) -> Option<f64> {
-    let k = count(&sol.free) + 1;
-    if m <= k + 1 {
-        return None;
-    }
-    let m = m as f64;
-    let k = k as f64;
-    let v = m * (sol.rss.max(1e-300) / m).ln() + 2.0 * k + 2.0 * k * (k + 1.0) / (m - k - 1.0);
-    v.is_finite().then_some(v)
-}
-
 /// Reweighting rounds: weights from the fitted times (module docs, "Weighting").
 const IRLS_ROUNDS: usize = 8;
-
-/// A fitted selection: the solution, the AICc of the models without and with the
-/// directory-size term.
-struct Selected {
-    sol: Solution<P>,
-    aicc_plain: Option<f64>,
-    aicc_dir_entry: Option<f64>,
-}
-
-/// The term selection of the module docs ("Which coefficients are kept") on weighted
-/// rows: the plain model (a, b) and every resolvable addition of c, d and k (each added
-/// term free, beyond 2 standard errors, with a still free), the lowest Mallows'
-/// `Cp = RSS/σ² + 2p` winning (a tie keeps fewer terms). σ² is the larger of the full
-/// model's residual variance and `pure`, the run noise left in a cell's median (the
-/// replicates' pure error): with the 7–8 cells of a calibration AICc's small-sample
-/// penalty (2k(k+1)/(m − k − 1)) forbids 4 coefficients even when the plain model
-/// misses by 50%, and redone inside the leave-one-out (7 cells) it dropped the
-/// directory terms in every fold. AICc decides when σ² is unknown (no residual
-/// degrees of freedom in the full model and no replicates).
-fn select(rows: &[[f64; P]], w: &[f64], pure: f64) -> Option<Selected> {
-    let m = rows.len();
-    let has_dir_sq = rows.iter().any(|r| r[3] > 0.0);
-    let full = nnls_w(rows, w, &[true, true, true, has_dir_sq, true]);
-    let full_var = full.as_ref().filter(|f| m > count(&f.free)).map(|f| f.rss / (m - count(&f.free)) as f64);
-    let sigma2 = full_var.unwrap_or(0.0).max(pure);
-    // One criterion for every candidate: AICc when it exists for the four-term model
-    // (m > 6; the constant came later and did not move this line), Mallows' Cp
-    // otherwise (when σ² is known).
-    let use_aicc = m > 6 || sigma2 <= 0.0;
-    let crit = |s: &Solution<P>| {
-        if use_aicc { aicc(s, m) } else { Some(s.rss / sigma2 + 2.0 * count(&s.free) as f64) }
-    };
-    let plain = nnls_w(rows, w, &[true, true, false, false, false])?;
-    let aicc_plain = aicc(&plain, m);
-    let mut aicc_dir_entry = None;
-    let mut best_crit = crit(&plain);
-    let mut sol = plain;
-    // Every combination of c, d and k added to (a, b).
-    for bits in 1u8..8 {
-        let extra = [bits & 1 != 0, bits & 2 != 0, bits & 4 != 0];
-        if extra[1] && !has_dir_sq {
-            continue;
-        }
-        let allowed = [true, true, extra[0], extra[1], extra[2]];
-        let Some(with) = nnls_w(rows, w, &allowed) else { continue };
-        if extra[1] {
-            let a = aicc(&with, m);
-            if aicc_dir_entry.is_none_or(|x| a.is_some_and(|a| a < x)) {
-                aicc_dir_entry = a;
-            }
-        }
-        let resolved = with.free[0] && (2..P).all(|j| !allowed[j] || (with.free[j] && with.t(j, m) >= DIR_T_MIN));
-        let c = crit(&with);
-        if resolved && matches!((c, best_crit), (Some(c), Some(b)) if c < b) {
-            (sol, best_crit) = (with, c);
-        }
-    }
-    Some(Selected { sol, aicc_plain, aicc_dir_entry })
-}
 
 /// Run noise left in a cell's median (relative variance), pooled over the cells: the
 /// replicates' pure error (0 without replicates).
@@ -469,7 +410,7 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
     if m < 2 {
         return None;
     }
-    let Selected { sol, aicc_plain, aicc_dir_entry } = fit_cells(&cells)?;
+    let Selected { sol, aicc_plain, aicc_dir_entry, dir_entry } = fit_cells(&cells)?;
 
     let p = count(&sol.free);
     let df = m.saturating_sub(p);
@@ -564,6 +505,11 @@ pub fn fit(points: &[Point]) -> Option<CostModel> {
         per_run_se: se(4),
         aicc_plain,
         aicc_dir_entry,
+        per_dir_entry_check: dir_entry.map(|mut c| {
+            c.estimate_s = finite(c.estimate_s);
+            c.se_s = finite(c.se_s);
+            c
+        }),
         covariance,
         residual_sd: s2.sqrt(),
         df,
@@ -674,6 +620,8 @@ impl CostModel {
 }
 
 pub mod check;
+pub mod dir_cost;
 pub mod reach;
+mod select;
 #[cfg(test)]
 mod tests;

@@ -173,17 +173,40 @@ fn headline(s: &crate::results::SummaryRow) -> (f64, Option<[f64; 2]>) {
 }
 
 /// "side rungs (16 MiB in 1 and 256 files) separate the per-byte cost from a per-run
-/// constant"; None without side rungs.
+/// constant; side rungs (32 MiB in one folder of 2048 and 4096 files) resolve the
+/// directory-size cost d"; None without side rungs. A side rung is a folder rung when it is flat and the
+/// rungs are not (`experiment::ladder`'s flat side rungs).
 pub fn side_rungs_note(rs: &ResultSet) -> Option<String> {
-    let side: Vec<&crate::results::SummaryRow> =
-        rs.experiment.side_trees.iter().filter_map(|k| rs.summaries.iter().find(|s| &s.tree_key == k)).collect();
-    let first = side.first()?;
-    let counts: Vec<String> = side.iter().map(|s| s.tree_files.to_string()).collect();
-    Some(format!(
-        "side rungs ({} in {} files) separate the per-byte cost from a per-run constant",
-        crate::units::fmt_size(first.tree_bytes as f64),
-        counts.join(" and ")
-    ))
+    use crate::tree::Layout;
+    let layout = |key: &str| rs.measurements.iter().find(|m| m.tree_key == key).map(|m| &m.tree.layout);
+    let side = |k: &String| rs.experiment.side_trees.contains(k);
+    let main_flat =
+        rs.summaries.iter().filter(|s| !side(&s.tree_key)).any(|s| layout(&s.tree_key) == Some(&Layout::Flat));
+    let folder = |k: &String| !main_flat && layout(k) == Some(&Layout::Flat);
+    let rows = |of_folders: bool| -> Vec<&crate::results::SummaryRow> {
+        let mut v: Vec<&crate::results::SummaryRow> = Vec::new();
+        for k in rs.experiment.side_trees.iter().filter(|k| folder(k) == of_folders) {
+            v.extend(rs.summaries.iter().find(|s| &s.tree_key == k));
+        }
+        v
+    };
+    let part = |v: &[&crate::results::SummaryRow], folders: bool, what: &str| {
+        let first = v.first()?;
+        let mut counts: Vec<String> = v.iter().map(|s| s.tree_files.to_string()).collect();
+        let last = counts.pop()?;
+        let list = if counts.is_empty() { last } else { format!("{} and {last}", counts.join(", ")) };
+        let size = crate::units::fmt_size(first.tree_bytes as f64);
+        let place = if folders { "in one folder of" } else { "in" };
+        Some(format!("side rungs ({size} {place} {list} files) {what}"))
+    };
+    let parts: Vec<String> = [
+        part(&rows(false), false, "separate the per-byte cost from a per-run constant"),
+        part(&rows(true), true, "resolve the directory-size cost d"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The charts of an experiment without charts of its own, in reading order: one per op

@@ -20,7 +20,6 @@ pub mod table;
 pub mod views;
 
 use crate::results::ResultSet;
-use crate::units::sig3;
 
 pub use commands::{
     CheckOn, CompareConfig, PlanConfig, PredictConfig, PredictParts, ReportConfig, TreeInput, run_compare, run_plan,
@@ -63,29 +62,17 @@ pub fn detection_text(rs: &ResultSet, d: &crate::analysis::detect::Detection) ->
     }
 }
 
-/// One line per model with a directory-size term: d, and what it adds at the largest
-/// directory the model saw (for the tables, Markdown and HTML).
+/// One line per fitted model whose trees' folder sizes are known: the directory-size cost
+/// d with its 95% interval and what it means (one folder against ten), that it is ≈ 0,
+/// or why it is not resolved (`analysis::model::dir_cost`); none for a fit that is no
+/// answer (its row says why). For the tables, Markdown and HTML.
 pub fn dir_entry_notes(rs: &ResultSet) -> Vec<String> {
-    use crate::units::fmt_secs;
     rs.models
         .iter()
-        .filter(|m| m.model.per_dir_entry_s > 0.0 && m.usable())
-        .map(|m| {
-            let c = &m.model;
-            let n = m.max_files_per_dir_range[1] as f64;
-            let aicc = match (c.aicc_plain, c.aicc_dir_entry) {
-                (Some(p), Some(d)) => format!("; AICc {} against {} without it", sig3(d), sig3(p)),
-                _ => String::new(),
-            };
-            format!(
-                "directory-size cost: {} ({}): d = {} ± {} ns per pair of files in one directory (d·Σn²): {} of extra time at {} files in one directory{aicc}",
-                m.op,
-                target_name(rs, &m.target),
-                sig3(c.per_dir_entry_s * 1e9),
-                sig3(c.per_dir_entry_se * 1e9),
-                fmt_secs(c.per_dir_entry_s * n * n),
-                n
-            )
+        .filter(|m| m.usable())
+        .filter_map(|m| {
+            let verdict = crate::analysis::model::dir_cost::dir_cost(&m.model)?;
+            Some(format!("directory-size cost, {} on {}: {}", m.op, target_name(rs, &m.target), verdict.text()))
         })
         .collect()
 }

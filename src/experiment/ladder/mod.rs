@@ -8,6 +8,18 @@
 //! middle file count: at a fixed file count only the bytes change, so the fit resolves
 //! `b` against `k`, at few files and at many.
 //!
+//! The directory-size cost `d·Σn²` (issue 40) needs folders of other sizes at one file
+//! count: the default shape keeps at most 1,000 files in a directory, so from 256 files
+//! on every rung's folders hold 64–256 files and `d` cannot be told from the per-file
+//! cost (exFAT's, 25 ns per pair of files in one folder, was `—`). When the folders of
+//! the rungs that hold most files (from a sixteenth of the largest rung's count) vary
+//! less than [`DIR_SPREAD`]×, *flat side rungs* follow: half the total in one
+//! directory of F/16, F/4 and F files (F: the largest rung, at most [`MAX_FLAT_RUNG`]),
+//! those at least twice the rungs' largest folder (only F: F/2 and F). The default
+//! shape fills its leaves to 1,000 files, so `--to 4096` adds folders of 2,048 and
+//! 4,096 files beside the rungs' 256–1,000. Half the total keeps their names apart from
+//! the rungs' (a tree is named by its file count and size) and moves the bytes too.
+//!
 //! Its command line, config and view (`view.rs`) are here.
 
 pub mod view;
@@ -56,8 +68,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     };
     let ladder = LadderSpec { total, from: v.number("from"), to: v.number("to"), step: v.number("step"), second_total };
     let trees = ladder.checked_trees(|files, size| common.shape(files, size))?;
-    let side = ladder.side_rungs()?.len();
-    let side_trees = trees[trees.len() - side..].iter().map(|t| t.key()).collect();
+    let side_trees = trees[ladder.rungs()?.len()..].iter().map(|t| t.key()).collect();
     let mut cfg = common.experiment("ladder", trees, v.text("ops").unwrap_or_default())?;
     cfg.side_trees = side_trees;
     Ok(Box::new(cfg))
@@ -81,6 +92,23 @@ impl Default for LadderSpec {
 
 /// A second total closer to the first than this factor hardly moves the bytes: refused.
 pub const SECOND_TOTAL_APART: u64 = 2;
+
+/// The rungs' folders (files per directory, Σn²/files) must vary at least this much,
+/// between the rungs from a sixteenth of the largest rung's file count up, for the fit
+/// to tell the directory-size cost from the per-file cost; below, flat side rungs follow.
+pub const DIR_SPREAD: f64 = 16.0;
+
+/// Largest flat side rung. A folder of 4,096 files costs exFAT (exfat-fuse) about 0.4 s
+/// per op of directory-size cost (25 ns per pair: BENCHMARKS.md "Directory-size term");
+/// 16,384 would cost 6.7 s per op and run, a 3-minute budget's worth in a few trials.
+pub const MAX_FLAT_RUNG: u64 = 4096;
+
+/// Files per directory of a tree, weighted by file: Σn²/files (the d column over the
+/// a column).
+fn folder_size(t: &TreeSpec) -> f64 {
+    let sq = crate::analysis::model::dir_sq_of(crate::tree::layout::files_per_dir(t));
+    if t.files == 0 { 0.0 } else { sq / t.files as f64 }
+}
 
 /// Largest number of rungs (a typo like `--step 1.0001` must not make millions).
 const MAX_RUNGS: usize = 64;
@@ -138,14 +166,45 @@ impl LadderSpec {
         Ok(v)
     }
 
+    /// File counts of the flat side rungs for rungs shaped like `shape` (module docs):
+    /// none when the rungs' folders already vary [`DIR_SPREAD`]× or more.
+    pub fn flat_rungs(&self, shape: &TreeSpec) -> Result<Vec<u64>> {
+        let rungs = self.rungs()?;
+        let largest = *rungs.last().expect("at least one rung");
+        let like = |n: u64| TreeSpec { files: n, ..shape.clone() };
+        let sizes: Vec<f64> = rungs.iter().filter(|&&n| n * 16 >= largest).map(|&n| folder_size(&like(n))).collect();
+        let lo = sizes.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = sizes.iter().copied().fold(0.0, f64::max);
+        if hi >= DIR_SPREAD * lo {
+            return Ok(Vec::new());
+        }
+        // Folders at least twice the rungs' largest, as far apart as the counts allow.
+        let biggest = rungs.iter().map(|&n| folder_size(&like(n))).fold(0.0, f64::max);
+        let top = largest.min(MAX_FLAT_RUNG);
+        let fits = |n: u64| n >= 2 && n as f64 >= 2.0 * biggest && (self.total / 2) / n >= 1;
+        let mut v: Vec<u64> = [top / 16, top / 4, top].into_iter().filter(|&n| fits(n)).collect();
+        if v.len() == 1 && fits(top / 2) {
+            v.insert(0, top / 2);
+        }
+        Ok(v)
+    }
+
     /// One tree per rung: `shape` gives layout, names, content and seed; each rung has
-    /// n files of total/n bytes (rounded down). The side rungs follow (second total / n).
+    /// n files of total/n bytes (rounded down). The side rungs follow: the second total
+    /// over n at the first and middle count, then half the total in one folder
+    /// ([`LadderSpec::flat_rungs`]; one whose name another tree has is left out).
     pub fn trees(&self, shape: &TreeSpec) -> Result<Vec<TreeSpec>> {
         let tree =
             |n: u64, total: u64| TreeSpec { files: n, size: SizeDist::Fixed { bytes: total / n }, ..shape.clone() };
         let mut v: Vec<TreeSpec> = self.rungs()?.into_iter().map(|n| tree(n, self.total)).collect();
         let t2 = self.second_total.unwrap_or(0);
         v.extend(self.side_rungs()?.into_iter().map(|n| tree(n, t2)));
+        for n in self.flat_rungs(shape)? {
+            let flat = TreeSpec { layout: crate::tree::Layout::Flat, ..tree(n, self.total / 2) };
+            if !v.iter().any(|t| t.key() == flat.key()) {
+                v.push(flat);
+            }
+        }
         Ok(v)
     }
 
@@ -219,5 +278,50 @@ mod tests {
             assert_eq!(e.exit_code(), 2);
         }
         assert!(LadderSpec { second_total: Some(128 << 20), ..l }.side_rungs().is_ok());
+    }
+
+    fn shaped(layout: crate::tree::Layout) -> TreeSpec {
+        TreeSpec {
+            files: 1,
+            size: SizeDist::Fixed { bytes: 0 },
+            layout,
+            name_len: 16,
+            content: crate::tree::Content::Zeros,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn flat_side_rungs_where_the_rungs_folders_hardly_vary() {
+        use crate::tree::Layout;
+        let nested = |fpd| shaped(Layout::Nested { files_per_dir: fpd, fanout: 16, depth: None });
+        let to = |to| LadderSpec { to, ..LadderSpec::default() };
+        // The default shape (leaves filled to 1,000): from 256 files on, folders of
+        // 256–1,000; flat ones at least twice that.
+        assert_eq!(to(4096).flat_rungs(&nested(1000)).unwrap(), vec![2048, 4096]);
+        assert_eq!(to(65_536).flat_rungs(&nested(1000)).unwrap(), vec![2048, 4096], "at most 4,096 in one folder");
+        // No count within --to twice the largest folder: none.
+        assert!(to(1024).flat_rungs(&nested(1000)).unwrap().is_empty());
+        // Small folders everywhere: all three counts.
+        assert_eq!(to(4096).flat_rungs(&nested(16)).unwrap(), vec![256, 1024, 4096]);
+        // Already varied: flat rungs, or up to 256 files in the root.
+        assert!(to(4096).flat_rungs(&shaped(Layout::Flat)).unwrap().is_empty());
+        assert!(to(256).flat_rungs(&nested(1000)).unwrap().is_empty());
+        assert!(to(4096).flat_rungs(&nested(4096)).unwrap().is_empty());
+        // Half the total in one folder, after the bandwidth's side rungs; named apart.
+        let l = to(4096);
+        let trees = l.trees(&nested(1000)).unwrap();
+        let main = l.rungs().unwrap().len();
+        assert_eq!(trees.len(), main + 2 + 2);
+        let flat: Vec<(u64, u64, bool)> =
+            trees[main + 2..].iter().map(|t| (t.files, t.total_bytes(), t.layout == Layout::Flat)).collect();
+        assert_eq!(flat, vec![(2048, 32 << 20, true), (4096, 32 << 20, true)]);
+        let mut keys: Vec<String> = trees.iter().map(|t| t.key()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), trees.len(), "every tree its own name");
+        // Their folders: Σn²/files of 4,096 against the largest rung's (4 of 1,000 + 96).
+        assert_eq!(folder_size(&trees[main + 3]), 4096.0);
+        assert_eq!(folder_size(&trees[main - 1]), (4.0 * 1e6 + 96.0 * 96.0) / 4096.0);
     }
 }
