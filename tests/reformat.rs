@@ -28,9 +28,12 @@ fn delete_and_reformat_side_by_side() {
     let v = load_json(&json);
     let ms = v["measurements"].as_array().unwrap();
     let of = |op: &str| ms.iter().filter(|m| m["op"] == op).collect::<Vec<_>>();
-    // 2 targets × 5 rungs (16, 64, 256, 1024, 4096) × 2 runs of each op.
+    // 2 targets × 5 rungs (16, 64, 256, 1024, 4096) and the 2 flat side rungs that resolve
+    // the directory-size cost (the rungs' folders hold ~1,000 files from 1,024 up) × 2 runs.
     let (creates, deletes, reformats) = (of("create"), of("delete"), of("reformat"));
-    assert_eq!(creates.len(), 2 * 5 * 2);
+    let sides = v["experiment"]["side_trees"].as_array().map_or(0, |s| s.len());
+    assert_eq!(sides, 2, "the flat side rungs: {}", v["experiment"]);
+    assert_eq!(creates.len(), 2 * (5 + sides) * 2);
     assert_eq!(deletes.len(), creates.len());
     assert_eq!(reformats.len(), creates.len());
     for m in &reformats {

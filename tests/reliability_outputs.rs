@@ -267,7 +267,11 @@ fn reliability_outputs_foreign_files_are_not_replaced() {
         let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         for round in 1..=2 {
             let out = quick(&a);
-            assert_eq!(out.code, Some(0), "{} (round {round}): {}", a.join(" "), out.show());
+            // predict exits 1 when no fit passed its check (a loaded machine); its outputs
+            // are written all the same, and that is what this test is about.
+            let no_answer =
+                a[0] == "predict" && out.code == Some(1) && out.stderr.contains("every fit failed its check");
+            assert!(out.code == Some(0) || no_answer, "{} (round {round}): {}", a.join(" "), out.show());
             if a[0] == "copy" {
                 std::fs::remove_dir_all(d.join("dst2")).unwrap(); // copy wants a new DST
             }

@@ -434,7 +434,12 @@ fn every_experiment_page_in_chromium_ladder_compare_predict() {
     // predict --json, then report --html on it.
     let tree = tmp.path().join("tree");
     ok(&args("gen --files 1000 --quiet", &[tree.to_str().unwrap()]));
-    ok(&args("predict", &["--model", &j("a.json"), "--tree", tree.to_str().unwrap(), "--json", &j("p.json")]));
+    // predict exits 1 when no fit passed its check (a loaded machine): the page is made
+    // from its JSON all the same.
+    let r = run(args("predict", &["--model", &j("a.json"), "--tree", tree.to_str().unwrap(), "--json", &j("p.json")]));
+    if !(r.code == Some(1) && r.stderr.contains("every fit failed its check")) {
+        r.ok();
+    }
     ok(&args("report", &[&j("p.json"), "--html", &j("p.html")]));
     let page = std::fs::read_to_string(j("p.html")).unwrap();
     // 1,000 files is beyond the 256 calibrated: every row says it extrapolates.
