@@ -44,7 +44,7 @@ fn delete_and_reformat_side_by_side() {
     // One format per trial: the reformat takes the place of the next trial's fresh format.
     for t in v["targets"].as_array().unwrap() {
         let formats = t["managed"]["formats"].as_u64().unwrap();
-        assert_eq!(formats, 1 + 5 * 2, "{t}");
+        assert_eq!(formats, 1 + (5 + sides as u64) * 2, "{t}");
     }
     // The table has a reformat column; the detection compares delete and reformat per target.
     assert!(r.stdout.contains("reformat"), "{}", r.stdout);
