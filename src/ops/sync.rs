@@ -7,7 +7,7 @@ use super::registry::PairOp;
 use crate::engine::copy::Mode;
 use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Timespec, Timestamps, utimensat};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,11 +74,11 @@ pub fn make_stale(dst: &Path, per_million: u64, threads: usize) -> Result<u64, S
         last_access: Timespec { tv_sec: 1_000_000_000, tv_nsec: 0 },
         last_modification: Timespec { tv_sec: 1_000_000_000, tv_nsec: 0 },
     };
-    walk::par_tasks(threads, vec![root], |dir: OwnedFd, spawn| {
-        let r = walk::read_dir(dir.as_fd()).and_then(|entries| {
-            for e in entries {
+    walk::par_tasks(threads, vec![walk::DirTask::Root(root)], |t: walk::DirTask, spawn| {
+        let r = t.open().and_then(|dir| {
+            for e in walk::read_dir(dir.as_fd())? {
                 match e.kind {
-                    Kind::Dir => spawn(walk::open_dir_at(dir.as_fd(), &e.name)?),
+                    Kind::Dir => spawn(walk::DirTask::Below(std::sync::Arc::clone(&dir), e.name)),
                     Kind::File if picked(e.name.to_bytes(), per_million) => {
                         utimensat(&dir, &e.name, &old, AtFlags::SYMLINK_NOFOLLOW)?;
                         touched.fetch_add(1, Ordering::Relaxed);

@@ -15,7 +15,7 @@ pub mod tar;
 use crate::fs::walk::{self, Kind};
 use crate::storage::kinds::{KindRecord, container::ContainerRecord};
 use crate::storage::registry::{self, Registration};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{Mode, OFlags, openat};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -173,7 +173,11 @@ pub fn walk_tree(root: &Path, threads: usize, read: bool) -> (Usage, u64, Option
     };
     match walk::open_root(root) {
         Err(e) => err(format!("{}: {e}", root.display())),
-        Ok(fd) => walk::par_tasks(threads, vec![fd], |dir: OwnedFd, spawn| {
+        Ok(fd) => walk::par_tasks(threads, vec![walk::DirTask::Root(fd)], |t: walk::DirTask, spawn| {
+            let dir = match t.open() {
+                Ok(d) => d,
+                Err(e) => return err(format!("open directory: {e}")),
+            };
             c[1].fetch_add(1, Ordering::Relaxed);
             let entries = match walk::read_dir(dir.as_fd()) {
                 Ok(v) => v,
@@ -182,10 +186,7 @@ pub fn walk_tree(root: &Path, threads: usize, read: bool) -> (Usage, u64, Option
             let mut buf = if read { vec![0u8; 256 << 10] } else { Vec::new() };
             for e in entries {
                 match e.kind {
-                    Kind::Dir => match walk::open_dir_at(dir.as_fd(), &e.name) {
-                        Ok(sub) => spawn(sub),
-                        Err(x) => err(format!("{:?}: {x}", e.name)),
-                    },
+                    Kind::Dir => spawn(walk::DirTask::Below(std::sync::Arc::clone(&dir), e.name)),
                     Kind::File => {
                         c[0].fetch_add(1, Ordering::Relaxed);
                         let size = if read {

@@ -10,7 +10,7 @@ use crate::results::ResultSet;
 use crate::signals;
 use crate::storage::allocation::{Allocation, DirNames, Layout, allocate, utf16_units};
 use crate::tree::inventory::Inventory;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use serde::Serialize;
 use std::path::Path;
@@ -68,11 +68,11 @@ pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
     let root = walk::open_root(path)
         .map_err(|e| Error::bad("PATH", format!("{}: cannot open as a directory: {e}", path.display())))?;
     let acc = Mutex::new(Walked::default());
-    walk::par_tasks(threads, vec![root], |fd: OwnedFd, spawn| {
+    walk::par_tasks(threads, vec![walk::DirTask::Root(root)], |t: walk::DirTask, spawn| {
         if signals::pending() != 0 {
             return;
         }
-        let Ok(entries) = walk::read_dir(fd.as_fd()) else {
+        let Ok((fd, entries)) = t.open().and_then(|fd| walk::read_dir(fd.as_fd()).map(|e| (fd, e))) else {
             let mut a = acc.lock().expect("walk lock");
             a.dirs.push(DirNames::default());
             a.unreadable += 1;
@@ -85,14 +85,12 @@ pub fn walk_sizes(path: &Path, threads: usize) -> Result<Source> {
             names.add(units);
             match e.kind {
                 Kind::File => {
-                    if let Ok(st) = statx(&fd, &e.name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::SIZE) {
+                    if let Ok(st) = statx(&*fd, &e.name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::SIZE) {
                         files.push((units.min(u16::MAX as u64) as u16, st.stx_size));
                     }
                 }
                 Kind::Dir => {
-                    if let Ok(sub) = walk::open_dir_at(fd.as_fd(), &e.name) {
-                        spawn(sub);
-                    }
+                    spawn(walk::DirTask::Below(std::sync::Arc::clone(&fd), e.name));
                 }
                 _ => {}
             }

@@ -8,7 +8,7 @@
 //! (copy, sync, scan, rm: `engine::timing`) uses the same [`evict`].
 
 use crate::fs::walk::{self, Kind};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{Advice, Mode, OFlags, fadvise, openat};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -166,23 +166,20 @@ pub fn evict_tree(root: &Path, threads: usize) -> Result<u64, String> {
     let fd = walk::open_root(root).map_err(|e| format!("cannot open {}: {e}", root.display()))?;
     let evicted = AtomicU64::new(0);
     let file_flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    walk::par_tasks(threads, vec![fd], |dir: OwnedFd, spawn| {
-        let _ = fadvise(&dir, 0, None, Advice::DontNeed);
+    walk::par_tasks(threads, vec![walk::DirTask::Root(fd)], |t: walk::DirTask, spawn| {
+        let Ok(dir) = t.open() else { return };
+        let _ = fadvise(&*dir, 0, None, Advice::DontNeed);
         let Ok(listing) = walk::read_dir(dir.as_fd()) else { return };
         for e in listing {
             match e.kind {
                 Kind::File => {
-                    if let Ok(f) = openat(&dir, e.name.as_c_str(), file_flags, Mode::empty()) {
+                    if let Ok(f) = openat(&*dir, e.name.as_c_str(), file_flags, Mode::empty()) {
                         if fadvise(&f, 0, None, Advice::DontNeed).is_ok() {
                             evicted.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 }
-                Kind::Dir => {
-                    if let Ok(sub) = walk::open_dir_at(dir.as_fd(), &e.name) {
-                        spawn(sub);
-                    }
-                }
+                Kind::Dir => spawn(walk::DirTask::Below(std::sync::Arc::clone(&dir), e.name)),
                 Kind::Symlink | Kind::Other => {}
             }
         }

@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::fs::walk::{self, Kind};
 use crate::signals;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, StatxFlags, statx};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
@@ -253,13 +253,29 @@ impl Inventory {
         let parts: Vec<Mutex<Inventory>> = (0..threads.max(1)).map(|_| Mutex::new(Inventory::empty())).collect();
         walk::par_tasks(
             threads,
-            vec![(root, 0u64, None)],
-            |(fd, depth, name_len): (OwnedFd, u64, Option<usize>), spawn| {
+            vec![(walk::DirTask::Root(root), 0u64, None)],
+            |(t, depth, name_len): (walk::DirTask, u64, Option<usize>), spawn| {
                 if signals::pending() != 0 {
                     return;
                 }
                 let me = rayon::current_thread_index().unwrap_or(0) % parts.len();
                 let mut inv = parts[me].lock().expect("one thread per part");
+                // Opened here, not in the parent (walk::DirTask). Counted in its parent's
+                // subdirectories already: one that vanished since it was listed is
+                // counted as vanished too, one that cannot be opened (permission) as
+                // unreadable.
+                let fd = match t.open() {
+                    Ok(fd) => fd,
+                    Err(Errno::NOENT) | Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
+                        inv.vanished += 1;
+                        return;
+                    }
+                    Err(_) => {
+                        inv.unreadable_dirs += 1;
+                        inv.add_dir(depth, name_len, 0, 0);
+                        return;
+                    }
+                };
                 let entries = match walk::read_dir(fd.as_fd()) {
                     Ok(e) => e,
                     Err(_) => {
@@ -274,7 +290,7 @@ impl Inventory {
                     match e.kind {
                         Kind::File => {
                             let mask = StatxFlags::SIZE | StatxFlags::BLOCKS | StatxFlags::NLINK;
-                            match statx(&fd, &e.name, AtFlags::SYMLINK_NOFOLLOW, mask) {
+                            match statx(&*fd, &e.name, AtFlags::SYMLINK_NOFOLLOW, mask) {
                                 Ok(st) => {
                                     files += 1;
                                     inv.add_file(depth + 1, len, st.stx_size, st.stx_blocks * 512, st.stx_nlink as u64);
@@ -282,19 +298,10 @@ impl Inventory {
                                 Err(_) => inv.vanished += 1,
                             }
                         }
-                        Kind::Dir => match walk::open_dir_at(fd.as_fd(), &e.name) {
-                            Ok(sub) => {
-                                subdirs += 1;
-                                spawn((sub, depth + 1, Some(len)));
-                            }
-                            Err(Errno::NOENT) | Err(Errno::NOTDIR) | Err(Errno::LOOP) => inv.vanished += 1,
-                            Err(_) => {
-                                // Exists but cannot be opened (permission): a directory we cannot read.
-                                subdirs += 1;
-                                inv.unreadable_dirs += 1;
-                                inv.add_dir(depth + 1, Some(len), 0, 0);
-                            }
-                        },
+                        Kind::Dir => {
+                            subdirs += 1;
+                            spawn((walk::DirTask::Below(std::sync::Arc::clone(&fd), e.name), depth + 1, Some(len)));
+                        }
                         k => inv.add_special(k, depth + 1, len),
                     }
                 }

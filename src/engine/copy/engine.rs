@@ -234,13 +234,17 @@ pub fn run(o: &Options) -> Result<Summary> {
         let reporter = super::progress::Reporter::start(sc, o, &ctx.c, t0);
         inflight::controlled(ctx.gate, || {
             let threads = inflight::walk_threads(ctx.gate, o.threads);
-            walk::par_tasks(threads, vec![(root, fresh)], |(node, fresh): (Arc<Node>, bool), spawn| {
+            walk::par_tasks(threads, vec![Work::Open(root, fresh)], |w: Work, spawn| {
                 let _pass = inflight::enter_dir(ctx.gate);
-                do_dir(&ctx, node, fresh, &mut |t| {
-                    if let Some(n) = open_task(&ctx, t) {
-                        spawn(n);
-                    }
-                });
+                let (node, fresh) = match w {
+                    Work::Open(node, fresh) => (node, fresh),
+                    Work::Waiting(t) if ctx.stopping() => return release(&ctx, t.parent),
+                    Work::Waiting(t) => match open_task(&ctx, *t) {
+                        Some(opened) => opened,
+                        None => return,
+                    },
+                };
+                do_dir(&ctx, node, fresh, &mut |t| spawn(Work::Waiting(Box::new(t))));
             })
         });
         reporter.stop();
@@ -253,6 +257,17 @@ pub fn run(o: &Options) -> Result<Summary> {
     s.src_xattrs_unread = src_xattrs;
     s.in_flight = inflight::report(ctx.gate, o.threads);
     Ok(s)
+}
+
+/// A directory for a walk thread: open (the root), or a subdirectory waiting to be
+/// opened. A waiting one holds no fd of its own: its directories are opened when a thread
+/// takes it, so a directory of 10,000 subdirectories queues 10,000 names, not 20,000 open
+/// fds (which ran past the fd limit: `open source directory: Too many open files` for
+/// every subdirectory beyond it, issue 41's ten-million-file copy). Open nodes are the
+/// ones being worked on and their ancestors, whose DST metadata waits for their children.
+enum Work {
+    Open(Arc<Node>, bool),
+    Waiting(Box<Task>),
 }
 
 /// Open a subdirectory task's SRC and DST directories (making DST's when missing) and

@@ -13,11 +13,11 @@ use crate::fs::walk::{self, Kind, Meta, meta_at, open_dir_at};
 use rustix::fd::{AsFd, OwnedFd};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::{CStr, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// What to compare beyond names, kinds, sizes and symlink targets.
 #[derive(Debug, Clone, Copy, Default)]
@@ -205,8 +205,21 @@ pub fn compare_kept(src: &Path, dst: &Path, checks: &Checks, kept: Option<&Kept>
     match (walk::open_root(src), walk::open_root(dst)) {
         (Ok(s), Ok(d)) => {
             dir_meta(&ctx, &s, &d, ".");
-            walk::par_tasks(threads, vec![(s, d, String::new())], |(s, d, path): (OwnedFd, OwnedFd, String), spawn| {
-                one_dir(&ctx, &s, &d, &path, &mut |t| spawn(t))
+            let root = Pair::Open(Arc::new((s, d)), String::new());
+            walk::par_tasks(threads, vec![root], |pair: Pair, spawn| {
+                let (fds, path) = match pair {
+                    Pair::Open(fds, path) => (fds, path),
+                    Pair::Waiting(parent, name, path) => {
+                        match (open_dir_at(parent.0.as_fd(), &name), open_dir_at(parent.1.as_fd(), &name)) {
+                            (Ok(a), Ok(b)) => {
+                                dir_meta(&ctx, &a, &b, &path);
+                                (Arc::new((a, b)), path)
+                            }
+                            (Err(err), _) | (_, Err(err)) => return diff(format!("{path}: open: {err}")),
+                        }
+                    }
+                };
+                one_dir(&ctx, &fds, &path, &mut |t| spawn(t))
             })
         }
         (Err(e), _) => diff(format!("{}: {e}", src.display())),
@@ -308,13 +321,16 @@ fn file_attrs(ctx: &VerifyShared, ms: &Meta, md: &Meta, p: &str) {
     }
 }
 
-fn one_dir(
-    ctx: &VerifyShared,
-    s: &OwnedFd,
-    d: &OwnedFd,
-    path: &str,
-    spawn: &mut dyn FnMut((OwnedFd, OwnedFd, String)),
-) {
+/// A directory pair to compare: the roots, opened; or a subdirectory of the same name on
+/// both sides, opened when a thread takes it, so a queued one holds no fd (a directory of
+/// 10,000 subdirectories would otherwise hold 20,000 open fds: see `engine::Work`).
+enum Pair {
+    Open(Arc<(OwnedFd, OwnedFd)>, String),
+    Waiting(Arc<(OwnedFd, OwnedFd)>, CString, String),
+}
+
+fn one_dir(ctx: &VerifyShared, fds: &Arc<(OwnedFd, OwnedFd)>, path: &str, spawn: &mut dyn FnMut(Pair)) {
+    let (s, d) = (&fds.0, &fds.1);
     let diff = |kind: &'static str, what: String| ctx.diff(kind, what);
     let (mut a, mut b) = match (walk::read_dir(s.as_fd()), walk::read_dir(d.as_fd())) {
         (Ok(a), Ok(b)) => (a, b),
@@ -376,13 +392,7 @@ fn one_dir(
             }
             Kind::Dir => {
                 ctx.dirs.fetch_add(1, Ordering::Relaxed);
-                match (open_dir_at(s.as_fd(), &e.name), open_dir_at(d.as_fd(), &x.name)) {
-                    (Ok(a), Ok(b)) => {
-                        dir_meta(ctx, &a, &b, &p);
-                        spawn((a, b, p))
-                    }
-                    (Err(err), _) | (_, Err(err)) => diff("error", format!("{p}: open: {err}")),
-                }
+                spawn(Pair::Waiting(Arc::clone(fds), e.name.clone(), p))
             }
             Kind::Other => {
                 if let Some(k) = &ctx.kept
