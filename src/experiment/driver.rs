@@ -1,8 +1,10 @@
 //! The trial loop every experiment runs on ([`drive`]): the order of trials (fixed passes
 //! or adaptive rounds), a fresh block and a fresh format per trial, the trial body, the
 //! measurements recorded and saved after each one, and a clean stop on a signal or a
-//! failure. Its phases: [`first_trials`] and [`next_round`] (which trials), [`trial_label`],
-//! [`run_trial`] (one trial on one target), [`record`] and [`stopped`].
+//! failure. Its phases: [`first_trials`] and [`next_round`] (which trials), [`trial_label`]
+//! and [`announce`] (the progress line: the whole experiment's trials and ETA),
+//! [`run_trial`] (one trial on one target), [`record`], [`stopped`] and, after a signal,
+//! [`print_partial`] (the tables of what was measured).
 
 use super::{LiveTarget, Order, Stop, TreeMeta, TrialOutcome, rounds, watched};
 use crate::analysis::blocks;
@@ -48,6 +50,11 @@ struct Progressed {
     order: u64,
     rounds: u64,
     started: Instant,
+    /// Wall time of each cell's last trial (warmups included), by target and tree: the
+    /// progress line's estimate of the trials to come.
+    took: Vec<Vec<Option<Duration>>>,
+    /// Trials finished (warmups included).
+    trials_done: u64,
     /// The order's seed: rank 0's, so every rank runs the same trials.
     seed: u64,
 }
@@ -76,8 +83,16 @@ pub(crate) fn drive(
         order: 0,
         rounds: 0,
         started: Instant::now(),
+        took: vec![vec![None; trees.len()]; targets.len()],
+        trials_done: 0,
         seed,
     };
+    let cells = (trees.len() * targets.len()) as u64;
+    match d.runs {
+        rounds::Runs::Adaptive(a) => progress
+            .start(Some(Duration::from_secs_f64(a.max_time_s.max(0.0))), Some(cells * (d.warmup + a.max_runs) as u64)),
+        rounds::Runs::Fixed(_) => progress.start(None, None),
+    }
     let mut batch = first_trials(d, trees.len(), targets.len(), seed);
     loop {
         if batch.is_empty() {
@@ -91,7 +106,9 @@ pub(crate) fn drive(
         let run = p.runs_of[gi][ti] + 1;
         let tree = &trees[ti];
         let target = &mut targets[gi];
-        progress.message(format!("{} · {} · {}", target.id, tree.spec.key(), trial_label(d, &p, pass, run, gi, ti)));
+        let label = trial_label(d, &p, pass, run, gi, ti);
+        announce(d, &p, &batch, (gi, ti, recorded), progress);
+        progress.message(format!("{} · {} · {label}", target.id, tree.spec.key()));
         let block = blocks::block_of_run(run);
         if recorded && block > p.block_of_target[gi] {
             p.block_of_target[gi] = block;
@@ -106,6 +123,8 @@ pub(crate) fn drive(
         if let Some(c) = p.cells.get_mut(gi).and_then(|c| c.get_mut(ti)) {
             c.last = t0.elapsed();
         }
+        p.took[gi][ti] = Some(t0.elapsed());
+        p.trials_done += 1;
         if stop.is_none() && signals::pending() != 0 {
             stop = Some(Stop::Signal(signals::pending())); // arrived after the last phase
         }
@@ -117,6 +136,14 @@ pub(crate) fn drive(
         if let Some(stop) = stop {
             progress.finish();
             save(d, &mut rs, export::Stage::Final)?;
+            let signal = match stop {
+                Stop::Signal(s) => s,
+                // A helper (mkfs, mount) that failed because the signal reached it too.
+                Stop::Failed(_) => signals::pending(),
+            };
+            if signal != 0 {
+                print_partial(d, &rs, &p, planned(d, &p, &batch, None), signal);
+            }
             let err = stopped(d, stop, target, tree);
             drop(targets);
             return Err(err);
@@ -205,6 +232,80 @@ fn trial_label(d: &Driver, p: &Progressed, pass: u32, run: u32, gi: usize, ti: u
             Some(pr) => format!("run {run} (±{:.1}%, target ±{}%)", pr * 100.0, a.precision * 100.0),
             None => format!("run {run} (target ±{}%)", a.precision * 100.0),
         },
+    }
+}
+
+/// Trials planned so far, the one in flight (`current`: target, tree, recorded) included:
+/// those finished, those queued, and with adaptive runs the minimum runs still owed past
+/// the queue (rounds are decided as results come in; a cell may need more) — each with its
+/// cell: (target, tree, how many).
+fn planned_cells(
+    d: &Driver,
+    p: &Progressed,
+    batch: &Batch,
+    current: Option<(usize, usize, bool)>,
+) -> Vec<(usize, usize, u64)> {
+    let mut v: Vec<(usize, usize, u64)> = batch.iter().map(|&(_, ti, gi)| (gi, ti, 1)).collect();
+    if let rounds::Runs::Adaptive(a) = d.runs {
+        for (gi, per_tree) in p.runs_of.iter().enumerate() {
+            for (ti, &runs) in per_tree.iter().enumerate() {
+                let queued = batch.iter().filter(|&&(pass, t, g)| pass >= d.warmup && (g, t) == (gi, ti)).count();
+                let now = current.is_some_and(|(g, t, recorded)| recorded && (g, t) == (gi, ti)) as usize;
+                let owed = (a.min_runs as u64).saturating_sub((runs as usize + queued + now) as u64);
+                if owed > 0 {
+                    v.push((gi, ti, owed));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The number of trials planned so far (see [`planned_cells`]).
+fn planned(d: &Driver, p: &Progressed, batch: &Batch, current: Option<(usize, usize, bool)>) -> u64 {
+    let in_flight = current.is_some() as u64;
+    p.trials_done + in_flight + planned_cells(d, p, batch, current).iter().map(|c| c.2).sum::<u64>()
+}
+
+/// Tell the progress line where the whole experiment stands as trial `current` begins:
+/// trials done and planned, and the time of this trial and of the planned ones after it,
+/// each estimated by its cell's last trial (a cell not run yet: the mean of those run).
+fn announce(d: &Driver, p: &Progressed, batch: &Batch, current: (usize, usize, bool), progress: &Progress) {
+    let seen: Vec<Duration> = p.took.iter().flatten().flatten().copied().collect();
+    let mean = (!seen.is_empty()).then(|| seen.iter().sum::<Duration>() / seen.len() as u32);
+    let est = |gi: usize, ti: usize| p.took[gi][ti].or(mean);
+    let after: Option<Duration> =
+        planned_cells(d, p, batch, Some(current)).iter().map(|&(gi, ti, n)| est(gi, ti).map(|t| t * n as u32)).sum();
+    let this = est(current.0, current.1);
+    progress.trial(p.trials_done, planned(d, p, batch, Some(current)), this, after);
+}
+
+/// After a signal, the tables of what was measured, as a finished run prints them, with
+/// the cells that have fewer runs than asked marked (rank 0; the results were saved first).
+fn print_partial(d: &Driver, rs: &ResultSet, p: &Progressed, planned: u64, signal: i32) {
+    if !crate::ranks::is_root() {
+        return;
+    }
+    let name = match signal {
+        2 => "SIGINT".to_string(),
+        15 => "SIGTERM".to_string(),
+        s => format!("signal {s}"),
+    };
+    let how = format!(
+        "interrupted by {name} after {} of {planned} trials planned ({}): what was measured so far",
+        p.trials_done,
+        crate::measure::progress::clock(p.started.elapsed())
+    );
+    let body = (super::kinds::view(d.name).terminal)(rs);
+    let json = d.outputs.first().map(|o| o.path.as_path());
+    let text = crate::report::views::after_interrupt(rs, &body, json, &how);
+    use std::io::Write;
+    if crate::fs::output::stdout_taken() {
+        eprint!("{text}"); // an output file is `-`: standard output carries only that
+    } else {
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(text.as_bytes());
+        let _ = o.flush();
     }
 }
 

@@ -9,6 +9,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 use std::sync::Once;
+use ticks::{count_label, decade_ticks, ratio_label, ratio_ticks, secs_label};
+
+mod ticks;
 
 /// Bundled font (DejaVu Sans; license in assets/fonts/LICENSE-DejaVu.txt).
 pub static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
@@ -438,39 +441,6 @@ fn log_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo / 1.6, hi * 1.6)
 }
 
-/// Ticks for a ratio axis over [lo, hi]: 1× and round ratios on both sides of it, the
-/// coarsest first (×/÷ 2 and 10, then 1.25, 5 and 20, then 1.1 and 1.5 …), as many
-/// tiers as keep it at most 9 ticks (at least one tier beyond 1×).
-pub fn ratio_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    const TIERS: [&[f64]; 4] = [
-        &[1.0],
-        &[0.01, 0.1, 0.5, 2.0, 10.0, 100.0],
-        &[0.02, 0.05, 0.2, 0.8, 1.25, 5.0, 20.0, 50.0],
-        &[0.33, 0.67, 0.9, 1.1, 1.5, 3.0],
-    ];
-    let mut keys: Vec<f64> = Vec::new();
-    for (i, tier) in TIERS.iter().enumerate() {
-        let more: Vec<f64> = tier.iter().copied().filter(|t| *t >= lo && *t <= hi).collect();
-        if i >= 2 && keys.len() >= 3 && keys.len() + more.len() > 9 {
-            break;
-        }
-        keys.extend(more);
-    }
-    keys.sort_by(f64::total_cmp);
-    keys
-}
-
-/// `0.5×`, `1×`, `1.25×`: a ratio with 3 significant digits, trailing zeros dropped.
-fn ratio_label(v: f64) -> String {
-    let s = sig3(v);
-    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
-    format!("{s}×")
-}
-
-fn secs_label(v: f64) -> String {
-    crate::units::fmt_secs(v)
-}
-
 /// Width in pixels the left label area needs for `labels` at 13 px (DejaVu Sans
 /// averages about 7.6 px per character at that size; LABEL scales it), within [80, 520].
 fn label_width(labels: impl Iterator<Item = usize>) -> u32 {
@@ -518,13 +488,16 @@ fn draw_loglog<DB: DrawingBackend>(
         .margin_right(34)
         .x_label_area_size(52)
         .y_label_area_size(92)
-        .build_cartesian_2d((xs.0..xs.1).log_scale(), (ys.0..ys.1).log_scale())
+        .build_cartesian_2d(
+            (xs.0..xs.1).log_scale().with_key_points(decade_ticks(xs.0, xs.1)),
+            (ys.0..ys.1).log_scale().with_key_points(decade_ticks(ys.0, ys.1)),
+        )
         .map_err(err)?;
     c.configure_mesh()
         .x_desc("files (count)")
         .y_desc("time (median, 95% interval)")
         .y_label_formatter(&|v| secs_label(*v))
-        .x_label_formatter(&|v| sig3(*v))
+        .x_label_formatter(&|v| count_label(*v))
         .label_style(("sans-serif", LABEL))
         .draw()
         .map_err(err)?;
@@ -629,7 +602,7 @@ fn draw_dots<DB: DrawingBackend>(
         let keys = ratio_ticks(lo, hi);
         body!(b.build_cartesian_2d((lo..hi).log_scale().with_key_points(keys), y_range).map_err(err)?);
     } else if log {
-        body!(b.build_cartesian_2d((lo..hi).log_scale(), y_range).map_err(err)?);
+        body!(b.build_cartesian_2d((lo..hi).log_scale().with_key_points(decade_ticks(lo, hi)), y_range).map_err(err)?);
     } else {
         body!(b.build_cartesian_2d(0.0..hi / 1.6 * 1.1, y_range).map_err(err)?);
     }
@@ -658,7 +631,7 @@ fn draw_portions<DB: DrawingBackend>(
     c.configure_mesh()
         .x_desc("files done (count)")
         .y_desc("µs per file (median of runs)")
-        .x_label_formatter(&|v| sig3(*v))
+        .x_label_formatter(&|v| count_label(*v))
         .y_label_formatter(&|v| sig3(*v))
         .label_style(("sans-serif", LABEL))
         .draw()
@@ -691,16 +664,6 @@ mod tests {
     fn slugs_are_anchor_safe() {
         assert_eq!(slug("bigfile-write"), "bigfile-write");
         assert_eq!(slug("n=16 size=64KiB"), "n-16-size-64kib");
-    }
-
-    #[test]
-    fn ratio_axis_ticks_span_the_ratios() {
-        // A forest plot's range always holds 1 with margins of 1.6× around it.
-        assert_eq!(ratio_ticks(0.6, 1.7), vec![0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5]);
-        assert_eq!(ratio_ticks(0.3, 3.5), vec![0.5, 0.8, 1.0, 1.25, 2.0]);
-        assert_eq!(ratio_ticks(0.05, 20.0), vec![0.1, 0.5, 1.0, 2.0, 10.0]);
-        let labels: Vec<String> = [0.5, 0.8, 1.0, 1.25, 2.0, 10.0].map(ratio_label).to_vec();
-        assert_eq!(labels, ["0.5×", "0.8×", "1×", "1.25×", "2×", "10×"]);
     }
 
     #[test]

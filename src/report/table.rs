@@ -203,7 +203,11 @@ pub fn ladder(rs: &ResultSet) -> String {
             let s = rs.summaries.iter().find(|s| s.tree_key == *key && s.target == *target && &s.op == op);
             // `*`: the cell kept disturbed runs (too few undisturbed ones to leave them out).
             let kept = |s: &SummaryRow| if s.disturbed > 0 && s.disturbed_s.is_empty() { "*" } else { "" };
-            row.push(s.map(|s| format!("{}{}", fmt_compact(&s.stats, *scale), kept(s))).unwrap_or_else(|| "—".into()));
+            let cut = |s: &SummaryRow| super::views::partial_mark(rs, s); // †: fewer runs than asked
+            row.push(
+                s.map(|s| format!("{}{}{}", fmt_compact(&s.stats, *scale), kept(s), cut(s)))
+                    .unwrap_or_else(|| "—".into()),
+            );
             if rated {
                 row.push(match s {
                     Some(s) if *files >= RATE_FROM_FILES && s.stats.median_s > 0.0 => {
@@ -257,6 +261,7 @@ pub fn ladder(rs: &ResultSet) -> String {
     if cells.contains("(scattered)") {
         notes.push("(scattered): runs too scattered for an interval".into());
     }
+    notes.extend(super::views::partial_note(rs));
     notes.push("--wide: intervals in full".into());
     format!("{cells}\n{}", wrap_notes(&notes))
 }
@@ -551,7 +556,7 @@ pub fn ops_detail(rs: &ResultSet) -> String {
         };
         let mut row = vec![
             s.op.clone(),
-            s.runs_text(),
+            format!("{}{}", s.runs_text(), super::views::partial_mark(rs, s)),
             median,
             st.cv.map(|c| format!("{}%", sig3(c * 100.0))).unwrap_or_else(|| "—".into()),
             rate,
@@ -572,6 +577,7 @@ pub fn ops_detail(rs: &ResultSet) -> String {
     notes.extend(
         ops.iter().map(|o| op_label(rs, o)).filter_map(|l| l.split_once(", ").map(|(o, q)| format!("{o}: {q}"))),
     );
+    notes.extend(super::views::partial_note(rs));
     notes.push("--wide: interval in full, mean ± CI, range".into());
     format!("{t}\n{}", wrap_notes(&notes))
 }

@@ -252,29 +252,39 @@ fn moved_median(
     })
 }
 
-/// The knee of a cell's time per file (or, for dirsize, that there is none up to here).
+/// The knee of a cell's time per file by the change-point fit (`detect::knee_fit`), or,
+/// where a knee was looked for (dirsize), that there is none up to here. In a tree that
+/// is not one directory filled portion by portion (a ladder's rung: many directories),
+/// the per-portion cost is not against the files in a folder: a knee there is reported
+/// only when the cost rises by `detect::KNEE_RISE` at least.
 fn knee(
     experiment: &ExperimentInfo,
     (target, op, tree_key): &Key,
     ms: &[&Measurement],
     one_tree: bool,
 ) -> Option<Detection> {
-    let portion = experiment.portion_files;
     let runs: Vec<(&[crate::measure::Portion], u64)> =
         ms.iter().map(|m| (m.result.portions.as_slice(), m.tree_files)).collect();
+    let portion = detect::knee_grid(&runs, experiment.portion_files);
     let per_file = detect::median_per_file(&runs, portion);
-    if let Some(knee) = detect::knee(&per_file, portion) {
-        Some(Detection::Knee { target: target.clone(), op: op.clone(), tree_key: tree_key.clone(), knee })
-    } else if one_tree && knee_sought(ms) && !per_file.is_empty() {
+    let sought = one_tree && knee_sought(ms) && !per_file.is_empty();
+    let (target, op, tree_key) = (target.clone(), op.clone(), tree_key.clone());
+    match detect::knee_fit(&per_file, portion) {
+        detect::KneeFit::Knee(knee) if sought || knee.rise >= detect::KNEE_RISE => {
+            Some(Detection::Knee { target, op, tree_key, knee })
+        }
         // Said explicitly: the knee was looked for and is not there up to here.
-        Some(Detection::NoKnee {
-            target: target.clone(),
-            op: op.clone(),
-            tree_key: tree_key.clone(),
+        fit if sought => Some(Detection::NoKnee {
+            target,
+            op,
+            tree_key,
             up_to_files: per_file.len() as u64 * portion,
-        })
-    } else {
-        None
+            one_segment_us_per_file: match fit {
+                detect::KneeFit::OneSegment { first_s, last_s } => Some([first_s * 1e6, last_s * 1e6]),
+                _ => None,
+            },
+        }),
+        _ => None,
     }
 }
 

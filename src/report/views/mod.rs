@@ -9,7 +9,7 @@
 use crate::report::chart::Chart;
 use crate::report::grid::Grid;
 use crate::report::table;
-use crate::results::ResultSet;
+use crate::results::{ResultSet, SummaryRow};
 
 /// One experiment's view.
 pub struct View {
@@ -48,6 +48,53 @@ fn ops_tables(rs: &ResultSet) -> String {
     let mut body = table::ops_detail(rs);
     body.push('\n');
     body
+}
+
+/// The runs a cell was asked for: `--runs N`, or with adaptive runs `--min-runs`.
+pub fn runs_asked(rs: &ResultSet) -> usize {
+    rs.experiment.adaptive.map_or(rs.experiment.runs, |a| a.min_runs) as usize
+}
+
+/// A cell of a run that was stopped (a signal) with fewer complete runs than asked.
+pub fn partial(rs: &ResultSet, s: &SummaryRow) -> bool {
+    !rs.complete && s.runs < runs_asked(rs)
+}
+
+/// The mark tables put on a [`partial`] cell (`†`, explained by [`partial_note`]).
+pub fn partial_mark(rs: &ResultSet, s: &SummaryRow) -> &'static str {
+    if partial(rs, s) { "†" } else { "" }
+}
+
+/// The footnote of the [`partial`] cells: how many, and the runs they have against those
+/// asked (None when there are none).
+pub fn partial_note(rs: &ResultSet) -> Option<String> {
+    let cut: Vec<&SummaryRow> = rs.summaries.iter().filter(|s| partial(rs, s)).collect();
+    let lo = cut.iter().map(|s| s.runs).min()?;
+    let hi = cut.iter().map(|s| s.runs).max().unwrap_or(lo);
+    let runs = if lo == hi { format!("{lo}") } else { format!("{lo} – {hi}") };
+    Some(format!(
+        "†: partial, the run was stopped: {} of {} cells have {runs} complete runs of the {} asked",
+        cut.len(),
+        rs.summaries.len(),
+        runs_asked(rs)
+    ))
+}
+
+/// What a run that a signal stopped prints: `how` (the signal, the trials done), then what
+/// a finished run prints of the results so far ([`after_run`]), the partial cells marked
+/// and counted.
+pub fn after_interrupt(rs: &ResultSet, body: &str, json: Option<&std::path::Path>, how: &str) -> String {
+    let mut s = format!("{how}\n");
+    let mut body = body.to_string();
+    // The experiment's own tables say it where they mark cells; said here for every view.
+    if let Some(note) = partial_note(rs).filter(|n| !body.contains(n.as_str())) {
+        body.push_str(&format!("{note}\n"));
+    }
+    if rs.summaries.is_empty() {
+        body.push_str("no cell has a complete run yet\n");
+    }
+    s.push_str(&after_run(rs, &body, json));
+    s
 }
 
 /// What a run prints: the title, `body` (the experiment's tables and its own lines), the
