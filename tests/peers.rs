@@ -149,3 +149,100 @@ fn fio_results_are_drawn_beside_a_ladder() {
 fn crate_sig3(x: f64) -> String {
     manyfiles::units::sig3(x)
 }
+
+/// What a recorded mdtest output says of itself, read here apart from the parser under
+/// test: its tasks, the job's files, `-w` and `-e`, and the mean rate of each row.
+struct MdtestOutput {
+    tasks: u64,
+    files: u64,
+    write: u64,
+    read: u64,
+    rates: Vec<(String, f64)>,
+}
+
+fn mdtest_output(text: &str) -> MdtestOutput {
+    let launch = text.lines().find(|l| l.contains(" was launched with ")).expect("launch line");
+    let tasks = launch.split(" was launched with ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let files =
+        text.lines().find_map(|l| l.split_once(" tasks, ")).unwrap().1.split(' ').next().unwrap().parse().unwrap();
+    let args: Vec<String> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Command line used: "))
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    let arg = |flag: &str| args.iter().position(|a| a == flag).map_or(0, |i| args[i + 1].parse().unwrap());
+    let table = text.split("SUMMARY rate").nth(1).unwrap();
+    let rates = table
+        .lines()
+        .skip(3)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().filter(|w| *w != ":").collect();
+            let n = w.len();
+            (w[..n - 4].join(" "), w[n - 2].parse::<f64>().unwrap())
+        })
+        .collect();
+    MdtestOutput { tasks, files, write: arg("-w"), read: arg("-e"), rates }
+}
+
+/// mdtest's text output, recorded from mdtest 4.1 built from hpc/ior (the commands that
+/// made each file are in tests/data/peers/README.md): `report` reads its File creation,
+/// stat, read and removal as create, stat, read and delete of the job's files in the time
+/// its mean rate gives, its tasks as ranks, and names Tree creation and removal as not
+/// read; one HTML page draws it beside a `manyfiles mdtest` run.
+#[test]
+fn mdtest_outputs_are_read_as_their_phases() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peers");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut read = 0;
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("mdtest-") && name.ends_with(".txt")) {
+            continue;
+        }
+        read += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let want = mdtest_output(&text);
+        let json = tmp.path().join(format!("{name}.json"));
+        run(["report", path.to_str().unwrap(), "--json", json.to_str().unwrap()]).ok();
+        let rs: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(rs["provenance"]["tool"], "mdtest", "{name}");
+        assert_eq!(rs["provenance"]["ranks"].as_u64(), Some(want.tasks), "{name}");
+        let ms = rs["measurements"].as_array().unwrap();
+        let mut ops = Vec::new();
+        for (row, op, bytes) in [
+            ("File creation", "create", want.write),
+            ("File stat", "stat", 0),
+            ("File read", "read", want.read),
+            ("File removal", "delete", 0),
+        ] {
+            let Some((_, rate)) = want.rates.iter().find(|(r, rate)| r == row && *rate > 0.0) else { continue };
+            let m = ms.iter().find(|m| m["op"] == op).unwrap_or_else(|| panic!("{name}: no {op}"));
+            assert_eq!(m["files"].as_u64(), Some(want.files), "{name} {op}");
+            assert_eq!(m["bytes"].as_u64(), Some(want.files * bytes), "{name} {op}");
+            let secs = m["elapsed_s"].as_f64().unwrap();
+            assert!((want.files as f64 / secs / rate - 1.0).abs() < 1e-9, "{name} {op}: mdtest's rate {rate}");
+            ops.push(op);
+        }
+        assert!(ops.contains(&"create") && ops.contains(&"delete"), "{name}: {ops:?}");
+        assert_eq!(ms.len(), ops.len(), "{name}: one measurement per mapped phase");
+        let notes = rs["warnings"].to_string();
+        assert!(notes.contains("mdtest's Tree creation not read"), "{name}: {notes}");
+    }
+    assert!(read >= 2, "recorded mdtest outputs in {}", data.display());
+
+    // Beside a manyfiles mdtest run, in one HTML page.
+    let target = tmp.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let ours = tmp.path().join("ours.json");
+    let t = target.to_str().unwrap();
+    run(["mdtest", "--easy", "--files", "200", "--runs", "1", "--target", t, "--json", ours.to_str().unwrap()]).ok();
+    let theirs = data.join("mdtest-easy-np1.txt");
+    let html = tmp.path().join("r.html");
+    run(["report", ours.to_str().unwrap(), theirs.to_str().unwrap(), "--html", html.to_str().unwrap()]).ok();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("mdtest on ") && page.contains("(mdtest-easy-np1.txt)"), "mdtest's target in the page");
+}

@@ -9,7 +9,7 @@
 //! flags, config and trial body, and `view.rs`) and one line here: see ARCHITECTURE.md.
 
 use super::flags::CommandLine;
-use super::{TreeExperiment, bigfile, chosen_ops, clusters, dirsize, ladder, pack};
+use super::{TreeExperiment, bigfile, chosen_ops, clusters, dirsize, ladder, mdtest, pack};
 use crate::error::Result;
 use crate::report::views::{self as view, View};
 use crate::results::ResultSet;
@@ -39,6 +39,7 @@ pub const KINDS: &[Kind] = &[
     clusters::KIND,   // clusters/
     dirsize::KIND,    // dirsize/
     pack::KIND,       // pack/
+    mdtest::KIND,     // mdtest/
 ];
 
 /// The experiment named `name`.

@@ -14,6 +14,7 @@ pub mod external;
 pub mod flags;
 pub mod kinds;
 pub mod ladder;
+pub mod mdtest;
 pub mod pack;
 pub mod rounds;
 pub mod targets;

@@ -15,7 +15,20 @@
 //! a job shorter than a few tens of ms is named in the warnings as coarse. fio's latency
 //! (`clat_ns`: mean and percentiles) becomes the per-operation latency. Where fio was run
 //! (machine, file system) is not in its JSON: the target says only the directory.
-//! elbencho's and mdtest's outputs are not read yet.
+//!
+//! mdtest's text output (`mdtest … > FILE`; its `SUMMARY rate` table) is read too: one
+//! target `mdtest on DIRECTORY (FILE)`, its task count as the ranks, one measurement per
+//! phase, the job's files (its `T tasks, F files` line) over the phase's mean rate:
+//!
+//! | mdtest row     | op     | bytes               |
+//! | -------------- | ------ | ------------------- |
+//! | File creation  | create | files × `-w`        |
+//! | File stat      | stat   | 0                   |
+//! | File read      | read   | files × `-e`        |
+//! | File removal   | delete | 0                   |
+//!
+//! Tree creation and removal, and the directory rows (without `-F`), are named as not
+//! read. elbencho's outputs are not read yet.
 
 use super::{ExperimentInfo, Measurement, ResultSet};
 use crate::measure::provenance::Provenance;
@@ -28,8 +41,10 @@ use serde_json::Value;
 /// file, say), else the result set or why it cannot be one.
 pub fn read(path: &std::path::Path) -> Option<Result<ResultSet, String>> {
     let text = crate::fs::input::read_bounded(path, crate::fs::input::JSON_MAX).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
     let file = path.display().to_string();
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return is_mdtest(&text).then(|| mdtest(&text, &file).map_err(|e| format!("{file} (mdtest's output): {e}")));
+    };
     match recognise(&v)? {
         "fio" => Some(fio(&v, &file).map_err(|e| format!("{file} (fio's JSON): {e}"))),
         _ => None,
@@ -76,7 +91,10 @@ pub fn fio(v: &Value, file: &str) -> Result<ResultSet, String> {
                 if !rs.experiment.ops.contains(&op.to_string()) {
                     rs.experiment.ops.push(op.to_string());
                 }
-                rs.measurements.push(measurement(&id, op, files, bytes, secs, latency, i as u64, job));
+                let cpu = [job["usr_cpu"].as_f64().unwrap_or(0.0), job["sys_cpu"].as_f64().unwrap_or(0.0)];
+                let m =
+                    measurement("fio", &id, (op, files, bytes, secs), latency, i as u64, cpu.map(|c| c / 100.0 * secs));
+                rs.measurements.push(m);
             }
             Err(why) => rs.notes.push(format!("fio job {name} not read: {why}")),
         }
@@ -180,16 +198,15 @@ fn target(id: &str, label: &str, dir: &str) -> TargetInfo {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One run of a peer's: `tool` measured `op` over `files` files and `bytes` bytes in
+/// `secs` on `target`, with its latency and CPU (user, system seconds) if it gave them.
 fn measurement(
+    tool: &str,
     target: &str,
-    op: &str,
-    files: u64,
-    bytes: u64,
-    secs: f64,
+    (op, files, bytes, secs): (&str, u64, u64, f64),
     latency: Latency,
     order: u64,
-    job: &Value,
+    [user, sys]: [f64; 2],
 ) -> Measurement {
     let tree = TreeSpec {
         files,
@@ -205,15 +222,15 @@ fn measurement(
         bytes,
         dirs: 1,
         threads: 1,
-        cpu_user_s: job["usr_cpu"].as_f64().unwrap_or(0.0) / 100.0 * secs,
-        cpu_sys_s: job["sys_cpu"].as_f64().unwrap_or(0.0) / 100.0 * secs,
+        cpu_user_s: user,
+        cpu_sys_s: sys,
         latency_us: latency,
         first_finish_s: secs,
         last_finish_s: secs,
         ..PhaseResult::default()
     };
     Measurement {
-        experiment: "fio".into(),
+        experiment: tool.into(),
         target: target.into(),
         op: op.into(),
         tree_key: tree.key(),
@@ -231,12 +248,19 @@ fn measurement(
 /// The set before any job: fio's version and start time as provenance, what is unknown
 /// left empty.
 fn empty(v: &Value, file: &str) -> ResultSet {
+    let version = v["fio version"].as_str().unwrap_or("?").trim_start_matches("fio-");
+    peer_set("fio", version, file, Vec::new(), v["time"].as_str().unwrap_or(""), "as fio ran them")
+}
+
+/// A peer's result set before any measurement: its tool, version, command line and start
+/// as provenance, `order` saying how it ran its phases, what is unknown left empty.
+fn peer_set(tool: &str, version: &str, file: &str, command_line: Vec<String>, started: &str, order: &str) -> ResultSet {
     let provenance = Provenance {
-        tool: "fio".into(),
-        version: v["fio version"].as_str().unwrap_or("?").trim_start_matches("fio-").into(),
+        tool: tool.into(),
+        version: version.into(),
         built_from: format!("read from {file}"),
-        command_line: Vec::new(),
-        started_utc: v["time"].as_str().unwrap_or("").into(),
+        command_line,
+        started_utc: started.into(),
         host: String::new(),
         kernel: String::new(),
         cpu_model: String::new(),
@@ -247,13 +271,13 @@ fn empty(v: &Value, file: &str) -> ResultSet {
         invocation: String::new(),
     };
     let experiment = ExperimentInfo {
-        name: "fio".into(),
+        name: tool.into(),
         ops: Vec::new(),
         runs: 1,
         warmup: 0,
         threads: 1,
         portion_files: 0,
-        order: "as fio ran them".into(),
+        order: order.into(),
         create: Default::default(),
         caches: crate::storage::cache::CacheMode::Warm,
         until: Default::default(),
@@ -263,4 +287,154 @@ fn empty(v: &Value, file: &str) -> ResultSet {
     let mut rs = ResultSet::new(provenance, experiment, Vec::new());
     rs.complete = true;
     rs
+}
+
+/// Is this mdtest's text output? (Its launch line and its rate summary.)
+pub fn is_mdtest(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("mdtest-") && l.contains(" was launched with ")) && rate_title(text).is_some()
+}
+
+/// The title of mdtest's rate summary: `SUMMARY rate` (mdtest 3 and later), `SUMMARY:`
+/// (1.9, which printed rates alone).
+fn rate_title(text: &str) -> Option<&'static str> {
+    ["SUMMARY rate", "SUMMARY:"].into_iter().find(|t| text.lines().any(|l| l.starts_with(t)))
+}
+
+/// mdtest's summary rows and the op each maps onto (None: no manyfiles op, and why).
+fn mdtest_op(row: &str) -> Result<&'static str, &'static str> {
+    match row {
+        "File creation" => Ok("create"),
+        "File stat" => Ok("stat"),
+        "File read" => Ok("read"),
+        "File removal" => Ok("delete"),
+        "Tree creation" | "Tree removal" => Err("mdtest's directory tree made or removed as a whole: no manyfiles op"),
+        "Directory rename" => Err("manyfiles times no rename"),
+        _ => Err("directories alone: manyfiles' ops time files (and the directories around them)"),
+    }
+}
+
+/// The rows of mdtest's summary table headed `title` (`SUMMARY rate`, `SUMMARY time`):
+/// (row name, [max, min, mean, std dev]), and the iterations it summarises.
+fn mdtest_table(text: &str, title: &str) -> (Vec<(String, [f64; 4])>, u64) {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(title));
+    let iterations = lines
+        .next()
+        .and_then(|l| l.split("(of ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let mut rows = Vec::new();
+    for l in lines.skip_while(|l| !l.trim_start().starts_with("---")).skip(1) {
+        let words: Vec<&str> = l.split_whitespace().filter(|w| *w != ":").collect();
+        let Some(at) = words.iter().position(|w| w.parse::<f64>().is_ok()) else { break };
+        let values: Vec<f64> = words[at..].iter().filter_map(|w| w.parse().ok()).collect();
+        if at == 0 || values.len() < 4 {
+            break;
+        }
+        let name = words[..at].join(" ").trim_end_matches(':').trim_end().to_string();
+        rows.push((name, [values[0], values[1], values[2], values[3]]));
+    }
+    (rows, iterations)
+}
+
+/// mdtest's command line (`Command line used: mdtest '-n' '1000' …`, quoted or not) as words.
+fn mdtest_args(text: &str) -> Vec<String> {
+    let line = text.lines().find_map(|l| l.strip_prefix("Command line used: ")).unwrap_or("");
+    line.split_whitespace().map(|w| w.trim_matches('\'').trim_matches('"').to_string()).collect()
+}
+
+/// mdtest's text output (its summary tables) as a result set, or why not. Each phase of
+/// the rate summary becomes one measurement: its files are the job's (the header's `T
+/// tasks, F files`, or with a stonewall `-W`, rate × time from `-P`'s time summary), its
+/// time files ÷ mean rate. Rows that are no manyfiles op, phases not run (rate 0) and
+/// iterations beyond one (only their max, min, mean and std dev are printed: the mean is
+/// taken as one run) are named in the notes.
+pub fn mdtest(text: &str, file: &str) -> Result<ResultSet, String> {
+    let launch = text
+        .lines()
+        .find(|l| l.starts_with("mdtest-") && l.contains(" was launched with "))
+        .ok_or("no \"mdtest-VERSION was launched with\" line")?;
+    let version = launch.split_whitespace().next().unwrap_or("mdtest-?").trim_start_matches("mdtest-");
+    let tasks: u64 = launch
+        .split(" was launched with ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .ok_or("no task count in the launch line")?;
+    let args = mdtest_args(text);
+    let opt = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1));
+    let number = |flag: &str| opt(flag).and_then(|v| v.parse::<u64>().ok());
+    // "2 tasks, 2000 files" (or "files/directories"): the job's total.
+    let total: Option<u64> = text.lines().find_map(|l| {
+        let (t, f) = l.split_once(" tasks, ")?;
+        t.trim().parse::<u64>().ok()?;
+        f.split_whitespace().next()?.parse().ok()
+    });
+    let started = text.lines().find_map(|l| l.strip_prefix("-- started at ")).unwrap_or("").trim_end_matches(" --");
+    let dir = opt("-d").cloned().unwrap_or_else(|| ".".into());
+    let mut rs = peer_set("mdtest", version, file, args.clone(), started, "as mdtest ran them");
+    rs.provenance.ranks = tasks as usize;
+    rs.experiment.threads = tasks as usize;
+    let short = std::path::Path::new(file).file_name().map_or(file.into(), |n| n.to_string_lossy());
+    rs.targets.push(target("mdtest-0", &format!("mdtest on {dir} ({short})"), &dir));
+    let (rates, iterations) = mdtest_table(text, rate_title(text).ok_or("no rate summary")?);
+    let (times, _) = mdtest_table(text, "SUMMARY time");
+    if iterations > 1 {
+        rs.notes.push(format!(
+            "mdtest summarised {iterations} iterations by max, min, mean and std dev only: each phase's mean rate is \
+             read as one run"
+        ));
+    }
+    let stonewall = opt("-W").is_some();
+    let (write, read) = (number("-w").unwrap_or(0), number("-e").unwrap_or(0));
+    for (i, (row, [_, _, mean, _])) in rates.iter().enumerate() {
+        let op = match mdtest_op(row) {
+            Ok(op) => op,
+            Err(why) => {
+                rs.notes.push(format!("mdtest's {row} not read: {why}"));
+                continue;
+            }
+        };
+        if *mean <= 0.0 {
+            rs.notes.push(format!("mdtest's {row} not read: its rate is 0 (the phase did not run)"));
+            continue;
+        }
+        let time = times.iter().find(|(r, _)| r == row).map(|(_, v)| v[2]);
+        let files = match (stonewall, total, time) {
+            (true, _, Some(t)) if iterations == 1 => (mean * t).round() as u64,
+            (true, _, _) => {
+                rs.notes.push(format!(
+                    "mdtest's {row} not read: with a stonewall (-W) the files each rank reached are not in a rate \
+                     summary (run mdtest with -P for its time summary)"
+                ));
+                continue;
+            }
+            (false, Some(n), _) => n,
+            (false, None, _) => return Err("no \"T tasks, F files\" line: the files per phase are unknown".into()),
+        };
+        let bytes = files
+            * if op == "create" {
+                write
+            } else if op == "read" {
+                read
+            } else {
+                0
+            };
+        let secs = files as f64 / mean;
+        if !rs.experiment.ops.iter().any(|o| o == op) {
+            rs.experiment.ops.push(op.into());
+        }
+        let m = measurement("mdtest", "mdtest-0", (op, files, bytes, secs), Latency::default(), i as u64, [0.0; 2]);
+        rs.measurements.push(m);
+    }
+    if rs.measurements.is_empty() {
+        return Err(format!("no phase of its summary is a manyfiles op ({})", rs.notes.join("; ")));
+    }
+    if args.iter().any(|a| a == "-Y") {
+        rs.notes.push("mdtest -Y: each phase's time ends with a sync() (as manyfiles' durable time)".into());
+    } else {
+        rs.notes.push("mdtest without -Y: no phase ends with a sync (as manyfiles' --until returned)".into());
+    }
+    rs.derive();
+    Ok(rs)
 }

@@ -1,0 +1,236 @@
+//! The mdtest experiment (`manyfiles mdtest --easy|--hard`): IO500's two metadata
+//! presets, timed as mdtest times them (its sources: hpc/ior `src/mdtest.c`; IO500's
+//! `src/phase_mdtest_*.c` give the options):
+//!
+//! - **easy** (`mdtest -n N -u -L -F -P -N 1`): N empty files per rank, each rank in a
+//!   directory of its own (`tree/mdtest_tree.<rank>`, made untimed as mdtest makes its
+//!   unique directories outside the clock); phases create, stat, delete;
+//! - **hard** (`mdtest -n N -t -F -P -w 3901 -e 3901 -N 1`): N files of 3,901 bytes per
+//!   rank, every rank in one shared directory (`tree/`); phases create (written),
+//!   stat, read (3,901 bytes each), delete.
+//!
+//! One thread per rank, as mdtest runs one process per rank. `-N 1`: a phase k (create
+//! 0, stat 1, read 2, delete 3) works on the files of rank (rank + k) mod ranks, so no
+//! rank touches what it just wrote (mdtest's `stat_name`, `read_name`, `rm_name`).
+//! Stonewall (`--stonewall S`, mdtest `-W S`): creates stop after S seconds, then every
+//! rank goes on until it has the count the *fastest* rank reached (mdtest's
+//! `updateStoneWallIterations`: an `MPI_MAX`), all inside the create phase's time; the
+//! later phases take that count. The files made by the wall are recorded as the op
+//! `create-stonewall` (IO500's `rate-stonewall`), not scored.
+//!
+//! Each phase's rate is its files over its time as `--until` says (durable, the default:
+//! create and delete end with a timed syncfs, as mdtest `-Y`, which IO500 gives its
+//! create phases; `--until returned`: as mdtest without `-Y`). The view prints kIOPS per
+//! phase and the md score IO500 forms from them (their geometric mean).
+
+mod trial;
+pub mod view;
+
+use super::flags::{CommandLine, Common, Flag, Group, RunSettings, Values};
+use super::kinds::{Config, Finished, Kind};
+use super::{Driver, LiveTarget, TreeMeta, drive, rounds};
+use crate::error::{Error, Result};
+use crate::measure::progress::Progress;
+use crate::measure::provenance::Provenance;
+use crate::ops::{Create, CreateOptions};
+use crate::ranks;
+use crate::results::{ExperimentInfo, ResultSet};
+use crate::signals;
+use crate::storage::cache::CacheMode;
+use crate::tree::{Content, Layout, Prepared, SizeDist, TreeSpec};
+
+/// Its entry in `experiment::kinds::KINDS`.
+pub const KIND: Kind = Kind { name: "mdtest", mpi: true, run_file: true, command: Some(COMMAND), view: &view::VIEW };
+
+const COMMAND: CommandLine = CommandLine {
+    about: "IO500's mdtest-easy or mdtest-hard: create, stat, read, delete in kIOPS and their md score",
+    flags: &[
+        Flag::switch("easy", "mdtest-easy: empty files, a directory per rank (mdtest -n N -u -L -F -P -N 1)")
+            .conflicts(&["hard"]),
+        Flag::switch(
+            "hard",
+            "mdtest-hard: 3,901-byte files written and read, all ranks in one directory (mdtest -n N -t -F -P -w \
+             3901 -e 3901 -N 1)",
+        )
+        .conflicts(&["easy"]),
+        Flag::count("files", "N", "Files per rank (mdtest -n); with --stonewall, the most").default("100k"),
+        Flag::number(
+            "stonewall",
+            "SECONDS",
+            "Stop creating after SECONDS (mdtest -W); every rank then goes on to the count the fastest rank reached, \
+             which the later phases take",
+        )
+        .at_most(86_400),
+    ],
+    groups: &[Group::Own, Group::Run],
+    config,
+};
+
+/// IO500's two mdtest presets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    Easy,
+    Hard,
+}
+
+/// mdtest-hard's file size (`-w 3901 -e 3901`).
+pub const HARD_BYTES: u64 = 3901;
+/// The op recording the files made by the stonewall (not scored).
+pub const STONEWALL_OP: &str = "create-stonewall";
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Easy => "mdtest-easy",
+            Preset::Hard => "mdtest-hard",
+        }
+    }
+    /// Bytes per file.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Preset::Easy => 0,
+            Preset::Hard => HARD_BYTES,
+        }
+    }
+    /// Its timed phases, in the order they run.
+    pub fn ops(self) -> &'static [&'static str] {
+        match self {
+            Preset::Easy => &["create", "stat", "delete"],
+            Preset::Hard => &["create", "stat", "read", "delete"],
+        }
+    }
+}
+
+/// Everything an mdtest run needs; no CLI types.
+#[derive(Debug, Clone)]
+pub struct MdtestConfig {
+    pub preset: Preset,
+    /// Files per rank (the most, with a stonewall).
+    pub files: u64,
+    /// Seconds after which creates stop (mdtest -W).
+    pub stonewall: Option<u64>,
+    /// The run flags, checked; `caches` as this experiment uses them.
+    pub run: RunSettings,
+}
+
+fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
+    let preset = match (v.switch("easy"), v.switch("hard")) {
+        (true, false) => Preset::Easy,
+        (false, true) => Preset::Hard,
+        _ => return Err(Error::bad("--easy", "give --easy or --hard (IO500's two mdtest presets)")),
+    };
+    let files = v.number("files");
+    if files == 0 {
+        return Err(Error::bad("--files", "must be at least 1"));
+    }
+    let stonewall = v.given_number("stonewall");
+    if stonewall == Some(0) {
+        return Err(Error::bad("--stonewall", "must be at least 1 second"));
+    }
+    let mut run = common.run_settings()?;
+    if run.threads.is_some_and(|t| t != 1) {
+        return Err(Error::bad("--threads", "mdtest runs one thread per rank: run more ranks under mpirun"));
+    }
+    if run.portion == 0 {
+        return Err(Error::bad("--portion", "must be at least 1"));
+    }
+    // mdtest drops no cache between its phases: neither does this preset unless asked.
+    // (A run file's keys are in its command line as flags.)
+    let asked = run
+        .command_line
+        .iter()
+        .any(|a| a == "--cold" || a == "--drop-caches" || a == "--cache" || a.starts_with("--cache="));
+    if !asked {
+        run.caches = CacheMode::Warm;
+    }
+    let cfg = MdtestConfig { preset, files, stonewall, run };
+    tree(&cfg).validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
+    Ok(Box::new(cfg))
+}
+
+impl Config for MdtestConfig {
+    fn name(&self) -> &str {
+        "mdtest"
+    }
+    fn run(&self) -> Result<Finished> {
+        run(self).map(Finished::results)
+    }
+    fn json(&self) -> Option<&std::path::Path> {
+        self.run.json.as_deref()
+    }
+}
+
+/// One rank's files: flat, named about as long as mdtest's (`file.mdtest.<rank>.<i>`).
+pub fn tree(cfg: &MdtestConfig) -> TreeSpec {
+    TreeSpec {
+        files: cfg.files,
+        size: SizeDist::Fixed { bytes: cfg.preset.bytes() },
+        layout: Layout::Flat,
+        name_len: 20,
+        content: Content::Random,
+        seed: 1,
+    }
+}
+
+/// Run `cfg`: every trial's phases on every target, the results rewritten after each
+/// measurement; run directories removed and managed file systems torn down at the end
+/// and on every error path (by drop).
+pub fn run(cfg: &MdtestConfig) -> Result<ResultSet> {
+    signals::install();
+    let r = &cfg.run;
+    if r.targets.is_empty() {
+        return Err(Error::bad("--target", "no target given"));
+    }
+    super::check_caches(r.caches, "--cache")?;
+    // Under MPI every rank works in rank 0's run directory (easy: each in its own
+    // directory there; hard: all in one).
+    ranks::set_shared_dir(true);
+    let spec = tree(cfg);
+    let mut targets = LiveTarget::open_all(&r.targets, std::slice::from_ref(&spec), r.fs_size, 1, r.keep, r.reuse)?;
+    LiveTarget::set_labels(&mut targets, &r.labels);
+    let mut ops: Vec<String> = cfg.preset.ops().iter().map(|s| s.to_string()).collect();
+    if cfg.stonewall.is_some() {
+        ops.insert(1, STONEWALL_OP.into());
+    }
+    let runs = rounds::Runs::of(r.runs.unwrap_or(3), r.adaptive);
+    let experiment = ExperimentInfo {
+        name: "mdtest".into(),
+        ops,
+        runs: runs.max(),
+        warmup: r.warmup,
+        threads: 1,
+        portion_files: r.portion,
+        order: r.order.name().into(),
+        create: CreateOptions::default(),
+        caches: r.caches,
+        until: r.until,
+        adaptive: r.adaptive,
+        side_trees: Vec::new(),
+    };
+    let infos = targets.iter().map(|t| t.info.clone()).collect();
+    let rs = ResultSet::new(Provenance::collect(r.command_line.clone()), experiment, infos);
+    let progress = Progress::new(r.quiet);
+    let mut prepared = Prepared::new(&spec, false);
+    let metas = [TreeMeta { bytes: prepared.total_bytes, spec, dirs: 0 }];
+    let driver = Driver {
+        name: "mdtest",
+        runs,
+        warmup: r.warmup,
+        order: r.order,
+        outputs: super::outputs(r.json.as_deref(), &r.exports),
+        mock: r.mock,
+        reformat: false,
+    };
+    let env = trial::Env {
+        preset: cfg.preset,
+        stonewall: cfg.stonewall.map(std::time::Duration::from_secs),
+        portion_files: r.portion,
+        caches: r.caches,
+        create: Create { opts: CreateOptions::default() },
+        progress: &progress,
+    };
+    let all_units = prepared.plan.file_units.clone();
+    drive(&driver, targets, rs, &metas, &progress, |rundir, _, watch| {
+        trial::run(rundir, &mut prepared, &all_units, &env, watch)
+    })
+}
