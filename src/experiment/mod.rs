@@ -384,8 +384,7 @@ fn object_trial(
     let in_flight = cfg.copy_threads.map_or(cfg.threads, |_| ops::object::DEFAULT_IN_FLIGHT);
     let run =
         ops::object::Run::new(&client, format!("{name}/objects/"), tree, in_flight, cfg.portion_files, env.progress);
-    let (mut phases, failed) =
-        ops::object::run_trial(&run, &wanted, &mut |f| watched(env.watch, CacheState::Warm, || f()));
+    let (mut phases, failed) = ops::object::run_trial(&run, &wanted, &mut |f| watched(env.watch, CacheState::Warm, f));
     for (_, r) in &mut phases {
         r.cost = r.requests.as_ref().map(|q| prices.cost(q));
     }

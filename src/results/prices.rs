@@ -98,7 +98,9 @@ pub fn fmt_amount(amount: f64, currency: &str) -> String {
 /// range when runs differ). Empty when no phase sent requests.
 pub fn requests_table(rs: &super::ResultSet) -> String {
     let priced: Vec<&super::Measurement> = rs.measurements.iter().filter(|m| m.result.requests.is_some()).collect();
-    let (mut ops, mut rows): (Vec<&str>, Vec<(&str, &str, u64, u64)>) = (Vec::new(), Vec::new());
+    // (target, tree key, files, bytes) of each row.
+    let mut rows: Vec<Row> = Vec::new();
+    let mut ops: Vec<&str> = Vec::new();
     for m in &priced {
         if !ops.contains(&m.op.as_str()) {
             ops.push(&m.op);
@@ -138,6 +140,9 @@ pub fn requests_table(rs: &super::ResultSet) -> String {
          to 1,000 keys: one request each; --prices FILE: other prices)\n{t}\n"
     )
 }
+
+/// A row of the requests table: target, tree key, files, bytes.
+type Row<'a> = (&'a str, &'a str, u64, u64);
 
 /// `64 requests, $0.00032` for one run (the smallest – largest over the runs).
 fn cell(runs: &[&&super::Measurement]) -> String {
