@@ -4,9 +4,11 @@
 //! process, mount, namespace, directory or record); a short ladder through s3fs prints
 //! its table and keeps the credentials out of stdout, stderr and the JSON; SIGINT mid-
 //! ladder, and kill -9 followed by `cleanup`, leave nothing; a missing server is named
-//! with how to get it. Needs root, FUSE, s3fs, manyfiles-s3server (tools/s3server) and
-//! toxiproxy-server: without them each test prints why it skipped, except under CI
-//! (CI=true), where .ci/run installs them and a skip is a failure.
+//! with how to get it; the native ops (`s3:put` …) send exactly the requests their trees
+//! ask, by kind, and run only on object stores. Needs root, FUSE, s3fs,
+//! manyfiles-s3server (tools/s3server) and toxiproxy-server: without them each test prints
+//! why it skipped, except under CI (CI=true), where .ci/run installs them and a skip is a
+//! failure.
 
 mod common;
 
@@ -283,6 +285,140 @@ fn a_short_ladder_prints_its_table_and_no_credentials() {
         .filter(|p| p.to_string_lossy().contains(&format!("-{pid}-")))
         .collect();
     assert!(dirs.is_empty(), "left {dirs:?}");
+}
+
+/// Run manyfiles with `args` (its JSON to `json`) while reading the credentials of the
+/// object store it starts; its output, the credentials and its pid.
+fn run_reading_credentials(args: &[&str], json: &Path) -> (std::process::Output, Vec<String>, u32) {
+    let child = Command::new(common::bin())
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    let secrets = loop {
+        if let Some(s) = stacks().into_iter().find(|s| s.pid == pid && s.dir.join("credentials").exists()) {
+            break credentials(&s.dir);
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "the object store never came up: {args:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (child.wait_with_output().unwrap(), secrets, pid)
+}
+
+/// Nothing of run `pid` left: no record, no stack directory.
+fn nothing_left_of(pid: u32) {
+    let mine: Vec<(PathBuf, Record)> = records().into_iter().filter(|(_, rec)| rec.pid == pid).collect();
+    assert!(mine.is_empty(), "records left {mine:?}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(registry::state_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains(&format!("-{pid}-")))
+        .collect();
+    assert!(dirs.is_empty(), "left {dirs:?}");
+}
+
+/// The requests a native op must send for a tree of `files` objects: one per object, a
+/// LIST page or a DeleteObjects batch per 1,000 keys.
+fn expected_requests(op: &str, files: u64) -> (&'static str, u64) {
+    let per_1000 = files.div_ceil(1000).max(1);
+    match op {
+        "s3:put" => ("put", files),
+        "s3:head" => ("head", files),
+        "s3:get" => ("get", files),
+        "s3:list" => ("list", per_1000),
+        "s3:delete" => ("delete", files),
+        "s3:delete-batch" => ("delete_objects", files.div_ceil(1000)),
+        other => panic!("not a native op: {other}"),
+    }
+}
+
+/// Every measurement of `doc` is a native op whose requests are exactly what its tree
+/// asks, all of one kind, with every object done; returns the ops seen.
+fn check_request_counts(doc: &serde_json::Value) -> Vec<String> {
+    let mut seen = Vec::new();
+    for m in doc["measurements"].as_array().unwrap() {
+        let (op, files) = (m["op"].as_str().unwrap(), m["tree_files"].as_u64().unwrap());
+        let (kind, want) = expected_requests(op, files);
+        let req = &m["requests"];
+        let total: u64 = req.as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!((req[kind].as_u64(), total), (Some(want), want), "{op} on {files} objects: {req}");
+        assert_eq!((m["files"].as_u64(), m["errors"].as_u64()), (Some(files), Some(0)), "{op}: {m}");
+        if !seen.iter().any(|s| s == op) {
+            seen.push(op.to_string());
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_native_ladder_counts_its_requests_exactly() {
+    need_stack!();
+    let _g = serial();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let ops = "s3:put,s3:head,s3:list,s3:get,s3:delete,s3:delete-batch";
+    let args =
+        ["ladder", "--fs", "s3@rtt=1ms", "--total", "256KiB", "--to", "64", "--runs", "2", "--ops", ops, "--quiet"];
+    let t = Instant::now();
+    let (r, secrets, pid) = run_reading_credentials(&args, &json);
+    println!("ladder --fs s3@rtt=1ms --to 64 --runs 2 --ops {ops}: {:.0} s", t.elapsed().as_secs_f64());
+    let (stdout, stderr) = (String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
+    assert!(r.status.success(), "{stderr}\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    for s in &secrets {
+        assert!(!stdout.contains(s) && !stderr.contains(s) && !text.contains(s), "a credential in the output");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(check_request_counts(&doc), ops.split(',').collect::<Vec<_>>());
+    for op in ops.split(',') {
+        assert!(stdout.contains(op), "{op} in the table: {stdout}");
+        let fitted = doc["models"].as_array().unwrap().iter().any(|m| m["op"] == op);
+        assert!(fitted, "a model row for {op}");
+    }
+    // No file op asked for: no file was written through the mount.
+    assert!(doc["measurements"].as_array().unwrap().iter().all(|m| m["op"].as_str().unwrap().starts_with("s3:")));
+    let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/result-v1.schema.json")).unwrap();
+    let v = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(&doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .filter(|e| !e.ends_with("/provenance/built_from"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    nothing_left_of(pid);
+}
+
+#[test]
+fn native_lists_and_batch_deletes_go_1000_keys_a_request() {
+    need_stack!();
+    let _g = serial();
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("r.json");
+    let ops = "s3:put,s3:list,s3:delete-batch";
+    let args = ["ops", "--fs", "s3", "--files", "2500", "--size", "0", "--runs", "1", "--ops", ops, "--quiet"];
+    let (r, _, pid) = run_reading_credentials(&args, &json);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(check_request_counts(&doc), ops.split(',').collect::<Vec<_>>());
+    let pages = doc["measurements"].as_array().unwrap().iter().find(|m| m["op"] == "s3:list").unwrap();
+    assert_eq!(pages["requests"]["list"], 3, "2,500 keys in pages of 1,000");
+    assert_eq!(pages["latency_us"]["count"], 3, "one latency sample a page");
+    nothing_left_of(pid);
+}
+
+#[test]
+fn native_ops_run_only_on_object_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = common::run(["ops", "--files", "4", "--ops", "s3:put", "--target", dir.path().to_str().unwrap()]);
+    common::assert_bad_input(&r, "--ops", "s3:put on a directory");
+    assert!(r.stderr.contains("s3:put sends S3 requests: it runs only on --fs s3 targets"), "{}", r.stderr);
 }
 
 /// Start a ladder on an object store, wait until its client is mounted, signal it.

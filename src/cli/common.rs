@@ -90,7 +90,9 @@ pub struct RunArgs {
     /// comma separated; TYPE is ext2, ext3, ext4, xfs, btrfs, ntfs, exfat or tmpfs; CLASS a device class (hdd,
     /// usb2-stick, usb3-stick, sd-card, ebs-magnetic, ebs-gp2, ebs-io1, or lat=2ms,iops=500,bw=40MiB/s,qd=1);
     /// e.g. ext4:4k,xfs,ntfs:64k,ext4@class:hdd; or a file share: share:sftp|smb@rtt=DUR[,bw=RATE][,on=SPEC]
-    /// (e.g. share:sftp@rtt=1ms: sshd + sshfs, the round trip added by toxiproxy, exporting tmpfs)
+    /// (e.g. share:sftp@rtt=1ms: sshd + sshfs, the round trip added by toxiproxy, exporting tmpfs);
+    /// or an object store: s3[@rtt=DUR][,bw=RATE][,on=SPEC] (an S3 server + toxiproxy + s3fs; its
+    /// native requests with --ops s3:put,s3:get,…)
     #[arg(long, value_name = "SPEC,...", value_parser = FS_HINTS, hide_possible_values = true)]
     pub fs: Option<String>,
     /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here
@@ -165,6 +167,10 @@ pub struct RunArgs {
     /// Unrecorded runs before the measured ones
     #[arg(long, default_value = "0")]
     pub warmup: u32,
+    /// Price the requests of object-store ops (s3:put …) with this TOML table instead of AWS
+    /// S3 Standard's us-east-1 list prices (its fields: README, "Object stores")
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
     /// Worker threads, parallel across directories (default: available cores). Copy and
     /// sync ops run on N, fixed, or without it as `manyfiles copy` does (two a core; on a
     /// FUSE or network file system climbing in flight from 16); scan, walk and rm always
@@ -553,6 +559,7 @@ impl RunArgs {
             quiet: self.quiet,
             command_line,
             commands: Vec::new(),
+            prices: self.prices.clone(),
         })
     }
 }

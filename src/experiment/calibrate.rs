@@ -188,6 +188,7 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         quiet: cfg.quiet,
         command_line: cfg.command_line.clone(),
         commands: Vec::new(),
+        prices: None,
     };
     super::run(&exp)
 }

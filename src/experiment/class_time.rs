@@ -311,6 +311,7 @@ mod tests {
             quiet: true,
             command_line: Vec::new(),
             commands: Vec::new(),
+            prices: None,
         }
     }
 

@@ -95,6 +95,8 @@ pub struct TreeExperiment {
     pub command_line: Vec<String>,
     /// External tools run as ops (`--cmd`), named `cmd:NAME` in `ops`.
     pub commands: Vec<external::ExternalCmd>,
+    /// `--prices FILE`: the price table of object-store requests (None: AWS S3 Standard's).
+    pub prices: Option<PathBuf>,
 }
 
 use crate::storage::cache::CacheMode;
@@ -266,6 +268,16 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
             ));
         }
     }
+    if let Some(op) = cfg.ops.iter().find(|o| ops::object::is_object_op(o)) {
+        if ranks::size() > 1 || cfg.targets.iter().any(|t| !matches!(t, TargetSpec::Fs(s) if s.object().is_some())) {
+            let why = "sends S3 requests: it runs only on --fs s3 targets, in one process";
+            return Err(Error::bad("--ops", format!("{op} {why}")));
+        }
+    }
+    let prices = match &cfg.prices {
+        Some(f) => crate::results::prices::PriceTable::load(f).map_err(|e| Error::bad("--prices", e))?,
+        None => crate::results::prices::PriceTable::aws_s3_standard(),
+    };
     if cfg.ops.iter().any(|o| o == REFORMAT) {
         if cfg.targets.iter().any(|t| !matches!(t, TargetSpec::Fs(_))) {
             return Err(Error::bad("--ops", "reformat formats the file system: it runs only on --fs targets"));
@@ -285,6 +297,11 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     class_time::check(cfg, copies)?;
     let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
     LiveTarget::set_labels(&mut targets, &cfg.labels);
+    // Object-store targets by the directory their run directories are made in.
+    let stores: Vec<(PathBuf, crate::storage::object_stack::ObjectDetails)> = targets
+        .iter()
+        .filter_map(|t| Some((t.info.path.clone(), t.info.managed.as_ref()?.object.as_deref()?.clone())))
+        .collect();
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
         ops: cfg.ops.clone(),
@@ -335,8 +352,45 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
             pairs: &pairs,
             watch,
         };
-        run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &env, cfg.measure_allocation)
+        let (mut done, mut stop) = run_tree(rundir, &prepared[ti], &cfg.ops, &all_ops, &env, cfg.measure_allocation);
+        let store = stores.iter().find(|(p, _)| rundir.path.parent() == Some(p.as_path()));
+        if let (true, Some((_, d))) = (stop.is_none(), store) {
+            stop = object_trial(rundir, d, (&prepared[ti], &prices), cfg, &env, &mut done);
+        }
+        (done, stop)
     })
+}
+
+/// The native object-store ops of `cfg.ops` on the stack `d`, after the file ops, with a
+/// client of the trial's own; the tree's objects under `RUNDIR/objects/` in the bucket;
+/// each phase's requests priced with `prices`.
+fn object_trial(
+    rundir: &RunDir,
+    d: &crate::storage::object_stack::ObjectDetails,
+    (tree, prices): (&Prepared, &crate::results::prices::PriceTable),
+    cfg: &TreeExperiment,
+    env: &TreeEnv,
+    done: &mut Vec<(String, PhaseResult)>,
+) -> Option<Stop> {
+    let wanted: Vec<String> = cfg.ops.iter().filter(|o| ops::object::is_object_op(o)).cloned().collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let client = match crate::storage::object_client::ObjectClient::connect(d) {
+        Ok(c) => c,
+        Err(e) => return Some(Stop::Failed(e.to_string())),
+    };
+    let name = rundir.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // Without --threads (`copy_threads` set): DEFAULT_IN_FLIGHT requests at once, not the cores.
+    let in_flight = cfg.copy_threads.map_or(cfg.threads, |_| ops::object::DEFAULT_IN_FLIGHT);
+    let run =
+        ops::object::Run::new(&client, format!("{name}/objects/"), tree, in_flight, cfg.portion_files, env.progress);
+    let (mut phases, failed) = ops::object::run_trial(&run, &wanted, &mut |f| watched(env.watch, CacheState::Warm, f));
+    for (_, r) in &mut phases {
+        r.cost = r.requests.as_ref().map(|q| prices.cost(q));
+    }
+    done.extend(phases);
+    failed.map(Stop::Failed).or_else(|| (signals::pending() != 0).then(|| Stop::Signal(signals::pending())))
 }
 
 /// Make the tree root, run every op in order on it (create and delete run untimed when
@@ -352,6 +406,9 @@ fn run_tree(
     const ROOT: &std::ffi::CStr = c"tree";
     let (settings, progress, caches) = (env.settings, env.progress, env.caches);
     let mut done = Vec::new();
+    if wanted.iter().all(|w| ops::object::is_object_op(w) || w == REFORMAT) {
+        return (done, None); // only native object-store ops: no tree of files
+    }
     // Under MPI all ranks agree on each step that could fail on one alone (a rank that
     // stopped here would leave the others waiting in the next phase).
     let made = match ranks::makes_dirs() {

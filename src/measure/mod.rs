@@ -122,6 +122,56 @@ pub struct PhaseResult {
     /// whether that disturbed the run ([`machine::Activity::disturbed`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<machine::Activity>,
+    /// Object-store ops: the requests the phase sent, by kind (absent for file ops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<RequestCounts>,
+    /// Object-store ops: what those requests cost at a provider's list prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<RequestCost>,
+}
+
+/// A phase's requests at list prices (`results::prices`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestCost {
+    pub amount: f64,
+    pub currency: String,
+    /// The price table: what it prices and when the prices were published.
+    pub prices: String,
+}
+
+/// Requests to an object store, by kind, as sent (a LIST page, a DeleteObjects batch
+/// and a retry are one request each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    pub put: u64,
+    pub get: u64,
+    pub head: u64,
+    pub list: u64,
+    pub delete: u64,
+    /// DeleteObjects (`POST /?delete`, up to 1,000 keys each).
+    pub delete_objects: u64,
+    /// Anything else (multipart uploads' parts, copies).
+    #[serde(default)]
+    pub other: u64,
+}
+
+impl RequestCounts {
+    pub fn total(&self) -> u64 {
+        self.put + self.get + self.head + self.list + self.delete + self.delete_objects + self.other
+    }
+
+    /// The requests sent since `before` (counters only grow).
+    pub fn since(&self, before: &RequestCounts) -> RequestCounts {
+        RequestCounts {
+            put: self.put - before.put,
+            get: self.get - before.get,
+            head: self.head - before.head,
+            list: self.list - before.list,
+            delete: self.delete - before.delete,
+            delete_objects: self.delete_objects - before.delete_objects,
+            other: self.other - before.other,
+        }
+    }
 }
 
 impl PhaseResult {

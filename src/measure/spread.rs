@@ -108,6 +108,9 @@ pub fn aggregate(ranks: Vec<(PhaseResult, Vec<(u64, u64)>)>) -> PhaseResult {
         device: rs.first().and_then(|r| r.device.clone()),
         // Set around the whole phase by the experiment, per rank (rank 0's decides).
         machine: None,
+        // Object-store ops run in one process only.
+        requests: None,
+        cost: None,
         ranks: Some(RankSpread {
             ranks: rs.len(),
             rank_elapsed_s: rs.iter().map(|r| r.elapsed_s).collect(),

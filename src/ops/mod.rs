@@ -11,6 +11,7 @@ pub mod copy;
 pub mod create;
 pub mod delete;
 pub mod list;
+pub mod object;
 pub mod pack;
 pub mod read;
 pub mod registry;

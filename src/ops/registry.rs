@@ -21,9 +21,10 @@ pub const REFORMAT: &str = "reformat";
 /// tree op; named here so its report view can find them).
 pub const BIGFILE_OPS: [&str; 3] = ["bigfile-write", "bigfile-close", "bigfile-unlink"];
 
-/// Phases that read a tree (every pair op reads its source): made cold before.
+/// Phases that read a tree (every pair op reads its source): made cold before. The
+/// native object-store ops read through no cache of this machine's.
 pub fn reads_tree(op: &str) -> bool {
-    !matches!(op, "create" | "delete" | REFORMAT)
+    !matches!(op, "create" | "delete" | REFORMAT) && !super::object::is_object_op(op)
 }
 
 /// The ops that remove the tree at the end of a trial (pair ops run before them).
@@ -33,7 +34,8 @@ pub fn removes_tree(op: &str) -> bool {
 
 /// Parse `create,read,delete` into the canonical order; errors name `--ops`. Pair ops
 /// (copy, sync, sync-nochange, sync-change:P) keep their given order and run after the
-/// tree ops, before delete.
+/// tree ops, before delete. Native object-store ops (`s3:put` …) run after them, in
+/// their own order ([`super::object::NAMES`]).
 pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut want = Vec::new();
     let mut pairs: Vec<String> = Vec::new();
@@ -50,12 +52,18 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
             }
             continue;
         }
+        if super::object::is_object_op(p) {
+            want.push(p.to_string());
+            continue;
+        }
         if !OP_NAMES.contains(&p) {
             return Err(Error::bad(
                 "--ops",
                 format!(
-                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT, reformat)",
-                    OP_NAMES.join(", ")
+                    "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT, reformat; \
+                     on --fs s3: {})",
+                    OP_NAMES.join(", "),
+                    super::object::NAMES.join(", ")
                 ),
             ));
         }
@@ -76,6 +84,7 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut v: Vec<String> = OP_NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()).collect();
     let at = v.iter().position(|o| removes_tree(o)).unwrap_or(v.len());
     v.splice(at..at, pairs);
+    v.extend(super::object::NAMES.iter().filter(|n| want.iter().any(|w| w == *n)).map(|s| s.to_string()));
     if reformat {
         v.push(REFORMAT.to_string());
     }
@@ -147,5 +156,10 @@ mod tests {
         }
         assert_eq!(parse_ops("sync-change:5").unwrap(), vec!["sync-change:5"]);
         assert_eq!(parse_ops("sync-change:0").unwrap_err().exit_code(), 2);
+        assert_eq!(
+            parse_ops("s3:delete-batch,s3:get,create,s3:put,s3:delete").unwrap(),
+            vec!["create", "s3:put", "s3:get", "s3:delete", "s3:delete-batch"]
+        );
+        assert!(parse_ops("s3:copy").unwrap_err().to_string().contains("on --fs s3: s3:put"));
     }
 }

@@ -103,6 +103,7 @@ pub fn after_run(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) -> 
     let mut s = table::title(rs);
     s.push('\n');
     s.push_str(body);
+    s.push_str(&crate::results::prices::requests_table(rs));
     s.push_str(&crate::report::ranks::table(rs));
     s.push_str(&table::footer(rs));
     if let Some(p) = json {

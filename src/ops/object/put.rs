@@ -1,0 +1,27 @@
+//! s3:put: one PUT per file of the tree, its bytes drawn as `create` writes them (one
+//! request each, however large: no multipart).
+
+use super::{ObjectOp, Run, each_object, path};
+use crate::measure::PhaseResult;
+use object_store::{ObjectStore, PutOptions, PutPayload};
+
+pub struct Put;
+
+impl ObjectOp for Put {
+    fn name(&self) -> &'static str {
+        "s3:put"
+    }
+
+    fn run(&self, run: &Run) -> PhaseResult {
+        each_object(run, self.name(), |i, key| {
+            let size = run.size_of(i);
+            let mut data = vec![0u8; size as usize];
+            run.tree.content.fill(i, 0, &mut data);
+            let (store, location) = (run.client.store.clone(), path(key));
+            async move {
+                let put = store.put_opts(&location, PutPayload::from(data), PutOptions::default()).await;
+                put.map(|_| size).map_err(|e| e.to_string())
+            }
+        })
+    }
+}

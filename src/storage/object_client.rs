@@ -1,0 +1,263 @@
+//! The native route to an object-store target (`--fs s3…`): an S3 client on the
+//! `object_store` crate (request signing, paging and batching are its, not ours) talking
+//! to the stack's endpoint ([`super::object_stack`]) with the stack's own credentials.
+//!
+//! - The endpoint lives in the stack's network namespace only, so the client runs on a
+//!   small tokio runtime of its own whose threads join that namespace before they run
+//!   anything (`on_thread_start`); every request is spawned onto it, so the sockets are
+//!   the namespace's and only this process reaches the endpoint. A thread that could not
+//!   join fails every request (never a connection on the host's loopback).
+//! - Credentials are read from the stack's 0600 file into the client and go nowhere
+//!   else: not printed, not in errors (the client's `Debug` shows none), not in results.
+//! - Every HTTP request the client sends is counted by kind ([`RequestCounts`]) in an
+//!   HTTP-layer wrapper, so a LIST page, a DeleteObjects batch and a retry each count as
+//!   the one request the server saw (and a provider bills).
+//! - No retries: a failed request is an error of the phase, not a hidden second request.
+
+use super::object_stack::ObjectDetails;
+use crate::error::{Error, Result};
+use crate::measure::RequestCounts;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+};
+use object_store::{ClientOptions, RetryConfig};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The runtime's worker threads: requests are I/O; the in-flight count is set per phase.
+const WORKERS: usize = 2;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A request's longest (one PUT or GET of a whole ladder's single file included).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// An S3 client for one object-store target, alive for one trial (a fresh export
+/// restarts the server; a fresh client starts with no stale pooled connection).
+pub struct ObjectClient {
+    /// The bucket, DeleteObjects for batches.
+    pub store: Arc<AmazonS3>,
+    /// The same bucket with bulk delete off: a delete is one `DELETE /key`.
+    pub single_delete: Arc<AmazonS3>,
+    counter: Arc<Counter>,
+    /// The endpoint, for messages (no credentials in it).
+    pub endpoint: String,
+    /// Last: dropped after the clients whose connections it drives.
+    runtime: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for ObjectClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ObjectClient({})", self.endpoint)
+    }
+}
+
+/// Requests sent so far, by kind (atomics: requests run on every runtime thread).
+#[derive(Debug, Default)]
+struct Counter {
+    put: AtomicU64,
+    get: AtomicU64,
+    head: AtomicU64,
+    list: AtomicU64,
+    delete: AtomicU64,
+    delete_objects: AtomicU64,
+    other: AtomicU64,
+}
+
+impl Counter {
+    fn count(&self, method: &str, query: &str) {
+        let has = |k: &str| query.split('&').any(|p| p == k || p.starts_with(&format!("{k}=")));
+        let c = match method {
+            "PUT" => &self.put,
+            "GET" if has("list-type") => &self.list,
+            "GET" => &self.get,
+            "HEAD" => &self.head,
+            "DELETE" => &self.delete,
+            "POST" if has("delete") => &self.delete_objects,
+            _ => &self.other,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> RequestCounts {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        RequestCounts {
+            put: l(&self.put),
+            get: l(&self.get),
+            head: l(&self.head),
+            list: l(&self.list),
+            delete: l(&self.delete),
+            delete_objects: l(&self.delete_objects),
+            other: l(&self.other),
+        }
+    }
+}
+
+/// The HTTP client object_store uses, counting what it sends; refuses to send anything
+/// when a runtime thread is outside the stack's namespace.
+#[derive(Debug)]
+struct Counting {
+    inner: HttpClient,
+    counter: Arc<Counter>,
+    outside: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl HttpService for Counting {
+    async fn call(&self, req: HttpRequest) -> std::result::Result<HttpResponse, HttpError> {
+        if self.outside.load(Ordering::SeqCst) {
+            return Err(HttpError::new(
+                HttpErrorKind::Connect,
+                std::io::Error::other("a client thread is not in the object store's network namespace"),
+            ));
+        }
+        self.counter.count(req.method().as_str(), req.uri().query().unwrap_or(""));
+        self.inner.execute(req).await
+    }
+}
+
+#[derive(Debug)]
+struct CountingConnector {
+    counter: Arc<Counter>,
+    outside: Arc<AtomicBool>,
+}
+
+impl HttpConnector for CountingConnector {
+    /// reqwest of our own making: no proxy from the environment (the endpoint is on the
+    /// namespace's loopback), HTTP/1.1 with kept-alive connections.
+    fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| object_store::Error::Generic { store: "S3", source: Box::new(e) })?;
+        let inner = HttpClient::new(client);
+        Ok(HttpClient::new(Counting { inner, counter: self.counter.clone(), outside: self.outside.clone() }))
+    }
+}
+
+/// The access key and secret of a stack's credentials file (AWS shared-credentials
+/// format, as [`super::object_stack::start`] writes it).
+fn read_credentials(file: &Path) -> Result<(String, String)> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::failed(format!("cannot read the object store's credentials {}: {e}", file.display())))?;
+    let value = |key: &str| {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .find(|(k, _)| k.trim() == key)
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    match (value("aws_access_key_id"), value("aws_secret_access_key")) {
+        (Some(k), Some(s)) => Ok((k, s)),
+        _ => Err(Error::failed(format!("{}: no access key and secret in it", file.display()))),
+    }
+}
+
+/// A runtime whose threads join the network namespace at `ns` before they run a task;
+/// `outside` is set if one could not.
+fn runtime_in(ns: &Path, outside: Arc<AtomicBool>) -> Result<tokio::runtime::Runtime> {
+    let file = Arc::new(super::share_netns::open(ns)?);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .thread_name("manyfiles-s3")
+        .enable_all()
+        .on_thread_start(move || {
+            // SAFETY: setns on an open nsfs fd; only the calling (new) thread moves.
+            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                outside.store(true, Ordering::SeqCst);
+            }
+        })
+        .build()
+        .map_err(|e| Error::failed(format!("cannot start the object store client's runtime: {e}")))
+}
+
+impl ObjectClient {
+    /// A client of the stack `d` describes (its endpoint, bucket, credentials file and
+    /// network namespace).
+    pub fn connect(d: &ObjectDetails) -> Result<ObjectClient> {
+        let (key, secret) = read_credentials(&d.credentials_file)?;
+        let outside = Arc::new(AtomicBool::new(false));
+        let runtime = runtime_in(&d.netns, outside.clone())?;
+        let counter = Arc::new(Counter::default());
+        let options = ClientOptions::new().with_allow_http(true);
+        let builder = |single: bool| {
+            AmazonS3Builder::new()
+                .with_endpoint(&d.endpoint)
+                .with_bucket_name(&d.bucket)
+                .with_region("us-east-1")
+                .with_access_key_id(&key)
+                .with_secret_access_key(&secret)
+                .with_allow_http(true)
+                .with_virtual_hosted_style_request(false)
+                .with_client_options(options.clone())
+                .with_retry(RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() })
+                .with_disable_bulk_delete(single)
+                .with_http_connector(CountingConnector { counter: counter.clone(), outside: outside.clone() })
+                .build()
+                // object_store's builder errors name settings, never their values.
+                .map_err(|e| Error::failed(format!("object store client for {}: {e}", d.endpoint)))
+        };
+        let (store, single_delete) = (Arc::new(builder(false)?), Arc::new(builder(true)?));
+        if outside.load(Ordering::SeqCst) {
+            return Err(Error::failed("the object store client could not join the stack's network namespace"));
+        }
+        Ok(ObjectClient { runtime, store, single_delete, counter, endpoint: d.endpoint.clone() })
+    }
+
+    /// Requests sent so far, by kind; a phase's are the difference around it.
+    pub fn requests(&self) -> RequestCounts {
+        self.counter.snapshot()
+    }
+
+    /// The runtime's handle: futures spawned on it run on the namespace's threads.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        self.runtime.handle()
+    }
+
+    /// Run `f` to completion from this thread (its own bookkeeping); whatever it spawns
+    /// on [`handle`](Self::handle) does the I/O in the namespace.
+    pub fn block_on<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_counted_by_kind() {
+        let c = Counter::default();
+        for (m, q) in [
+            ("PUT", ""),
+            ("PUT", ""),
+            ("GET", ""),
+            ("GET", "list-type=2&prefix=a%2F"),
+            ("GET", "prefix=x&list-type=2&continuation-token=abc"),
+            ("HEAD", ""),
+            ("DELETE", ""),
+            ("POST", "delete"),
+            ("POST", "uploads"),
+        ] {
+            c.count(m, q);
+        }
+        let s = c.snapshot();
+        assert_eq!((s.put, s.get, s.list, s.head, s.delete, s.delete_objects, s.other), (2, 1, 2, 1, 1, 1, 1), "{s:?}");
+        assert_eq!(s.total(), 9);
+    }
+
+    #[test]
+    fn credentials_are_read_and_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("credentials");
+        std::fs::write(&f, "[default]\naws_access_key_id = MFABC\naws_secret_access_key = s3cr3tvalue\n").unwrap();
+        assert_eq!(read_credentials(&f).unwrap(), ("MFABC".into(), "s3cr3tvalue".into()));
+        std::fs::write(&f, "[default]\naws_access_key_id = MFABC\n").unwrap();
+        let e = read_credentials(&f).unwrap_err().to_string();
+        assert!(e.contains("no access key and secret") && !e.contains("MFABC"), "{e}");
+    }
+}
