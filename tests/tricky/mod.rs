@@ -93,7 +93,15 @@ pub fn assert_same(src: &Path, dst: &Path, what: &str) {
         out(Command::new("sh").arg("-c").arg("getfattr -R -h -d -m - --absolute-names . | sort").current_dir(p))
     };
     assert_eq!(attrs(src), attrs(dst), "{what}: getfattr -d -m - differs");
-    let acls = |p: &Path| out(Command::new("getfacl").args(["-R", "-P", "."]).current_dir(p));
+    // One block a file, sorted: getfacl -R lists in readdir order, which on btrfs and XFS
+    // is the order entries were made, and copy makes subdirectories as threads take them.
+    let acls = |p: &Path| {
+        let text = out(Command::new("getfacl").args(["-R", "-P", "."]).current_dir(p));
+        let mut blocks: Vec<String> =
+            text.split("\n\n").map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+        blocks.sort();
+        blocks
+    };
     assert_eq!(acls(src), acls(dst), "{what}: getfacl -R differs");
     let ino = |p: &Path| std::fs::symlink_metadata(p).unwrap().ino();
     let links: Vec<&str> = ["dir1/orig", "dir1/same-dir", "dir2/other-dir", "top-link"]
