@@ -111,7 +111,7 @@ fn man_pages_render() {
     let mut pages: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     pages.sort();
-    let commands = "ladder ops gen bigfile clusters dirsize run scan cleanup mount umount copy sync rm report compare predict plan pack completions man";
+    let commands = "ladder ops gen bigfile clusters dirsize mdtest run scan cleanup mount umount copy sync rm report compare predict plan pack completions man";
     let mut want: Vec<String> = commands.split(' ').map(|c| format!("manyfiles-{c}.1")).collect();
     want.push("manyfiles.1".into());
     want.sort();
