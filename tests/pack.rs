@@ -380,11 +380,23 @@ fn sigint_mid_pack_leaves_nothing() {
             .unwrap();
         let pid = child.id();
         let after = during;
-        let seen = wait_until(Duration::from_secs(120), || match during {
-            "pack" => run_dirs(t.path()).iter().any(|d| d.join("packed.squashfs").exists()),
-            _ => !mounts_of(t.path(), pid).is_empty(),
+        // Up to 5 minutes: under CI's load (10 on 2 cores) making 20,000 files and the
+        // first container took longer than 2 minutes; a run that ended early stops the wait.
+        let mut ended = None;
+        let seen = wait_until(Duration::from_secs(300), || {
+            ended = child.try_wait().unwrap();
+            ended.is_some()
+                || match during {
+                    "pack" => run_dirs(t.path()).iter().any(|d| d.join("packed.squashfs").exists()),
+                    _ => !mounts_of(t.path(), pid).is_empty(),
+                }
         });
-        assert!(seen, "never saw the {during} step");
+        if let Some(status) = ended {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("pack ended ({status}) before the {during} step was seen: {err}");
+        }
+        assert!(seen, "never saw the {during} step in 5 minutes");
         // SAFETY: kill(2) on our own child.
         assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) }, 0);
         let status = child.wait().unwrap();
