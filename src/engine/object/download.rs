@@ -6,8 +6,9 @@
 //! A key that cannot be a path below DST (an empty, `.` or `..` part) is a failure.
 //! `sync` compares size first and, for an equal size, the object's mtime (one HEAD:
 //! LIST does not carry metadata) with the file's, to the nanosecond.
+//! `--delete` then removes what DST has and no key names ([`delete_extra`]).
 
-use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, S3Url, Summary, connect, each, list_all, one_line};
+use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, S3Url, Summary, connect, each, list_all, why};
 use crate::engine::walker::{open_below, split_last};
 use crate::error::{Error, Result};
 use crate::fs::walk::Kind;
@@ -34,18 +35,16 @@ struct Wanted {
 
 /// Copy or sync `src` into `dst`.
 pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
-    if o.delete {
-        return Err(Error::bad("--delete", "not yet with an s3:// source (DST's own files are left as they are)"));
-    }
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
     let (client, _) = connect(&o.reach, src)?;
-    let root = prepare(dst, o.sync, o.dry_run)?;
+    let root = prepare(dst, o.sync, o.dry_run)?.map(Arc::new);
     let mut s = Summary::new(o, &client);
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
     let listed = list_all(&client, &src.dir_prefix(), &progress)?;
     let wanted = paths(&listed, src, &mut s);
+    let named: HashSet<String> = wanted.iter().map(|w| w.rel.clone()).collect();
     s.list_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let fetch = match (&root, o.sync) {
@@ -55,11 +54,17 @@ pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
     if o.dry_run {
         s.copied = fetch.len() as u64;
         s.bytes_transferred = fetch.iter().map(|w| w.size).sum();
-    } else if let Some(root) = root {
+    } else if let Some(root) = &root {
         progress.phase("download", fetch.len() as u64);
-        get_all(o, &client, root, fetch, &mut s, &progress);
+        get_all(o, &client, root.clone(), fetch, &mut s, &progress);
     }
     s.transfer_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    match (&root, o.delete) {
+        (Some(root), true) if crate::signals::pending() == 0 => delete_extra(root, &named, o.dry_run, &mut s),
+        _ => {}
+    }
+    s.delete_s = t2.elapsed().as_secs_f64();
     progress.finish();
     super::finish(&mut s, &client, t0, cpu0);
     Ok(s)
@@ -119,6 +124,60 @@ fn paths(listed: &[Listed], src: &S3Url, s: &mut Summary) -> Vec<Wanted> {
     out
 }
 
+/// sync --delete: what DST has and no object names — files, symlinks, special files,
+/// then the directories left empty that no key lies below — removed, each by name from
+/// its directory (nothing followed through a symlink; a mount point inside DST is not
+/// entered). In a dry run only counted.
+fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut Summary) {
+    use crate::fs::walk::{ATTR_MOUNT_ROOT, meta_at, read_dir};
+    let keep_dirs: HashSet<&str> =
+        named.iter().flat_map(|rel| rel.match_indices('/').map(move |(i, _)| &rel[..i])).collect();
+    let root_dev = crate::fs::walk::meta_of(root.as_fd()).map(|m| m.dev).unwrap_or(0);
+    let (mut stack, mut dirs) = (vec![String::new()], Vec::new());
+    while let Some(rel) = stack.pop() {
+        let Ok(fd) = open_below(root.as_fd(), rel.as_bytes()) else { continue };
+        let Ok(entries) = read_dir(fd.as_fd()) else {
+            s.fail(format!("{rel}: cannot read the directory for --delete"));
+            continue;
+        };
+        for e in entries {
+            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
+            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let Ok(m) = meta_at(fd.as_fd(), &e.name) else { continue };
+            if m.kind == Kind::Dir {
+                if m.dev == root_dev && m.attrs & ATTR_MOUNT_ROOT == 0 {
+                    stack.push(child.clone());
+                    dirs.push(child);
+                }
+                continue;
+            }
+            if named.contains(&child) {
+                continue;
+            }
+            match dry_run {
+                true => s.deleted += 1,
+                false => match rustix::fs::unlinkat(fd.as_fd(), e.name.as_c_str(), rustix::fs::AtFlags::empty()) {
+                    Ok(()) => s.deleted += 1,
+                    Err(err) => s.fail(format!("{child}: cannot delete: {err}")),
+                },
+            }
+        }
+    }
+    // Deepest first: a directory's children before it.
+    for rel in dirs.iter().rev().filter(|d| !keep_dirs.contains(d.as_str())) {
+        if dry_run {
+            s.deleted += 1;
+            continue;
+        }
+        let (dir, name) = split_last(rel.as_bytes());
+        let Ok(parent) = open_below(root.as_fd(), dir) else { continue };
+        match rustix::fs::unlinkat(parent.as_fd(), name, rustix::fs::AtFlags::REMOVEDIR) {
+            Ok(()) => s.deleted += 1,
+            Err(err) => s.fail(format!("{rel}: cannot delete the directory: {err}")),
+        }
+    }
+}
+
 /// What DST has at `rel`: (kind, size, mtime), None when nothing is there.
 fn local(root: &OwnedFd, rel: &str) -> Option<(Kind, u64, (i64, u32))> {
     let (dir, name) = split_last(rel.as_bytes());
@@ -160,9 +219,9 @@ fn compare(
             let store = client.store.clone();
             let key = w.key.clone();
             let fut = async move {
-                let location = object_store::path::Path::parse(&key).map_err(|e| one_line(&e.to_string()))?;
+                let location = object_store::path::Path::parse(&key).map_err(|e| why(&e))?;
                 let opts = GetOptions { head: true, ..Default::default() };
-                let r = store.get_opts(&location, opts).await.map_err(|e| one_line(&e.to_string()))?;
+                let r = store.get_opts(&location, opts).await.map_err(|e| why(&e))?;
                 Ok(object_mtime(&r.attributes, &r.meta))
             };
             ((w, mtime), fut)
@@ -217,12 +276,11 @@ fn make_dirs(root: &OwnedFd, rel: &str, made: &mut HashSet<String>) -> std::resu
 fn get_all(
     o: &Options,
     client: &ObjectClient,
-    root: OwnedFd,
+    root: Arc<OwnedFd>,
     fetch: Vec<Wanted>,
     s: &mut Summary,
     progress: &Progress,
 ) {
-    let root = Arc::new(root);
     let serial = Arc::new(AtomicU64::new(0));
     let mut made = HashSet::new();
     let mut ready = Vec::with_capacity(fetch.len());
@@ -264,8 +322,8 @@ async fn get_file(
     replace: bool,
     serial: u64,
 ) -> std::result::Result<u64, String> {
-    let location = object_store::path::Path::parse(&w.key).map_err(|e| one_line(&e.to_string()))?;
-    let got = store.get_opts(&location, GetOptions::default()).await.map_err(|e| one_line(&e.to_string()))?;
+    let location = object_store::path::Path::parse(&w.key).map_err(|e| why(&e))?;
+    let got = store.get_opts(&location, GetOptions::default()).await.map_err(|e| why(&e))?;
     let mtime = object_mtime(&got.attributes, &got.meta);
     let (dir, name) = split_last(w.rel.as_bytes());
     let parent = open_below(root.as_fd(), dir).map_err(|e| format!("cannot open its directory: {e}"))?;
@@ -279,12 +337,12 @@ async fn get_file(
         if got.meta.size > MULTIPART_ABOVE {
             let mut stream = got.into_stream();
             while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| one_line(&e.to_string()))?;
+                let chunk = chunk.map_err(|e| why(&e))?;
                 file.write_all(&chunk).map_err(|e| format!("write: {e}"))?;
                 n += chunk.len() as u64;
             }
         } else {
-            let bytes = got.bytes().await.map_err(|e| one_line(&e.to_string()))?;
+            let bytes = got.bytes().await.map_err(|e| why(&e))?;
             file.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
             n = bytes.len() as u64;
         }

@@ -376,7 +376,7 @@ pub fn list_all(client: &ObjectClient, prefix: &str, progress: &Progress) -> Res
         let page = client
             .block_on(client.handle().spawn(async move { store.list_paginated(Some(p.as_str()), opts).await }))
             .map_err(|e| Error::failed(format!("LIST task: {e}")))?
-            .map_err(|e| Error::failed(format!("LIST {prefix}: {}", one_line(&e.to_string()))))?;
+            .map_err(|e| Error::failed(format!("LIST {prefix}: {}", why(&e))))?;
         out.extend(page.result.objects.into_iter().map(|m| Listed {
             key: m.location.as_ref().to_string(),
             size: m.size,
@@ -396,6 +396,20 @@ pub fn one_line(e: &str) -> String {
     if s.chars().count() > 300 { format!("{}…", s.chars().take(300).collect::<String>()) } else { s }
 }
 
+/// An error and its sources, as one line (`error sending request: … connection reset`).
+pub fn why(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = s.source();
+    }
+    one_line(&text)
+}
+
 /// The client for `bucket`, checked with one request (a LIST of one key under the
 /// prefix): an endpoint that does not answer, a bucket it does not have or keys it
 /// refuses end here, as one line, exit 2. Also says whether the prefix holds anything.
@@ -408,7 +422,7 @@ pub fn connect(reach: &Reach, url: &S3Url) -> Result<(ObjectClient, bool)> {
         Ok(Ok(page)) => Ok((client, !page.result.objects.is_empty())),
         Ok(Err(e)) => Err(Error::bad(
             url.to_string(),
-            format!("cannot list it at {} ({}): {}", client.endpoint, reach.via, one_line(&e.to_string())),
+            format!("cannot list it at {} ({}): {}", client.endpoint, reach.via, why(&e)),
         )),
         Err(e) => Err(Error::failed(format!("LIST task: {e}"))),
     }
@@ -473,8 +487,7 @@ pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail:
                 let paths: Vec<object_store::Result<object_store::path::Path>> =
                     batch.iter().map(|k| object_store::path::Path::parse(k).map_err(Into::into)).collect();
                 let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
-                let failed: Vec<String> =
-                    answers.into_iter().filter_map(|r| r.err()).map(|e| one_line(&e.to_string())).collect();
+                let failed: Vec<String> = answers.into_iter().filter_map(|r| r.err()).map(|e| why(&e)).collect();
                 Ok(failed)
             };
             (count, fut)

@@ -3,7 +3,7 @@
 //! of another size, or last modified at DST before the source object was; `--delete`
 //! removes what the source prefix has not, 1,000 keys a request.
 
-use super::{Options, S3Url, Summary, connect, each, list_all, one_line};
+use super::{Options, S3Url, Summary, connect, each, list_all, why};
 use crate::error::{Error, Result};
 use crate::measure::progress::Progress;
 use object_store::ObjectStoreExt;
@@ -64,8 +64,8 @@ pub fn run(o: &Options, src: &S3Url, dst: &S3Url) -> Result<Summary> {
                 let store = client.store.clone();
                 let tag = to.clone();
                 let fut = async move {
-                    let parse = |k: &str| object_store::path::Path::parse(k).map_err(|e| one_line(&e.to_string()));
-                    store.copy(&parse(&l.key)?, &parse(&to)?).await.map_err(|e| one_line(&e.to_string()))?;
+                    let parse = |k: &str| object_store::path::Path::parse(k).map_err(|e| why(&e));
+                    store.copy(&parse(&l.key)?, &parse(&to)?).await.map_err(|e| why(&e))?;
                     Ok(l.size)
                 };
                 (tag, fut)

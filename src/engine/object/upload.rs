@@ -7,7 +7,7 @@
 
 use super::{
     EMPTY_DIRS, Keep, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, S3Url, Summary, connect, each, list_all,
-    mtime_value, one_line,
+    mtime_value, why,
 };
 use crate::engine::walker::{join, open_below, split_last};
 use crate::error::{Error, Result};
@@ -177,7 +177,7 @@ async fn put_file(
     key: &str,
 ) -> std::result::Result<(u64, bool), String> {
     let mut file = open_file(root, &f.rel)?;
-    let location = object_store::path::Path::parse(key).map_err(|e| one_line(&e.to_string()))?;
+    let location = object_store::path::Path::parse(key).map_err(|e| why(&e))?;
     let mut attributes = Attributes::new();
     attributes.insert(Attribute::Metadata(MTIME_KEY.into()), mtime_value(f.mtime).into());
     if f.size <= MULTIPART_ABOVE {
@@ -185,11 +185,11 @@ async fn put_file(
         file.read_to_end(&mut data).map_err(|e| format!("read: {e}"))?;
         let n = data.len() as u64;
         let opts = PutOptions { attributes, ..Default::default() };
-        store.put_opts(&location, PutPayload::from(data), opts).await.map_err(|e| one_line(&e.to_string()))?;
+        store.put_opts(&location, PutPayload::from(data), opts).await.map_err(|e| why(&e))?;
         return Ok((n, false));
     }
     let opts = PutMultipartOptions { attributes, ..Default::default() };
-    let mut upload = store.put_multipart_opts(&location, opts).await.map_err(|e| one_line(&e.to_string()))?;
+    let mut upload = store.put_multipart_opts(&location, opts).await.map_err(|e| why(&e))?;
     let mut sent = 0u64;
     let result: std::result::Result<(), String> = async {
         loop {
@@ -199,13 +199,13 @@ async fn put_file(
                 return Ok(());
             }
             sent += part.len() as u64;
-            upload.put_part(PutPayload::from(part)).await.map_err(|e| one_line(&e.to_string()))?;
+            upload.put_part(PutPayload::from(part)).await.map_err(|e| why(&e))?;
         }
     }
     .await;
     match result {
         Ok(()) => {
-            upload.complete().await.map_err(|e| one_line(&e.to_string()))?;
+            upload.complete().await.map_err(|e| why(&e))?;
             Ok((sent, true))
         }
         Err(e) => {
