@@ -4,6 +4,7 @@
 #
 #   bench/objects_race.sh        (root: mounts; needs what `--fs s3` needs, see README)
 #   N=10000 SIZE=4096 DIRS=100 RTT=1 ROUNDS=3 TRANSFERS="4 16 64" JOBS="upload download sync rm" MF_ARGS=
+#   MF_BIN=target/release/manyfiles   (a release binary built already: no build here)
 #
 # `manyfiles mount s3@rtt=RTTms DIR` (the server storing on tmpfs), then for each job
 # ROUNDS rounds, each running the job's contenders once in a shuffled order (`shuf`):
@@ -43,7 +44,13 @@ if ! have rclone; then
     echo "installing rclone (apt-get)..." >&2
     (apt-get install -y -qq rclone >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq rclone; }) >&2
 fi
-bench_build
+if [ -n "${MF_BIN:-}" ]; then
+    refuse_debug_build "$MF_BIN"
+    cp "$MF_BIN" "$WORK/manyfiles"
+    MF=$WORK/manyfiles
+else
+    bench_build
+fi
 bench_header "Object store: manyfiles against rclone" \
     "N=$N SIZE=$SIZE DIRS=$DIRS RTT=$RTT ROUNDS=$ROUNDS TRANSFERS=\"$TRANSFERS\" JOBS=\"$JOBS\" bench/objects_race.sh" \
     "$(rclone --version 2>/dev/null | head -1)"
