@@ -295,3 +295,33 @@ fn an_endpoint_that_does_not_answer_is_one_line_exit_2() {
     common::assert_bad_input(&r, "s3://some-bucket/p/", "an endpoint that does not answer");
     assert!(r.stderr.contains("http://127.0.0.1:9") && !r.stderr.contains("averysecretvalue123"), "{}", r.stderr);
 }
+
+#[test]
+fn listings_page_and_deletes_batch_past_a_thousand_keys() {
+    need_stack!();
+    let _g = serial();
+    let store = Store::up();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    let n = 2_100u64;
+    for d in 0..3 {
+        std::fs::create_dir_all(src.join(format!("d{d}"))).unwrap();
+    }
+    for i in 0..n {
+        std::fs::write(src.join(format!("d{}/f{i:05}", i % 3)), i.to_le_bytes()).unwrap();
+    }
+    let (src_s, j) = (src.to_str().unwrap(), work.path().join("s.json"));
+    let j_s = j.to_str().unwrap();
+    store.run(&["copy", src_s, "s3://manyfiles/many", "--quiet", "--json", j_s]).ok();
+    assert_eq!(requests(&json(&j), "put"), n);
+    // sync -n: the probe (one key) and three pages of 1,000.
+    store.run(&["sync", "-n", src_s, "s3://manyfiles/many", "--quiet", "--json", j_s, "--force"]).ok();
+    let v = json(&j);
+    assert_eq!((v["skipped"].as_u64(), requests(&v, "list")), (Some(n), 1 + 3), "{v}");
+    // rm: the probe, three pages, three DeleteObjects of ≤ 1,000 keys.
+    store.run(&["rm", "s3://manyfiles/many", "--quiet", "--json", j_s, "--force"]).ok();
+    let v = json(&j);
+    assert_eq!((v["deleted"].as_u64(), requests(&v, "list"), requests(&v, "delete_objects")), (Some(n), 4, 3), "{v}");
+    store.run(&["scan", "s3://manyfiles/many", "--json", j_s, "--force"]).ok();
+    assert_eq!(json(&j)["objects"].as_u64(), Some(0));
+}
