@@ -325,3 +325,34 @@ fn listings_page_and_deletes_batch_past_a_thousand_keys() {
     store.run(&["scan", "s3://manyfiles/many", "--json", j_s, "--force"]).ok();
     assert_eq!(json(&j)["objects"].as_u64(), Some(0));
 }
+
+#[test]
+fn sigint_stops_an_upload_with_its_summary() {
+    need_stack!();
+    let _g = serial();
+    let store = Store::up();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..3_000 {
+        std::fs::write(src.join(format!("f{i:05}")), b"x").unwrap();
+    }
+    // One request at a time, each a round trip (RTT 1 ms) and more: seconds in all.
+    let child = Command::new(common::bin())
+        .args(["copy", src.to_str().unwrap(), "s3://manyfiles/int", "--in-flight", "1", "-q", "--s3-via"])
+        .arg(&store.mp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: a signal to the child this test started (it has not been waited for).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("interrupted: the rest was left as it was") && stdout.contains("requests: "), "{stdout}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    let copied: u64 = stdout.split("copied ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(copied > 0 && copied < 3_000, "{stdout}");
+}

@@ -453,6 +453,9 @@ where
     V: Send + 'static,
     D: FnMut(G, std::result::Result<V, String>),
 {
+    if signals::pending() != 0 {
+        return;
+    }
     let handle = client.handle().clone();
     client.block_on(async {
         let mut answers = futures_util::stream::iter(items)
@@ -505,6 +508,8 @@ pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail:
 
 /// Dispatch a copy or sync by its sides.
 pub fn run(o: &Options) -> Result<Summary> {
+    // SIGINT/SIGTERM stop sending; what was sent is summed up (exit 128 + signal).
+    signals::install();
     match (&o.src, &o.dst) {
         (Side::Local(src), Side::Object(dst)) => upload::run(o, src, dst),
         (Side::Object(src), Side::Local(dst)) => download::run(o, src, dst),

@@ -72,6 +72,7 @@ impl Summary {
 }
 
 pub fn run(o: &Options) -> Result<Summary> {
+    crate::signals::install();
     if o.url.prefix.is_empty() && !o.whole_bucket {
         return Err(Error::bad(
             "PATH",

@@ -61,6 +61,7 @@ impl Summary {
 }
 
 pub fn run(o: &Options) -> Result<Summary> {
+    crate::signals::install();
     let t0 = Instant::now();
     let (client, _) = connect(&o.reach, &o.url)?;
     let progress = Progress::new(o.quiet);
