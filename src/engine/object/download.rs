@@ -315,8 +315,8 @@ fn get_all(
 
 /// One object down: GET, written under a temporary name (`O_EXCL`, no symlink
 /// followed), its mtime set, renamed into place (copy: never over anything).
-async fn get_file(
-    store: Arc<object_store::aws::AmazonS3>,
+async fn get_file<S: ObjectStore + ?Sized>(
+    store: Arc<S>,
     root: &OwnedFd,
     w: &Wanted,
     replace: bool,

@@ -170,8 +170,8 @@ fn open_file(root: &OwnedFd, rel: &str) -> std::result::Result<std::fs::File, St
 
 /// One file up: a PUT, or a multipart upload above [`MULTIPART_ABOVE`]. Returns the
 /// bytes sent and whether it went multipart.
-async fn put_file(
-    store: Arc<object_store::aws::AmazonS3>,
+async fn put_file<S: ObjectStore + ?Sized>(
+    store: Arc<S>,
     root: &OwnedFd,
     f: &LocalFile,
     key: &str,
