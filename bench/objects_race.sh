@@ -76,7 +76,8 @@ EOF
 
 mp=$WORK/store
 mkdir -p "$mp"
-trap 'st=$?; "$MF" umount "$mp" >/dev/null 2>&1 || true; (exit $st); bench_cleanup' EXIT
+# The store down and WORK removed on every exit path (the script's status kept).
+trap 'set +e; "$MF" umount "$mp" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
 size_mib=$(( N * (SIZE + 2048) * 6 / 1048576 + 256 ))
 echo "[$(date +%T)] s3 rtt=${RTT}ms: mounting (${size_mib} MiB)" >&2
 printed=$("$MF" mount "s3@rtt=${RTT}ms" "$mp" --size "${size_mib}MiB")
@@ -85,12 +86,18 @@ cred=$(sed -n 's/.*AWS_SHARED_CREDENTIALS_FILE=\([^ ]*\).*/\1/p' <<<"$printed" |
 endpoint=$(sed -n 's/^object store: endpoint \([^ ]*\).*/\1/p' <<<"$printed" | head -1)
 [ -n "$ns" ] && [ -n "$cred" ] && [ -n "$endpoint" ] || { echo "objects_race: mount printed no endpoint: $printed" >&2; exit 1; }
 mf() { "$MF" "$@" --s3-via "$mp"; }
-rc() {
-    nsenter --net="$ns" env -u AWS_CA_BUNDLE -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
-        AWS_SHARED_CREDENTIALS_FILE="$cred" RCLONE_CONFIG_MFS3_TYPE=s3 RCLONE_CONFIG_MFS3_PROVIDER=Other \
-        RCLONE_CONFIG_MFS3_ENV_AUTH=true RCLONE_CONFIG_MFS3_ENDPOINT="$endpoint" \
-        RCLONE_CONFIG_MFS3_FORCE_PATH_STYLE=true rclone "$@"
-}
+# rclone as a program (timed runs it through /usr/bin/time): in the stack's namespace,
+# its S3 remote `mfs3` from the environment, the credentials from the stack's file.
+cat >"$WORK/rc" <<RC
+#!/bin/sh
+exec nsenter --net="$ns" env -u AWS_CA_BUNDLE -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \\
+    AWS_SHARED_CREDENTIALS_FILE="$cred" RCLONE_CONFIG_MFS3_TYPE=s3 RCLONE_CONFIG_MFS3_PROVIDER=Other \\
+    RCLONE_CONFIG_MFS3_ENV_AUTH=true RCLONE_CONFIG_MFS3_ENDPOINT="$endpoint" \\
+    RCLONE_CONFIG_MFS3_FORCE_PATH_STYLE=true rclone -q "\$@"
+RC
+chmod 700 "$WORK/rc"
+rc=$WORK/rc
+via=(--s3-via "$mp")
 objects() { mf scan "s3://manyfiles/$1" --json "$WORK/scan.json" --force >/dev/null
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["objects"])' "$WORK/scan.json"; }
 mf copy "$SRC" s3://manyfiles/same -q >/dev/null
@@ -116,14 +123,14 @@ for job in $JOBS; do
             j=$WORK/mf.json
             rm -f "$j"
             case "$job/$c" in
-                upload/mf-*) timed mf copy "$SRC" "s3://manyfiles/u$k" -q --json "$j" $MF_ARGS ;;
-                upload/*) timed rc copy "$SRC" "mfs3:manyfiles/u$k" --transfers "$t" --checkers "$t" ;;
-                download/mf-*) timed mf copy s3://manyfiles/same "$dst" -q --json "$j" $MF_ARGS ;;
-                download/*) timed rc copy mfs3:manyfiles/same "$dst" --transfers "$t" --checkers "$t" ;;
-                sync/mf-*) timed mf sync -n "$SRC" s3://manyfiles/same -q --json "$j" $MF_ARGS ;;
-                sync/*) timed rc sync --dry-run "$SRC" mfs3:manyfiles/same --checkers "$t" ;;
-                rm/mf-*) timed mf rm "s3://manyfiles/r$k" -q --json "$j" $MF_ARGS ;;
-                rm/*) timed rc delete "mfs3:manyfiles/r$k" --checkers "$t" ;;
+                upload/mf-*) timed "$MF" copy "$SRC" "s3://manyfiles/u$k" "${via[@]}" -q --json "$j" $MF_ARGS ;;
+                upload/*) timed "$rc" copy "$SRC" "mfs3:manyfiles/u$k" --transfers "$t" --checkers "$t" ;;
+                download/mf-*) timed "$MF" copy s3://manyfiles/same "$dst" "${via[@]}" -q --json "$j" $MF_ARGS ;;
+                download/*) timed "$rc" copy mfs3:manyfiles/same "$dst" --transfers "$t" --checkers "$t" ;;
+                sync/mf-*) timed "$MF" sync -n "$SRC" s3://manyfiles/same "${via[@]}" -q --json "$j" $MF_ARGS ;;
+                sync/*) timed "$rc" sync --dry-run "$SRC" mfs3:manyfiles/same --checkers "$t" ;;
+                rm/mf-*) timed "$MF" rm "s3://manyfiles/r$k" "${via[@]}" -q --json "$j" $MF_ARGS ;;
+                rm/*) timed "$rc" delete "mfs3:manyfiles/r$k" --checkers "$t" ;;
             esac
             read -r wall _ <"$WORK/last"
             case "$job" in
