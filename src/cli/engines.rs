@@ -5,16 +5,17 @@
 use super::common::{check_output, cores, in_flight};
 use super::out;
 use clap::Args;
+use manyfiles::engine::object::is_url;
 use manyfiles::error::{Error, Result};
 use manyfiles::ranks;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct CopyArgs {
-    /// Source directory
+    /// Source directory, or s3://BUCKET/PREFIX
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
-    /// Destination directory: new or empty
+    /// Destination directory: new or empty; or s3://BUCKET/PREFIX: an empty prefix
     #[arg(value_name = "DST")]
     pub dst: PathBuf,
     /// Try a reflink (shared extents) first for every file
@@ -26,10 +27,10 @@ pub struct CopyArgs {
 
 #[derive(Args, Debug)]
 pub struct SyncArgs {
-    /// Source directory
+    /// Source directory, or s3://BUCKET/PREFIX
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
-    /// Destination directory (made if missing)
+    /// Destination directory (made if missing), or s3://BUCKET/PREFIX
     #[arg(value_name = "DST")]
     pub dst: PathBuf,
     /// Decide by content instead of size + mtime
@@ -58,9 +59,12 @@ pub struct CopyCommonArgs {
     /// (statx, compare, copy), on N threads. Default: on local storage, twice the
     /// available cores (sync --dry-run: the cores) with no limit; where a root is on FUSE,
     /// NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive from 16 up to 64
-    /// while the storage keeps up; the summary's `in flight` line says which
+    /// while the storage keeps up; the summary's `in flight` line says which. With an
+    /// s3:// side: requests in flight, 64 by default
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
+    #[command(flatten)]
+    pub s3: S3Args,
     /// Write the summary as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -128,6 +132,18 @@ pub struct CopyCommonArgs {
     pub filters: super::common::FilterArgs,
 }
 
+/// How an s3:// URL is reached, on copy, sync, rm and scan.
+#[derive(Args, Debug, Clone, Default)]
+pub struct S3Args {
+    /// Reach s3:// URLs through the object store `manyfiles mount s3… DIR` brought up at
+    /// DIR (its endpoint, credentials and network namespace). Without it: the endpoint,
+    /// region and keys of the environment (AWS_ENDPOINT_URL, AWS_REGION,
+    /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else AWS_SHARED_CREDENTIALS_FILE or
+    /// ~/.aws/credentials under AWS_PROFILE)
+    #[arg(long, value_name = "DIR")]
+    pub s3_via: Option<PathBuf>,
+}
+
 /// `--itemize-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ItemizeFormat {
@@ -177,9 +193,15 @@ pub fn copy_config(
 
 #[derive(Args, Debug)]
 pub struct RmArgs {
-    /// Files or directories to remove (a symlink is removed itself, never followed)
+    /// Files or directories to remove (a symlink is removed itself, never followed); or
+    /// one s3://BUCKET/PREFIX: the object PREFIX and every object below PREFIX/
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
+    /// With s3://BUCKET/ (no prefix): delete every object of the bucket (refused without it)
+    #[arg(long)]
+    pub whole_bucket: bool,
+    #[command(flatten)]
+    pub s3: S3Args,
     /// Also remove below mount points inside the trees, and empty a PATH that is a mount
     /// point (kept, said in the summary). Default: mount points inside are left and
     /// reported (exit 1); a PATH that is one is refused (exit 2)
@@ -239,9 +261,11 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
 
 #[derive(Args, Debug)]
 pub struct ScanArgs {
-    /// Directory to scan (never written to)
+    /// Directory to scan (never written to), or s3://BUCKET/PREFIX (listed and summed; no --db)
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
+    #[command(flatten)]
+    pub s3: S3Args,
     /// Index to write: sqlite:FILE (embedded) or postgres://USER@HOST[:PORT]/DB; without it, walk and statx only
     #[arg(long, value_name = "URL", value_parser = super::common::DB_HINTS, hide_possible_values = true)]
     pub db: Option<String>,
@@ -303,6 +327,9 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
 
 /// `copy SRC DST`.
 pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
+    if is_url(&a.src) || is_url(&a.dst) {
+        return objects_copy(false, &a.src, &a.dst, &a.common, &[(a.reflink, "--reflink")], (false, false));
+    }
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common, true)?;
     o.reflink = a.reflink;
     copy_report(o, json.as_deref(), command_line)
@@ -310,6 +337,10 @@ pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
 
 /// `sync SRC DST`.
 pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
+    if is_url(&a.src) || is_url(&a.dst) {
+        let refused = [(a.checksum, "--checksum"), (a.delete_excluded, "--delete-excluded")];
+        return objects_copy(true, &a.src, &a.dst, &a.common, &refused, (a.dry_run, a.delete));
+    }
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
     (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
     if a.delete && a.common.filters.files_from.is_some() {
@@ -376,6 +407,9 @@ fn copy_report(mut o: manyfiles::engine::copy::Options, json: Option<&Path>, arg
 
 /// `rm PATH...`.
 pub fn rm(a: &RmArgs) -> Result<()> {
+    if a.paths.iter().any(|p| is_url(p)) {
+        return objects_rm(a);
+    }
     let (o, json) = rm_config(a)?;
     // Under a launcher every rank removes part of the same trees (dist::rm); one
     // rank is the local engine, as always.
@@ -400,6 +434,9 @@ pub fn rm(a: &RmArgs) -> Result<()> {
 
 /// `scan TREE`.
 pub fn scan(a: &ScanArgs, command_line: Vec<String>) -> Result<()> {
+    if is_url(&a.path) {
+        return objects_scan(a);
+    }
     let cfg = scan_config(a, command_line)?;
     // Under a launcher every rank scans part of the tree, rank 0 writes the index.
     let r =
@@ -428,4 +465,170 @@ fn interrupted() -> Error {
         0 => Error::failed("interrupted on another rank: the rest was left as it was"),
         signal => Error::Interrupted { signal },
     }
+}
+
+/// How the s3:// URLs of a command are reached: a mount's stack, or the environment.
+fn s3_reach(a: &S3Args) -> Result<manyfiles::storage::object_endpoint::Reach> {
+    if ranks::size() > 1 {
+        return Err(Error::bad("s3://", "the object-store engines run on one rank (not under MPI)"));
+    }
+    match &a.s3_via {
+        Some(dir) => manyfiles::storage::object_endpoint::from_mount(dir),
+        None => manyfiles::storage::object_endpoint::from_env(),
+    }
+}
+
+/// Refuse the flags an object-store run does not do (yet): each (given, flag).
+fn refuse_for_objects(given: &[(bool, &str)]) -> Result<()> {
+    match given.iter().find(|g| g.0) {
+        Some((_, flag)) => Err(Error::bad(*flag, "not with an s3:// side (yet)")),
+        None => Ok(()),
+    }
+}
+
+/// What the requests a run sent cost at AWS S3 Standard's list prices, as a line, and
+/// the same as JSON for the summary document.
+fn requests_price(r: &manyfiles::measure::RequestCounts) -> (String, serde_json::Value) {
+    use manyfiles::results::prices::{PriceTable, fmt_amount};
+    let cost = PriceTable::aws_s3_standard().cost(r);
+    let line = format!(
+        "price of these requests: {} at {} (requests only: no storage, no data transfer)\n",
+        fmt_amount(cost.amount, &cost.currency),
+        cost.prices
+    );
+    (line, serde_json::to_value(&cost).unwrap_or_default())
+}
+
+/// Print a summary with its price; write it (and the price as `cost`) as JSON.
+fn objects_report(
+    text: String,
+    doc: serde_json::Value,
+    r: &manyfiles::measure::RequestCounts,
+    json: Option<&Path>,
+) -> Result<()> {
+    let (line, cost) = requests_price(r);
+    out(&format!("{text}{line}"));
+    if let Some(p) = json {
+        let mut doc = doc;
+        doc["cost"] = cost;
+        let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::failed(e.to_string()))?;
+        manyfiles::fs::output::write_file(p, &text)?;
+    }
+    Ok(())
+}
+
+/// `copy`/`sync` with an s3:// side; `(dry_run, delete)` are sync's.
+fn objects_copy(
+    sync: bool,
+    src: &Path,
+    dst: &Path,
+    c: &CopyCommonArgs,
+    own: &[(bool, &str)],
+    (dry_run, delete): (bool, bool),
+) -> Result<()> {
+    use manyfiles::engine::object::{Keep, Options, Side};
+    refuse_for_objects(own)?;
+    let filtered = c.filters.filter()?.is_some();
+    refuse_for_objects(&[
+        (c.verify, "--verify"),
+        (c.itemize, "--itemize"),
+        (c.cold, "--cold"),
+        (c.durable, "--durable"),
+        (c.cross_mounts, "--cross-mounts"),
+        (filtered, "--exclude/--include/--filter/--files-from"),
+    ])?;
+    if let Some(j) = &c.json {
+        check_output(j, "--json", c.replace.force)?;
+    }
+    let o = Options {
+        sync,
+        src: Side::of(src, "SRC")?,
+        dst: Side::of(dst, "DST")?,
+        reach: s3_reach(&c.s3)?,
+        in_flight: c.in_flight.or(c.threads).unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT).max(1),
+        dry_run,
+        delete,
+        quiet: c.quiet,
+        keep: Keep {
+            owner: !c.no_owner,
+            xattrs: !c.no_xattrs,
+            hard_links: !c.no_hard_links,
+            specials: !c.no_specials,
+            lossy: c.lossy,
+        },
+    };
+    let s = manyfiles::engine::object::run(&o)?;
+    let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
+    objects_report(s.text(), doc, &s.requests, c.json.as_deref())?;
+    if s.interrupted {
+        return Err(interrupted());
+    }
+    if s.ok() {
+        return Ok(());
+    }
+    let lost: u64 = s.losses.iter().map(|l| l.count).sum();
+    Err(Error::failed(match (s.failed, lost) {
+        (f, 0) => format!("{f} failed"),
+        (f, n) => format!("{f} failed, {n} losses (what an object cannot hold; --lossy or --no-… accepts)"),
+    }))
+}
+
+/// `rm s3://BUCKET/PREFIX`.
+fn objects_rm(a: &RmArgs) -> Result<()> {
+    let [path] = a.paths.as_slice() else {
+        return Err(Error::bad("PATH", "rm takes one s3:// URL at a time, and no local path beside it"));
+    };
+    let filtered = a.filters.filter()?.is_some();
+    refuse_for_objects(&[
+        (a.cold, "--cold"),
+        (a.durable, "--durable"),
+        (a.cross_mounts, "--cross-mounts"),
+        (filtered, "--exclude/--include/--filter"),
+    ])?;
+    if let Some(j) = &a.json {
+        check_output(j, "--json", a.replace.force)?;
+    }
+    let url = manyfiles::engine::object::S3Url::parse(&path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let o = manyfiles::engine::object::rm::Options {
+        url,
+        reach: s3_reach(&a.s3)?,
+        in_flight: a.in_flight.or(a.threads).unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT).max(1),
+        quiet: a.quiet,
+        whole_bucket: a.whole_bucket,
+    };
+    let s = manyfiles::engine::object::rm::run(&o)?;
+    let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
+    objects_report(s.text(), doc, &s.requests, a.json.as_deref())?;
+    if s.interrupted {
+        return Err(interrupted());
+    }
+    match s.failed {
+        0 => Ok(()),
+        n => Err(Error::failed(format!("{n} objects could not be deleted"))),
+    }
+}
+
+/// `scan s3://BUCKET/PREFIX`.
+fn objects_scan(a: &ScanArgs) -> Result<()> {
+    let filtered = a.filters.filter()?.is_some();
+    refuse_for_objects(&[
+        (a.db.is_some(), "--db"),
+        (a.inventory.is_some(), "--inventory"),
+        (a.cold, "--cold"),
+        (a.durable, "--durable"),
+        (a.threads.is_some() || a.in_flight.is_some(), "--threads/--in-flight"),
+        (filtered, "--exclude/--include/--filter/--files-from"),
+    ])?;
+    if let Some(j) = &a.json {
+        check_output(j, "--json", a.replace.force)?;
+    }
+    let url = manyfiles::engine::object::S3Url::parse(&a.path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let o = manyfiles::engine::object::scan::Options { url, reach: s3_reach(&a.s3)?, quiet: false };
+    let s = manyfiles::engine::object::scan::run(&o)?;
+    let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
+    objects_report(s.text(), doc, &s.requests, a.json.as_deref())?;
+    if s.interrupted {
+        return Err(interrupted());
+    }
+    Ok(())
 }

@@ -44,15 +44,24 @@ pub fn mount_config(a: &MountArgs) -> manyfiles::error::Result<(manyfiles::stora
 }
 
 /// What `mount` prints for an object store beyond the mount: where its endpoint is and
-/// how to reach it, the bucket, where the credentials are (never the credentials).
-pub fn object_lines(d: &manyfiles::storage::managed::ManagedDetails) -> String {
+/// how to reach it, the bucket, where the credentials are (never the credentials), and
+/// the engines' command lines that reach it through `--s3-via DIR`.
+pub fn object_lines(d: &manyfiles::storage::managed::ManagedDetails, dir: &std::path::Path) -> String {
     let Some(o) = &d.object else { return String::new() };
     let (ns, cred) = (o.netns.display(), o.credentials_file.display());
     format!(
         "object store: endpoint {} · bucket {} · {} (the S3 server is in the stack's own network namespace)\n\
          credentials (access key and secret, AWS shared-credentials format, root's): {cred}\n\
          reach it as root, e.g.: nsenter --net={ns} env AWS_SHARED_CREDENTIALS_FILE={cred} \
-         aws --endpoint-url {} s3 ls {}\n",
-        o.endpoint, o.bucket, o.url, o.endpoint, o.url
+         aws --endpoint-url {} s3 ls {}\n\
+         the engines reach it through the mount: manyfiles copy SRC {}PREFIX --s3-via {dir} \
+         (and sync, rm, scan with s3://…)\n",
+        o.endpoint,
+        o.bucket,
+        o.url,
+        o.endpoint,
+        o.url,
+        o.url,
+        dir = dir.display()
     )
 }

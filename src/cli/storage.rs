@@ -27,7 +27,7 @@ pub fn mount(a: &MountArgs) -> Result<()> {
         m.dir.display(),
         d.device.as_deref().unwrap_or("no device"),
         class.unwrap_or_default(),
-        super::mounts::object_lines(d),
+        super::mounts::object_lines(d, &m.dir),
         m.dir.display()
     ));
     Ok(())

@@ -8,6 +8,7 @@
 pub mod copy;
 pub mod filter;
 pub mod inflight;
+pub mod object;
 pub mod overlap;
 pub mod rm;
 pub mod scan;

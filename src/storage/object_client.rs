@@ -225,6 +225,64 @@ impl ObjectClient {
     }
 }
 
+/// A runtime for a client outside any stack: requests go out from this process's own
+/// network namespace.
+fn runtime_here() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .thread_name("manyfiles-s3")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::failed(format!("cannot start the object store client's runtime: {e}")))
+}
+
+impl ObjectClient {
+    /// A client of `bucket` where `r` says (a user's endpoint from the environment, or a
+    /// `manyfiles mount`'s stack, whose namespace its threads join), counting requests
+    /// as [`connect`](Self::connect)'s. No secret goes into a message.
+    pub fn reach(r: &super::object_endpoint::Reach, bucket: &str) -> Result<ObjectClient> {
+        use super::object_endpoint::Secret;
+        let outside = Arc::new(AtomicBool::new(false));
+        let runtime = match &r.netns {
+            Some(ns) => runtime_in(ns, outside.clone())?,
+            None => runtime_here()?,
+        };
+        let keys = match &r.secret {
+            Secret::StackFile(f) => Some((read_credentials(f)?, None)),
+            Secret::Keys(k) => Some(((k.access_key.clone(), k.secret.clone()), k.token.clone())),
+            Secret::Ambient => None,
+        };
+        let counter = Arc::new(Counter::default());
+        let http = r.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
+        let builder = |single: bool| {
+            let mut b = if r.from_env { AmazonS3Builder::from_env() } else { AmazonS3Builder::new() };
+            b = b.with_bucket_name(bucket).with_region(&r.region);
+            if let Some(e) = &r.endpoint {
+                b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
+            }
+            if let Some(((key, secret), token)) = &keys {
+                b = b.with_access_key_id(key).with_secret_access_key(secret);
+                if let Some(t) = token {
+                    b = b.with_token(t);
+                }
+            }
+            b.with_allow_http(http)
+                .with_client_options(ClientOptions::new().with_allow_http(http))
+                .with_retry(RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() })
+                .with_disable_bulk_delete(single)
+                .with_http_connector(CountingConnector { counter: counter.clone(), outside: outside.clone() })
+                .build()
+                .map_err(|e| Error::bad(format!("s3://{bucket}"), format!("object store client ({}): {e}", r.via)))
+        };
+        let (store, single_delete) = (Arc::new(builder(false)?), Arc::new(builder(true)?));
+        if outside.load(Ordering::SeqCst) {
+            return Err(Error::failed("the object store client could not join the stack's network namespace"));
+        }
+        let endpoint = r.endpoint.clone().unwrap_or_else(|| format!("AWS S3 ({})", r.region));
+        Ok(ObjectClient { runtime, store, single_delete, counter, endpoint })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,364 @@
+//! Object → local: the prefix listed, every object GET into a file under DST at the
+//! key's path below the prefix, with its mtime from the `mtime` metadata (else its
+//! last-modified). Never outside DST, never through a symlink: directories are made and
+//! opened one below the other with no symlink followed (`engine::walker::open_below`),
+//! a file is written under a temporary name made with `O_EXCL` and renamed into place.
+//! A key that cannot be a path below DST (an empty, `.` or `..` part) is a failure.
+//! `sync` compares size first and, for an equal size, the object's mtime (one HEAD:
+//! LIST does not carry metadata) with the file's, to the nanosecond.
+//! `--delete` then removes what DST has and no key names ([`delete_extra`]).
+
+use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, S3Url, Summary, connect, each, list_all, why};
+use crate::engine::walker::{open_below, split_last};
+use crate::error::{Error, Result};
+use crate::fs::walk::Kind;
+use crate::measure::progress::Progress;
+use crate::storage::object_client::ObjectClient;
+use futures_util::StreamExt;
+use object_store::{Attribute, GetOptions, ObjectStore};
+use rustix::fs::{Mode, OFlags};
+use std::collections::HashSet;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// An object to fetch: its key, its path below DST, its size.
+#[derive(Debug, Clone)]
+struct Wanted {
+    key: String,
+    rel: String,
+    size: u64,
+}
+
+/// Copy or sync `src` into `dst`.
+pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
+    let t0 = Instant::now();
+    let cpu0 = crate::measure::cpu_times();
+    let (client, _) = connect(&o.reach, src)?;
+    let root = prepare(dst, o.sync, o.dry_run)?.map(Arc::new);
+    let mut s = Summary::new(o, &client);
+    let progress = Progress::new(o.quiet);
+    progress.phase("list", 0);
+    let listed = list_all(&client, &src.dir_prefix(), &progress)?;
+    let wanted = paths(&listed, src, &mut s);
+    let named: HashSet<String> = wanted.iter().map(|w| w.rel.clone()).collect();
+    s.list_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let fetch = match (&root, o.sync) {
+        (Some(root), true) => compare(o, &client, root, wanted, &mut s, &progress),
+        _ => wanted,
+    };
+    if o.dry_run {
+        s.copied = fetch.len() as u64;
+        s.bytes_transferred = fetch.iter().map(|w| w.size).sum();
+    } else if let Some(root) = &root {
+        progress.phase("download", fetch.len() as u64);
+        get_all(o, &client, root.clone(), fetch, &mut s, &progress);
+    }
+    s.transfer_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    match (&root, o.delete) {
+        (Some(root), true) if crate::signals::pending() == 0 => delete_extra(root, &named, o.dry_run, &mut s),
+        _ => {}
+    }
+    s.delete_s = t2.elapsed().as_secs_f64();
+    progress.finish();
+    super::finish(&mut s, &client, t0, cpu0);
+    Ok(s)
+}
+
+/// DST opened (made if missing; copy: new or empty). None: a dry run's DST that does
+/// not exist yet.
+fn prepare(dst: &Path, sync: bool, dry_run: bool) -> Result<Option<OwnedFd>> {
+    if !dst.exists() && dst.symlink_metadata().is_err() {
+        if dry_run {
+            return Ok(None);
+        }
+        std::fs::create_dir(dst).map_err(|e| Error::bad("DST", format!("{}: cannot make it: {e}", dst.display())))?;
+    }
+    let root = crate::fs::walk::open_root(dst)
+        .map_err(|e| Error::bad("DST", format!("{}: {e} (a directory to copy into)", dst.display())))?;
+    if !sync {
+        let entries = crate::fs::walk::read_dir(root.as_fd())
+            .map_err(|e| Error::bad("DST", format!("{}: {e}", dst.display())))?;
+        if !entries.is_empty() {
+            return Err(Error::bad(
+                "DST",
+                format!("{}: not empty (copy writes into a new or empty one)", dst.display()),
+            ));
+        }
+    }
+    Ok(Some(root))
+}
+
+/// Each object's path below DST; keys that cannot be one are failures, `…/` markers
+/// (a console's "folders") are left out.
+fn paths(listed: &[Listed], src: &S3Url, s: &mut Summary) -> Vec<Wanted> {
+    let prefix = src.dir_prefix();
+    let mut dirs: HashSet<&str> = HashSet::new();
+    let mut out = Vec::with_capacity(listed.len());
+    for l in listed {
+        let rel = l.key.strip_prefix(&prefix).unwrap_or(&l.key);
+        if rel.ends_with('/') {
+            continue;
+        }
+        if rel.split('/').any(|p| p.is_empty() || p == "." || p == ".." || p.contains('\0')) {
+            s.fail(format!("{}: the key cannot be a path below DST", l.key));
+            continue;
+        }
+        let mut d = rel;
+        while let Some(i) = d.rfind('/') {
+            d = &d[..i];
+            if !dirs.insert(d) {
+                break;
+            }
+        }
+        s.src_bytes += l.size;
+        out.push(Wanted { key: l.key.clone(), rel: rel.to_string(), size: l.size });
+    }
+    s.src_files = out.len() as u64;
+    s.src_dirs = dirs.len() as u64;
+    out
+}
+
+/// sync --delete: what DST has and no object names — files, symlinks, special files,
+/// then the directories left empty that no key lies below — removed, each by name from
+/// its directory (nothing followed through a symlink; a mount point inside DST is not
+/// entered). In a dry run only counted.
+fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut Summary) {
+    use crate::fs::walk::{ATTR_MOUNT_ROOT, meta_at, read_dir};
+    let keep_dirs: HashSet<&str> =
+        named.iter().flat_map(|rel| rel.match_indices('/').map(move |(i, _)| &rel[..i])).collect();
+    let root_dev = crate::fs::walk::meta_of(root.as_fd()).map(|m| m.dev).unwrap_or(0);
+    let (mut stack, mut dirs) = (vec![String::new()], Vec::new());
+    while let Some(rel) = stack.pop() {
+        let Ok(fd) = open_below(root.as_fd(), rel.as_bytes()) else { continue };
+        let Ok(entries) = read_dir(fd.as_fd()) else {
+            s.fail(format!("{rel}: cannot read the directory for --delete"));
+            continue;
+        };
+        for e in entries {
+            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
+            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let Ok(m) = meta_at(fd.as_fd(), &e.name) else { continue };
+            if m.kind == Kind::Dir {
+                if m.dev == root_dev && m.attrs & ATTR_MOUNT_ROOT == 0 {
+                    stack.push(child.clone());
+                    dirs.push(child);
+                }
+                continue;
+            }
+            if named.contains(&child) {
+                continue;
+            }
+            match dry_run {
+                true => s.deleted += 1,
+                false => match rustix::fs::unlinkat(fd.as_fd(), e.name.as_c_str(), rustix::fs::AtFlags::empty()) {
+                    Ok(()) => s.deleted += 1,
+                    Err(err) => s.fail(format!("{child}: cannot delete: {err}")),
+                },
+            }
+        }
+    }
+    // Deepest first: a directory's children before it.
+    for rel in dirs.iter().rev().filter(|d| !keep_dirs.contains(d.as_str())) {
+        if dry_run {
+            s.deleted += 1;
+            continue;
+        }
+        let (dir, name) = split_last(rel.as_bytes());
+        let Ok(parent) = open_below(root.as_fd(), dir) else { continue };
+        match rustix::fs::unlinkat(parent.as_fd(), name, rustix::fs::AtFlags::REMOVEDIR) {
+            Ok(()) => s.deleted += 1,
+            Err(err) => s.fail(format!("{rel}: cannot delete the directory: {err}")),
+        }
+    }
+}
+
+/// What DST has at `rel`: (kind, size, mtime), None when nothing is there.
+fn local(root: &OwnedFd, rel: &str) -> Option<(Kind, u64, (i64, u32))> {
+    let (dir, name) = split_last(rel.as_bytes());
+    let parent = open_below(root.as_fd(), dir).ok()?;
+    let name = std::ffi::CString::new(name).ok()?;
+    let m = crate::fs::walk::meta_at(parent.as_fd(), &name).ok()?;
+    Some((m.kind, m.size, (m.mtime_s, m.mtime_ns)))
+}
+
+/// Sync: the objects to fetch (not in DST, another size, or another mtime: one HEAD
+/// for each of equal size); what is in the way and not a file is a failure.
+fn compare(
+    o: &Options,
+    client: &ObjectClient,
+    root: &OwnedFd,
+    wanted: Vec<Wanted>,
+    s: &mut Summary,
+    progress: &Progress,
+) -> Vec<Wanted> {
+    let (mut fetch, mut same_size) = (Vec::new(), Vec::new());
+    for w in wanted {
+        match local(root, &w.rel) {
+            None => fetch.push(w),
+            Some((Kind::File, size, mtime)) if size == w.size => same_size.push((w, mtime)),
+            Some((Kind::File, _, _)) => fetch.push(w),
+            Some((kind, _, _)) => {
+                s.fail(format!("{}: a {} is in DST where the object's file goes", w.rel, kind.name()))
+            }
+        }
+    }
+    s.dst_entries = (fetch.len() + same_size.len()) as u64;
+    progress.phase("compare", same_size.len() as u64);
+    let mut done = 0;
+    each(
+        client,
+        o.in_flight,
+        same_size,
+        |(w, mtime)| {
+            let store = client.store.clone();
+            let key = w.key.clone();
+            let fut = async move {
+                let location = object_store::path::Path::parse(&key).map_err(|e| why(&e))?;
+                let opts = GetOptions { head: true, ..Default::default() };
+                let r = store.get_opts(&location, opts).await.map_err(|e| why(&e))?;
+                Ok(object_mtime(&r.attributes, &r.meta))
+            };
+            ((w, mtime), fut)
+        },
+        |(w, mtime), r| {
+            done += 1;
+            progress.set(done);
+            match r {
+                Ok(theirs) if theirs == mtime => s.skipped += 1,
+                Ok(_) => fetch.push(w),
+                Err(e) => s.fail(format!("{}: HEAD: {e}", w.key)),
+            }
+        },
+    );
+    fetch
+}
+
+/// The object's mtime: its `mtime` metadata, else its last-modified.
+fn object_mtime(attributes: &object_store::Attributes, meta: &object_store::ObjectMeta) -> (i64, u32) {
+    attributes
+        .get(&Attribute::Metadata(MTIME_KEY.into()))
+        .and_then(|v| super::parse_mtime(v))
+        .unwrap_or((meta.last_modified.timestamp(), meta.last_modified.timestamp_subsec_nanos()))
+}
+
+/// Make the directories above `rel` below `root` (none followed through a symlink);
+/// `made`: those known to be there.
+fn make_dirs(root: &OwnedFd, rel: &str, made: &mut HashSet<String>) -> std::result::Result<(), String> {
+    let (dir, _) = split_last(rel.as_bytes());
+    let dir = std::str::from_utf8(dir).map_err(|_| "not UTF-8".to_string())?;
+    if dir.is_empty() || made.contains(dir) {
+        return Ok(());
+    }
+    let mut at = String::new();
+    for part in dir.split('/') {
+        let parent = open_below(root.as_fd(), at.as_bytes()).map_err(|e| format!("{at}: {e}"))?;
+        at = if at.is_empty() { part.to_string() } else { format!("{at}/{part}") };
+        if made.contains(&at) {
+            continue;
+        }
+        match rustix::fs::mkdirat(parent.as_fd(), part, Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(format!("cannot make directory {at}: {e}")),
+        }
+        open_below(root.as_fd(), at.as_bytes()).map_err(|e| format!("{at}: not a directory to write into: {e}"))?;
+        made.insert(at.clone());
+    }
+    Ok(())
+}
+
+/// GET every object of `fetch` into its file, `o.in_flight` at once.
+fn get_all(
+    o: &Options,
+    client: &ObjectClient,
+    root: Arc<OwnedFd>,
+    fetch: Vec<Wanted>,
+    s: &mut Summary,
+    progress: &Progress,
+) {
+    let serial = Arc::new(AtomicU64::new(0));
+    let mut made = HashSet::new();
+    let mut ready = Vec::with_capacity(fetch.len());
+    for w in fetch {
+        match make_dirs(&root, &w.rel, &mut made) {
+            Ok(()) => ready.push(w),
+            Err(e) => s.fail(format!("{}: {e}", w.rel)),
+        }
+    }
+    let replace = o.sync;
+    each(
+        client,
+        o.in_flight,
+        ready,
+        |w| {
+            let (store, root, serial) = (client.store.clone(), root.clone(), serial.clone());
+            let rel = w.rel.clone();
+            (rel, async move { get_file(store, &root, &w, replace, serial.fetch_add(1, Ordering::Relaxed)).await })
+        },
+        |rel, r| {
+            match r {
+                Ok(bytes) => {
+                    s.copied += 1;
+                    s.bytes_transferred += bytes;
+                }
+                Err(e) => s.fail(format!("{rel}: {e}")),
+            }
+            progress.set(s.copied + s.failed);
+        },
+    );
+}
+
+/// One object down: GET, written under a temporary name (`O_EXCL`, no symlink
+/// followed), its mtime set, renamed into place (copy: never over anything).
+async fn get_file<S: ObjectStore + ?Sized>(
+    store: Arc<S>,
+    root: &OwnedFd,
+    w: &Wanted,
+    replace: bool,
+    serial: u64,
+) -> std::result::Result<u64, String> {
+    let location = object_store::path::Path::parse(&w.key).map_err(|e| why(&e))?;
+    let got = store.get_opts(&location, GetOptions::default()).await.map_err(|e| why(&e))?;
+    let mtime = object_mtime(&got.attributes, &got.meta);
+    let (dir, name) = split_last(w.rel.as_bytes());
+    let parent = open_below(root.as_fd(), dir).map_err(|e| format!("cannot open its directory: {e}"))?;
+    let tmp = format!(".{}.manyfiles-{}-{serial}", String::from_utf8_lossy(name), std::process::id());
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(parent.as_fd(), tmp.as_str(), flags, Mode::from_raw_mode(0o644))
+        .map_err(|e| format!("cannot create {tmp}: {e}"))?;
+    let mut file = std::fs::File::from(fd);
+    let written: std::result::Result<u64, String> = async {
+        let mut n = 0u64;
+        if got.meta.size > MULTIPART_ABOVE {
+            let mut stream = got.into_stream();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| why(&e))?;
+                file.write_all(&chunk).map_err(|e| format!("write: {e}"))?;
+                n += chunk.len() as u64;
+            }
+        } else {
+            let bytes = got.bytes().await.map_err(|e| why(&e))?;
+            file.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
+            n = bytes.len() as u64;
+        }
+        let t = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_OMIT },
+            last_modification: rustix::fs::Timespec { tv_sec: mtime.0, tv_nsec: mtime.1 as _ },
+        };
+        rustix::fs::futimens(&file, &t).map_err(|e| format!("cannot set its mtime: {e}"))?;
+        let how = if replace { rustix::fs::RenameFlags::empty() } else { rustix::fs::RenameFlags::NOREPLACE };
+        rustix::fs::renameat_with(parent.as_fd(), tmp.as_str(), parent.as_fd(), name, how)
+            .map_err(|e| format!("cannot put it in place: {e}"))?;
+        Ok(n)
+    }
+    .await;
+    if written.is_err() {
+        let _ = rustix::fs::unlinkat(parent.as_fd(), tmp.as_str(), rustix::fs::AtFlags::empty());
+    }
+    written
+}

@@ -1,0 +1,574 @@
+//! The engines where a side is an object store (`s3://BUCKET/PREFIX`): `copy` and `sync`
+//! local → object ([`upload`]), object → local ([`download`]) and object → object
+//! (server-side copies, [`remote`]); `rm` of a prefix ([`rm`]); `scan` of one ([`scan`]).
+//!
+//! Every request goes through [`ObjectClient`] (object_store's S3 client on a runtime of
+//! its own; a `manyfiles mount`'s stack is reached inside its network namespace), which
+//! counts each HTTP request by kind; the summaries say how many of each were sent (the
+//! caller prices them). Requests run `in_flight` at once ([`each`]); listing goes page
+//! by page (1,000 keys), deletes 1,000 keys a request (DeleteObjects).
+//!
+//! An object holds bytes, a key and metadata: a file's mtime goes with it as user
+//! metadata `mtime` (`x-amz-meta-mtime`, seconds with nanoseconds, as rclone writes
+//! it) and comes back on download. What an object cannot hold (modes, owners, xattrs,
+//! symlinks, hard links, special files, empty directories) is counted as a loss in
+//! engine/copy's vocabulary, and fails the run unless accepted (`--lossy`, `--no-…`).
+
+pub mod download;
+pub mod remote;
+pub mod rm;
+pub mod scan;
+pub mod upload;
+
+use crate::engine::copy::losses::{Loss, LossRow};
+use crate::error::{Error, Result};
+use crate::measure::RequestCounts;
+use crate::measure::progress::Progress;
+use crate::signals;
+use crate::storage::object_client::ObjectClient;
+use crate::storage::object_endpoint::Reach;
+use futures_util::StreamExt;
+use object_store::ObjectStore;
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Requests in flight by default: an object store's round trips want many at once.
+pub const DEFAULT_IN_FLIGHT: usize = 64;
+/// Files above this go up as multipart uploads, in parts of [`PART`].
+pub const MULTIPART_ABOVE: u64 = 64 << 20;
+pub const PART: usize = 16 << 20;
+/// Keys per LIST page and per DeleteObjects request: S3's most.
+pub const PAGE: usize = 1000;
+/// Failure lines kept in a summary.
+const MAX_FAILURES: usize = 20;
+/// The user metadata key of a file's mtime.
+pub const MTIME_KEY: &str = "mtime";
+
+/// `s3://BUCKET/KEY…`: a bucket and a key prefix (no leading `/`; empty: the bucket).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Url {
+    pub bucket: String,
+    /// As given, without a trailing `/`.
+    pub prefix: String,
+}
+
+/// Is this argument an object-store URL?
+pub fn is_url(p: &Path) -> bool {
+    p.to_str().is_some_and(|s| s.starts_with("s3://"))
+}
+
+impl S3Url {
+    /// Parse `s3://BUCKET[/PREFIX]`: a prefix's segments are never empty, `.` or `..`.
+    pub fn parse(text: &str) -> std::result::Result<S3Url, String> {
+        let rest = text.strip_prefix("s3://").ok_or_else(|| format!("{text}: not an s3:// URL"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let ok_bucket = |b: &str| {
+            (3..=63).contains(&b.len())
+                && b.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-' || c == b'.')
+        };
+        if !ok_bucket(bucket) {
+            return Err(format!("{text}: a bucket name is 3 to 63 of a-z, 0-9, '-' and '.'"));
+        }
+        let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
+        if !prefix.is_empty()
+            && prefix.split('/').any(|s| s.is_empty() || s == "." || s == ".." || s.chars().any(char::is_control))
+        {
+            return Err(format!("{text}: a key prefix has no empty, '.' or '..' parts nor control characters"));
+        }
+        Ok(S3Url { bucket: bucket.to_string(), prefix: prefix.to_string() })
+    }
+
+    /// The prefix as a directory: `PREFIX/`, or empty for the whole bucket.
+    pub fn dir_prefix(&self) -> String {
+        if self.prefix.is_empty() { String::new() } else { format!("{}/", self.prefix) }
+    }
+
+    /// The key of `rel` (a `/`-separated path) below this prefix.
+    pub fn key(&self, rel: &str) -> String {
+        format!("{}{rel}", self.dir_prefix())
+    }
+}
+
+impl std::fmt::Display for S3Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "s3://{}/{}", self.bucket, self.dir_prefix())
+    }
+}
+
+/// One side of a copy or sync.
+#[derive(Debug, Clone)]
+pub enum Side {
+    Local(PathBuf),
+    Object(S3Url),
+}
+
+impl Side {
+    /// An `s3://` argument as a URL, anything else as a local path.
+    pub fn of(p: &Path, flag: &str) -> Result<Side> {
+        match p.to_str().filter(|_| is_url(p)) {
+            Some(s) => S3Url::parse(s).map(Side::Object).map_err(|e| Error::bad(flag, e)),
+            None => Ok(Side::Local(p.to_path_buf())),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Side::Local(p) => p.display().to_string(),
+            Side::Object(u) => u.to_string(),
+        }
+    }
+}
+
+/// What a copy or sync keeps of a file that an object cannot (each off: not counted).
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    pub owner: bool,
+    pub xattrs: bool,
+    pub hard_links: bool,
+    pub specials: bool,
+    /// Accept every loss: counted and listed, not a failure.
+    pub lossy: bool,
+}
+
+/// `copy` or `sync` with a side on an object store.
+#[derive(Debug)]
+pub struct Options {
+    pub sync: bool,
+    pub src: Side,
+    pub dst: Side,
+    pub reach: Reach,
+    pub in_flight: usize,
+    pub dry_run: bool,
+    pub delete: bool,
+    pub quiet: bool,
+    pub keep: Keep,
+}
+
+/// What a copy or sync did (`--json`: this document).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub mode: String,
+    pub src: String,
+    pub dst: String,
+    /// Where the store was reached (endpoint; never a credential).
+    pub endpoint: String,
+    pub dry_run: bool,
+    pub in_flight: usize,
+    /// Files (or objects) at the source, their directories and bytes.
+    pub src_files: u64,
+    pub src_dirs: u64,
+    pub src_bytes: u64,
+    /// Files or objects at the destination before (under the prefix or DST).
+    pub dst_entries: u64,
+    pub copied: u64,
+    pub bytes_transferred: u64,
+    /// Of `copied`, sent as multipart uploads.
+    pub multipart: u64,
+    pub skipped: u64,
+    pub deleted: u64,
+    /// At the destination and not at the source, kept (no `--delete`).
+    pub extraneous: u64,
+    pub failed: u64,
+    pub losses: Vec<LossRow>,
+    pub losses_accepted: bool,
+    pub requests: RequestCounts,
+    pub elapsed_s: f64,
+    /// Wall time of the listing (walk and LIST pages), the transfers, the deletes.
+    pub list_s: f64,
+    pub transfer_s: f64,
+    pub delete_s: f64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub interrupted: bool,
+    pub failures: Vec<String>,
+    pub failures_omitted: u64,
+}
+
+impl Summary {
+    fn new(o: &Options, client: &ObjectClient) -> Summary {
+        Summary {
+            mode: if o.sync { "sync" } else { "copy" }.into(),
+            src: o.src.text(),
+            dst: o.dst.text(),
+            endpoint: client.endpoint.clone(),
+            dry_run: o.dry_run,
+            in_flight: o.in_flight,
+            losses_accepted: o.keep.lossy,
+            ..Default::default()
+        }
+    }
+
+    /// A failure: counted, its line kept (the first [`MAX_FAILURES`]).
+    pub fn fail(&mut self, line: String) {
+        self.failed += 1;
+        if self.failures.len() < MAX_FAILURES {
+            self.failures.push(line);
+        } else {
+            self.failures_omitted += 1;
+        }
+    }
+
+    /// No failure, no loss left unaccepted, not interrupted.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && !self.interrupted && (self.losses_accepted || self.losses.is_empty())
+    }
+
+    /// The summary for the terminal (copy's form).
+    pub fn text(&self) -> String {
+        use crate::units::{fmt_rate, fmt_secs, fmt_size};
+        let verb = if self.dry_run { "would copy" } else { "copied" };
+        let mut s = format!(
+            "{} {} → {}{}\n",
+            self.mode,
+            self.src,
+            self.dst,
+            if self.dry_run { " (dry run: nothing written or deleted)" } else { "" }
+        );
+        s.push_str(&format!(
+            "scanned: {} files at source ({} dirs, {}), {} at destination ({})\n",
+            self.src_files,
+            self.src_dirs,
+            fmt_size(self.src_bytes as f64),
+            self.dst_entries,
+            self.endpoint
+        ));
+        s.push_str(&format!(
+            "{verb} {} ({} transferred{}), skipped {} unchanged, {} {}, extraneous kept {}, failed {}\n",
+            self.copied,
+            fmt_size(self.bytes_transferred as f64),
+            if self.multipart > 0 { format!(", {} multipart", self.multipart) } else { String::new() },
+            self.skipped,
+            if self.dry_run { "would delete" } else { "deleted" },
+            self.deleted,
+            self.extraneous,
+            self.failed
+        ));
+        s.push_str(&losses_text(&self.losses, self.losses_accepted));
+        s.push_str(&format!("requests: {}\n", fmt_requests(&self.requests)));
+        s.push_str(&format!(
+            "elapsed {} ({}) with up to {} requests in flight; list {}, transfer {}, delete {}; cpu user {} sys {}\n",
+            fmt_secs(self.elapsed_s),
+            fmt_rate(self.copied as f64 / self.elapsed_s.max(1e-9), "files"),
+            self.in_flight,
+            fmt_secs(self.list_s),
+            fmt_secs(self.transfer_s),
+            fmt_secs(self.delete_s),
+            fmt_secs(self.cpu_user_s),
+            fmt_secs(self.cpu_sys_s)
+        ));
+        s.push_str(&failures_text(&self.failures, self.failures_omitted));
+        if self.interrupted {
+            s.push_str("interrupted: the rest was left as it was\n");
+        }
+        s
+    }
+}
+
+/// `lost: …` lines as copy prints them.
+fn losses_text(losses: &[LossRow], accepted: bool) -> String {
+    if losses.is_empty() {
+        return String::new();
+    }
+    let total: u64 = losses.iter().map(|l| l.count).sum();
+    let mut s = format!(
+        "lost: {total} ({}; {})\n",
+        losses.iter().map(|l| format!("{} {}", l.kind, l.count)).collect::<Vec<_>>().join(", "),
+        if accepted { "accepted with --lossy" } else { "an object cannot hold them: --lossy or --no-… accepts" }
+    );
+    for l in losses {
+        let (what, flag) = loss_words(&l.kind);
+        s.push_str(&format!("  {} {}: {what} ({flag}), e.g. {}\n", l.kind, l.count, l.paths.join(", ")));
+    }
+    s
+}
+
+fn failures_text(failures: &[String], omitted: u64) -> String {
+    let mut s: String = failures.iter().map(|f| format!("failed: {f}\n")).collect();
+    if omitted > 0 {
+        s.push_str(&format!("failed: … and {omitted} more\n"));
+    }
+    s
+}
+
+/// `12 (PUT 10, LIST 2)`: the requests sent, by kind, the kinds with none left out.
+pub fn fmt_requests(r: &RequestCounts) -> String {
+    let kinds = [
+        ("PUT", r.put),
+        ("GET", r.get),
+        ("HEAD", r.head),
+        ("LIST", r.list),
+        ("DELETE", r.delete),
+        ("DeleteObjects", r.delete_objects),
+        ("other", r.other),
+    ];
+    let sent: Vec<String> = kinds.iter().filter(|k| k.1 > 0).map(|(n, c)| format!("{n} {c}")).collect();
+    format!("{} ({})", r.total(), if sent.is_empty() { "none".into() } else { sent.join(", ") })
+}
+
+/// The one kind of loss that is not copy's: a directory with nothing in it (an object
+/// store has no directories, only keys).
+pub const EMPTY_DIRS: &str = "empty_dirs";
+
+/// What a loss kind means and the flag that accepts it.
+fn loss_words(kind: &str) -> (&'static str, &'static str) {
+    if kind == EMPTY_DIRS {
+        return ("empty directories not kept (an object store has keys, not directories)", "--lossy");
+    }
+    match Loss::ALL.iter().find(|k| k.name() == kind) {
+        Some(Loss::Modes) => ("permission bits not kept (files come back 0644, directories 0755)", "--lossy"),
+        Some(Loss::Owner) => ("owner/group not kept (files come back the downloader's)", "--no-owner"),
+        Some(Loss::Names) => {
+            ("names an object key cannot hold (not UTF-8, or a control character): not copied", "--lossy")
+        }
+        Some(k) => (k.what(), k.flag()),
+        None => ("", "--lossy"),
+    }
+}
+
+/// Losses counted by kind with their first paths.
+#[derive(Debug, Default)]
+pub struct LossTally {
+    rows: Vec<LossRow>,
+}
+
+impl LossTally {
+    pub fn add(&mut self, kind: &str, path: &str) {
+        let i = match self.rows.iter().position(|r| r.kind == kind) {
+            Some(i) => i,
+            None => {
+                self.rows.push(LossRow { kind: kind.into(), count: 0, paths: Vec::new() });
+                self.rows.len() - 1
+            }
+        };
+        let r = &mut self.rows[i];
+        r.count += 1;
+        if r.paths.len() < crate::engine::copy::losses::LOSS_PATHS {
+            r.paths.push(path.to_string());
+        }
+    }
+
+    /// The rows in copy's order of kinds, empty directories last.
+    pub fn rows(mut self) -> Vec<LossRow> {
+        let order = |k: &str| Loss::ALL.iter().position(|l| l.name() == k).unwrap_or(Loss::ALL.len());
+        self.rows.sort_by_key(|r| order(&r.kind));
+        self.rows
+    }
+}
+
+/// One object as a LIST page gives it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub key: String,
+    pub size: u64,
+    /// Last-modified, (seconds, nanoseconds) since the epoch.
+    pub modified: (i64, u32),
+}
+
+/// Every object whose key starts with `prefix` (raw: no `/` added), page by page.
+pub fn list_all(client: &ObjectClient, prefix: &str, progress: &Progress) -> Result<Vec<Listed>> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let opts = PaginatedListOptions { max_keys: Some(PAGE), page_token: token.take(), ..Default::default() };
+        let (store, p) = (client.store.clone(), prefix.to_string());
+        let page = client
+            .block_on(client.handle().spawn(async move { store.list_paginated(Some(p.as_str()), opts).await }))
+            .map_err(|e| Error::failed(format!("LIST task: {e}")))?
+            .map_err(|e| Error::failed(format!("LIST {prefix}: {}", why(&e))))?;
+        out.extend(page.result.objects.into_iter().map(|m| Listed {
+            key: m.location.as_ref().to_string(),
+            size: m.size,
+            modified: (m.last_modified.timestamp(), m.last_modified.timestamp_subsec_nanos()),
+        }));
+        progress.set(out.len() as u64);
+        token = page.page_token;
+        if token.is_none() || signals::pending() != 0 {
+            return Ok(out);
+        }
+    }
+}
+
+/// An object_store error as one short line (its sources joined).
+pub fn one_line(e: &str) -> String {
+    let s: String = e.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() > 300 { format!("{}…", s.chars().take(300).collect::<String>()) } else { s }
+}
+
+/// An error and its sources, as one line (`error sending request: … connection reset`).
+pub fn why(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = s.source();
+    }
+    one_line(&text)
+}
+
+/// The client for `bucket`, checked with one request (a LIST of one key under the
+/// prefix): an endpoint that does not answer, a bucket it does not have or keys it
+/// refuses end here, as one line, exit 2. Also says whether the prefix holds anything.
+pub fn connect(reach: &Reach, url: &S3Url) -> Result<(ObjectClient, bool)> {
+    let client = ObjectClient::reach(reach, &url.bucket)?;
+    let opts = PaginatedListOptions { max_keys: Some(1), ..Default::default() };
+    let (store, p) = (client.store.clone(), url.dir_prefix());
+    let r = client.block_on(client.handle().spawn(async move { store.list_paginated(Some(p.as_str()), opts).await }));
+    match r {
+        Ok(Ok(page)) => Ok((client, !page.result.objects.is_empty())),
+        Ok(Err(e)) => Err(Error::bad(
+            url.to_string(),
+            format!("cannot list it at {} ({}): {}", client.endpoint, reach.via, why(&e)),
+        )),
+        Err(e) => Err(Error::failed(format!("LIST task: {e}"))),
+    }
+}
+
+/// A file's mtime as the `mtime` metadata value: `SECONDS.NANOSECONDS`.
+pub fn mtime_value((s, ns): (i64, u32)) -> String {
+    format!("{s}.{ns:09}")
+}
+
+/// The `mtime` metadata value back as (seconds, nanoseconds); rclone's float seconds too.
+pub fn parse_mtime(v: &str) -> Option<(i64, u32)> {
+    let (s, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
+    let secs: i64 = s.parse().ok()?;
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let ns: u32 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().ok()? };
+    Some((secs, ns))
+}
+
+/// Run the requests `make(item)` makes, `n` in flight on the client's runtime, and give
+/// each answer to `done(item's tag, answer)` on this thread; stops sending at a signal.
+pub fn each<T, G, V, F, Fut, D>(client: &ObjectClient, n: usize, items: Vec<T>, mut make: F, mut done: D)
+where
+    F: FnMut(T) -> (G, Fut),
+    Fut: std::future::Future<Output = std::result::Result<V, String>> + Send + 'static,
+    V: Send + 'static,
+    D: FnMut(G, std::result::Result<V, String>),
+{
+    if signals::pending() != 0 {
+        return;
+    }
+    let handle = client.handle().clone();
+    client.block_on(async {
+        let mut answers = futures_util::stream::iter(items)
+            .map(|item| {
+                let (tag, fut) = make(item);
+                let task = handle.spawn(fut);
+                async move { (tag, task.await.unwrap_or_else(|e| Err(format!("request task: {e}")))) }
+            })
+            .buffer_unordered(n.max(1));
+        while let Some((tag, r)) = answers.next().await {
+            done(tag, r);
+            if signals::pending() != 0 {
+                break;
+            }
+        }
+    });
+}
+
+/// Delete `keys`, 1,000 a request, `n` requests in flight; returns how many were
+/// deleted and gives a line for every key not deleted to `fail`.
+pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail: impl FnMut(String)) -> u64 {
+    let batches: Vec<Vec<String>> = keys.chunks(PAGE).map(|c| c.to_vec()).collect();
+    let mut deleted = 0;
+    each(
+        client,
+        n,
+        batches,
+        |batch| {
+            let store = client.store.clone();
+            let count = batch.len() as u64;
+            let fut = async move {
+                let paths: Vec<object_store::Result<object_store::path::Path>> =
+                    batch.iter().map(|k| object_store::path::Path::parse(k).map_err(Into::into)).collect();
+                let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
+                let failed: Vec<String> = answers.into_iter().filter_map(|r| r.err()).map(|e| why(&e)).collect();
+                Ok(failed)
+            };
+            (count, fut)
+        },
+        |count, r: std::result::Result<Vec<String>, String>| match r {
+            Ok(failed) => {
+                deleted += count - failed.len() as u64;
+                failed.into_iter().for_each(|e| fail(format!("DeleteObjects: {e}")));
+            }
+            Err(e) => (0..count).for_each(|_| fail(format!("DeleteObjects: {e}"))),
+        },
+    );
+    deleted
+}
+
+/// Dispatch a copy or sync by its sides.
+pub fn run(o: &Options) -> Result<Summary> {
+    // SIGINT/SIGTERM stop sending; what was sent is summed up (exit 128 + signal).
+    signals::install();
+    match (&o.src, &o.dst) {
+        (Side::Local(src), Side::Object(dst)) => upload::run(o, src, dst),
+        (Side::Object(src), Side::Local(dst)) => download::run(o, src, dst),
+        (Side::Object(src), Side::Object(dst)) => remote::run(o, src, dst),
+        (Side::Local(_), Side::Local(_)) => Err(Error::bad("SRC", "neither side is an s3:// URL")),
+    }
+}
+
+/// CPU time since `cpu0`, and the summary's end.
+fn finish(s: &mut Summary, client: &ObjectClient, t0: Instant, cpu0: (f64, f64)) {
+    let (u, sy) = crate::measure::cpu_times();
+    s.cpu_user_s = u - cpu0.0;
+    s.cpu_sys_s = sy - cpu0.1;
+    s.elapsed_s = t0.elapsed().as_secs_f64();
+    s.requests = client.requests();
+    s.interrupted = signals::pending() != 0;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_refuse_what_is_not_a_prefix() {
+        let u = S3Url::parse("s3://bucket-1/a/b/").unwrap();
+        assert_eq!((u.bucket.as_str(), u.prefix.as_str(), u.dir_prefix()), ("bucket-1", "a/b", "a/b/".to_string()));
+        assert_eq!(u.key("c/d"), "a/b/c/d");
+        assert_eq!(S3Url::parse("s3://bkt").unwrap().dir_prefix(), "");
+        for bad in ["s3://", "s3://B/x", "s3://bk/a//b", "s3://bk/../x", "s3://bk/a/./b", "http://x/y"] {
+            assert!(S3Url::parse(bad).is_err(), "{bad}");
+        }
+        assert!(is_url(Path::new("s3://b/x")) && !is_url(Path::new("./s3:/x")));
+    }
+
+    #[test]
+    fn mtimes_round_trip_and_read_rclone_floats() {
+        assert_eq!(parse_mtime(&mtime_value((1_700_000_000, 5))), Some((1_700_000_000, 5)));
+        assert_eq!(parse_mtime("1700000000.5"), Some((1_700_000_000, 500_000_000)));
+        assert_eq!(parse_mtime("1700000000"), Some((1_700_000_000, 0)));
+        assert_eq!(parse_mtime("x"), None);
+    }
+
+    #[test]
+    fn requests_are_written_by_kind() {
+        let r = RequestCounts { put: 3, list: 1, ..Default::default() };
+        assert_eq!(fmt_requests(&r), "4 (PUT 3, LIST 1)");
+        assert_eq!(fmt_requests(&RequestCounts::default()), "0 (none)");
+    }
+
+    #[test]
+    fn losses_are_tallied_in_copy_order() {
+        let mut t = LossTally::default();
+        t.add(EMPTY_DIRS, "e");
+        t.add("symlinks", "l");
+        t.add("modes", "m");
+        t.add("modes", "n");
+        let rows = t.rows();
+        let kinds: Vec<(&str, u64)> = rows.iter().map(|r| (r.kind.as_str(), r.count)).collect();
+        assert_eq!(kinds, [("modes", 2), ("symlinks", 1), (EMPTY_DIRS, 1)]);
+        assert!(losses_text(&rows, false).contains("an object cannot hold them"));
+    }
+}

@@ -1,0 +1,99 @@
+//! `scan s3://BUCKET/PREFIX`: the prefix listed page by page (ListObjectsV2, 1,000 keys a
+//! page) and summed: objects, bytes, the "directories" their keys imply, sizes, ages.
+//! No index is written (`--db` is for local trees).
+
+use super::{S3Url, connect, fmt_requests, list_all};
+use crate::error::Result;
+use crate::measure::RequestCounts;
+use crate::measure::progress::Progress;
+use crate::storage::object_endpoint::Reach;
+use serde::Serialize;
+use std::collections::HashSet;
+use std::time::Instant;
+
+#[derive(Debug)]
+pub struct Options {
+    pub url: S3Url,
+    pub reach: Reach,
+    pub quiet: bool,
+}
+
+/// What `scan` found (`--json`: this document).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub url: String,
+    pub endpoint: String,
+    pub objects: u64,
+    pub bytes: u64,
+    /// Distinct key prefixes up to a `/` (what a file tree would have as directories).
+    pub dirs: u64,
+    pub smallest: u64,
+    pub median: u64,
+    pub largest: u64,
+    /// Last-modified of the oldest and newest object (seconds since the epoch).
+    pub oldest_s: i64,
+    pub newest_s: i64,
+    pub requests: RequestCounts,
+    pub elapsed_s: f64,
+    pub interrupted: bool,
+}
+
+impl Summary {
+    pub fn text(&self) -> String {
+        use crate::units::{fmt_rate, fmt_secs, fmt_size};
+        format!(
+            "scan {}: {} objects, {} in {} directories ({}); sizes: smallest {}, median {}, largest {}\n\
+             requests: {}\nelapsed {} ({}){}\n",
+            self.url,
+            self.objects,
+            fmt_size(self.bytes as f64),
+            self.dirs,
+            self.endpoint,
+            fmt_size(self.smallest as f64),
+            fmt_size(self.median as f64),
+            fmt_size(self.largest as f64),
+            fmt_requests(&self.requests),
+            fmt_secs(self.elapsed_s),
+            fmt_rate(self.objects as f64 / self.elapsed_s.max(1e-9), "objects"),
+            if self.interrupted { "; interrupted: the counts are partial" } else { "" }
+        )
+    }
+}
+
+pub fn run(o: &Options) -> Result<Summary> {
+    crate::signals::install();
+    let t0 = Instant::now();
+    let (client, _) = connect(&o.reach, &o.url)?;
+    let progress = Progress::new(o.quiet);
+    progress.phase("list", 0);
+    let prefix = o.url.dir_prefix();
+    let listed = list_all(&client, &prefix, &progress)?;
+    progress.finish();
+    let mut dirs: HashSet<&str> = HashSet::new();
+    for l in &listed {
+        let mut d = l.key.strip_prefix(&prefix).unwrap_or(&l.key);
+        while let Some(i) = d.rfind('/') {
+            d = &d[..i];
+            if !dirs.insert(d) {
+                break;
+            }
+        }
+    }
+    let mut sizes: Vec<u64> = listed.iter().map(|l| l.size).collect();
+    sizes.sort_unstable();
+    Ok(Summary {
+        url: o.url.to_string(),
+        endpoint: client.endpoint.clone(),
+        objects: listed.len() as u64,
+        bytes: sizes.iter().sum(),
+        dirs: dirs.len() as u64,
+        smallest: sizes.first().copied().unwrap_or(0),
+        median: sizes.get(sizes.len() / 2).copied().unwrap_or(0),
+        largest: sizes.last().copied().unwrap_or(0),
+        oldest_s: listed.iter().map(|l| l.modified.0).min().unwrap_or(0),
+        newest_s: listed.iter().map(|l| l.modified.0).max().unwrap_or(0),
+        requests: client.requests(),
+        elapsed_s: t0.elapsed().as_secs_f64(),
+        interrupted: crate::signals::pending() != 0,
+    })
+}
