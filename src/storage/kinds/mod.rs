@@ -131,6 +131,7 @@ macro_rules! kinds {
 kinds! {
     "share" => Share(share::ShareRecord),
     "object" => Object(object::ObjectRecord),
+    "azblob" => Azblob(azblob::AzblobRecord),
     "device" => Device(device::DeviceRecord),
     "class" => Class(class::ClassRecord),
     "tmpfs" => Tmpfs(tmpfs::TmpfsRecord),

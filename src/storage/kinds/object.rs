@@ -20,7 +20,8 @@ pub struct ObjectRecord {
 
 impl Kind for ObjectRecord {
     fn plan(spec: &FsSpec, key: &str) -> Option<Self> {
-        spec.object().map(|_| ObjectRecord { fuse_source: object_stack::fsname(&object_stack::dir_for(key)) })
+        let s3 = spec.object().filter(|o| o.provider == object_stack::Provider::S3);
+        s3.map(|_| ObjectRecord { fuse_source: object_stack::fsname(&object_stack::dir_for(key)) })
     }
 
     /// The stack's tools, then the export as a target of its own.
@@ -100,15 +101,21 @@ impl Kind for ObjectRecord {
 
     /// Its server, proxy and client (the export is its own record).
     fn stop(&self, rec: &Record, rep: &mut CleanupReport) {
-        let Some(d) = rec.share_dir.as_deref().filter(|_| rep.problems.is_empty()) else { return };
-        let running = super::super::busy::commands_of(&super::super::share_stack::daemon_pids(d));
-        match super::super::share_stack::stop(d) {
-            Ok(()) => rep.stopped.extend(running),
-            Err(e) => rep.problems.push(e),
-        }
+        stop_stack(rec, rep)
     }
 
     fn cleaned_first(&self) -> bool {
         true
+    }
+}
+
+/// Stop the processes of the stack `rec` names (an S3 or a blob store's), unbind its
+/// namespace and remove its directory, when nothing failed before.
+pub(super) fn stop_stack(rec: &Record, rep: &mut CleanupReport) {
+    let Some(d) = rec.share_dir.as_deref().filter(|_| rep.problems.is_empty()) else { return };
+    let running = super::super::busy::commands_of(&super::super::share_stack::daemon_pids(d));
+    match super::super::share_stack::stop(d) {
+        Ok(()) => rep.stopped.extend(running),
+        Err(e) => rep.problems.push(e),
     }
 }
