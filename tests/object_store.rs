@@ -155,6 +155,25 @@ fn uid_of(pid: &str) -> u32 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+/// The stack's processes ("PID ARGV"), checked: its `server` and its proxy run, neither
+/// as root nor as the other's uid.
+fn server_and_proxy_confined(stack: &Stack, server: &str) -> Vec<String> {
+    let procs = stack_processes(stack);
+    let pid_of = |name: &str| procs.iter().find(|p| p.contains(name)).map(|p| p.split(' ').next().unwrap().to_string());
+    let (server, proxy) = (pid_of(server).expect("server"), pid_of("toxiproxy").expect("proxy"));
+    assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    procs
+}
+
+/// `umount MP` takes `stack` down whole; the user's directory stays.
+fn umount_leaves_nothing(stack: &Stack, mp: &Path) {
+    let u = common::run(["umount", mp.to_str().unwrap()]);
+    u.ok();
+    let left = leftovers(stack);
+    assert!(left.is_empty(), "umount left {left:?}: {}", u.stdout);
+    assert!(mp.is_dir(), "the user's directory stays");
+}
+
 /// The HTTP status of `GET /manyfiles/` to 127.0.0.1:`port` in the network namespace
 /// bound at `ns` (from a thread that joined it), with `auth` as its Authorization header.
 fn http_status_in(ns: &Path, port: u16, auth: Option<&str>) -> String {
@@ -198,11 +217,8 @@ fn mount_write_umount_leaves_nothing() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
     // Server, proxy and client outlive the command; the server and proxy not as root.
-    let procs = stack_processes(&stack);
-    let pid_of = |name: &str| procs.iter().find(|p| p.contains(name)).map(|p| p.split(' ').next().unwrap().to_string());
-    let (server, proxy) = (pid_of(object_stack::SERVER).expect("server"), pid_of("toxiproxy").expect("proxy"));
-    assert!(pid_of("s3fs").is_some(), "{procs:?}");
-    assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    let procs = server_and_proxy_confined(&stack, object_stack::SERVER);
+    assert!(procs.iter().any(|p| p.contains("s3fs")), "{procs:?}");
     // The endpoint is the namespace's: nothing on the host's loopback; there, a request
     // without the stack's access key is refused, one naming it is served.
     let after = r.stdout.split("endpoint http://127.0.0.1:").nth(1).unwrap();
@@ -234,11 +250,7 @@ fn mount_write_umount_leaves_nothing() {
     // Plain cleanup keeps the user's mount.
     common::run(["cleanup"]).ok();
     assert!(registry::mounts_at(&mp).last().is_some());
-    let u = common::run(["umount", mp.to_str().unwrap()]);
-    u.ok();
-    let left = leftovers(&stack);
-    assert!(left.is_empty(), "umount left {left:?}: {}", u.stdout);
-    assert!(mp.is_dir(), "the user's directory stays");
+    umount_leaves_nothing(&stack, &mp);
 }
 
 #[test]
@@ -560,10 +572,7 @@ fn a_blob_store_mounts_says_where_it_is_and_umounts_to_nothing() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&conn).unwrap().permissions().mode() & 0o777, 0o600);
     // Server and proxy outlive the command, neither as root; no client (no FUSE route).
-    let procs = stack_processes(&stack);
-    let pid_of = |name: &str| procs.iter().find(|p| p.contains(name)).map(|p| p.split(' ').next().unwrap().to_string());
-    let (server, proxy) = (pid_of(azblob_stack::SERVER).expect("server"), pid_of("toxiproxy").expect("proxy"));
-    assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    server_and_proxy_confined(&stack, azblob_stack::SERVER);
     assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some("tmpfs"));
     let after = r.stdout.split("endpoint http://127.0.0.1:").nth(1).unwrap();
     let port: u16 = after.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
@@ -572,11 +581,7 @@ fn a_blob_store_mounts_says_where_it_is_and_umounts_to_nothing() {
     // In the namespace, an unsigned request is refused.
     let anonymous = http_status_in(&stack.dir.join("netns"), port, None);
     assert!(anonymous.starts_with('4'), "an anonymous GET /manyfiles/: {anonymous}");
-    let u = common::run(["umount", mp.to_str().unwrap()]);
-    u.ok();
-    let left = leftovers(&stack);
-    assert!(left.is_empty(), "umount left {left:?}: {}", u.stdout);
-    assert!(mp.is_dir(), "the user's directory stays");
+    umount_leaves_nothing(&stack, &mp);
 }
 
 #[test]

@@ -43,13 +43,8 @@ impl Kind for AzblobRecord {
     fn start(&self, fs: &mut ManagedFs) -> Result<()> {
         let dir = object_stack::dir_for(fs.key());
         let object = fs.spec().object().cloned().expect("an object store spec");
-        fs.register_in_stack(KindRecord::Azblob(self.clone()), &dir)?;
-        let (bytes, entries) = (fs.details().image_bytes, fs.details().entries.unwrap_or(0));
-        let mut export = ManagedFs::create_for(&object.export, bytes, entries)?;
-        let in_stack = export.update_record(|r| r.share_dir = Some(dir.clone()));
-        let (export_spec, mkfs_version) = (export.details().spec.clone(), export.details().mkfs_version.clone());
-        let export = fs.set_export(export);
-        in_stack?;
+        let (export, export_spec, mkfs_version) =
+            super::start_export(fs, KindRecord::Azblob(self.clone()), &dir, &object.export)?;
         let d = azblob_stack::start(&dir, &object, export)?;
         let details = fs.details_mut();
         details.mkfs_version = mkfs_version;
@@ -79,15 +74,9 @@ impl Kind for AzblobRecord {
         Ok(())
     }
 
-    /// The mount point is down: the server is stopped, the export made afresh, the server
-    /// started again on it (same port, uid and key) and the container made.
+    /// The mount point is down: as an S3 store's ([`super::object::reformat_stack`]).
     fn reformat(&self, fs: &mut ManagedFs) -> Result<()> {
-        let dir = object_stack::dir_for(fs.key());
-        let d = fs.details().object.clone().ok_or_else(|| Error::failed("the blob store is not started"))?;
-        azblob_stack::stop_server(&dir).map_err(Error::failed)?;
-        let export = fs.export_mut().ok_or_else(|| Error::failed("the blob store has no export"))?;
-        export.refresh()?;
-        azblob_stack::restart_server(&dir, &d, export.mount_point())
+        super::object::reformat_stack(fs)
     }
 
     fn fs_type(&self, _spec: &FsSpec) -> &'static str {

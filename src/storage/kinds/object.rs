@@ -37,14 +37,9 @@ impl Kind for ObjectRecord {
     fn start(&self, fs: &mut ManagedFs) -> Result<()> {
         let dir = object_stack::dir_for(fs.key());
         let object = fs.spec().object().cloned().expect("an object store spec");
-        fs.register_in_stack(KindRecord::Object(self.clone()), &dir)?;
-        let (bytes, entries) = (fs.details().image_bytes, fs.details().entries.unwrap_or(0));
-        let mut export = ManagedFs::create_for(&object.export, bytes, entries)?;
-        let in_stack = export.update_record(|r| r.share_dir = Some(dir.clone()));
-        let (export_spec, mkfs_version) = (export.details().spec.clone(), export.details().mkfs_version.clone());
         let mp = fs.mount_point().to_path_buf();
-        let export = fs.set_export(export);
-        in_stack?;
+        let (export, export_spec, mkfs_version) =
+            super::start_export(fs, KindRecord::Object(self.clone()), &dir, &object.export)?;
         let d = object_stack::start(&dir, &object, export, &mp)?;
         let details = fs.details_mut();
         details.mkfs_version = mkfs_version;
@@ -71,15 +66,9 @@ impl Kind for ObjectRecord {
         Ok(())
     }
 
-    /// The client is down: the server is stopped (it holds its database file open), the
-    /// export made afresh, the server started again on it (same port, uid and key).
+    /// The client is down: [`reformat_stack`].
     fn reformat(&self, fs: &mut ManagedFs) -> Result<()> {
-        let dir = object_stack::dir_for(fs.key());
-        let d = fs.details().object.clone().ok_or_else(|| Error::failed("the object store is not started"))?;
-        object_stack::stop_server(&dir).map_err(Error::failed)?;
-        let export = fs.export_mut().ok_or_else(|| Error::failed("the object store has no export"))?;
-        export.refresh()?;
-        object_stack::restart_server(&dir, &d, export.mount_point())
+        reformat_stack(fs)
     }
 
     fn fs_type(&self, _spec: &FsSpec) -> &'static str {
@@ -106,6 +95,24 @@ impl Kind for ObjectRecord {
 
     fn cleaned_first(&self) -> bool {
         true
+    }
+}
+
+/// A fresh object store (an S3 or a blob store's): its server stopped (it holds its
+/// files open), its export made afresh, the server started again on it (same port, uid
+/// and key; a blob store's container made again).
+pub(super) fn reformat_stack(fs: &mut ManagedFs) -> Result<()> {
+    use super::super::azblob_stack;
+    let dir = object_stack::dir_for(fs.key());
+    let d = fs.details().object.clone().ok_or_else(|| Error::failed("the object store is not started"))?;
+    let blob = d.object.provider == object_stack::Provider::Azblob;
+    let stopped = if blob { azblob_stack::stop_server(&dir) } else { object_stack::stop_server(&dir) };
+    stopped.map_err(Error::failed)?;
+    let export = fs.export_mut().ok_or_else(|| Error::failed("the object store has no export"))?;
+    export.refresh()?;
+    match blob {
+        true => azblob_stack::restart_server(&dir, &d, export.mount_point()),
+        false => object_stack::restart_server(&dir, &d, export.mount_point()),
     }
 }
 
