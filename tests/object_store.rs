@@ -4,19 +4,23 @@
 //! process, mount, namespace, directory or record); a short ladder through s3fs prints
 //! its table and keeps the credentials out of stdout, stderr and the JSON; SIGINT mid-
 //! ladder, and kill -9 followed by `cleanup`, leave nothing; a missing server is named
-//! with how to get it; the native ops (`s3:put` …) send exactly the requests their trees
-//! ask, by kind, and run only on object stores. Needs root, FUSE, s3fs,
-//! manyfiles-s3server (tools/s3server) and toxiproxy-server: without them each test prints
-//! why it skipped, except under CI (CI=true), where .ci/run installs them and a skip is a
-//! failure.
+//! with how to get it; the native ops (`obj:put` …) send exactly the requests their trees
+//! ask, by kind, and run only on object stores. Azure Blob stores (`--fs azblob@rtt=…`,
+//! Azurite): `mount` prints the endpoint, container and connection-string file (never the
+//! key) and `umount` leaves nothing; a ladder over an S3 and a blob store counts each
+//! one's requests exactly and prices them at its provider's list prices in the table,
+//! the JSON and the HTML page; file ops are refused on a blob store. Needs root, FUSE,
+//! s3fs, manyfiles-s3server (tools/s3server) and toxiproxy-server (and for the blob
+//! tests azurite-blob): without them each test prints why it skipped, except under CI
+//! (CI=true), where .ci/run installs them and a skip is a failure.
 
 mod common;
 
 use common::serial;
 use manyfiles::storage::fsspec::FsSpec;
 use manyfiles::storage::managed::{ManagedFs, find_in_path};
-use manyfiles::storage::object_stack;
 use manyfiles::storage::registry::{self, Record};
+use manyfiles::storage::{azblob_stack, object_stack};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,6 +37,12 @@ macro_rules! need_stack {
             return;
         }
     };
+}
+
+/// Why this machine cannot run the blob store tests (and the S3 store beside it).
+fn missing_blob() -> Option<String> {
+    let stack = |path: &std::ffi::OsStr| azblob_stack::preflight("azblob", path).err();
+    missing().or_else(|| common::missing(&[&stack]))
 }
 
 /// An object store as its records name it.
@@ -66,11 +76,12 @@ fn netns_of(dir: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(&ns).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// The object stores the registry names (a client's record is of kind "object").
+/// The object stores the registry names (a client's record is of kind "object"; a blob
+/// store's mount point's, "azblob").
 fn stacks() -> Vec<Stack> {
     let all = records();
     all.iter()
-        .filter(|(_, r)| r.kind.tag() == "object")
+        .filter(|(_, r)| ["object", "azblob"].contains(&r.kind.tag()))
         .map(|(p, r)| {
             let dir = r.share_dir.clone().unwrap();
             let export = all.iter().find(|(q, e)| e.share_dir.as_ref() == Some(&dir) && q != p);
@@ -123,8 +134,14 @@ fn leftovers(s: &Stack) -> Vec<String> {
     v
 }
 
-/// The access key and secret in the stack's credentials file.
+/// The access key and secret in the stack's credentials file (a blob store's: the key
+/// in its connection string).
 fn credentials(dir: &Path) -> Vec<String> {
+    if let Ok(c) = std::fs::read_to_string(dir.join("connection-string")) {
+        let key = azblob_stack::field(&c, "AccountKey").unwrap();
+        assert!(key.len() >= 32, "{key}");
+        return vec![key];
+    }
     let text = std::fs::read_to_string(dir.join("credentials")).unwrap();
     let v: Vec<String> = text.lines().filter_map(|l| l.split_once(" = ")).map(|(_, v)| v.trim().to_string()).collect();
     assert!(v.len() == 2 && v.iter().all(|s| s.len() >= 16), "{text}");
@@ -136,6 +153,25 @@ fn uid_of(pid: &str) -> u32 {
     let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = st.lines().find(|l| l.starts_with("Uid:")).unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The stack's processes ("PID ARGV"), checked: its `server` and its proxy run, neither
+/// as root nor as the other's uid.
+fn server_and_proxy_confined(stack: &Stack, server: &str) -> Vec<String> {
+    let procs = stack_processes(stack);
+    let pid_of = |name: &str| procs.iter().find(|p| p.contains(name)).map(|p| p.split(' ').next().unwrap().to_string());
+    let (server, proxy) = (pid_of(server).expect("server"), pid_of("toxiproxy").expect("proxy"));
+    assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    procs
+}
+
+/// `umount MP` takes `stack` down whole; the user's directory stays.
+fn umount_leaves_nothing(stack: &Stack, mp: &Path) {
+    let u = common::run(["umount", mp.to_str().unwrap()]);
+    u.ok();
+    let left = leftovers(stack);
+    assert!(left.is_empty(), "umount left {left:?}: {}", u.stdout);
+    assert!(mp.is_dir(), "the user's directory stays");
 }
 
 /// The HTTP status of `GET /manyfiles/` to 127.0.0.1:`port` in the network namespace
@@ -181,11 +217,8 @@ fn mount_write_umount_leaves_nothing() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
     // Server, proxy and client outlive the command; the server and proxy not as root.
-    let procs = stack_processes(&stack);
-    let pid_of = |name: &str| procs.iter().find(|p| p.contains(name)).map(|p| p.split(' ').next().unwrap().to_string());
-    let (server, proxy) = (pid_of(object_stack::SERVER).expect("server"), pid_of("toxiproxy").expect("proxy"));
-    assert!(pid_of("s3fs").is_some(), "{procs:?}");
-    assert!(uid_of(&server) != 0 && uid_of(&proxy) != 0 && uid_of(&server) != uid_of(&proxy), "{procs:?}");
+    let procs = server_and_proxy_confined(&stack, object_stack::SERVER);
+    assert!(procs.iter().any(|p| p.contains("s3fs")), "{procs:?}");
     // The endpoint is the namespace's: nothing on the host's loopback; there, a request
     // without the stack's access key is refused, one naming it is served.
     let after = r.stdout.split("endpoint http://127.0.0.1:").nth(1).unwrap();
@@ -217,11 +250,7 @@ fn mount_write_umount_leaves_nothing() {
     // Plain cleanup keeps the user's mount.
     common::run(["cleanup"]).ok();
     assert!(registry::mounts_at(&mp).last().is_some());
-    let u = common::run(["umount", mp.to_str().unwrap()]);
-    u.ok();
-    let left = leftovers(&stack);
-    assert!(left.is_empty(), "umount left {left:?}: {}", u.stdout);
-    assert!(mp.is_dir(), "the user's directory stays");
+    umount_leaves_nothing(&stack, &mp);
 }
 
 #[test]
@@ -259,16 +288,7 @@ fn a_short_ladder_prints_its_table_and_no_credentials() {
         assert!(!stdout.contains(s) && !stderr.contains(s) && !text.contains(s), "a credential in the output");
     }
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    // The results' schema knows the kind (a build from a dirty tree says so in
-    // provenance, which the schema refuses: not this test's business).
-    let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/result-v1.schema.json")).unwrap();
-    let v = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
-    let errors: Vec<String> = v
-        .iter_errors(&doc)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .filter(|e| !e.ends_with("/provenance/built_from"))
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    assert_schema_valid(&doc);
     let o = &doc["targets"][0]["managed"]["object"];
     assert_eq!(o["latency_toxic_ms"], 1, "{o}");
     assert_eq!(o["bucket"], "manyfiles");
@@ -287,9 +307,27 @@ fn a_short_ladder_prints_its_table_and_no_credentials() {
     assert!(dirs.is_empty(), "left {dirs:?}");
 }
 
+/// `doc` is valid under the results' schema, which knows the kinds (a build from a dirty
+/// tree says so in provenance, which the schema refuses: not this test's business).
+fn assert_schema_valid(doc: &serde_json::Value) {
+    let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/result-v1.schema.json")).unwrap();
+    let v = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .filter(|e| !e.ends_with("/provenance/built_from"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
 /// Run manyfiles with `args` (its JSON to `json`) while reading the credentials of the
 /// object store it starts; its output, the credentials and its pid.
 fn run_reading_credentials(args: &[&str], json: &Path) -> (std::process::Output, Vec<String>, u32) {
+    run_reading_credentials_of(args, json, 1)
+}
+
+/// [`run_reading_credentials`] of the `n` object stores it starts.
+fn run_reading_credentials_of(args: &[&str], json: &Path, n: usize) -> (std::process::Output, Vec<String>, u32) {
     let child = Command::new(common::bin())
         .args(args)
         .arg("--json")
@@ -302,10 +340,14 @@ fn run_reading_credentials(args: &[&str], json: &Path) -> (std::process::Output,
     let pid = child.id();
     let t0 = Instant::now();
     let secrets = loop {
-        if let Some(s) = stacks().into_iter().find(|s| s.pid == pid && s.dir.join("credentials").exists()) {
-            break credentials(&s.dir);
+        let up: Vec<Stack> = stacks()
+            .into_iter()
+            .filter(|s| s.pid == pid && ["credentials", "connection-string"].iter().any(|f| s.dir.join(f).exists()))
+            .collect();
+        if up.len() >= n {
+            break up.iter().flat_map(|s| credentials(&s.dir)).collect();
         }
-        assert!(t0.elapsed() < Duration::from_secs(60), "the object store never came up: {args:?}");
+        assert!(t0.elapsed() < Duration::from_secs(120), "the object stores never came up: {args:?}");
         std::thread::sleep(Duration::from_millis(20));
     };
     (child.wait_with_output().unwrap(), secrets, pid)
@@ -324,17 +366,21 @@ fn nothing_left_of(pid: u32) {
     assert!(dirs.is_empty(), "left {dirs:?}");
 }
 
-/// The requests a native op must send for a tree of `files` objects: one per object, a
-/// LIST page or a DeleteObjects batch per 1,000 keys.
-fn expected_requests(op: &str, files: u64) -> (&'static str, u64) {
-    let per_1000 = files.div_ceil(1000).max(1);
+/// The requests a native op must send for a tree of `files` objects on `target`: one per
+/// object; on S3 a LIST page or a DeleteObjects batch per 1,000 keys; on Azure Blob a
+/// LIST page per 5,000 keys, a Blob Batch per 256 (and a batch of one per single delete:
+/// object_store sends every Azure delete through Blob Batch).
+fn expected_requests(target: &str, op: &str, files: u64) -> (&'static str, u64) {
+    let blob = target.starts_with("azblob");
+    let (page, batch) = if blob { (5000, 256) } else { (1000, 1000) };
     match op {
-        "s3:put" => ("put", files),
-        "s3:head" => ("head", files),
-        "s3:get" => ("get", files),
-        "s3:list" => ("list", per_1000),
-        "s3:delete" => ("delete", files),
-        "s3:delete-batch" => ("delete_objects", files.div_ceil(1000)),
+        "obj:put" => ("put", files),
+        "obj:head" => ("head", files),
+        "obj:get" => ("get", files),
+        "obj:list" => ("list", files.div_ceil(page).max(1)),
+        "obj:delete" if blob => ("delete_objects", files),
+        "obj:delete" => ("delete", files),
+        "obj:delete-batch" => ("delete_objects", files.div_ceil(batch)),
         other => panic!("not a native op: {other}"),
     }
 }
@@ -345,7 +391,7 @@ fn check_request_counts(doc: &serde_json::Value) -> Vec<String> {
     let mut seen = Vec::new();
     for m in doc["measurements"].as_array().unwrap() {
         let (op, files) = (m["op"].as_str().unwrap(), m["tree_files"].as_u64().unwrap());
-        let (kind, want) = expected_requests(op, files);
+        let (kind, want) = expected_requests(m["target"].as_str().unwrap(), op, files);
         let req = &m["requests"];
         let total: u64 = req.as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
         assert_eq!((req[kind].as_u64(), total), (Some(want), want), "{op} on {files} objects: {req}");
@@ -363,7 +409,7 @@ fn a_native_ladder_counts_its_requests_exactly() {
     let _g = serial();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let ops = "s3:put,s3:head,s3:list,s3:get,s3:delete,s3:delete-batch";
+    let ops = "obj:put,obj:head,obj:list,obj:get,obj:delete,obj:delete-batch";
     let args =
         ["ladder", "--fs", "s3@rtt=1ms", "--total", "256KiB", "--to", "64", "--runs", "2", "--ops", ops, "--quiet"];
     let t = Instant::now();
@@ -383,15 +429,8 @@ fn a_native_ladder_counts_its_requests_exactly() {
         assert!(fitted, "a model row for {op}");
     }
     // No file op asked for: no file was written through the mount.
-    assert!(doc["measurements"].as_array().unwrap().iter().all(|m| m["op"].as_str().unwrap().starts_with("s3:")));
-    let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/result-v1.schema.json")).unwrap();
-    let v = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
-    let errors: Vec<String> = v
-        .iter_errors(&doc)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .filter(|e| !e.ends_with("/provenance/built_from"))
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    assert!(doc["measurements"].as_array().unwrap().iter().all(|m| m["op"].as_str().unwrap().starts_with("obj:")));
+    assert_schema_valid(&doc);
     nothing_left_of(pid);
 }
 
@@ -401,13 +440,13 @@ fn native_lists_and_batch_deletes_go_1000_keys_a_request() {
     let _g = serial();
     let out = tempfile::tempdir().unwrap();
     let json = out.path().join("r.json");
-    let ops = "s3:put,s3:list,s3:delete-batch";
+    let ops = "obj:put,obj:list,obj:delete-batch";
     let args = ["ops", "--fs", "s3", "--files", "2500", "--size", "0", "--runs", "1", "--ops", ops, "--quiet"];
     let (r, _, pid) = run_reading_credentials(&args, &json);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(check_request_counts(&doc), ops.split(',').collect::<Vec<_>>());
-    let pages = doc["measurements"].as_array().unwrap().iter().find(|m| m["op"] == "s3:list").unwrap();
+    let pages = doc["measurements"].as_array().unwrap().iter().find(|m| m["op"] == "obj:list").unwrap();
     assert_eq!(pages["requests"]["list"], 3, "2,500 keys in pages of 1,000");
     assert_eq!(pages["latency_us"]["count"], 3, "one latency sample a page");
     nothing_left_of(pid);
@@ -416,18 +455,23 @@ fn native_lists_and_batch_deletes_go_1000_keys_a_request() {
 #[test]
 fn native_ops_run_only_on_object_stores() {
     let dir = tempfile::tempdir().unwrap();
-    let r = common::run(["ops", "--files", "4", "--ops", "s3:put", "--target", dir.path().to_str().unwrap()]);
-    common::assert_bad_input(&r, "--ops", "s3:put on a directory");
-    assert!(r.stderr.contains("s3:put sends S3 requests: it runs only on --fs s3 targets"), "{}", r.stderr);
+    let r = common::run(["ops", "--files", "4", "--ops", "obj:put", "--target", dir.path().to_str().unwrap()]);
+    common::assert_bad_input(&r, "--ops", "obj:put on a directory");
+    let says = "obj:put sends object-store requests: it runs only on --fs s3 or azblob targets";
+    assert!(r.stderr.contains(says), "{}", r.stderr);
 }
 
 /// Start a ladder on an object store, wait until its client is mounted, signal it.
 fn ladder_then(sig: i32) -> (Stack, std::process::ExitStatus) {
     let out = tempfile::tempdir().unwrap();
+    ladder_on_then(&["--fs", "s3@rtt=1ms", "--target", out.path().to_str().unwrap()], sig)
+}
+
+/// [`ladder_then`] with `args` (--fs and, for a blob store, --ops).
+fn ladder_on_then(args: &[&str], sig: i32) -> (Stack, std::process::ExitStatus) {
     let mut child = Command::new(common::bin())
-        .args(["ladder", "--fs", "s3@rtt=1ms", "--total", "1MiB", "--to", "64", "--runs", "50", "--quiet"])
-        .arg("--target")
-        .arg(out.path())
+        .args(["ladder", "--total", "1MiB", "--to", "64", "--runs", "50", "--quiet"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -463,7 +507,13 @@ fn sigint_mid_ladder_leaves_nothing() {
 fn kill_9_then_cleanup_leaves_nothing() {
     need_stack!();
     let _g = serial();
-    let (stack, _) = ladder_then(libc::SIGKILL);
+    let out = tempfile::tempdir().unwrap();
+    kill_9_then_cleanup(&["--fs", "s3@rtt=1ms", "--target", out.path().to_str().unwrap()]);
+}
+
+/// A ladder with `args` killed by SIGKILL: its proxy outlives it, `cleanup` leaves nothing.
+fn kill_9_then_cleanup(args: &[&str]) {
+    let (stack, _) = ladder_on_then(args, libc::SIGKILL);
     let running = stack_processes(&stack);
     let has = |name: &str| running.iter().any(|p| p.split(' ').nth(1).is_some_and(|a| a.contains(name)));
     // The proxy always; the server and client unless the kill came during a fresh start.
@@ -497,4 +547,139 @@ fn a_missing_server_is_named_with_how_to_get_it() {
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("manyfiles-s3server not found"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_blob_store_mounts_says_where_it_is_and_umounts_to_nothing() {
+    if common::skipped(missing_blob()) {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let mp = dir.path().canonicalize().unwrap();
+    let r = common::run(["mount", "azblob@rtt=1ms", mp.to_str().unwrap(), "--size", "64MiB"]);
+    r.ok();
+    let stack = stacks().into_iter().find(|s| s.client_mp == mp).expect("registered");
+    let conn = stack.dir.join("connection-string");
+    for want in
+        ["endpoint http://127.0.0.1:", "container manyfiles", "azblob://manyfiles/", &conn.display().to_string()]
+    {
+        assert!(r.stdout.contains(want), "mount prints {want}: {}", r.stdout);
+    }
+    for secret in credentials(&stack.dir) {
+        assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "the key printed");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&conn).unwrap().permissions().mode() & 0o777, 0o600);
+    // Server and proxy outlive the command, neither as root; no client (no FUSE route).
+    server_and_proxy_confined(&stack, azblob_stack::SERVER);
+    assert_eq!(registry::mounts_at(&mp).last().map(|m| m.fs_type.clone()).as_deref(), Some("tmpfs"));
+    let after = r.stdout.split("endpoint http://127.0.0.1:").nth(1).unwrap();
+    let port: u16 = after.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap();
+    let host = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500));
+    assert!(host.is_err(), "the endpoint's port {port} answers on the host's 127.0.0.1");
+    // In the namespace, an unsigned request is refused.
+    let anonymous = http_status_in(&stack.dir.join("netns"), port, None);
+    assert!(anonymous.starts_with('4'), "an anonymous GET /manyfiles/: {anonymous}");
+    umount_leaves_nothing(&stack, &mp);
+}
+
+#[test]
+fn a_ladder_on_s3_and_blob_counts_and_prices_each_ones_requests() {
+    if common::skipped(missing_blob()) {
+        return;
+    }
+    let _g = serial();
+    let out = tempfile::tempdir().unwrap();
+    let (json, html) = (out.path().join("r.json"), out.path().join("r.html"));
+    let ops = "obj:put,obj:head,obj:list,obj:get,obj:delete,obj:delete-batch";
+    let fs = "s3@rtt=1ms,azblob@rtt=1ms";
+    let args = ["ladder", "--fs", fs, "--total", "256KiB", "--to", "64", "--runs", "2", "--ops", ops, "--quiet"];
+    let t = Instant::now();
+    let (r, secrets, pid) = run_reading_credentials_of(&args, &json, 2);
+    println!("ladder --fs {fs} --to 64 --runs 2 --ops {ops}: {:.0} s", t.elapsed().as_secs_f64());
+    let (stdout, stderr) = (String::from_utf8_lossy(&r.stdout), String::from_utf8_lossy(&r.stderr));
+    assert!(r.status.success(), "{stderr}\n{stdout}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert_eq!(secrets.len(), 3, "two S3 credentials and a blob key");
+    for s in &secrets {
+        assert!(!stdout.contains(s) && !stderr.contains(s) && !text.contains(s), "a credential in the output");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(check_request_counts(&doc), ops.split(',').collect::<Vec<_>>());
+    assert_schema_valid(&doc);
+    let blob = doc["targets"].as_array().unwrap().iter().find(|t| t["label"] == "azblob@rtt=1ms").unwrap();
+    let o = &blob["managed"]["object"];
+    assert!(o["object"]["provider"] == "azblob" && o["url"] == "azblob://manyfiles/", "{o}");
+    assert!(
+        o["server_command"][0] == azblob_stack::SERVER && o["client_command"].as_array().unwrap().is_empty(),
+        "{o}"
+    );
+    // Each target's requests at its provider's list prices: terminal, JSON, HTML.
+    let (aws, azure) = ("AWS S3 Standard, us-east-1", "Azure Blob Storage hot LRS, East US");
+    for m in doc["measurements"].as_array().unwrap() {
+        let want = if m["target"].as_str().unwrap().starts_with("azblob") { azure } else { aws };
+        assert!(m["cost"]["prices"].as_str().unwrap().starts_with(want), "{}", m["cost"]);
+        assert!(m["cost"]["amount"].as_f64().unwrap() >= 0.0);
+    }
+    let put64 = doc["measurements"].as_array().unwrap().iter().find(|m| m["op"] == "obj:put" && m["tree_files"] == 64);
+    assert!((put64.unwrap()["cost"]["amount"].as_f64().unwrap() - 64.0 * 0.005 / 1000.0).abs() < 1e-12);
+    let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains(aws) && flat.contains(azure), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    for t in ["s3@rtt=1ms", "azblob@rtt=1ms"] {
+        let from = format!("requests one run of each obj: op sent on {t},");
+        let at = lines.iter().position(|l| l.starts_with(&from)).unwrap_or_else(|| panic!("{from}: {stdout}"));
+        let table: Vec<&str> = lines[at..]
+            .iter()
+            .copied()
+            .skip_while(|l| !l.starts_with('┌'))
+            .take_while(|l| !l.starts_with('└'))
+            .collect();
+        assert!(table.iter().all(|l| l.chars().count() <= 100), "{}", table.join("\n"));
+        let row64 = table.iter().position(|l| l.starts_with("│ 64 ")).expect("the 64-file rung");
+        assert!(table[row64 + 1].contains("$0.00032"), "64 PUTs at $0.005 per 1,000: {}", table.join("\n"));
+    }
+    common::run(["report", json.to_str().unwrap(), "--html", html.to_str().unwrap()]).ok();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Requests and their price") && page.contains("<td>64<br>$0.00032</td>"), "no price in HTML");
+    assert!(page.contains(azure) && page.contains(aws));
+    nothing_left_of(pid);
+}
+
+#[test]
+fn file_ops_are_refused_on_a_blob_store() {
+    if common::skipped(common::missing(&[])) {
+        return;
+    }
+    let r = common::run(["ladder", "--fs", "azblob@rtt=1ms", "--to", "4", "--runs", "1"]);
+    common::assert_bad_input(&r, "--ops", "create on a blob store");
+    assert!(r.stderr.contains("create works on files: azblob@rtt=1ms has no file-system route"), "{}", r.stderr);
+}
+
+#[test]
+fn kill_9_of_a_blob_ladder_then_cleanup_leaves_nothing() {
+    if common::skipped(missing_blob()) {
+        return;
+    }
+    let _g = serial();
+    kill_9_then_cleanup(&["--fs", "azblob@rtt=1ms", "--ops", "obj:put,obj:get"]);
+}
+
+#[test]
+fn a_missing_azurite_is_named_with_how_to_get_it() {
+    if common::skipped(missing_blob()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for t in ["mount", "umount", "setsid", "node", "toxiproxy-server"] {
+        std::os::unix::fs::symlink(find_in_path(t, &path).unwrap(), dir.path().join(t)).unwrap();
+    }
+    let e = ManagedFs::preflight_in(&[FsSpec::parse("azblob@rtt=1ms").unwrap()], 64 << 20, dir.path().as_os_str());
+    let e = e.unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let e = e.to_string();
+    assert!(e.contains("azurite-blob not found") && e.contains("npm install -g azurite@3.35.0"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
 }

@@ -91,8 +91,8 @@ pub struct RunArgs {
     /// usb2-stick, usb3-stick, sd-card, ebs-magnetic, ebs-gp2, ebs-io1, or lat=2ms,iops=500,bw=40MiB/s,qd=1);
     /// e.g. ext4:4k,xfs,ntfs:64k,ext4@class:hdd; or a file share: share:sftp|smb@rtt=DUR[,bw=RATE][,on=SPEC]
     /// (e.g. share:sftp@rtt=1ms: sshd + sshfs, the round trip added by toxiproxy, exporting tmpfs);
-    /// or an object store: s3[@rtt=DUR][,bw=RATE][,on=SPEC] (an S3 server + toxiproxy + s3fs; its
-    /// native requests with --ops s3:put,s3:get,…)
+    /// or an object store: s3|azblob[@rtt=DUR][,bw=RATE][,on=SPEC] (an S3 server + toxiproxy + s3fs, or
+    /// Azurite + toxiproxy; their native requests with --ops obj:put,obj:get,…)
     #[arg(long, value_name = "SPEC,...", value_parser = FS_HINTS, hide_possible_values = true)]
     pub fs: Option<String>,
     /// Confirm formatting a real device named in --fs (...@dev:/dev/NAME): name it again here
@@ -167,8 +167,9 @@ pub struct RunArgs {
     /// Unrecorded runs before the measured ones
     #[arg(long, default_value = "0")]
     pub warmup: u32,
-    /// Price the requests of object-store ops (s3:put …) with this TOML table instead of AWS
-    /// S3 Standard's us-east-1 list prices (its fields: README, "Object stores")
+    /// Price the requests of object-store ops (obj:put …) with this TOML table instead of the
+    /// provider's list prices (AWS S3 Standard us-east-1, Azure Blob hot LRS East US; its fields:
+    /// README, "Object stores")
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
     /// Worker threads, parallel across directories (default: available cores). Copy and

@@ -119,6 +119,11 @@ pub fn subcommand(name: &'static str, line: &CommandLine) -> clap::Command {
             Group::Replace => Replace::augment_args(cmd),
         };
     }
+    // --prices prices a tree experiment's native object-store ops: hidden where none run
+    // (bigfile, mdtest: no tree shape).
+    if line.groups.contains(&Group::Run) && !line.groups.contains(&Group::Shape) {
+        cmd = cmd.mut_arg("prices", |a| a.hide(true));
+    }
     // After the groups: a derived group sets the command's about to its own doc comment.
     cmd.about(line.about).long_about(None)
 }

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct MountArgs {
     /// A --fs spec: TYPE[:BLOCK][@ram|@disk[:DIR]|@class:NAME|@class:lat=2ms,iops=500,…],
-    /// share:sftp|smb@rtt=DUR[,bw=RATE][,on=SPEC] or s3[@rtt=DUR][,bw=RATE][,on=SPEC] (e.g.
+    /// share:sftp|smb@rtt=DUR[,bw=RATE][,on=SPEC] or s3|azblob[@rtt=DUR][,bw=RATE][,on=SPEC] (e.g.
     /// ext4@class:ebs-magnetic, exfat@disk, tmpfs, share:sftp@rtt=1ms, s3@rtt=1ms: the bucket
-    /// through s3fs at DIR; its endpoint and credentials file are printed)
+    /// through s3fs at DIR; azblob@rtt=1ms: Azurite, no file view; their endpoint and
+    /// credentials file are printed)
     pub spec: String,
     /// An existing empty directory to mount it at
     pub dir: PathBuf,
@@ -44,24 +45,18 @@ pub fn mount_config(a: &MountArgs) -> manyfiles::error::Result<(manyfiles::stora
 }
 
 /// What `mount` prints for an object store beyond the mount: where its endpoint is and
-/// how to reach it, the bucket, where the credentials are (never the credentials), and
-/// the engines' command lines that reach it through `--s3-via DIR`.
+/// how to reach it, the bucket or container, where the credentials are (never the
+/// credentials), and for S3 the engines' command line that reaches it through
+/// `--s3-via DIR`.
 pub fn object_lines(d: &manyfiles::storage::managed::ManagedDetails, dir: &std::path::Path) -> String {
     let Some(o) = &d.object else { return String::new() };
-    let (ns, cred) = (o.netns.display(), o.credentials_file.display());
-    format!(
-        "object store: endpoint {} · bucket {} · {} (the S3 server is in the stack's own network namespace)\n\
-         credentials (access key and secret, AWS shared-credentials format, root's): {cred}\n\
-         reach it as root, e.g.: nsenter --net={ns} env AWS_SHARED_CREDENTIALS_FILE={cred} \
-         aws --endpoint-url {} s3 ls {}\n\
-         the engines reach it through the mount: manyfiles copy SRC {}PREFIX --s3-via {dir} \
-         (and sync, rm, scan with s3://…)\n",
-        o.endpoint,
-        o.bucket,
-        o.url,
-        o.endpoint,
-        o.url,
-        o.url,
-        dir = dir.display()
-    )
+    let mut lines = o.reach_lines();
+    if o.object.provider == manyfiles::storage::object_stack::Provider::S3 {
+        lines.push_str(&format!(
+            "the engines reach it through the mount: manyfiles copy SRC {}PREFIX --s3-via {} (and sync, rm, scan with s3://…)\n",
+            o.url,
+            dir.display()
+        ));
+    }
+    lines
 }

@@ -16,7 +16,7 @@ const COMMAND: CommandLine = CommandLine {
         "OPS",
         "Ops to time, comma separated, run in this order: create, stat, list, read, walk, scan, rescan, rm or \
          delete, reformat (--fs targets: unmount, mkfs, mount with the tree on it); the native requests \
-         s3:put, s3:head, s3:list, s3:get, s3:delete, s3:delete-batch on an object store (--fs s3)",
+         obj:put, obj:head, obj:list, obj:get, obj:delete, obj:delete-batch on an object store (--fs s3, azblob)",
     )
     .default("create,stat,list,read,delete")
     .hints(OP_NAMES)],

@@ -95,7 +95,8 @@ pub struct TreeExperiment {
     pub command_line: Vec<String>,
     /// External tools run as ops (`--cmd`), named `cmd:NAME` in `ops`.
     pub commands: Vec<external::ExternalCmd>,
-    /// `--prices FILE`: the price table of object-store requests (None: AWS S3 Standard's).
+    /// `--prices FILE`: the price table of object-store requests (None: each target's
+    /// provider's list prices).
     pub prices: Option<PathBuf>,
 }
 
@@ -300,13 +301,24 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     }
     if let Some(op) = cfg.ops.iter().find(|o| ops::object::is_object_op(o)) {
         if ranks::size() > 1 || cfg.targets.iter().any(|t| !matches!(t, TargetSpec::Fs(s) if s.object().is_some())) {
-            let why = "sends S3 requests: it runs only on --fs s3 targets, in one process";
+            let why = "sends object-store requests: it runs only on --fs s3 or azblob targets, in one process";
             return Err(Error::bad("--ops", format!("{op} {why}")));
         }
     }
+    let blob = cfg.targets.iter().find_map(|t| match t {
+        TargetSpec::Fs(s)
+            if s.object().is_some_and(|o| o.provider == crate::storage::object_stack::Provider::Azblob) =>
+        {
+            Some(s.label())
+        }
+        _ => None,
+    });
+    if let (Some(op), Some(label)) = (cfg.ops.iter().find(|o| !ops::object::is_object_op(o)), blob) {
+        return Err(Error::bad("--ops", crate::storage::azblob_stack::no_files(op, &label)));
+    }
     let prices = match &cfg.prices {
-        Some(f) => crate::results::prices::PriceTable::load(f).map_err(|e| Error::bad("--prices", e))?,
-        None => crate::results::prices::PriceTable::aws_s3_standard(),
+        Some(f) => Some(crate::results::prices::PriceTable::load(f).map_err(|e| Error::bad("--prices", e))?),
+        None => None,
     };
     if cfg.ops.iter().any(|o| o == REFORMAT) {
         if cfg.targets.iter().any(|t| !matches!(t, TargetSpec::Fs(_))) {
@@ -397,7 +409,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
 fn object_trial(
     rundir: &RunDir,
     d: &crate::storage::object_stack::ObjectDetails,
-    (tree, prices): (&Prepared, &crate::results::prices::PriceTable),
+    (tree, prices): (&Prepared, &Option<crate::results::prices::PriceTable>),
     cfg: &TreeExperiment,
     env: &TreeEnv,
     done: &mut Vec<(String, PhaseResult)>,
@@ -416,6 +428,7 @@ fn object_trial(
     let run =
         ops::object::Run::new(&client, format!("{name}/objects/"), tree, in_flight, cfg.portion_files, env.progress);
     let (mut phases, failed) = ops::object::run_trial(&run, &wanted, &mut |f| watched(env.watch, CacheState::Warm, f));
+    let prices = prices.clone().unwrap_or_else(|| crate::results::prices::PriceTable::list_prices(d.object.provider));
     for (_, r) in &mut phases {
         r.cost = r.requests.as_ref().map(|q| prices.cost(q));
     }

@@ -34,7 +34,7 @@ pub fn removes_tree(op: &str) -> bool {
 
 /// Parse `create,read,delete` into the canonical order; errors name `--ops`. Pair ops
 /// (copy, sync, sync-nochange, sync-change:P) keep their given order and run after the
-/// tree ops, before delete. Native object-store ops (`s3:put` …) run after them, in
+/// tree ops, before delete. Native object-store ops (`obj:put` …) run after them, in
 /// their own order ([`super::object::NAMES`]).
 pub fn parse_ops(s: &str) -> Result<Vec<String>> {
     let mut want = Vec::new();
@@ -61,7 +61,7 @@ pub fn parse_ops(s: &str) -> Result<Vec<String>> {
                 "--ops",
                 format!(
                     "unknown op '{p}' (known: {}, copy, sync, sync-nochange, sync-change:P, pack:FORMAT, reformat; \
-                     on --fs s3: {})",
+                     on --fs s3 or azblob: {})",
                     OP_NAMES.join(", "),
                     super::object::NAMES.join(", ")
                 ),
@@ -157,9 +157,9 @@ mod tests {
         assert_eq!(parse_ops("sync-change:5").unwrap(), vec!["sync-change:5"]);
         assert_eq!(parse_ops("sync-change:0").unwrap_err().exit_code(), 2);
         assert_eq!(
-            parse_ops("s3:delete-batch,s3:get,create,s3:put,s3:delete").unwrap(),
-            vec!["create", "s3:put", "s3:get", "s3:delete", "s3:delete-batch"]
+            parse_ops("obj:delete-batch,obj:get,create,obj:put,obj:delete").unwrap(),
+            vec!["create", "obj:put", "obj:get", "obj:delete", "obj:delete-batch"]
         );
-        assert!(parse_ops("s3:copy").unwrap_err().to_string().contains("on --fs s3: s3:put"));
+        assert!(parse_ops("s3:put").unwrap_err().to_string().contains("on --fs s3 or azblob: obj:put"));
     }
 }

@@ -146,6 +146,7 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)], view: &View) -> 
         h.push_str(&chart_section(c, &labels)?);
     }
     h.push_str(&view.html_tables.map(|grids| own_tables(grids(rs))).unwrap_or_else(|| summaries(rs)));
+    h.push_str(&super::views::requests_html(rs));
     h.push_str(&models(rs));
     h.push_str(&detections(rs));
     h.push_str(&footer(rs, sources));

@@ -1,9 +1,9 @@
 //! What object-store requests and storage cost at a provider's published list prices:
-//! the table the native ops' phases are priced with ([`PriceTable::aws_s3_standard`] by
-//! default, or a TOML file given with `--prices`), and a phase's price from the requests
-//! it sent ([`PriceTable::cost`]).
+//! the table the native ops' phases are priced with (by default the target's provider's,
+//! [`PriceTable::list_prices`]; or a TOML file given with `--prices`), and a phase's
+//! price from the requests it sent ([`PriceTable::cost`]).
 //!
-//! The default is Amazon S3 Standard in US East (N. Virginia), from
+//! S3's default is Amazon S3 Standard in US East (N. Virginia), from
 //! <https://aws.amazon.com/s3/pricing/>: PUT, COPY, POST and LIST $0.005 per 1,000
 //! requests; GET, HEAD and all other requests $0.0004 per 1,000; DELETE free; storage
 //! $0.023 per GB-month (first 50 TB). Those are the prices since AWS's reduction of
@@ -12,7 +12,21 @@
 //! requests", `Requests-Tier2` "$0.004 per 10,000 GET and all other requests"). The page
 //! lists no separate price for DeleteObjects (a POST carrying up to 1,000 deletes): it
 //! is priced as DELETE here, free; override it in a file if your bill says otherwise.
-
+//!
+//! Azure Blob's default is the hot tier, LRS, East US (General Block Blob v2, `eastus`),
+//! from <https://azure.microsoft.com/pricing/details/storage/blobs/>, which lists them per
+//! 10,000 operations: write operations $0.05, list and create container operations
+//! $0.05, read operations $0.004, all other operations $0.004, delete free; storage
+//! $0.0208 per GB-month (first 50 TB). Those are the Azure Retail Prices API's figures for
+//! those meters (`Hot LRS Write Operations`, `LRS List and Create Container Ops`, `Hot
+//! Read Operations`, `All Other Operations`, `Hot LRS Data Stored`), checked on 28 November
+//! 2026 in two public copies of the API's answer, which agree; no date they took effect
+//! was found, so the table is dated by that check. Put Blob is a write, Get Blob a read,
+//! List Blobs a list, Get Blob Properties (HEAD) another operation (Microsoft's "map each
+//! REST operation to a price" page, general purpose v2). A Blob Batch request (object_store
+//! sends every delete in one, 256 at most) is priced as another operation, its deletes
+//! free; override it in a file if your bill says otherwise. Per 1,000, as S3's: the same
+//! request prices as S3 Standard's today.
 use crate::measure::{RequestCost, RequestCounts};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -41,6 +55,29 @@ pub struct PriceTable {
 }
 
 impl PriceTable {
+    /// The list prices of `provider`'s default class and region (see the module's note).
+    pub fn list_prices(provider: crate::storage::object_stack::Provider) -> PriceTable {
+        match provider {
+            crate::storage::object_stack::Provider::S3 => Self::aws_s3_standard(),
+            crate::storage::object_stack::Provider::Azblob => Self::azure_blob_hot(),
+        }
+    }
+
+    /// Azure Blob Storage, hot tier, LRS, East US: see the module's note.
+    pub fn azure_blob_hot() -> PriceTable {
+        PriceTable {
+            name: "Azure Blob Storage hot LRS, East US".into(),
+            source: "https://azure.microsoft.com/pricing/details/storage/blobs/".into(),
+            published: "2026-11-28".into(),
+            currency: "USD".into(),
+            put_copy_post_list: 0.005,
+            get_and_other: 0.0004,
+            delete: 0.0,
+            delete_objects: 0.0004,
+            storage_gb_month: 0.0208,
+        }
+    }
+
     /// Amazon S3 Standard, US East (N. Virginia): see the module's note.
     pub fn aws_s3_standard() -> PriceTable {
         PriceTable {
@@ -93,74 +130,125 @@ pub fn fmt_amount(amount: f64, currency: &str) -> String {
     format!("{sign}{amount:.digits$}")
 }
 
-/// The requests every native phase sent and their price, as a terminal table: a row
-/// per tree (and target), a column per op, each cell `N requests, $X` for one run (a
-/// range when runs differ). Empty when no phase sent requests.
-pub fn requests_table(rs: &super::ResultSet) -> String {
+/// The requests every native phase on one target sent and their price: a row per tree,
+/// a column per op, each cell the requests of one run over their price (a range when
+/// runs differ); what the terminal and the HTML page show ([`requests_table`],
+/// `report`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestsTable {
+    /// What the cells count, on which target, at which prices.
+    pub caption: String,
+    pub header: Vec<String>,
+    /// Cells of two lines: the requests, then their price.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The [`RequestsTable`]s of `rs`, one per target whose phases sent requests.
+pub fn requests(rs: &super::ResultSet) -> Vec<RequestsTable> {
     let priced: Vec<&super::Measurement> = rs.measurements.iter().filter(|m| m.result.requests.is_some()).collect();
-    // (target, tree key, files, bytes) of each row.
+    let mut targets: Vec<&str> = Vec::new();
+    for m in &priced {
+        if !targets.contains(&m.target.as_str()) {
+            targets.push(&m.target);
+        }
+    }
+    targets.iter().map(|t| target_table(rs, t, priced.iter().copied().filter(|m| m.target == *t).collect())).collect()
+}
+
+/// [`requests`]' table of `target`, whose phases are `priced`.
+fn target_table(rs: &super::ResultSet, target: &str, priced: Vec<&super::Measurement>) -> RequestsTable {
+    // (tree key, files, bytes) of each row.
     let mut rows: Vec<Row> = Vec::new();
     let mut ops: Vec<&str> = Vec::new();
     for m in &priced {
         if !ops.contains(&m.op.as_str()) {
             ops.push(&m.op);
         }
-        if !rows.iter().any(|r| r.0 == m.target && r.1 == m.tree_key) {
-            rows.push((&m.target, &m.tree_key, m.tree_files, m.tree_bytes));
+        if !rows.iter().any(|r| r.0 == m.tree_key) {
+            rows.push((&m.tree_key, m.tree_files, m.tree_bytes));
         }
     }
-    let Some(first) = priced.first() else { return String::new() };
     // Side rungs last, the rest by file count, as the ladder's table.
-    rows.sort_by_key(|r| (rs.experiment.side_trees.iter().any(|k| k == r.1), r.2, r.0));
-    let many = rows.iter().any(|r| r.0 != rows[0].0);
+    rows.sort_by_key(|r| (rs.experiment.side_trees.iter().any(|k| k == r.0), r.1));
     let mut header = vec!["files".to_string(), "size".to_string()];
-    if many {
-        header.push("target".into());
-    }
-    header.extend(ops.iter().map(|o| o.to_string()));
-    let mut t = comfy_table::Table::new();
-    t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header(header);
-    for (target, key, files, bytes) in &rows {
+    header.extend(ops.iter().map(|o| o.trim_start_matches("obj:").to_string()));
+    let mut body = Vec::new();
+    for (key, files, bytes) in &rows {
         let mut row = vec![files.to_string(), crate::units::fmt_size(*bytes as f64 / (*files).max(1) as f64)];
-        if many {
-            row.push(target.to_string());
-        }
         for op in &ops {
-            let runs: Vec<&&super::Measurement> =
-                priced.iter().filter(|m| m.target == *target && m.tree_key == *key && m.op == *op).collect();
+            let runs: Vec<&&super::Measurement> = priced.iter().filter(|m| m.tree_key == *key && m.op == *op).collect();
             row.push(cell(&runs));
         }
-        t.add_row(row);
+        body.push(row);
     }
-    let at = first.result.cost.as_ref().map(|c| format!(", priced at {}", c.prices)).unwrap_or_default();
+    let at = priced.iter().find_map(|m| m.result.cost.as_ref()).map(|c| format!(", priced at {}", c.prices));
     let most = priced.iter().map(|m| m.result.threads).max().unwrap_or(1);
-    format!(
-        "requests one run sent{at}, up to {most} in flight (a LIST page, a DeleteObjects batch of up \
-         to 1,000 keys: one request each; --prices FILE: other prices)\n{t}\n"
-    )
+    let caption = format!(
+        "requests one run of each obj: op sent on {target}{}, up to {most} in flight (a LIST page, a batched \
+         delete: one request each; --prices FILE: other prices)",
+        at.unwrap_or_default()
+    );
+    RequestsTable { caption, header, rows: body }
 }
 
-/// A row of the requests table: target, tree key, files, bytes.
-type Row<'a> = (&'a str, &'a str, u64, u64);
+/// The [`RequestsTable`]s for the terminal, at most 100 columns wide (a cell that does
+/// not fit wraps); empty when no phase sent requests.
+pub fn requests_table(rs: &super::ResultSet) -> String {
+    let mut out = String::new();
+    for r in requests(rs) {
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        t.set_width(TABLE_WIDTH);
+        t.set_header(r.header);
+        for row in r.rows {
+            t.add_row(row);
+        }
+        out.push_str(&format!("{}\n{t}\n", wrap(&r.caption, TABLE_WIDTH as usize)));
+    }
+    out
+}
 
-/// `64 requests, $0.00032` for one run (the smallest – largest over the runs).
+/// The terminal's requests table's widest line.
+const TABLE_WIDTH: u16 = 100;
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap(text: &str, width: usize) -> String {
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines.join("\n")
+}
+
+/// A row of a requests table: tree key, files, bytes.
+type Row<'a> = (&'a str, u64, u64);
+
+/// `64` over `$0.00032`: the requests of one run and their price (the smallest – largest
+/// over the runs).
 fn cell(runs: &[&&super::Measurement]) -> String {
     let totals: Vec<u64> = runs.iter().filter_map(|m| m.result.requests.map(|r| r.total())).collect();
     let amounts: Vec<(f64, &str)> =
         runs.iter().filter_map(|m| m.result.cost.as_ref().map(|c| (c.amount, c.currency.as_str()))).collect();
     let (Some(lo), Some(hi)) = (totals.iter().min(), totals.iter().max()) else { return "—".into() };
     let n = if lo == hi { format!("{lo}") } else { format!("{lo}–{hi}") };
-    let word = if *hi == 1 { "request" } else { "requests" };
     let price = match amounts.first() {
         None => String::new(),
         Some((_, cur)) => {
             let lo = fmt_amount(amounts.iter().map(|a| a.0).fold(f64::INFINITY, f64::min), cur);
             let hi = fmt_amount(amounts.iter().map(|a| a.0).fold(0.0, f64::max), cur);
-            if lo == hi { format!(", {lo}") } else { format!(", {lo}–{hi}") }
+            if lo == hi { format!("\n{lo}") } else { format!("\n{lo}–{hi}") }
         }
     };
-    format!("{n} {word}{price}")
+    format!("{n}{price}")
 }
 
 #[cfg(test)]
@@ -188,15 +276,45 @@ mod tests {
         assert_eq!(requests_table(&rs), "", "no requests: no table");
         let t = PriceTable::aws_s3_standard();
         for (i, m) in rs.measurements.iter_mut().enumerate() {
-            m.op = "s3:put".into();
+            m.op = "obj:put".into();
             // A third run with a retry: the cell gives the range.
             let r = RequestCounts { put: 256 + (i == 2) as u64, ..Default::default() };
             m.result.requests = Some(r);
             m.result.cost = Some(t.cost(&r));
         }
         let text = requests_table(&rs);
-        assert!(text.contains("s3:put") && text.contains("256–257 requests, $0.0013"), "{text}");
-        assert!(text.contains("priced at AWS S3 Standard, us-east-1, list prices of 2016-12-01"), "{text}");
+        assert!(text.contains("put") && text.contains("256–257") && text.contains("$0.0013"), "{text}");
+        assert_eq!(requests(&rs)[0].rows[0][2], "256–257\n$0.0013");
+        let caption = &requests(&rs)[0].caption;
+        assert!(caption.contains("priced at AWS S3 Standard, us-east-1, list prices of 2016-12-01"), "{caption}");
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    }
+
+    #[test]
+    fn each_provider_has_its_prices_and_the_table_fits_100_columns() {
+        use crate::storage::object_stack::Provider;
+        assert_eq!(PriceTable::list_prices(Provider::S3), PriceTable::aws_s3_standard());
+        let az = PriceTable::list_prices(Provider::Azblob);
+        assert!(az.name.starts_with("Azure Blob Storage hot LRS"), "{az:?}");
+        // 10,000 writes $0.05, 10,000 reads $0.004, a Blob Batch as another operation.
+        let r = RequestCounts { put: 10_000, get: 10_000, delete_objects: 10_000, ..Default::default() };
+        assert!((az.cost(&r).amount - (0.05 + 0.004 + 0.004)).abs() < 1e-12);
+        let mut rs = crate::results::testing::one_cell(&[1.0]);
+        let template = rs.measurements.pop().unwrap();
+        for (target, prices) in [("s3@rtt=1ms", PriceTable::aws_s3_standard()), ("azblob@rtt=1ms,on=ext4@disk", az)] {
+            for op in ["obj:put", "obj:head", "obj:list", "obj:get", "obj:delete", "obj:delete-batch"] {
+                let mut m = template.clone();
+                let r = RequestCounts { put: 65_536, ..Default::default() };
+                (m.target, m.op, m.result.requests, m.result.cost) =
+                    (target.into(), op.into(), Some(r), Some(prices.cost(&r)));
+                rs.measurements.push(m);
+            }
+        }
+        let text = requests_table(&rs);
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("Azure Blob Storage hot LRS, East US") && flat.contains("AWS S3 Standard"), "{text}");
+        assert_eq!(requests(&rs).len(), 2, "a table per target");
     }
 
     #[test]

@@ -298,7 +298,7 @@ impl FsSpec {
         }
     }
 
-    /// The object store of an `s3` spec.
+    /// The object store of an `s3` or `azblob` spec.
     pub fn object(&self) -> Option<&super::object_stack::ObjectSpec> {
         match &self.backing {
             Backing::Object { object } => Some(object),
@@ -318,10 +318,9 @@ impl FsSpec {
     }
 }
 
-/// Does `s` name an object store (`s3`, `s3@…`)?
+/// Does `s` name an object store (`s3`, `azblob`, either with `@…`)?
 fn is_object_store(s: &str) -> bool {
-    let t = s.trim();
-    t.eq_ignore_ascii_case("s3") || t.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("s3@"))
+    super::object_stack::names_object_store(s)
 }
 
 /// Comma-separated specs (block sizes never contain commas; a device class's

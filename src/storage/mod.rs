@@ -2,6 +2,7 @@
 //! inside a run directory it creates there (see [`rundir`]).
 
 pub mod allocation;
+pub mod azblob_stack;
 pub mod busy;
 pub mod cache;
 mod daemon;

@@ -1,6 +1,8 @@
-//! The native route to an object-store target (`--fs s3…`): an S3 client on the
-//! `object_store` crate (request signing, paging and batching are its, not ours) talking
-//! to the stack's endpoint ([`super::object_stack`]) with the stack's own credentials.
+//! The native route to an object-store target (`--fs s3…`, `--fs azblob…`): an S3 or an
+//! Azure Blob client on the `object_store` crate (request signing, paging and batching
+//! are its, not ours) talking to the stack's endpoint ([`super::object_stack`],
+//! [`super::azblob_stack`]) with the stack's own credentials. One client type for both
+//! ([`ObjectClient`]: the store behind `dyn Store`), one counting HTTP layer.
 //!
 //! - The endpoint lives in the stack's network namespace only, so the client runs on a
 //!   small tokio runtime of its own whose threads join that namespace before they run
@@ -10,18 +12,21 @@
 //! - Credentials are read from the stack's 0600 file into the client and go nowhere
 //!   else: not printed, not in errors (the client's `Debug` shows none), not in results.
 //! - Every HTTP request the client sends is counted by kind ([`RequestCounts`]) in an
-//!   HTTP-layer wrapper, so a LIST page, a DeleteObjects batch and a retry each count as
-//!   the one request the server saw (and a provider bills).
+//!   HTTP-layer wrapper, so a LIST page (S3's `list-type=2`, Blob's `comp=list`), a
+//!   DeleteObjects or Blob Batch request (`comp=batch`) and a retry each count as the one
+//!   request the server saw (and a provider bills).
 //! - No retries: a failed request is an error of the phase, not a hidden second request.
 
-use super::object_stack::ObjectDetails;
+use super::object_stack::{ObjectDetails, Provider};
 use crate::error::{Error, Result};
 use crate::measure::RequestCounts;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::{AzureAccessKey, AzureAuthorizer, AzureCredential, MicrosoftAzureBuilder};
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody, HttpResponse, HttpService,
 };
-use object_store::{ClientOptions, RetryConfig};
+use object_store::list::PaginatedListStore;
+use object_store::{ClientOptions, ObjectStore, RetryConfig};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
@@ -34,13 +39,23 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A request's longest (one PUT or GET of a whole ladder's single file included).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// An S3 client for one object-store target, alive for one trial (a fresh export
-/// restarts the server; a fresh client starts with no stale pooled connection).
+/// What the native ops ask of a store: its requests and its LIST pages (S3's and
+/// Azure Blob's clients both).
+pub trait Store: ObjectStore + PaginatedListStore {}
+
+impl<T: ObjectStore + PaginatedListStore> Store for T {}
+
+/// A client for one object-store target, alive for one trial (a fresh export restarts
+/// the server; a fresh client starts with no stale pooled connection).
 pub struct ObjectClient {
-    /// The bucket, DeleteObjects for batches.
-    pub store: Arc<AmazonS3>,
-    /// The same bucket with bulk delete off: a delete is one `DELETE /key`.
-    pub single_delete: Arc<AmazonS3>,
+    /// Whose API it speaks.
+    pub provider: Provider,
+    /// The bucket (container); batched deletes as DeleteObjects (Blob Batch).
+    pub store: Arc<dyn Store>,
+    /// The same bucket, a request per delete: on S3 with bulk delete off, one
+    /// `DELETE /key`; on Blob (object_store 0.14 sends every delete in a Blob Batch
+    /// request) the same store, a batch of one.
+    pub single_delete: Arc<dyn Store>,
     counter: Arc<Counter>,
     /// The endpoint, for messages (no credentials in it).
     pub endpoint: String,
@@ -67,15 +82,19 @@ struct Counter {
 }
 
 impl Counter {
+    /// One request by its method and query: S3's (`list-type=2`: a LIST page; `POST
+    /// ?delete`: DeleteObjects) or Blob's (`comp=list`: a List Blobs page; `comp=batch`: a
+    /// Blob Batch, counted with DeleteObjects).
     fn count(&self, method: &str, query: &str) {
         let has = |k: &str| query.split('&').any(|p| p == k || p.starts_with(&format!("{k}=")));
+        let comp = |v: &str| query.split('&').any(|p| p == format!("comp={v}"));
         let c = match method {
             "PUT" => &self.put,
-            "GET" if has("list-type") => &self.list,
+            "GET" if has("list-type") || comp("list") => &self.list,
             "GET" => &self.get,
             "HEAD" => &self.head,
             "DELETE" => &self.delete,
-            "POST" if has("delete") => &self.delete_objects,
+            "POST" if has("delete") || comp("batch") => &self.delete_objects,
             _ => &self.other,
         };
         c.fetch_add(1, Ordering::Relaxed);
@@ -133,7 +152,7 @@ impl HttpConnector for CountingConnector {
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
             .build()
-            .map_err(|e| object_store::Error::Generic { store: "S3", source: Box::new(e) })?;
+            .map_err(|e| object_store::Error::Generic { store: "object store", source: Box::new(e) })?;
         let inner = HttpClient::new(client);
         Ok(HttpClient::new(Counting { inner, counter: self.counter.clone(), outside: self.outside.clone() }))
     }
@@ -157,13 +176,102 @@ fn read_credentials(file: &Path) -> Result<(String, String)> {
     }
 }
 
+/// The account name and key of a blob store's connection-string file (as
+/// [`super::azblob_stack::start`] writes it).
+fn read_connection_string(file: &Path) -> Result<(String, String)> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        Error::failed(format!("cannot read the blob store's connection string {}: {e}", file.display()))
+    })?;
+    let value = |k: &str| super::azblob_stack::field(&text, k).filter(|v| !v.is_empty());
+    match (value("AccountName"), value("AccountKey")) {
+        (Some(a), Some(k)) => Ok((a, k)),
+        _ => Err(Error::failed(format!("{}: no account name and key in it", file.display()))),
+    }
+}
+
+/// No retries: a failed request is an error of the phase (see the module docs).
+fn no_retries() -> RetryConfig {
+    RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() }
+}
+
+/// The S3 bucket of `d` twice: DeleteObjects for batches, and bulk delete off.
+fn s3_stores(d: &ObjectDetails, connector: impl Fn() -> CountingConnector) -> Result<(Arc<dyn Store>, Arc<dyn Store>)> {
+    let (key, secret) = read_credentials(&d.credentials_file)?;
+    let options = ClientOptions::new().with_allow_http(true);
+    let builder = |single: bool| -> Result<Arc<dyn Store>> {
+        let s3 = AmazonS3Builder::new()
+            .with_endpoint(&d.endpoint)
+            .with_bucket_name(&d.bucket)
+            .with_region("us-east-1")
+            .with_access_key_id(&key)
+            .with_secret_access_key(&secret)
+            .with_allow_http(true)
+            .with_virtual_hosted_style_request(false)
+            .with_client_options(options.clone())
+            .with_retry(no_retries())
+            .with_disable_bulk_delete(single)
+            .with_http_connector(connector())
+            .build()
+            // object_store's builder errors name settings, never their values.
+            .map_err(|e| Error::failed(format!("object store client for {}: {e}", d.endpoint)))?;
+        Ok(Arc::new(s3))
+    };
+    Ok((builder(false)?, builder(true)?))
+}
+
+/// The blob container of `d`, through the endpoint (`http://HOST:PORT/ACCOUNT`, path
+/// style, as Azurite serves it) with the stack's account key.
+fn azure_store(d: &ObjectDetails, connector: CountingConnector) -> Result<object_store::azure::MicrosoftAzure> {
+    let (account, key) = read_connection_string(&d.credentials_file)?;
+    MicrosoftAzureBuilder::new()
+        .with_endpoint(d.endpoint.clone())
+        .with_account(account)
+        .with_access_key(key)
+        .with_container_name(&d.bucket)
+        .with_allow_http(true)
+        .with_client_options(ClientOptions::new().with_allow_http(true))
+        .with_retry(no_retries())
+        .with_http_connector(connector)
+        .build()
+        .map_err(|e| Error::failed(format!("blob store client for {}: {e}", d.endpoint)))
+}
+
+/// Make the container of the blob store `d` (Create Container, signed by object_store's
+/// [`AzureAuthorizer`]: object_store has no call for it); one that exists is fine.
+pub fn create_container(d: &ObjectDetails) -> Result<()> {
+    let fail = |e: String| Error::failed(format!("cannot make the container {} at {}: {e}", d.bucket, d.endpoint));
+    let (account, key) = read_connection_string(&d.credentials_file)?;
+    let outside = Arc::new(AtomicBool::new(false));
+    let runtime = runtime_in(&d.netns, outside.clone())?;
+    let connector = CountingConnector { counter: Arc::new(Counter::default()), outside };
+    let client = connector.connect(&ClientOptions::new().with_allow_http(true)).map_err(|e| fail(e.to_string()))?;
+    let mut req = HttpRequest::new(HttpRequestBody::empty());
+    *req.method_mut() = "PUT".parse().map_err(|_| fail("bad method".into()))?;
+    *req.uri_mut() =
+        format!("{}/{}?restype=container", d.endpoint, d.bucket).parse().map_err(|_| fail("bad URL".into()))?;
+    req.headers_mut().insert("content-length", "0".parse().map_err(|_| fail("bad header".into()))?);
+    let credential = AzureCredential::AccessKey(AzureAccessKey::try_new(&key).map_err(|e| fail(e.to_string()))?);
+    AzureAuthorizer::new(&credential, &account).try_authorize(&mut req).map_err(|e| fail(e.to_string()))?;
+    let answer = runtime.block_on(runtime.spawn(async move { client.execute(req).await }));
+    let status = match answer {
+        Ok(Ok(r)) => r.status().as_u16(),
+        Ok(Err(e)) => return Err(fail(e.to_string())),
+        Err(e) => return Err(fail(format!("request task: {e}"))),
+    };
+    // 201 Created; 409: it exists (ContainerAlreadyExists).
+    match status {
+        201 | 409 => Ok(()),
+        s => Err(fail(format!("HTTP status {s}"))),
+    }
+}
+
 /// A runtime whose threads join the network namespace at `ns` before they run a task;
 /// `outside` is set if one could not.
 fn runtime_in(ns: &Path, outside: Arc<AtomicBool>) -> Result<tokio::runtime::Runtime> {
     let file = Arc::new(super::share_netns::open(ns)?);
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKERS)
-        .thread_name("manyfiles-s3")
+        .thread_name("manyfiles-obj")
         .enable_all()
         .on_thread_start(move || {
             // SAFETY: setns on an open nsfs fd; only the calling (new) thread moves.
@@ -176,36 +284,25 @@ fn runtime_in(ns: &Path, outside: Arc<AtomicBool>) -> Result<tokio::runtime::Run
 }
 
 impl ObjectClient {
-    /// A client of the stack `d` describes (its endpoint, bucket, credentials file and
-    /// network namespace).
+    /// A client of the stack `d` describes (its provider, endpoint, bucket or container,
+    /// credentials file and network namespace).
     pub fn connect(d: &ObjectDetails) -> Result<ObjectClient> {
-        let (key, secret) = read_credentials(&d.credentials_file)?;
         let outside = Arc::new(AtomicBool::new(false));
         let runtime = runtime_in(&d.netns, outside.clone())?;
         let counter = Arc::new(Counter::default());
-        let options = ClientOptions::new().with_allow_http(true);
-        let builder = |single: bool| {
-            AmazonS3Builder::new()
-                .with_endpoint(&d.endpoint)
-                .with_bucket_name(&d.bucket)
-                .with_region("us-east-1")
-                .with_access_key_id(&key)
-                .with_secret_access_key(&secret)
-                .with_allow_http(true)
-                .with_virtual_hosted_style_request(false)
-                .with_client_options(options.clone())
-                .with_retry(RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() })
-                .with_disable_bulk_delete(single)
-                .with_http_connector(CountingConnector { counter: counter.clone(), outside: outside.clone() })
-                .build()
-                // object_store's builder errors name settings, never their values.
-                .map_err(|e| Error::failed(format!("object store client for {}: {e}", d.endpoint)))
+        let connector = || CountingConnector { counter: counter.clone(), outside: outside.clone() };
+        let provider = d.object.provider;
+        let (store, single_delete) = match provider {
+            Provider::S3 => s3_stores(d, connector)?,
+            Provider::Azblob => {
+                let store: Arc<dyn Store> = Arc::new(azure_store(d, connector())?);
+                (store.clone(), store)
+            }
         };
-        let (store, single_delete) = (Arc::new(builder(false)?), Arc::new(builder(true)?));
         if outside.load(Ordering::SeqCst) {
             return Err(Error::failed("the object store client could not join the stack's network namespace"));
         }
-        Ok(ObjectClient { runtime, store, single_delete, counter, endpoint: d.endpoint.clone() })
+        Ok(ObjectClient { provider, runtime, store, single_delete, counter, endpoint: d.endpoint.clone() })
     }
 
     /// Requests sent so far, by kind; a phase's are the difference around it.
@@ -279,7 +376,7 @@ impl ObjectClient {
             return Err(Error::failed("the object store client could not join the stack's network namespace"));
         }
         let endpoint = r.endpoint.clone().unwrap_or_else(|| format!("AWS S3 ({})", r.region));
-        Ok(ObjectClient { runtime, store, single_delete, counter, endpoint })
+        Ok(ObjectClient { provider: Provider::S3, runtime, store, single_delete, counter, endpoint })
     }
 }
 
@@ -300,12 +397,15 @@ mod tests {
             ("DELETE", ""),
             ("POST", "delete"),
             ("POST", "uploads"),
+            ("GET", "restype=container&comp=list&prefix=a%2F&maxresults=5000"),
+            ("POST", "restype=container&comp=batch"),
+            ("GET", "comp=tags"),
         ] {
             c.count(m, q);
         }
         let s = c.snapshot();
-        assert_eq!((s.put, s.get, s.list, s.head, s.delete, s.delete_objects, s.other), (2, 1, 2, 1, 1, 1, 1), "{s:?}");
-        assert_eq!(s.total(), 9);
+        assert_eq!((s.put, s.get, s.list, s.head, s.delete, s.delete_objects, s.other), (2, 2, 3, 1, 1, 2, 1), "{s:?}");
+        assert_eq!(s.total(), 12);
     }
 
     #[test]
@@ -317,5 +417,11 @@ mod tests {
         std::fs::write(&f, "[default]\naws_access_key_id = MFABC\n").unwrap();
         let e = read_credentials(&f).unwrap_err().to_string();
         assert!(e.contains("no access key and secret") && !e.contains("MFABC"), "{e}");
+        let c = dir.path().join("connection-string");
+        std::fs::write(&c, "DefaultEndpointsProtocol=http;AccountName=manyfiles;AccountKey=00ff;BlobEndpoint=x;\n")
+            .unwrap();
+        assert_eq!(read_connection_string(&c).unwrap(), ("manyfiles".into(), "00ff".into()));
+        std::fs::write(&c, "AccountName=manyfiles;AccountKey=;").unwrap();
+        assert!(read_connection_string(&c).unwrap_err().to_string().contains("no account name and key"));
     }
 }

@@ -44,9 +44,50 @@ pub const BUCKET: &str = "manyfiles";
 /// The client's caches, as given (s3fs 1.90's documented defaults, written out).
 const CLIENT_CACHES: &str = "max_stat_cache_size=100000,stat_cache_expire=900";
 
+/// Whose API an object store speaks (and whose list prices its requests get).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Amazon S3's API (`s3`): manyfiles-s3server, s3fs.
+    #[default]
+    S3,
+    /// Azure Blob Storage's API (`azblob`): Azurite ([`super::azblob_stack`]), no FUSE client.
+    Azblob,
+}
+
+impl Provider {
+    /// The spec's word: `s3`, `azblob`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::S3 => "s3",
+            Provider::Azblob => "azblob",
+        }
+    }
+
+    /// Keys a LIST page holds at most (S3's ListObjectsV2: 1,000; Blob's List Blobs: 5,000).
+    pub fn list_page(self) -> usize {
+        match self {
+            Provider::S3 => 1000,
+            Provider::Azblob => 5000,
+        }
+    }
+
+    /// Keys one batched delete takes (S3's DeleteObjects: 1,000; object_store 0.14 sends
+    /// Blob Batch requests of 256 deletes, Azure's most).
+    pub fn delete_batch(self) -> usize {
+        match self {
+            Provider::S3 => 1000,
+            Provider::Azblob => 256,
+        }
+    }
+}
+
 /// An object store target: the network in front of the server and where it stores.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectSpec {
+    /// Whose API (an older result, without it, is S3's).
+    #[serde(default)]
+    pub provider: Provider,
     /// Round trip added by the proxy, milliseconds (0: the proxy adds nothing).
     pub rtt_ms: u64,
     /// Bytes per second each direction at most; None: no cap.
@@ -56,16 +97,26 @@ pub struct ObjectSpec {
     pub export: super::fsspec::FsSpec,
 }
 
-const FORM: &str = "s3[@rtt=DUR][,bw=RATE][,on=FSSPEC]";
+const FORM: &str = "s3|azblob[@rtt=DUR][,bw=RATE][,on=FSSPEC]";
+
+/// The provider `word` names (`s3`, `azblob`; any case).
+fn provider_named(word: &str) -> Option<Provider> {
+    [Provider::S3, Provider::Azblob].into_iter().find(|p| word.trim().eq_ignore_ascii_case(p.name()))
+}
+
+/// Does `text` name an object store (`s3`, `azblob`, either with `@…`)?
+pub fn names_object_store(text: &str) -> bool {
+    provider_named(text.split_once('@').map_or(text, |(p, _)| p)).is_some()
+}
 
 impl ObjectSpec {
-    /// The whole spec text: `s3`, `s3@rtt=1ms`, `s3@rtt=1ms,bw=10MiB/s,on=ext4@disk`.
+    /// The whole spec text: `s3`, `azblob@rtt=1ms`, `s3@rtt=1ms,bw=10MiB/s,on=ext4@disk`.
     pub fn parse(text: &str) -> std::result::Result<ObjectSpec, String> {
-        let rest = match text.trim().split_once('@') {
-            None if text.trim().eq_ignore_ascii_case("s3") => "",
-            Some((p, rest)) if p.eq_ignore_ascii_case("s3") => rest,
-            _ => return Err(format!("'{text}': expected {FORM}")),
+        let (provider, rest) = match text.trim().split_once('@') {
+            None => (provider_named(text), ""),
+            Some((p, rest)) => (provider_named(p), rest),
         };
+        let Some(provider) = provider else { return Err(format!("'{text}': expected {FORM}")) };
         let (params, on) = match rest.find("on=").filter(|&i| i == 0 || rest[..i].ends_with(',')) {
             Some(i) => (rest[..i].trim_end_matches(','), Some(&rest[i + 3..])),
             None => (rest, None),
@@ -91,12 +142,12 @@ impl ObjectSpec {
                 "'{text}': on= names the file system the server stores on: not a share, an object store nor a real device"
             ));
         }
-        Ok(ObjectSpec { rtt_ms: rtt.unwrap_or(0), bw, export })
+        Ok(ObjectSpec { provider, rtt_ms: rtt.unwrap_or(0), bw, export })
     }
 
     /// Canonical text (round-trips through [`parse`](Self::parse)).
     pub fn text(&self) -> String {
-        let mut s = format!("s3@rtt={}ms", self.rtt_ms);
+        let mut s = format!("{}@rtt={}ms", self.provider.name(), self.rtt_ms);
         if let Some(b) = self.bw {
             s.push_str(&format!(",bw={}", super::share::fmt_bw(b)));
         }
@@ -133,16 +184,20 @@ pub fn preflight(label: &str, search_path: &std::ffi::OsStr) -> std::result::Res
     Ok(())
 }
 
-/// What the results record about an object store (no credentials: where they are).
+/// What the results record about an object store, S3 or Azure Blob (no credentials:
+/// where they are).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ObjectDetails {
     pub object: ObjectSpec,
-    /// The S3 endpoint (the proxy's, in the stack's network namespace).
+    /// The endpoint (the proxy's, in the stack's network namespace; a blob store's ends
+    /// with its account: `http://127.0.0.1:PORT/manyfiles`).
     pub endpoint: String,
+    /// The bucket (a blob store's container).
     pub bucket: String,
-    /// The bucket as the engines name it (`s3://manyfiles/`).
+    /// The bucket as the engines name it (`s3://manyfiles/`, `azblob://manyfiles/`).
     pub url: String,
-    /// The access key and secret (AWS shared-credentials format, 0600, root's).
+    /// The access key and secret (AWS shared-credentials format), or a blob store's
+    /// connection string (account and key); 0600, root's.
     pub credentials_file: PathBuf,
     /// The stack's network namespace (`nsenter --net=FILE` reaches the endpoint).
     pub netns: PathBuf,
@@ -169,6 +224,33 @@ pub struct ObjectDetails {
     pub export: Box<super::managed::ManagedDetails>,
 }
 
+impl ObjectDetails {
+    /// How to reach the store (what `mount` prints): its endpoint, bucket or container,
+    /// where its credentials are (never the credentials), a command to try.
+    pub fn reach_lines(&self) -> String {
+        let (ns, cred, end, url) = (self.netns.display(), self.credentials_file.display(), &self.endpoint, &self.url);
+        match self.object.provider {
+            Provider::S3 => format!(
+                "object store: endpoint {end} · bucket {} · {url} (the S3 server is in the stack's own network \
+                 namespace)\ncredentials (access key and secret, AWS shared-credentials format, root's): {cred}\n\
+                 reach it as root, e.g.: nsenter --net={ns} env AWS_SHARED_CREDENTIALS_FILE={cred} \
+                 aws --endpoint-url {end} s3 ls {url}\n",
+                self.bucket
+            ),
+            Provider::Azblob => format!(
+                "blob store: endpoint {end} · account {} · container {} · {url} (Azurite, in the stack's own \
+                 network namespace; no file view at the mount point: blobfuse2 is not installable)\n\
+                 connection string (account key, root's): {cred}\n\
+                 reach it as root, e.g.: nsenter --net={ns} az storage blob list --container-name {} \
+                 --connection-string \"$(cat {cred})\"\n",
+                super::azblob_stack::ACCOUNT,
+                self.bucket,
+                self.bucket
+            ),
+        }
+    }
+}
+
 /// The private directory of object store `key`.
 pub fn dir_for(key: &str) -> PathBuf {
     super::registry::state_dir().join(format!("object-{key}"))
@@ -184,7 +266,7 @@ pub fn fsname(dir: &Path) -> String {
 pub const MOUNT_TYPE: &str = "fuse.s3fs";
 
 /// `n` random bytes as hex digits, upper case (access keys) or lower (secrets).
-fn random_hex(n: usize, upper: bool) -> Result<String> {
+pub(super) fn random_hex(n: usize, upper: bool) -> Result<String> {
     let mut s = String::new();
     while s.len() < 2 * n {
         s.push_str(&stack::password()?);
@@ -197,36 +279,71 @@ fn random_hex(n: usize, upper: bool) -> Result<String> {
 /// first). The client is mounted apart ([`mount_client`]). On error, what was started is
 /// left for [`super::share_stack::stop`].
 pub fn start(dir: &Path, spec: &ObjectSpec, export: &super::managed::ManagedFs, mp: &Path) -> Result<ObjectDetails> {
+    let secrets = |_proxy_port: u16| -> Result<PathBuf> {
+        let (access, secret) = (format!("MF{}", random_hex(9, true)?), random_hex(20, false)?);
+        let credentials = dir.join("credentials");
+        write_private(
+            &credentials,
+            &format!("[default]\naws_access_key_id = {access}\naws_secret_access_key = {secret}\n"),
+        )?;
+        write_private(&dir.join("passwd-s3fs"), &format!("{access}:{secret}\n"))?;
+        Ok(credentials)
+    };
+    let server = |account: Account, port: u16| start_server(dir, account, port, export.mount_point());
+    let mut d = start_stack(dir, spec, export, secrets, server)?;
+    d.client_command = s3fs_argv(dir, &d.endpoint, mp);
+    d.client_version = tool_version(&["s3fs", "--version"], "V1");
+    d.client_caches =
+        format!("s3fs 1.90's documented defaults, given explicitly: {CLIENT_CACHES}; no local file cache");
+    Ok(d)
+}
+
+/// What every provider's stack does alike (the caller recorded `dir` first): its private
+/// directory, its namespace and three ports there, its secrets (`secrets(proxy_port)`
+/// writes them and returns the file's path: before the server, which reads them), the
+/// server as an unnamed uid (`server(account, port)` starts it and returns its argv) and
+/// the proxy as another. The client's fields are left for the caller (none on Blob).
+pub(super) fn start_stack(
+    dir: &Path,
+    spec: &ObjectSpec,
+    export: &super::managed::ManagedFs,
+    secrets: impl FnOnce(u16) -> Result<PathBuf>,
+    server: impl FnOnce(Account, u16) -> Result<Vec<String>>,
+) -> Result<ObjectDetails> {
     mkdir(dir, 0o700)?;
     let ns = netns::file(dir);
     netns::create(&ns)?;
-    let [server_port, proxy_port, api_port] = netns::within(&ns, || -> Result<[u16; 3]> {
-        // Held together so the three differ.
-        let held: Vec<std::net::TcpListener> = (0..3)
-            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
-            .collect::<std::io::Result<_>>()
-            .map_err(|e| Error::failed(format!("cannot find a free port in the object store's namespace: {e}")))?;
-        let port = |i: usize| held[i].local_addr().map(|a| a.port()).unwrap_or(0);
-        Ok([port(0), port(1), port(2)])
-    })??;
-    let (access, secret) = (format!("MF{}", random_hex(9, true)?), random_hex(20, false)?);
-    let credentials = dir.join("credentials");
-    write_private(
-        &credentials,
-        &format!("[default]\naws_access_key_id = {access}\naws_secret_access_key = {secret}\n"),
-    )?;
-    write_private(&dir.join("passwd-s3fs"), &format!("{access}:{secret}\n"))?;
-    let server = netns::free_account()?;
-    let server_command = start_server(dir, server, server_port, export.mount_point())?;
-    let proxy = netns::free_account_besides(&[server.uid])?;
+    let [server_port, proxy_port, api_port] = stack::free_ports(&ns, "object store")?;
+    let credentials = secrets(proxy_port)?;
+    let account = netns::free_account()?;
+    let server_command = server(account, server_port)?;
+    let proxy = netns::free_account_besides(&[account.uid])?;
     let proxy_command =
         stack::start_proxy(dir, (spec.rtt_ms, spec.toxic_rate()), proxy, server_port, proxy_port, api_port)?;
-    let endpoint = format!("http://127.0.0.1:{proxy_port}");
+    let blob = spec.provider == Provider::Azblob;
+    let (name, version, refused, client) = match blob {
+        false => (
+            SERVER,
+            tool_version(&[SERVER, "-version"], "gofakes3"),
+            "they name the stack's access key",
+            "s3fs as root without allow_other",
+        ),
+        true => (
+            super::azblob_stack::SERVER,
+            format!("Azurite {}", tool_version(&[super::azblob_stack::SERVER, "--version"], ".")),
+            "signed with the stack's own account key",
+            "no client mounted (the mount point is a tmpfs holding the run directories' markers)",
+        ),
+    };
+    let endpoint = match blob {
+        false => format!("http://127.0.0.1:{proxy_port}"),
+        true => format!("http://127.0.0.1:{proxy_port}/{}", super::azblob_stack::ACCOUNT),
+    };
     Ok(ObjectDetails {
         object: spec.clone(),
-        endpoint: endpoint.clone(),
+        endpoint,
         bucket: BUCKET.into(),
-        url: format!("s3://{BUCKET}/"),
+        url: format!("{}://{BUCKET}/", spec.provider.name()),
         credentials_file: credentials,
         netns: ns,
         latency_toxic_ms: spec.rtt_ms,
@@ -235,23 +352,20 @@ pub fn start(dir: &Path, spec: &ObjectSpec, export: &super::managed::ManagedFs, 
         server_port,
         proxy_port,
         proxy_api_port: api_port,
-        server_uid: server.uid,
+        server_uid: account.uid,
         confinement: format!(
-            "own network namespace (loopback only, nothing on the host's addresses); {SERVER} as uid {0} gid {0} \
+            "own network namespace (loopback only, nothing on the host's addresses); {name} as uid {0} gid {0} \
              (no account, no groups, no new privileges; only its data directory on the export), requests \
-             refused unless they name the stack's access key; toxiproxy as uid {1} gid {1}; s3fs as root \
-             without allow_other",
-            server.uid, proxy.uid
+             refused unless {refused}; toxiproxy as uid {1} gid {1}; {client}",
+            account.uid, proxy.uid
         ),
         server_command,
-        server_version: tool_version(&[SERVER, "-version"], "gofakes3"),
+        server_version: version,
         proxy_command,
         proxy_version: format!("{} (built from v2.9.0 by go install)", tool_version(&[PROXY, "-version"], "version")),
-        client_command: s3fs_argv(dir, &endpoint, mp),
-        client_version: tool_version(&["s3fs", "--version"], "V1"),
-        client_caches: format!(
-            "s3fs 1.90's documented defaults, given explicitly: {CLIENT_CACHES}; no local file cache"
-        ),
+        client_command: Vec::new(),
+        client_version: "none: no FUSE client for Blob here (blobfuse2 is not installable)".into(),
+        client_caches: "none".into(),
         export: Box::new(export.details().clone()),
     })
 }
@@ -259,22 +373,35 @@ pub fn start(dir: &Path, spec: &ObjectSpec, export: &super::managed::ManagedFs, 
 /// The server as `account`, in its data directory `EXPORT/s3` (made here, its own,
 /// 0700), listening on `port` in the namespace; its access key from `DIR/passwd-s3fs`.
 fn start_server(dir: &Path, account: Account, port: u16, export: &Path) -> Result<Vec<String>> {
-    let data = export.join("s3");
-    if !data.is_dir() {
-        mkdir(&data, 0o700)?;
-    }
-    rustix::fs::chown(
-        &data,
-        Some(rustix::fs::Uid::from_raw(account.uid)),
-        Some(rustix::fs::Gid::from_raw(account.gid)),
-    )
-    .map_err(|e| Error::failed(format!("cannot give {} to the server's uid: {e}", data.display())))?;
     let passwd = std::fs::read_to_string(dir.join("passwd-s3fs"))
         .map_err(|e| Error::failed(format!("{}: {e}", dir.join("passwd-s3fs").display())))?;
     let access = passwd.split(':').next().unwrap_or("").to_string();
     let argv: Vec<String> =
         [SERVER, "-listen", &format!("127.0.0.1:{port}"), "-dir", ".", "-bucket", BUCKET].map(String::from).into();
-    let log = dir.join("s3server.log");
+    let data = export.join("s3");
+    spawn_in_own_dir(dir, account, &data, &argv, &dir.join("s3server.log"), &[("MANYFILES_S3_ACCESS_KEY", &access)])?;
+    let ns = netns::file(dir);
+    stack::wait_ready(dir, SERVER, &dir.join("s3server.log"), || accepts(&ns, port, None))?;
+    Ok(argv)
+}
+
+/// Start a stack's server `argv` as `account` in the namespace, in its data directory
+/// `data` (made when missing, given to the account, 0700: it can reach nothing else of
+/// the export, nor the state directory above), `env` added (a key: never in argv).
+/// Also Azurite's ([`super::azblob_stack`]).
+pub(super) fn spawn_in_own_dir(
+    dir: &Path,
+    account: Account,
+    data: &Path,
+    argv: &[String],
+    log: &Path,
+    env: &[(&str, &str)],
+) -> Result<()> {
+    if !data.is_dir() {
+        mkdir(data, 0o700)?;
+    }
+    rustix::fs::chown(data, Some(rustix::fs::Uid::from_raw(account.uid)), Some(rustix::fs::Gid::from_raw(account.gid)))
+        .map_err(|e| Error::failed(format!("cannot give {} to the server's uid: {e}", data.display())))?;
     let ns_file = std::sync::Arc::new(netns::open(&netns::file(dir))?);
     let mut confine = netns::confine(ns_file, Some(account));
     // Entered as root before the uid is dropped: the state directory above is 0700.
@@ -287,10 +414,7 @@ fn start_server(dir: &Path, account: Account, port: u16, export: &Path) -> Resul
         }
         confine()
     };
-    daemon::spawn_detached_with(&argv, &log, &[("MANYFILES_S3_ACCESS_KEY", &access)], pre_exec)?;
-    let ns = netns::file(dir);
-    stack::wait_ready(dir, SERVER, &log, || accepts(&ns, port, None))?;
-    Ok(argv)
+    daemon::spawn_detached_with(argv, log, env, pre_exec)
 }
 
 /// s3fs of the bucket through the proxy, in the foreground of its own session, path-style
@@ -339,7 +463,19 @@ mod tests {
         assert_eq!(s.text(), "s3@rtt=2ms,bw=10MiB/s,on=ext4@disk:/var/tmp");
         assert_eq!(ObjectSpec::parse(&s.text()).unwrap(), s);
         assert_eq!(s.toxic_rate(), Some(10485));
+        let s = ObjectSpec::parse("azblob@rtt=1ms,on=ext4@disk").unwrap();
+        assert_eq!((s.provider, s.rtt_ms), (Provider::Azblob, 1));
+        assert_eq!(s.text(), "azblob@rtt=1ms,on=ext4@disk:/var/tmp");
+        assert_eq!(ObjectSpec::parse(&s.text()).unwrap(), s);
+        assert_eq!(ObjectSpec::parse("AZBLOB").unwrap().text(), "azblob@rtt=0ms");
+        assert!(names_object_store("azblob@rtt=1ms") && names_object_store("s3") && !names_object_store("azure"));
+        // A result written before providers: S3.
+        let mut v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v.as_object_mut().unwrap().remove("provider"), Some(serde_json::json!("azblob")));
+        let old: ObjectSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(old.provider, Provider::S3);
         for (bad, says) in [
+            ("azblob@rtt=1ms,rtt=2ms", "twice"),
             ("s3@rtt=1.5ms", "whole milliseconds"),
             ("s3@rtt=1ms,rtt=2ms", "twice"),
             ("s3@lat=1ms", "unknown object store parameter"),

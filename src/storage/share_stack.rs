@@ -201,6 +201,20 @@ fn api_here(port: u16, method: &str, path: &str, body: &str) -> std::result::Res
     if status.starts_with('2') { Ok(body) } else { Err(format!("toxiproxy API {method} {path}: {status} {body}")) }
 }
 
+/// Three different free ports on the loopback of the namespace `ns` (the server's, the
+/// proxy's, the proxy's API's) of a `what` stack (a share, an object store).
+pub(super) fn free_ports(ns: &Path, what: &str) -> Result<[u16; 3]> {
+    netns::within(ns, || -> Result<[u16; 3]> {
+        // Held together so the three differ.
+        let held: Vec<std::net::TcpListener> = (0..3)
+            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
+            .collect::<std::io::Result<_>>()
+            .map_err(|e| Error::failed(format!("cannot find a free port in the {what}'s namespace: {e}")))?;
+        let port = |i: usize| held[i].local_addr().map(|a| a.port()).unwrap_or(0);
+        Ok([port(0), port(1), port(2)])
+    })?
+}
+
 /// Start the server and the proxy for `share` exporting `export`'s mount (the caller
 /// recorded `dir` first). The client is mounted apart ([`mount_client`]). On error, what
 /// was started is left for [`stop`].
@@ -209,16 +223,7 @@ pub fn start(dir: &Path, share: &ShareSpec, export: &super::managed::ManagedFs, 
     mkdir(dir, 0o700)?;
     let ns = netns::file(dir);
     netns::create(&ns)?;
-    let ports = netns::within(&ns, || -> Result<[u16; 3]> {
-        // Held together so the three differ.
-        let held: Vec<std::net::TcpListener> = (0..3)
-            .map(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
-            .collect::<std::io::Result<_>>()
-            .map_err(|e| Error::failed(format!("cannot find a free port in the share's namespace: {e}")))?;
-        let port = |i: usize| held[i].local_addr().map(|a| a.port()).unwrap_or(0);
-        Ok([port(0), port(1), port(2)])
-    })??;
-    let [server_port, proxy_port, api_port] = ports;
+    let [server_port, proxy_port, api_port] = free_ports(&ns, "share")?;
     let account = netns::free_account()?;
     let (server_command, server_version, client_command, client_version, client_caches) = match share.proto {
         Proto::Sftp => {

@@ -29,7 +29,7 @@ use crate::storage::object_client::ObjectClient;
 use crate::storage::object_endpoint::Reach;
 use futures_util::StreamExt;
 use object_store::ObjectStore;
-use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::list::PaginatedListOptions;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -50,8 +50,8 @@ const COMMAND: CommandLine = CommandLine {
             "ops",
             "OPS",
             "Ops to time, comma separated (create, stat, list, read, walk, scan, rescan, rm or delete; reformat on \
-             --fs targets: unmount, mkfs, mount with the tree on it, beside delete; on --fs s3 the native requests \
-             s3:put, s3:head, s3:list, s3:get, s3:delete, s3:delete-batch)",
+             --fs targets: unmount, mkfs, mount with the tree on it, beside delete; on --fs s3 or azblob the native \
+             requests obj:put, obj:head, obj:list, obj:get, obj:delete, obj:delete-batch)",
         )
         .default("create,read,delete")
         .hints(OP_NAMES),

@@ -1,4 +1,6 @@
-//! s3:delete: one `DELETE /key` per object (the client with bulk delete off).
+//! obj:delete: one request per object: on S3 a `DELETE /key` (the client with bulk delete
+//! off); on Azure Blob a Blob Batch request of one delete (object_store 0.14 sends every
+//! Azure delete through Blob Batch: it has no single Delete Blob call).
 
 use super::{ObjectOp, Run, each_object, path};
 use crate::measure::PhaseResult;
@@ -9,7 +11,7 @@ pub struct Delete;
 
 impl ObjectOp for Delete {
     fn name(&self) -> &'static str {
-        "s3:delete"
+        "obj:delete"
     }
 
     fn run(&self, run: &Run) -> PhaseResult {

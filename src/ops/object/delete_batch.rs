@@ -1,6 +1,7 @@
-//! s3:delete-batch: the objects removed 1,000 keys a request (DeleteObjects), batches
-//! in flight as other ops' requests; one latency sample per batch. A key the answer
-//! names as not deleted is an error.
+//! obj:delete-batch: the objects removed in batches, as many keys a request as the
+//! provider takes (S3's DeleteObjects: 1,000; Azure's Blob Batch: 256), batches in
+//! flight as other ops' requests; one latency sample per batch. A key the answer names
+//! as not deleted is an error.
 
 use super::{ObjectOp, Recorder, Run, path};
 use crate::measure::PhaseResult;
@@ -8,21 +9,18 @@ use futures_util::StreamExt;
 use object_store::ObjectStore;
 use std::time::{Duration, Instant};
 
-/// Keys per DeleteObjects request: S3's most.
-pub const BATCH: usize = 1000;
-
 pub struct DeleteBatch;
 
 impl ObjectOp for DeleteBatch {
     fn name(&self) -> &'static str {
-        "s3:delete-batch"
+        "obj:delete-batch"
     }
 
     fn run(&self, run: &Run) -> PhaseResult {
         let mut rec = Recorder::start(run, self.name(), run.keys().len() as u64);
         let handle = run.client.handle().clone();
         run.client.block_on(async {
-            let mut answers = futures_util::stream::iter(run.keys().chunks(BATCH))
+            let mut answers = futures_util::stream::iter(run.keys().chunks(run.client.provider.delete_batch()))
                 .map(|chunk| {
                     let keys: Vec<object_store::Result<object_store::path::Path>> =
                         chunk.iter().map(|(_, k)| Ok(path(k))).collect();
@@ -51,7 +49,7 @@ impl ObjectOp for DeleteBatch {
                 rec.done(latency, ok, 0);
                 if ok < n {
                     let e = deleted.into_iter().find_map(|r| r.err()).unwrap_or_else(|| "fewer keys answered".into());
-                    rec.error(n - ok, format!("s3:delete-batch: {} of {n} keys not deleted: {e}", n - ok));
+                    rec.error(n - ok, format!("obj:delete-batch: {} of {n} keys not deleted: {e}", n - ok));
                 }
                 if rec.stopping() {
                     break;

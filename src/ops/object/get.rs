@@ -1,4 +1,4 @@
-//! s3:get: one GET per object, its body read to the end; a body of another length than
+//! obj:get: one GET per object, its body read to the end; a body of another length than
 //! the file's is an error.
 
 use super::{ObjectOp, Run, each_object, path};
@@ -9,7 +9,7 @@ pub struct Get;
 
 impl ObjectOp for Get {
     fn name(&self) -> &'static str {
-        "s3:get"
+        "obj:get"
     }
 
     fn run(&self, run: &Run) -> PhaseResult {

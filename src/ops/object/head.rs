@@ -1,4 +1,4 @@
-//! s3:head: one HEAD per object (what `stat` is to a file); a size other than the
+//! obj:head: one HEAD per object (what `stat` is to a file); a size other than the
 //! file's is an error.
 
 use super::{ObjectOp, Run, each_object, path};
@@ -9,7 +9,7 @@ pub struct Head;
 
 impl ObjectOp for Head {
     fn name(&self) -> &'static str {
-        "s3:head"
+        "obj:head"
     }
 
     fn run(&self, run: &Run) -> PhaseResult {

@@ -1,9 +1,12 @@
-//! Native object-store ops (`s3:put`, `s3:head`, `s3:list`, `s3:get`, `s3:delete`,
-//! `s3:delete-batch`): the tree's files as objects sent to an object-store target's
-//! endpoint through [`crate::storage::object_client`], beside the file ops that reach
-//! the same bucket through its s3fs mount. One file per op; all share one runner
-//! ([`each_object`]) and one bookkeeping ([`Recorder`]), so they have the statistics,
-//! portions and latency of every op, plus the requests they sent by kind.
+//! Native object-store ops (`obj:put`, `obj:head`, `obj:list`, `obj:get`, `obj:delete`,
+//! `obj:delete-batch`): the tree's files as objects sent to an object-store target's
+//! endpoint through [`crate::storage::object_client`], in the API of the target's
+//! provider (`--fs s3`: S3's; `--fs azblob`: Azure Blob's), beside the file ops that
+//! reach an S3 bucket through its s3fs mount. The names are the provider's neither: one
+//! op compares the providers in one column, its requests counted by the same kinds.
+//! One file per op; all share one runner ([`each_object`]) and one bookkeeping
+//! ([`Recorder`]), so they have the statistics, portions and latency of every op, plus
+//! the requests they sent by kind.
 //!
 //! Object `i` of the tree is `PREFIX/DIR/NAME` (the plan's directory path and file name;
 //! no directory objects). Requests run on the client's runtime, `in_flight` at most at
@@ -26,7 +29,7 @@ use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
 /// The native ops, in the order they run on one tree (as create, stat, list, read, delete).
-pub const NAMES: [&str; 6] = ["s3:put", "s3:head", "s3:list", "s3:get", "s3:delete", "s3:delete-batch"];
+pub const NAMES: [&str; 6] = ["obj:put", "obj:head", "obj:list", "obj:get", "obj:delete", "obj:delete-batch"];
 
 /// Requests in flight when `--threads` is not given (a file op's default, the cores,
 /// would leave an object store's round trips mostly idle).
@@ -46,12 +49,12 @@ pub trait ObjectOp: Sync {
 
 fn op_by_name(name: &str) -> Box<dyn ObjectOp> {
     match name {
-        "s3:put" => Box::new(put::Put),
-        "s3:head" => Box::new(head::Head),
-        "s3:list" => Box::new(list::List),
-        "s3:get" => Box::new(get::Get),
-        "s3:delete" => Box::new(delete::Delete),
-        "s3:delete-batch" => Box::new(delete_batch::DeleteBatch),
+        "obj:put" => Box::new(put::Put),
+        "obj:head" => Box::new(head::Head),
+        "obj:list" => Box::new(list::List),
+        "obj:get" => Box::new(get::Get),
+        "obj:delete" => Box::new(delete::Delete),
+        "obj:delete-batch" => Box::new(delete_batch::DeleteBatch),
         other => unreachable!("object op names are checked by parse_ops: {other}"),
     }
 }
@@ -251,9 +254,9 @@ pub fn path(key: &str) -> object_store::path::Path {
     object_store::path::Path::from(key)
 }
 
-/// Run the native ops of `wanted` (in [`NAMES`] order) over the tree: `s3:put` first
+/// Run the native ops of `wanted` (in [`NAMES`] order) over the tree: `obj:put` first
 /// (untimed when not asked for: the others need the objects), and the objects removed
-/// at the end (untimed `s3:delete-batch` when no delete was asked for; with both deletes,
+/// at the end (untimed `obj:delete-batch` when no delete was asked for; with both deletes,
 /// the objects are put again, untimed, between them). Each timed phase runs inside
 /// `timed` (the experiment's watch of the machine). Returns the timed phases and why
 /// the trial stopped early, if it did (a signal: the caller sees it pending).
@@ -263,17 +266,17 @@ pub fn run_trial(
     timed: &mut dyn FnMut(&mut dyn FnMut() -> PhaseResult) -> PhaseResult,
 ) -> (Vec<(String, PhaseResult)>, Option<String>) {
     let want = |n: &str| wanted.iter().any(|w| w == n);
-    let deletes: Vec<&str> = ["s3:delete", "s3:delete-batch"].into_iter().filter(|d| want(d)).collect();
-    let mut steps: Vec<(&str, bool)> = vec![("s3:put", want("s3:put"))];
-    steps.extend(["s3:head", "s3:list", "s3:get"].into_iter().filter(|n| want(n)).map(|n| (n, true)));
+    let deletes: Vec<&str> = ["obj:delete", "obj:delete-batch"].into_iter().filter(|d| want(d)).collect();
+    let mut steps: Vec<(&str, bool)> = vec![("obj:put", want("obj:put"))];
+    steps.extend(["obj:head", "obj:list", "obj:get"].into_iter().filter(|n| want(n)).map(|n| (n, true)));
     for (k, d) in deletes.iter().copied().enumerate() {
         if k > 0 {
-            steps.push(("s3:put", false));
+            steps.push(("obj:put", false));
         }
         steps.push((d, true));
     }
     if deletes.is_empty() {
-        steps.push(("s3:delete-batch", false));
+        steps.push(("obj:delete-batch", false));
     }
     let mut done = Vec::new();
     for (name, is_timed) in steps {
@@ -310,6 +313,6 @@ mod tests {
             assert!(is_object_op(n) && !crate::ops::OP_NAMES.contains(&n));
             assert_eq!(op_by_name(n).name(), n);
         }
-        assert!(!is_object_op("create") && !is_object_op("s3:copy"));
+        assert!(!is_object_op("create") && !is_object_op("obj:copy") && !is_object_op("s3:put"));
     }
 }

@@ -1,4 +1,4 @@
-//! s3:put: one PUT per file of the tree, its bytes drawn as `create` writes them (one
+//! obj:put: one PUT per file of the tree, its bytes drawn as `create` writes them (one
 //! request each, however large: no multipart).
 
 use super::{ObjectOp, Run, each_object, path};
@@ -9,7 +9,7 @@ pub struct Put;
 
 impl ObjectOp for Put {
     fn name(&self) -> &'static str {
-        "s3:put"
+        "obj:put"
     }
 
     fn run(&self, run: &Run) -> PhaseResult {

@@ -97,6 +97,29 @@ pub fn after_interrupt(rs: &ResultSet, body: &str, json: Option<&std::path::Path
     s
 }
 
+/// The requests the native object-store ops sent and their price, as on the terminal
+/// ([`crate::results::prices::requests`]): an HTML section, empty when none were sent.
+pub fn requests_html(rs: &ResultSet) -> String {
+    use crate::report::markup::esc;
+    let tables = crate::results::prices::requests(rs);
+    let mut h = match tables.is_empty() {
+        true => return String::new(),
+        false => String::from("<h3 id=\"requests\">Requests and their price</h3>\n"),
+    };
+    for r in tables {
+        h.push_str(&format!("<p>{}</p>\n<table class=\"requests\"><tr>", esc(&r.caption)));
+        h.extend(r.header.iter().map(|c| format!("<th>{}</th>", esc(c))));
+        h.push_str("</tr>\n");
+        for row in &r.rows {
+            h.push_str("<tr>");
+            h.extend(row.iter().map(|c| format!("<td>{}</td>", esc(c).replace('\n', "<br>"))));
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n");
+    }
+    h
+}
+
 /// What a run prints: the title, `body` (the experiment's tables and its own lines), the
 /// MPI ranks' table, warnings, targets, machine and the results file.
 pub fn after_run(rs: &ResultSet, body: &str, json: Option<&std::path::Path>) -> String {

@@ -131,6 +131,7 @@ macro_rules! kinds {
 kinds! {
     "share" => Share(share::ShareRecord),
     "object" => Object(object::ObjectRecord),
+    "azblob" => Azblob(azblob::AzblobRecord),
     "device" => Device(device::DeviceRecord),
     "class" => Class(class::ClassRecord),
     "tmpfs" => Tmpfs(tmpfs::TmpfsRecord),
@@ -212,6 +213,26 @@ pub fn require_tools(label: &str, tools: &[(&str, &str)], search_path: &OsStr) -
         }
     }
     Ok(())
+}
+
+/// What a stack's start (a share's, an object store's) does first: `fs`'s record, of
+/// `kind`, names the stack's directory `dir`; then the export `spec` is made, a managed
+/// file system of its own record naming `dir` too (for `umount`), kept with `fs`. The
+/// export, its label and its mkfs version.
+pub(crate) fn start_export<'a>(
+    fs: &'a mut ManagedFs,
+    kind: KindRecord,
+    dir: &std::path::Path,
+    spec: &FsSpec,
+) -> Result<(&'a ManagedFs, String, String)> {
+    fs.register_in_stack(kind, dir)?;
+    let (bytes, entries) = (fs.details().image_bytes, fs.details().entries.unwrap_or(0));
+    let mut export = ManagedFs::create_for(spec, bytes, entries)?;
+    let in_stack = export.update_record(|r| r.share_dir = Some(dir.to_path_buf()));
+    let (label, mkfs_version) = (export.details().spec.clone(), export.details().mkfs_version.clone());
+    let export = fs.set_export(export);
+    in_stack?;
+    Ok((export, label, mkfs_version))
 }
 
 /// Detach every loop device backed by `file`, saying so in `rep`.

@@ -20,7 +20,8 @@ pub struct ObjectRecord {
 
 impl Kind for ObjectRecord {
     fn plan(spec: &FsSpec, key: &str) -> Option<Self> {
-        spec.object().map(|_| ObjectRecord { fuse_source: object_stack::fsname(&object_stack::dir_for(key)) })
+        let s3 = spec.object().filter(|o| o.provider == object_stack::Provider::S3);
+        s3.map(|_| ObjectRecord { fuse_source: object_stack::fsname(&object_stack::dir_for(key)) })
     }
 
     /// The stack's tools, then the export as a target of its own.
@@ -36,14 +37,9 @@ impl Kind for ObjectRecord {
     fn start(&self, fs: &mut ManagedFs) -> Result<()> {
         let dir = object_stack::dir_for(fs.key());
         let object = fs.spec().object().cloned().expect("an object store spec");
-        fs.register_in_stack(KindRecord::Object(self.clone()), &dir)?;
-        let (bytes, entries) = (fs.details().image_bytes, fs.details().entries.unwrap_or(0));
-        let mut export = ManagedFs::create_for(&object.export, bytes, entries)?;
-        let in_stack = export.update_record(|r| r.share_dir = Some(dir.clone()));
-        let (export_spec, mkfs_version) = (export.details().spec.clone(), export.details().mkfs_version.clone());
         let mp = fs.mount_point().to_path_buf();
-        let export = fs.set_export(export);
-        in_stack?;
+        let (export, export_spec, mkfs_version) =
+            super::start_export(fs, KindRecord::Object(self.clone()), &dir, &object.export)?;
         let d = object_stack::start(&dir, &object, export, &mp)?;
         let details = fs.details_mut();
         details.mkfs_version = mkfs_version;
@@ -70,15 +66,9 @@ impl Kind for ObjectRecord {
         Ok(())
     }
 
-    /// The client is down: the server is stopped (it holds its database file open), the
-    /// export made afresh, the server started again on it (same port, uid and key).
+    /// The client is down: [`reformat_stack`].
     fn reformat(&self, fs: &mut ManagedFs) -> Result<()> {
-        let dir = object_stack::dir_for(fs.key());
-        let d = fs.details().object.clone().ok_or_else(|| Error::failed("the object store is not started"))?;
-        object_stack::stop_server(&dir).map_err(Error::failed)?;
-        let export = fs.export_mut().ok_or_else(|| Error::failed("the object store has no export"))?;
-        export.refresh()?;
-        object_stack::restart_server(&dir, &d, export.mount_point())
+        reformat_stack(fs)
     }
 
     fn fs_type(&self, _spec: &FsSpec) -> &'static str {
@@ -100,15 +90,39 @@ impl Kind for ObjectRecord {
 
     /// Its server, proxy and client (the export is its own record).
     fn stop(&self, rec: &Record, rep: &mut CleanupReport) {
-        let Some(d) = rec.share_dir.as_deref().filter(|_| rep.problems.is_empty()) else { return };
-        let running = super::super::busy::commands_of(&super::super::share_stack::daemon_pids(d));
-        match super::super::share_stack::stop(d) {
-            Ok(()) => rep.stopped.extend(running),
-            Err(e) => rep.problems.push(e),
-        }
+        stop_stack(rec, rep)
     }
 
     fn cleaned_first(&self) -> bool {
         true
+    }
+}
+
+/// A fresh object store (an S3 or a blob store's): its server stopped (it holds its
+/// files open), its export made afresh, the server started again on it (same port, uid
+/// and key; a blob store's container made again).
+pub(super) fn reformat_stack(fs: &mut ManagedFs) -> Result<()> {
+    use super::super::azblob_stack;
+    let dir = object_stack::dir_for(fs.key());
+    let d = fs.details().object.clone().ok_or_else(|| Error::failed("the object store is not started"))?;
+    let blob = d.object.provider == object_stack::Provider::Azblob;
+    let stopped = if blob { azblob_stack::stop_server(&dir) } else { object_stack::stop_server(&dir) };
+    stopped.map_err(Error::failed)?;
+    let export = fs.export_mut().ok_or_else(|| Error::failed("the object store has no export"))?;
+    export.refresh()?;
+    match blob {
+        true => azblob_stack::restart_server(&dir, &d, export.mount_point()),
+        false => object_stack::restart_server(&dir, &d, export.mount_point()),
+    }
+}
+
+/// Stop the processes of the stack `rec` names (an S3 or a blob store's), unbind its
+/// namespace and remove its directory, when nothing failed before.
+pub(super) fn stop_stack(rec: &Record, rep: &mut CleanupReport) {
+    let Some(d) = rec.share_dir.as_deref().filter(|_| rep.problems.is_empty()) else { return };
+    let running = super::super::busy::commands_of(&super::super::share_stack::daemon_pids(d));
+    match super::super::share_stack::stop(d) {
+        Ok(()) => rep.stopped.extend(running),
+        Err(e) => rep.problems.push(e),
     }
 }

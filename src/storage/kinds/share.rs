@@ -36,14 +36,9 @@ impl Kind for ShareRecord {
     fn start(&self, fs: &mut ManagedFs) -> Result<()> {
         let dir = share_stack::dir_for(fs.key());
         let share = fs.spec().share().cloned().expect("a share spec");
-        fs.register_in_stack(KindRecord::Share(self.clone()), &dir)?;
-        let (bytes, entries) = (fs.details().image_bytes, fs.details().entries.unwrap_or(0));
-        let mut export = ManagedFs::create_for(&share.export, bytes, entries)?;
-        let in_stack = export.update_record(|r| r.share_dir = Some(dir.clone()));
-        let (export_spec, mkfs_version) = (export.details().spec.clone(), export.details().mkfs_version.clone());
         let mp = fs.mount_point().to_path_buf();
-        let export = fs.set_export(export);
-        in_stack?;
+        let (export, export_spec, mkfs_version) =
+            super::start_export(fs, KindRecord::Share(self.clone()), &dir, &share.export)?;
         let d = share_stack::start(&dir, &share, export, &mp)?;
         let details = fs.details_mut();
         details.mkfs_version = mkfs_version;
