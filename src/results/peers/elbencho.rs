@@ -131,12 +131,18 @@ fn elbencho(rows: &[Row], file: &str) -> Result<ResultSet, String> {
     let hosts = number(first, "hosts").unwrap_or(1);
     rs.provenance.ranks = hosts as usize;
     rs.experiment.threads = (hosts * number(first, "threads").unwrap_or(1)) as usize;
+    // What is said of a phase, once per (phase name, what), with the phases it holds for.
+    let mut said: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut say = |what: String, i: usize| match said.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, phases)) => phases.push(i + 1),
+        None => said.push((what, vec![i + 1])),
+    };
     for (i, row) in rows.iter().enumerate() {
         let name = row.get("operation").map_or("?", String::as_str);
         let run = match phase(row) {
             Ok(run) => run,
             Err(why) => {
-                rs.notes.push(format!("elbencho's {name} (phase {}) not read: {why}", i + 1));
+                say(format!("elbencho's {name} not read: {why}"), i);
                 continue;
             }
         };
@@ -151,14 +157,19 @@ fn elbencho(rows: &[Row], file: &str) -> Result<ResultSet, String> {
             }
         };
         if row.get("direct IO").is_some_and(|v| v == "1" || v == "true") {
-            rs.notes
-                .push(format!("elbencho's {name} (phase {}) used direct I/O (O_DIRECT), past the page cache", i + 1));
+            say(format!("elbencho's {name} used direct I/O (O_DIRECT), past the page cache"), i);
         }
         note_op(&mut rs, run.op);
         let m = measurement("elbencho", &id, &run, i as u64, 1);
         let earlier = rs.measurements.iter().filter(|x| x.target == id && x.op == m.op && x.tree_key == m.tree_key);
         let run_no = earlier.count() as u32 + 1;
         rs.measurements.push(crate::results::Measurement { run: run_no, ..m });
+        rs.experiment.runs = rs.experiment.runs.max(run_no);
+    }
+    for (what, phases) in said {
+        let list: Vec<String> = phases.iter().map(usize::to_string).collect();
+        let of = if phases.len() == 1 { "phase" } else { "phases" };
+        rs.notes.push(format!("{what} ({of} {} of the file's {})", list.join(", "), rows.len()));
     }
     if rs.measurements.is_empty() {
         return Err(format!("no phase in it is a manyfiles op ({})", rs.notes.join("; ")));
