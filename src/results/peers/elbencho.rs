@@ -267,9 +267,10 @@ fn seconds(row: &Row, which: &str, entries: u64) -> Result<f64, String> {
     if rate == 0 {
         return if ms > 0 { Ok(ms as f64 / 1e3) } else { Err(format!("no time: 0 ms and no rate [{which}]")) };
     }
-    // elbencho's µs lie in (entries·10⁶/(rate+1), entries·10⁶/rate]; its ms are those µs / 1000, floored.
+    // elbencho's µs lie in (entries·10⁶/(rate+1), entries·10⁶/rate]; its ms are those µs / 1000,
+    // floored (the 10⁻⁹ keeps a bound that is a whole ms from falling below it by rounding).
     let (lo, hi) = (entries as f64 * 1e6 / (rate + 1) as f64, entries as f64 * 1e6 / rate as f64);
-    if ms < (lo / 1e3).floor() as u64 || ms > (hi / 1e3).floor() as u64 {
+    if ms < (lo * (1.0 - 1e-9) / 1e3).floor() as u64 || ms > (hi * (1.0 + 1e-9) / 1e3).floor() as u64 {
         return Err(format!(
             "its {entries} entries at {rate}/s [{which}] took {:.3} ms, but its time says {ms} ms",
             hi / 1e3
