@@ -246,3 +246,193 @@ fn mdtest_outputs_are_read_as_their_phases() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("mdtest on ") && page.contains("(mdtest-easy-np1.txt)"), "mdtest's target in the page");
 }
+
+/// A value of elbencho's JSON (it writes every value as a string: "400").
+fn elb(v: &serde_json::Value, path: &[&str]) -> Option<u64> {
+    let f = path.iter().try_fold(v, |v, k| v.get(k))?;
+    f.as_u64().or_else(|| f.as_str()?.parse().ok())
+}
+
+/// The recorded elbencho phases (tests/data/peers/elbencho-dir.json: one JSON object a
+/// line), read here apart from the reader under test.
+fn elbencho_phases() -> Vec<serde_json::Value> {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peers/elbencho-dir.json");
+    let text = std::fs::read_to_string(data).unwrap();
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// elbencho's `--jsonfile` and `--csvfile`, recorded from elbencho 3.1-10 (the commands
+/// in tests/data/peers/README.md): `report` reads WRITE, READ, STAT and RMFILES as create,
+/// read, stat and delete of the phase's entries in entries ÷ entries/s (within elbencho's
+/// whole milliseconds), with hosts × threads as threads and each iteration (`-i 3`) a run
+/// of the same cell; MKDIRS, RMDIRS, SYNC and DROPCACHE are named as not read. The CSV of
+/// the same runs reads the same, and `compare` reads both.
+#[test]
+fn elbencho_outputs_are_read_as_their_phases() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peers");
+    let tmp = tempfile::tempdir().unwrap();
+    let phases = elbencho_phases();
+    let op_of = |p: &serde_json::Value| match p["phase_type"].as_str().unwrap() {
+        "WRITE" => Some("create"),
+        "READ" => Some("read"),
+        "STAT" => Some("stat"),
+        "RMFILES" => Some("delete"),
+        _ => None,
+    };
+    let mut sets = Vec::new();
+    for name in ["elbencho-dir.json", "elbencho-dir.csv"] {
+        let out = tmp.path().join(format!("{name}.result.json"));
+        run(["report", data.join(name).to_str().unwrap(), "--json", out.to_str().unwrap()]).ok();
+        let rs: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(rs["provenance"]["tool"], "elbencho", "{name}");
+        assert_eq!(rs["provenance"]["version"], phases[0]["config"]["version"], "{name}");
+        let ms = rs["measurements"].as_array().unwrap().clone();
+        let mapped: Vec<(&str, &serde_json::Value)> = phases.iter().filter_map(|p| Some((op_of(p)?, p))).collect();
+        assert_eq!(ms.len(), mapped.len(), "{name}: one measurement per WRITE, READ, STAT, RMFILES");
+        for ((op, p), m) in mapped.iter().zip(&ms) {
+            let entries = elb(p, &["last_done", "entries"]).unwrap();
+            let rate = elb(p, &["last_done", "entries/s"]).unwrap();
+            let whole_ms = elb(p, &["last_done", "elapsed_time_ms"]).unwrap() as f64;
+            assert_eq!(m["op"], *op, "{name}");
+            assert_eq!(m["files"].as_u64(), Some(entries), "{name} {op}");
+            let secs = m["elapsed_s"].as_f64().unwrap();
+            assert!((secs * rate as f64 / entries as f64 - 1.0).abs() < 1e-12, "{name} {op}: {secs} s at {rate}/s");
+            assert!(secs * 1e3 >= whole_ms && secs * 1e3 < whole_ms + 1.0, "{name} {op}: {secs} s in {whole_ms} ms");
+            let bytes = if matches!(*op, "create" | "read") { elb(p, &["last_done", "bytes"]).unwrap() } else { 0 };
+            assert_eq!(m["bytes"].as_u64(), Some(bytes), "{name} {op}");
+            let threads = elb(p, &["config", "threads"]).unwrap() * elb(p, &["config", "hosts"]).unwrap();
+            assert_eq!(m["threads"].as_u64(), Some(threads), "{name} {op}");
+            assert_eq!(m["tree_bytes"].as_u64(), Some(entries * elb(p, &["config", "file_size"]).unwrap()));
+        }
+        // Each op of each tree was run three times (-i 3): runs 1, 2 and 3 of one cell.
+        for (op, _) in &mapped {
+            let runs: Vec<u64> = ms.iter().filter(|m| m["op"] == *op).map(|m| m["run"].as_u64().unwrap()).collect();
+            assert!(runs.contains(&3) && !runs.contains(&4), "{name} {op}: runs {runs:?}");
+        }
+        let notes = rs["warnings"].to_string();
+        for phase in ["MKDIRS", "RMDIRS", "SYNC", "DROPCACHE"] {
+            assert!(notes.contains(&format!("elbencho's {phase} not read: ")), "{name}: {phase} named: {notes}");
+        }
+        let label = rs["targets"][0]["label"].as_str().unwrap().to_string();
+        assert_eq!(label, format!("elbencho on /mnt/elb-ram/elbencho ({name})"));
+        sets.push(ms);
+    }
+    // The CSV's rows are the JSON's figures: the same measurements.
+    let key = |m: &serde_json::Value| {
+        (m["op"].to_string(), m["files"].as_u64(), m["bytes"].as_u64(), m["elapsed_s"].as_f64(), m["run"].as_u64())
+    };
+    assert_eq!(sets[0].iter().map(key).collect::<Vec<_>>(), sets[1].iter().map(key).collect::<Vec<_>>());
+
+    // compare reads peers' files as report does: the JSON against the CSV, cell by cell.
+    let (j, c) = (data.join("elbencho-dir.json"), data.join("elbencho-dir.csv"));
+    let r = run(["compare", j.to_str().unwrap(), c.to_str().unwrap()]);
+    r.ok();
+    let cells = sets[0]
+        .iter()
+        .map(|m| (m["op"].to_string(), m["tree_key"].to_string()))
+        .collect::<std::collections::BTreeSet<_>>();
+    let compared = r.stdout.lines().filter(|l| l.contains(" 1.00 [")).count();
+    assert_eq!(compared, cells.len(), "every cell compared, at a ratio of 1.00:\n{}", r.stdout);
+
+    // Its --resfile is refused, pointing at the two it reads.
+    let r = run([
+        "report",
+        data.join("elbencho-dir.txt").to_str().unwrap(),
+        "--json",
+        tmp.path().join("t.json").to_str().unwrap(),
+    ]);
+    r.expect_code(2);
+    assert!(r.stderr.contains("--jsonfile") && r.stderr.contains("--csvfile"), "{}", r.stderr);
+}
+
+/// The `<section>` of chart `id` in a report page (or Chromium's DOM of it).
+fn chart_section<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no chart {id}"));
+    let rest = &page[start..];
+    &rest[..rest.find("</section>").unwrap_or(rest.len())]
+}
+
+/// Chromium's serialized DOM of `html` (None: no Chromium here, which CI does not accept).
+fn chromium_dom(html: &std::path::Path) -> Option<String> {
+    let browser =
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists());
+    let Some(browser) = browser else {
+        assert!(std::env::var("CI").is_err(), "CI must install chromium (.ci/run)");
+        eprintln!("skipped: the headless Chromium part needs Debian's chromium");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        .args(["--disable-component-update", "--disable-sync", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium --dump-dom: {}", String::from_utf8_lossy(&out.stderr));
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Issue 42's done-when: fio's (run here), elbencho's and mdtest's (recorded) outputs
+/// beside a manyfiles ladder in one HTML report: each tool's runs are lines of their own
+/// in the create chart, under their own labels beside the ladder's target, in the page
+/// and in Chromium's DOM of it.
+#[test]
+fn one_page_draws_every_peer_beside_a_ladder() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peers");
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("ladder-target");
+    std::fs::create_dir(&target).unwrap();
+    let ladder = tmp.path().join("ladder.json");
+    let l = ladder.to_str().unwrap();
+    let t = target.to_str().unwrap();
+    run(["ladder", "--target", t, "--total", "64k", "--to", "64", "--runs", "2", "--quiet", "--json", l]).ok();
+    let ours: serde_json::Value = serde_json::from_slice(&std::fs::read(&ladder).unwrap()).unwrap();
+    let ours = ours["targets"][0]["label"].as_str().unwrap().to_string();
+
+    let mut files = vec![ladder.clone(), data.join("elbencho-dir.json"), data.join("mdtest-hard-np1.txt")];
+    let mut labels = vec![
+        ours,
+        "elbencho on /mnt/elb-ram/elbencho (elbencho-dir.json)".to_string(),
+        "mdtest on /mnt/mdtest-ram/mdtest-hard (mdtest-hard-np1.txt)".to_string(),
+    ];
+    if fio_ready() {
+        let dir = tmp.path().join("fio-dir");
+        std::fs::create_dir(&dir).unwrap();
+        let jobs = format!(
+            "[global]\ndirectory={}\nfilesize=4k\nopenfiles=1\n\n[create200]\nioengine=filecreate\nrw=write\n\
+             nrfiles=200\nfilename_format=c.$filenum\nstonewall\n",
+            dir.display()
+        );
+        std::fs::write(tmp.path().join("jobs.fio"), jobs).unwrap();
+        let fio_json = tmp.path().join("fio.json");
+        let o = Command::new("fio")
+            .args(["--output-format=json", "--output"])
+            .arg(&fio_json)
+            .arg(tmp.path().join("jobs.fio"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "fio: {}", String::from_utf8_lossy(&o.stderr));
+        files.push(fio_json);
+        labels.push(format!("fio on {} (fio.json)", dir.display()));
+    }
+
+    let html = tmp.path().join("r.html");
+    let mut args: Vec<String> = vec!["report".into()];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.extend(["--html".into(), html.display().to_string()]);
+    run(&args).ok();
+    let page = std::fs::read_to_string(&html).unwrap();
+    let check = |page: &str, what: &str| {
+        let create = chart_section(page, "time-vs-files-create");
+        for label in &labels {
+            assert!(create.contains(&format!("data-target-label=\"{label}\"")), "{what}: {label} in the create chart");
+        }
+        // Each line of its own: one legend entry per label.
+        assert_eq!(create.matches("data-target-label=").count(), labels.len(), "{what}: {create}");
+    };
+    check(&page, "the page");
+    if let Some(dom) = chromium_dom(&html) {
+        check(&dom, "Chromium's DOM");
+    }
+}

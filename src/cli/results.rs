@@ -82,6 +82,14 @@ pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::res
     Ok(rs)
 }
 
+/// A result file, or a peer's output (`results::peers`: fio, mdtest, elbencho) when it is none.
+fn read_results_or_peer(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
+    read_results(path, flag).or_else(|e| match manyfiles::results::peers::read(path) {
+        Some(peer) => peer.map_err(|why| Error::bad(flag, why)),
+        None => Err(e),
+    })
+}
+
 /// `first` with the invocations `more` pooled in (`results::pool`); `first` alone when
 /// there are none.
 /// Files to pool must be distinct runs: the same file twice, or two files of identical
@@ -120,7 +128,7 @@ fn pooled(
     more: &[PathBuf],
     flag: &str,
 ) -> Result<manyfiles::results::ResultSet> {
-    let rs = read_results(first, first_flag)?;
+    let rs = read_results_or_peer(first, first_flag)?;
     if more.is_empty() {
         return Ok(rs);
     }
@@ -128,7 +136,7 @@ fn pooled(
     distinct_files(&all, flag)?;
     let mut named = vec![(first.display().to_string(), rs)];
     for f in more {
-        named.push((f.display().to_string(), read_results(f, flag)?));
+        named.push((f.display().to_string(), read_results_or_peer(f, flag)?));
     }
     manyfiles::results::pool::pool(named).map_err(|e| Error::bad(flag, e))
 }
@@ -174,7 +182,7 @@ pub fn report_config(a: &ReportArgs) -> Result<manyfiles::report::ReportConfig> 
             Ok(rs) => sets.push(rs),
             Err(e) => match manyfiles::report::predict_html::read(f) {
                 Ok(p) => predict.push((f.clone(), p)),
-                // A peer's output (fio's JSON) is drawn beside the result files.
+                // A peer's output (fio, mdtest, elbencho) is drawn beside the result files.
                 Err(_) => match manyfiles::results::peers::read(f) {
                     Some(peer) => sets.push(peer.map_err(|why| Error::bad("RESULTS.json", why))?),
                     None => return Err(e),
