@@ -318,10 +318,11 @@ fn listings_page_and_deletes_batch_past_a_thousand_keys() {
     store.run(&["sync", "-n", src_s, "s3://manyfiles/many", "--quiet", "--json", j_s, "--force"]).ok();
     let v = json(&j);
     assert_eq!((v["skipped"].as_u64(), requests(&v, "list")), (Some(n), 1 + 3), "{v}");
-    // rm: the probe, three pages, three DeleteObjects of ≤ 1,000 keys.
+    // rm: the probe, three pages, three DeleteObjects of ≤ 1,000 keys, and one LIST after
+    // them (a key the store acknowledged and kept is not counted as deleted).
     store.run(&["rm", "s3://manyfiles/many", "--quiet", "--json", j_s, "--force"]).ok();
     let v = json(&j);
-    assert_eq!((v["deleted"].as_u64(), requests(&v, "list"), requests(&v, "delete_objects")), (Some(n), 4, 3), "{v}");
+    assert_eq!((v["deleted"].as_u64(), requests(&v, "list"), requests(&v, "delete_objects")), (Some(n), 5, 3), "{v}");
     store.run(&["scan", "s3://manyfiles/many", "--json", j_s, "--force"]).ok();
     assert_eq!(json(&j)["objects"].as_u64(), Some(0));
 }
@@ -355,4 +356,70 @@ fn sigint_stops_an_upload_with_its_summary() {
     assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
     let copied: u64 = stdout.split("copied ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     assert!(copied > 0 && copied < 3_000, "{stdout}");
+}
+
+/// The hostile review of session 22: a bind mount inside DST is not written through; a
+/// misspelled (empty) prefix with `--delete` is refused before DST is touched; a name of
+/// 250 bytes comes down (the temporary name stays short); a temporary file a killed run
+/// left is removed by the next sync; an endpoint that is no URL is one line, exit 2.
+#[test]
+fn hostile_prefixes_mounts_and_names_leave_dst_and_others_whole() {
+    need_stack!();
+    let _g = serial();
+    let store = Store::up();
+    let work = tempfile::tempdir().unwrap();
+    let (src, dst, victim) = (work.path().join("src"), work.path().join("dst"), work.path().join("victim"));
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("sub/keep"), b"from the store").unwrap();
+    let long = "L".repeat(250);
+    std::fs::write(src.join(&long), b"a long name").unwrap();
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("keep"), b"the user's own").unwrap();
+    let (src_s, dst_s) = (src.to_str().unwrap(), dst.to_str().unwrap());
+    store.run(&["copy", src_s, "s3://manyfiles/h1", "--quiet"]).ok();
+
+    // DST/sub is a bind mount of the victim: the download must not write into it.
+    std::fs::create_dir_all(dst.join("sub")).unwrap();
+    let st = Command::new("mount").args(["--bind", victim.to_str().unwrap()]).arg(dst.join("sub")).status().unwrap();
+    assert!(st.success(), "mount --bind");
+    struct Unbind(PathBuf);
+    impl Drop for Unbind {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let bound = Unbind(dst.join("sub"));
+    let r = store.run(&["sync", "s3://manyfiles/h1", dst_s, "--delete", "--quiet"]);
+    assert_ne!(r.code, Some(0), "a file that would go through a mount is a failure: {}", r.stdout);
+    assert_eq!(std::fs::read(victim.join("keep")).unwrap(), b"the user's own", "written through the bind mount");
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 1, "nothing made in the bind-mounted tree");
+    drop(bound);
+    // The 250-byte name came down beside it.
+    assert_eq!(std::fs::read(dst.join(&long)).unwrap(), b"a long name");
+
+    // A prefix with nothing under it: refused, DST as it was.
+    let before = files(&dst);
+    let r = store.run(&["sync", "s3://manyfiles/h1-typo", dst_s, "--delete", "--quiet"]);
+    common::assert_bad_input(&r, "SRC", "an empty prefix with --delete");
+    assert_eq!(files(&dst), before, "DST touched by a refused sync");
+
+    // A temporary file a kill -9 left: the next sync removes it, and only it.
+    let leftover = dst.join(".manyfiles-tmp.99999.0");
+    std::fs::write(&leftover, b"partial").unwrap();
+    store.run(&["sync", "s3://manyfiles/h1", dst_s, "--quiet"]).ok();
+    assert!(!leftover.exists(), "the leftover temporary file stays");
+    assert_eq!(std::fs::read(dst.join(&long)).unwrap(), b"a long name");
+
+    // An endpoint that is no URL: one line, exit 2 (object_store panicked on it).
+    let r = Command::new(common::bin())
+        .args(["scan", "s3://manyfiles/h1"])
+        .env("AWS_ENDPOINT_URL", "notaurl")
+        .env("AWS_ACCESS_KEY_ID", "k")
+        .env("AWS_SECRET_ACCESS_KEY", "s")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("AWS_ENDPOINT_URL"), "{err}");
 }

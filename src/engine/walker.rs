@@ -125,6 +125,42 @@ pub fn open_below(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Errno> {
     Ok(fd)
 }
 
+/// [`open_below`], and never into another mount on the way (`RESOLVE_NO_XDEV`: a mount
+/// point or a bind mount below `root` is not entered; EXDEV). For engines that write or
+/// delete below a root the user named and have no `--cross-mounts` (the object engines'
+/// local side): a bind mount inside DST is someone else's tree, whatever its path says.
+/// Without `openat2`, each component is checked to be no mount root and on `root`'s
+/// device.
+pub fn open_below_same_mount(root: BorrowedFd<'_>, rel: &[u8]) -> Result<OwnedFd, Errno> {
+    use rustix::fs::{Mode, ResolveFlags, openat2};
+    let flags = crate::fs::walk::DIR_FLAGS;
+    if rel.is_empty() {
+        return open_below(root, rel);
+    }
+    if rel.contains(&0) {
+        return Err(Errno::INVAL);
+    }
+    let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(rel);
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH | ResolveFlags::NO_XDEV;
+    match openat2(root, path, flags, Mode::empty(), resolve) {
+        Err(Errno::NOSYS) | Err(Errno::AGAIN) | Err(Errno::NAMETOOLONG) | Err(Errno::PERM) => {}
+        r => return r,
+    }
+    let dev = crate::fs::walk::dir_id(root)?.dev;
+    let mut fd = open_below(root, b"")?;
+    for part in rel.split(|&b| b == b'/').filter(|p| !p.is_empty()) {
+        if part == b".." || part == b"." {
+            return Err(Errno::INVAL);
+        }
+        let name = std::ffi::CString::new(part).map_err(|_| Errno::INVAL)?;
+        fd = crate::fs::walk::open_dir_at(fd.as_fd(), &name)?;
+        if crate::fs::walk::dir_id(fd.as_fd())?.crosses(dev) {
+            return Err(Errno::XDEV);
+        }
+    }
+    Ok(fd)
+}
+
 /// `a/b` from `a` and `b` (`b` alone when `a` is empty).
 pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
@@ -487,6 +523,8 @@ mod tests {
         assert!(open_below(root.as_fd(), b"").is_ok());
         assert!(open_below(root.as_fd(), b"l/b").is_err());
         assert!(open_below(root.as_fd(), b"../x").is_err());
+        assert!(open_below_same_mount(root.as_fd(), b"a/b").is_ok());
+        assert!(open_below_same_mount(root.as_fd(), b"l/b").is_err());
     }
 
     #[test]

@@ -73,10 +73,32 @@ fn env_first(names: &[&str]) -> Option<String> {
     names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty())).map(|v| v.trim().to_string())
 }
 
+/// An endpoint from the environment is an `http(s)://HOST[:PORT][/PATH]` URL without
+/// user or password in it (those would be printed in messages and summaries; the
+/// client would also panic on a URI it cannot send a request to).
+fn check_endpoint(e: &str) -> Result<()> {
+    let bad =
+        |why: &str| Error::bad("AWS_ENDPOINT_URL", format!("{why} (an http:// or https:// URL of the S3 endpoint)"));
+    let url = reqwest::Url::parse(e).map_err(|err| bad(&format!("not a URL: {err}")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(bad(&format!("{}: not an http(s) URL with a host", url.scheme())));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("it holds a user name or password: give keys as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"));
+    }
+    Ok(())
+}
+
 /// A user's own store, from the environment and the shared credentials file.
 pub fn from_env() -> Result<Reach> {
     let endpoint = env_first(&["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]);
     let region = env_first(&["AWS_REGION", "AWS_DEFAULT_REGION"]).unwrap_or_else(|| "us-east-1".into());
+    if let Some(e) = &endpoint {
+        check_endpoint(e)?;
+    }
+    if region.is_empty() || !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        return Err(Error::bad("AWS_REGION", format!("{region:?} is not a region name (e.g. us-east-1)")));
+    }
     let secret = match (env_first(&["AWS_ACCESS_KEY_ID"]), env_first(&["AWS_SECRET_ACCESS_KEY"])) {
         (Some(access_key), Some(secret)) => {
             Secret::Keys(Keys { access_key, secret, token: env_first(&["AWS_SESSION_TOKEN"]) })

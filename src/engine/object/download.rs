@@ -1,7 +1,7 @@
 //! Object → local: the prefix listed, every object GET into a file under DST at the
 //! key's path below the prefix, with its mtime from the `mtime` metadata (else its
 //! last-modified). Never outside DST, never through a symlink: directories are made and
-//! opened one below the other with no symlink followed (`engine::walker::open_below`),
+//! opened one below the other with no symlink followed and no mount entered (`engine::walker::open_below_same_mount`),
 //! a file is written under a temporary name made with `O_EXCL` and renamed into place.
 //! A key that cannot be a path below DST (an empty, `.` or `..` part) is a failure.
 //! `sync` compares size first and, for an equal size, the object's mtime (one HEAD:
@@ -9,7 +9,7 @@
 //! `--delete` then removes what DST has and no key names ([`delete_extra`]).
 
 use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, S3Url, Summary, connect, each, list_all, why};
-use crate::engine::walker::{open_below, split_last};
+use crate::engine::walker::{open_below_same_mount as open_below, split_last};
 use crate::error::{Error, Result};
 use crate::fs::walk::Kind;
 use crate::measure::progress::Progress;
@@ -22,7 +22,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
 use std::time::Instant;
 
 /// An object to fetch: its key, its path below DST, its size.
@@ -38,15 +38,32 @@ pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
     let (client, _) = connect(&o.reach, src)?;
-    let root = prepare(dst, o.sync, o.dry_run)?.map(Arc::new);
+    if o.delete && dst.canonicalize().is_ok_and(|p| p == Path::new("/")) {
+        return Err(Error::bad("DST", "/: sync --delete into the root directory is refused"));
+    }
     let mut s = Summary::new(o, &client);
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
+    // Listed before DST is made or touched: a prefix with nothing under it is refused as
+    // a missing local SRC is (a misspelled prefix with --delete would empty DST).
     let listed = list_all(&client, &src.dir_prefix(), &progress)?;
+    if listed.is_empty() {
+        return Err(Error::bad("SRC", format!("{src}: no object under this prefix")));
+    }
     let wanted = paths(&listed, src, &mut s);
+    if wanted.is_empty() && o.delete {
+        return Err(Error::bad(
+            "SRC",
+            format!("{src}: no object under this prefix can be a file below DST: --delete would empty DST"),
+        ));
+    }
+    let root = prepare(dst, o.sync, o.dry_run)?.map(Arc::new);
     let named: HashSet<String> = wanted.iter().map(|w| w.rel.clone()).collect();
     s.list_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
+    if let (Some(root), true, false) = (&root, o.sync, o.dry_run) {
+        remove_leftovers(root, &mut s);
+    }
     let fetch = match (&root, o.sync) {
         (Some(root), true) => compare(o, &client, root, wanted, &mut s, &progress),
         _ => wanted,
@@ -132,17 +149,21 @@ fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut 
     use crate::fs::walk::{ATTR_MOUNT_ROOT, meta_at, read_dir};
     let keep_dirs: HashSet<&str> =
         named.iter().flat_map(|rel| rel.match_indices('/').map(move |(i, _)| &rel[..i])).collect();
+    // Paths as bytes: a name that is not UTF-8 is opened as it is (a lossy form would be
+    // another entry's name) and can be no key's, so it is extraneous.
+    let is_named = |rel: &[u8]| std::str::from_utf8(rel).is_ok_and(|r| named.contains(r));
+    let is_kept_dir = |rel: &[u8]| std::str::from_utf8(rel).is_ok_and(|r| keep_dirs.contains(r));
+    let shown = |rel: &[u8]| String::from_utf8_lossy(rel).into_owned();
     let root_dev = crate::fs::walk::meta_of(root.as_fd()).map(|m| m.dev).unwrap_or(0);
-    let (mut stack, mut dirs) = (vec![String::new()], Vec::new());
+    let (mut stack, mut dirs): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (vec![Vec::new()], Vec::new());
     while let Some(rel) = stack.pop() {
-        let Ok(fd) = open_below(root.as_fd(), rel.as_bytes()) else { continue };
+        let Ok(fd) = open_below(root.as_fd(), &rel) else { continue };
         let Ok(entries) = read_dir(fd.as_fd()) else {
-            s.fail(format!("{rel}: cannot read the directory for --delete"));
+            s.fail(format!("{}: cannot read the directory for --delete", shown(&rel)));
             continue;
         };
         for e in entries {
-            let name = String::from_utf8_lossy(e.name.to_bytes()).into_owned();
-            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let child = crate::engine::walker::join(&rel, e.name.to_bytes());
             let Ok(m) = meta_at(fd.as_fd(), &e.name) else { continue };
             if m.kind == Kind::Dir {
                 if m.dev == root_dev && m.attrs & ATTR_MOUNT_ROOT == 0 {
@@ -151,29 +172,29 @@ fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut 
                 }
                 continue;
             }
-            if named.contains(&child) {
+            if is_named(&child) {
                 continue;
             }
             match dry_run {
                 true => s.deleted += 1,
                 false => match rustix::fs::unlinkat(fd.as_fd(), e.name.as_c_str(), rustix::fs::AtFlags::empty()) {
                     Ok(()) => s.deleted += 1,
-                    Err(err) => s.fail(format!("{child}: cannot delete: {err}")),
+                    Err(err) => s.fail(format!("{}: cannot delete: {err}", shown(&child))),
                 },
             }
         }
     }
     // Deepest first: a directory's children before it.
-    for rel in dirs.iter().rev().filter(|d| !keep_dirs.contains(d.as_str())) {
+    for rel in dirs.iter().rev().filter(|d| !is_kept_dir(d)) {
         if dry_run {
             s.deleted += 1;
             continue;
         }
-        let (dir, name) = split_last(rel.as_bytes());
+        let (dir, name) = split_last(rel);
         let Ok(parent) = open_below(root.as_fd(), dir) else { continue };
         match rustix::fs::unlinkat(parent.as_fd(), name, rustix::fs::AtFlags::REMOVEDIR) {
             Ok(()) => s.deleted += 1,
-            Err(err) => s.fail(format!("{rel}: cannot delete the directory: {err}")),
+            Err(err) => s.fail(format!("{}: cannot delete the directory: {err}", shown(rel))),
         }
     }
 }
@@ -281,7 +302,6 @@ fn get_all(
     s: &mut Summary,
     progress: &Progress,
 ) {
-    let serial = Arc::new(AtomicU64::new(0));
     let mut made = HashSet::new();
     let mut ready = Vec::with_capacity(fetch.len());
     for w in fetch {
@@ -296,16 +316,18 @@ fn get_all(
         o.in_flight,
         ready,
         |w| {
-            let (store, root, serial) = (client.store.clone(), root.clone(), serial.clone());
+            let (store, root) = (client.store.clone(), root.clone());
             let rel = w.rel.clone();
-            (rel, async move { get_file(store, &root, &w, replace, serial.fetch_add(1, Ordering::Relaxed)).await })
+            (rel, async move { get_file(store, &root, &w, replace).await })
         },
         |rel, r| {
             match r {
-                Ok(bytes) => {
+                Ok(Some(bytes)) => {
                     s.copied += 1;
                     s.bytes_transferred += bytes;
                 }
+                // A "folder" marker (`…/`): listed without its slash, not there as named.
+                Ok(None) => s.skipped += 1,
                 Err(e) => s.fail(format!("{rel}: {e}")),
             }
             progress.set(s.copied + s.failed);
@@ -320,19 +342,29 @@ async fn get_file<S: ObjectStore + ?Sized>(
     root: &OwnedFd,
     w: &Wanted,
     replace: bool,
-    serial: u64,
-) -> std::result::Result<u64, String> {
+) -> std::result::Result<Option<u64>, String> {
     let location = object_store::path::Path::parse(&w.key).map_err(|e| why(&e))?;
-    let got = store.get_opts(&location, GetOptions::default()).await.map_err(|e| why(&e))?;
+    let got = match store.get_opts(&location, GetOptions::default()).await {
+        Ok(got) => got,
+        // object_store lists a marker key `p/` as `p` (it drops the slash); an empty
+        // object listed that is not there by that name is one: no file, no failure.
+        Err(object_store::Error::NotFound { .. }) if w.size == 0 => return Ok(None),
+        Err(e) => return Err(why(&e)),
+    };
     let mtime = object_mtime(&got.attributes, &got.meta);
     let (dir, name) = split_last(w.rel.as_bytes());
     let parent = open_below(root.as_fd(), dir).map_err(|e| format!("cannot open its directory: {e}"))?;
-    let tmp = format!(".{}.manyfiles-{}-{serial}", String::from_utf8_lossy(name), std::process::id());
+    // The local engine's temporary names: short whatever the name (a 255-byte name plus a
+    // suffix would pass NAME_MAX), and known to the next sync as leftovers to remove.
+    let tmp = crate::engine::copy::file::tmp_name();
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::openat(parent.as_fd(), tmp.as_str(), flags, Mode::from_raw_mode(0o644))
-        .map_err(|e| format!("cannot create {tmp}: {e}"))?;
+    let fd = rustix::fs::openat(parent.as_fd(), tmp.as_c_str(), flags, Mode::from_raw_mode(0o644))
+        .map_err(|e| format!("cannot create {}: {e}", tmp.to_string_lossy()))?;
+    // Removed unless renamed into place: on an error, and when the task is dropped (a
+    // signal ends the run with downloads in flight).
+    let mut guard = TmpFile { dir: parent.as_fd(), name: Some(tmp.as_c_str()) };
     let mut file = std::fs::File::from(fd);
-    let written: std::result::Result<u64, String> = async {
+    let written: std::result::Result<Option<u64>, String> = async {
         let mut n = 0u64;
         if got.meta.size > MULTIPART_ABOVE {
             let mut stream = got.into_stream();
@@ -352,13 +384,54 @@ async fn get_file<S: ObjectStore + ?Sized>(
         };
         rustix::fs::futimens(&file, &t).map_err(|e| format!("cannot set its mtime: {e}"))?;
         let how = if replace { rustix::fs::RenameFlags::empty() } else { rustix::fs::RenameFlags::NOREPLACE };
-        rustix::fs::renameat_with(parent.as_fd(), tmp.as_str(), parent.as_fd(), name, how)
+        rustix::fs::renameat_with(parent.as_fd(), tmp.as_c_str(), parent.as_fd(), name, how)
             .map_err(|e| format!("cannot put it in place: {e}"))?;
-        Ok(n)
+        guard.name = None;
+        Ok(Some(n))
     }
     .await;
-    if written.is_err() {
-        let _ = rustix::fs::unlinkat(parent.as_fd(), tmp.as_str(), rustix::fs::AtFlags::empty());
-    }
+    drop(guard);
     written
+}
+
+/// A temporary file being written: unlinked when dropped, unless renamed (`name` None).
+struct TmpFile<'a> {
+    dir: rustix::fd::BorrowedFd<'a>,
+    name: Option<&'a std::ffi::CStr>,
+}
+
+impl Drop for TmpFile<'_> {
+    fn drop(&mut self) {
+        if let Some(name) = self.name {
+            let _ = rustix::fs::unlinkat(self.dir, name, rustix::fs::AtFlags::empty());
+        }
+    }
+}
+
+/// sync: the temporary files a killed run left in DST (the local engine's names,
+/// `.manyfiles-tmp.PID.N`) removed, wherever they are below DST (no symlink followed,
+/// no mount entered). Their count goes to the summary's deleted.
+fn remove_leftovers(root: &OwnedFd, s: &mut Summary) {
+    use crate::fs::walk::{ATTR_MOUNT_ROOT, meta_at, read_dir};
+    let root_dev = crate::fs::walk::meta_of(root.as_fd()).map(|m| m.dev).unwrap_or(0);
+    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(fd) = open_below(root.as_fd(), &rel) else { continue };
+        let Ok(entries) = read_dir(fd.as_fd()) else { continue };
+        for e in entries {
+            let Ok(m) = meta_at(fd.as_fd(), &e.name) else { continue };
+            if m.kind == Kind::Dir {
+                if m.dev == root_dev && m.attrs & ATTR_MOUNT_ROOT == 0 {
+                    stack.push(crate::engine::walker::join(&rel, e.name.to_bytes()));
+                }
+            } else if m.kind == Kind::File && crate::engine::copy::file::is_tmp_name(&e.name) {
+                match rustix::fs::unlinkat(fd.as_fd(), e.name.as_c_str(), rustix::fs::AtFlags::empty()) {
+                    Ok(()) => s.deleted += 1,
+                    Err(err) => {
+                        s.fail(format!("{}: a leftover temporary file: cannot delete: {err}", e.name.to_string_lossy()))
+                    }
+                }
+            }
+        }
+    }
 }
