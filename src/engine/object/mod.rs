@@ -572,3 +572,24 @@ mod tests {
         assert!(losses_text(&rows, false).contains("an object cannot hold them"));
     }
 }
+
+/// sync into a prefix: the keys no source names, deleted in batches with `--delete`
+/// (counted only in a dry run or after a signal), else counted as extraneous.
+pub(super) fn delete_extra_keys(
+    o: &Options,
+    client: &ObjectClient,
+    extra: Vec<String>,
+    s: &mut Summary,
+    progress: &Progress,
+) {
+    if o.delete && !o.dry_run && crate::signals::pending() == 0 {
+        progress.phase("delete", extra.len() as u64);
+        let mut fails = Vec::new();
+        s.deleted = delete_keys(client, o.in_flight, extra, |f| fails.push(f));
+        fails.into_iter().for_each(|f| s.fail(f));
+    } else if o.delete {
+        s.deleted = extra.len() as u64;
+    } else {
+        s.extraneous = extra.len() as u64;
+    }
+}

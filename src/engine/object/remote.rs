@@ -85,15 +85,7 @@ pub fn run(o: &Options, src: &S3Url, dst: &S3Url) -> Result<Summary> {
     s.transfer_s = t1.elapsed().as_secs_f64();
     let extra: Vec<String> = there.into_keys().filter(|k| !wanted.contains(k)).collect();
     let t2 = Instant::now();
-    if o.delete && !o.dry_run && crate::signals::pending() == 0 {
-        let mut fails = Vec::new();
-        s.deleted = super::delete_keys(&client, o.in_flight, extra, |f| fails.push(f));
-        fails.into_iter().for_each(|f| s.fail(f));
-    } else if o.delete {
-        s.deleted = extra.len() as u64;
-    } else {
-        s.extraneous = extra.len() as u64;
-    }
+    super::delete_extra_keys(o, &client, extra, &mut s, &progress);
     s.delete_s = t2.elapsed().as_secs_f64();
     progress.finish();
     super::finish(&mut s, &client, t0, cpu0);
