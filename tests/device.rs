@@ -9,6 +9,7 @@
 mod reliability_common;
 
 use reliability_common::{Out, bin, root_only, run_bounded};
+use std::collections::BTreeSet;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -130,15 +131,37 @@ fn mounts_of(dev: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Registry records (of any process) naming `dev`.
-fn records_naming(dev: &str) -> usize {
+/// Registry records (of any process, alive or dead) naming `dev`, by path. The machine
+/// may hold records a killed process left behind (a run killed on another day, whose loop
+/// device had the same name): the tests count only what appeared during their own run
+/// ([`new_records_naming`]), or what their own child wrote ([`records_of`]).
+fn records_naming(dev: &str) -> BTreeSet<PathBuf> {
     std::fs::read_dir(manyfiles::storage::registry::state_dir())
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .filter(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&format!("\"{dev}\""))))
-        .count()
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Records naming `dev` that were not there in `before`.
+fn new_records_naming(dev: &str, before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    records_naming(dev).into_iter().filter(|p| !before.contains(p)).collect()
+}
+
+/// Records naming `dev` written by process `pid`.
+fn records_of(dev: &str, pid: u32) -> Vec<PathBuf> {
+    records_naming(dev)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(p)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v["pid"] == pid)
+        })
+        .collect()
 }
 
 fn ladder(extra: &[&str]) -> Out {
@@ -153,6 +176,7 @@ fn ladder(extra: &[&str]) -> Out {
 fn refused(disk: &LoopDisk, extra: &[&str], want: &[&str]) {
     let before = disk.sha();
     let mounted_before = mounts_of(&disk.dev).len();
+    let records_before = records_naming(&disk.dev);
     let o = ladder(extra);
     assert_eq!(o.code, Some(2), "{extra:?}: {}", o.show());
     let lines = o.lines();
@@ -162,7 +186,8 @@ fn refused(disk: &LoopDisk, extra: &[&str], want: &[&str]) {
     }
     assert_eq!(disk.sha(), before, "{extra:?}: the device was written");
     assert_eq!(mounts_of(&disk.dev).len(), mounted_before, "{extra:?}: mounts changed");
-    assert_eq!(records_naming(&disk.dev), 0, "{extra:?}: a registry record names the device");
+    let left = new_records_naming(&disk.dev, &records_before);
+    assert!(left.is_empty(), "{extra:?}: a registry record names the device: {left:?}");
     assert!(disk.attached());
 }
 
@@ -182,6 +207,7 @@ fn ladder_on_a_device_works_and_leaves_it_unmounted() {
     std::os::unix::fs::symlink(&disk.dev, &link).unwrap();
     let json = tmp.path().join("r.json");
     let spec = format!("ext4@dev:{}", disk.dev);
+    let records_before = records_naming(&disk.dev);
     let o = ladder(&["--fs", &spec, "--destroy-device", link.to_str().unwrap(), "--json", json.to_str().unwrap()]);
     assert_eq!(o.code, Some(0), "{}", o.show());
     // It said what it destroys: the device, its size, and the old file system.
@@ -215,7 +241,8 @@ fn ladder_on_a_device_works_and_leaves_it_unmounted() {
     assert!(disk.attached());
     assert!(disk.img.is_file(), "the device's image is never deleted");
     assert!(ok("blkid", &["-p", &disk.dev]).contains("TYPE=\"ext4\""));
-    assert_eq!(records_naming(&disk.dev), 0);
+    let left = new_records_naming(&disk.dev, &records_before);
+    assert!(left.is_empty(), "a registry record was left: {left:?}");
 }
 
 #[test]
@@ -353,12 +380,13 @@ fn cleanup_after_a_kill_unmounts_and_leaves_the_device_alone() {
     child.wait().unwrap();
     assert_eq!(mounted.len(), 1, "the run mounted the device");
     assert_eq!(mounts_of(&dev), mounted, "left mounted by the killed run");
-    assert_eq!(records_naming(&dev), 1, "the run recorded the device");
+    let pid = child.id();
+    assert_eq!(records_of(&dev, pid).len(), 1, "the run recorded the device");
     let o = run_bounded(&["cleanup"], LIMIT, None);
     assert_eq!(o.code, Some(0), "{}", o.show());
     assert!(mounts_of(&dev).is_empty(), "cleanup unmounted it: {}", o.show());
     assert!(!mounted[0].exists(), "the mount point directory is gone");
-    assert_eq!(records_naming(&dev), 0);
+    assert_eq!(records_of(&dev, pid), Vec::<PathBuf>::new(), "cleanup removed the run's record");
     // The device itself: still attached to our image, image kept, file system intact.
     assert!(disk.attached());
     assert_eq!(std::fs::metadata(&disk.img).unwrap().len(), 96 * MIB);
