@@ -36,7 +36,7 @@ use crate::ops::{Create, CreateOptions, PhaseSettings};
 use crate::signals;
 use crate::storage::TargetInfo;
 use crate::tree::{Plan, Prepared, TreeSpec};
-use crate::units::fmt_size;
+
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, StatxFlags, XattrFlags, fgetxattr, fremovexattr, fsetxattr, mkdir, openat};
 use rustix::io::Errno;
@@ -570,42 +570,6 @@ fn inspect(dir: &Path) -> Result<DirState> {
     }
 }
 
-/// Refuse (bad input, before anything is written) a tree the file system has no room
-/// for: the bytes it would allocate (`tree::space`: no data block for an empty file,
-/// directory blocks, per-inode metadata where it comes from free space) with 10% margin,
-/// and its inodes where the file system has a fixed number (ext2/3/4, tmpfs).
-fn check_room(spec: &TreeSpec, info: &TargetInfo, at: &Path) -> Result<()> {
-    let need = crate::tree::space::footprint(spec, &info.fs_type, info.block_size);
-    let bytes = need.bytes / 10 * 11;
-    // A file system that reports no size at all (ramfs) keeps no account to check against.
-    if info.total_bytes > 0 && bytes > info.free_bytes {
-        return Err(Error::bad(
-            "DIR",
-            format!(
-                "the tree needs about {} on {} but only {} is free there",
-                fmt_size(bytes as f64),
-                info.fs_type,
-                fmt_size(info.free_bytes as f64)
-            ),
-        ));
-    }
-    let vfs = rustix::fs::statvfs(at).map_err(|e| Error::bad("DIR", format!("statvfs {}: {e}", at.display())))?;
-    // f_files 0: inodes made as needed (btrfs, FAT), none to run out of but space.
-    if vfs.f_files > 0 && need.inodes > vfs.f_favail {
-        return Err(Error::bad(
-            "DIR",
-            format!(
-                "the tree needs {} inodes ({} files and {} directories) but only {} are free there",
-                need.inodes,
-                spec.files,
-                need.inodes - spec.files,
-                vfs.f_favail
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Generate the tree. On failure or interrupt the partial tree is removed.
 pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
     signals::install();
@@ -619,7 +583,7 @@ pub fn generate(cfg: &GenConfig) -> Result<GenOutcome> {
     if info.read_only {
         return Err(Error::bad("DIR", format!("{} is on a read-only file system", cfg.dir.display())));
     }
-    check_room(&cfg.spec, &info, probe_at)?;
+    crate::experiment::check_room(&cfg.spec, &info, probe_at, "DIR")?;
     let created = matches!(state, DirState::Missing);
     if created {
         mkdir(&cfg.dir, Mode::from_raw_mode(0o755))

@@ -827,4 +827,12 @@ fn empty_files_need_inodes_not_blocks() {
     let r = run(["gen", big.to_str().unwrap(), "--files", "1000", "--size", "4k", "-q"]);
     assert_bad_input(&r, "DIR", "4 MiB of data on a 1 MiB tmpfs");
     assert!(r.stderr.contains("needs about"), "{}", r.stderr);
+    // An experiment on an existing --target counts the same way (issue 41: it charged a
+    // block per empty file): 2,000 empty files fit in the 1 MiB tmpfs, 1,000 of 4 KiB do not.
+    let dir = mnt.to_str().unwrap();
+    let r = run(["ops", "--target", dir, "--files", "2000", "--size", "0", "--ops", "create", "--runs", "1", "-q"]);
+    assert_eq!(r.code, Some(0), "2,000 empty files on a 1 MiB tmpfs: {}", r.stderr);
+    let r = run(["ops", "--target", dir, "--files", "1000", "--size", "4k", "--ops", "create", "--runs", "1", "-q"]);
+    assert_bad_input(&r, "--target", "4 MiB of data on a 1 MiB tmpfs");
+    assert!(r.stderr.contains("needs about"), "{}", r.stderr);
 }
