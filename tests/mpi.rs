@@ -10,6 +10,47 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// A neighbour on `fs`: waits (at most 120 s) for a run directory to appear there — made
+/// after the run's up-front room check — then stops every process of the binary under
+/// test (SIGSTOP, so none goes on writing meanwhile), fills the file system's free bytes
+/// with a file of its own and lets them go on (SIGCONT). True when it filled.
+fn fill_when_a_run_starts(fs: std::path::PathBuf) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while run_dirs(&fs).is_empty() {
+            if t0.elapsed() > Duration::from_secs(120) {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        let exe = bin().canonicalize().unwrap();
+        let ranks: Vec<i32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+            .collect();
+        let signal = |sig: &str| {
+            for pid in &ranks {
+                let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
+            }
+        };
+        signal("-STOP");
+        use std::io::Write;
+        let mut f = std::fs::File::create(fs.join("neighbour")).unwrap();
+        let chunk = vec![7u8; 1 << 20];
+        let mut size = chunk.len();
+        while size >= 512 {
+            match f.write(&chunk[..size]) {
+                Ok(_) => {}
+                Err(_) => size /= 2,
+            }
+        }
+        signal("-CONT");
+        true
+    })
+}
+
 /// `mpirun -np N manyfiles ARGS`, bounded in time, and how long it took.
 fn mpirun(np: usize, args: &[&str]) -> (Run, Duration) {
     let t0 = Instant::now();
@@ -106,11 +147,12 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
     for r in 0..4 {
         std::fs::create_dir(dir.path().join(r.to_string())).unwrap();
     }
-    // Rank 2 writes to a tmpfs with room for the bytes but only 300 inodes: its create
-    // runs out of space part way (the space check before the run looks at bytes).
+    // Rank 2 writes to a small tmpfs that has room for its tree when the run checks (so
+    // the check before anything is written lets it through), and that a neighbour fills
+    // once the run directory is there: its create runs out of space part way.
     let small = dir.path().join("2");
     let st = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64m,nr_inodes=300", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", "size=64m", "tmpfs"])
         .arg(&small)
         .status()
         .unwrap();
@@ -122,6 +164,7 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
         }
     }
     let _u = Unmount(&small);
+    let neighbour = fill_when_a_run_starts(small.clone());
     let json = dir.path().join("r.json");
     let target = format!("{}/{{rank}}", dir.path().display());
     let (r, took) = mpirun(
@@ -131,7 +174,7 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
             "--target",
             &target,
             "--files",
-            "1000",
+            "4000",
             "--size",
             "4k",
             "--ops",
@@ -143,6 +186,7 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
             "--quiet",
         ],
     );
+    assert!(neighbour.join().unwrap(), "the neighbour never saw rank 2's run directory: {}", r.stderr);
     r.expect_code(1);
     assert!(took < Duration::from_secs(90), "took {took:?}");
     assert!(r.stderr.contains("rank 2"), "{}", r.stderr);
