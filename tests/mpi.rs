@@ -151,11 +151,7 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
     // the check before anything is written lets it through), and that a neighbour fills
     // once the run directory is there: its create runs out of space part way.
     let small = dir.path().join("2");
-    let st = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64m", "tmpfs"])
-        .arg(&small)
-        .status()
-        .unwrap();
+    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=64m", "tmpfs"]).arg(&small).status().unwrap();
     assert!(st.success());
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {
