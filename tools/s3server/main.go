@@ -11,6 +11,10 @@
 // Authorization header (SigV4 `Credential=KEY/…` or V2 `AWS KEY:…`), else 403. The
 // signature itself is not verified: what keeps other users out is the stack's own
 // network namespace (loopback only) this server runs in.
+//
+// s3bolt lets object bytes be read after its bbolt transaction (a write that grows the
+// file meanwhile killed the server with a SIGSEGV): every call goes through
+// lockedBackend (backend.go), which copies them out before any write may run.
 package main
 
 import (
@@ -27,6 +31,13 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3bolt"
 )
 
+// versionString is what -version prints, and then " source HASH" when the build was
+// given the hash of the source it was built from (.ci/run: -ldflags "-X
+// main.sourceHash=…"; it rebuilds the installed binary when that is not the source's).
+const versionString = "manyfiles-s3server 2 (gofakes3 v1.2.0, s3bolt back end, reads copied under a lock)"
+
+var sourceHash string
+
 // withAccessKey refuses a request whose Authorization header does not name key.
 func withAccessKey(key string, next http.Handler) http.Handler {
 	v4, v2 := "Credential="+key+"/", "AWS "+key+":"
@@ -42,6 +53,27 @@ func withAccessKey(key string, next http.Handler) http.Handler {
 	})
 }
 
+// newHandler opens (or creates) the bucket's database file in dir, creates bucket in it
+// if missing, and returns what the server serves: the access-key check in front of
+// gofakes3 over the s3bolt back end. The test (main_test.go) serves the same.
+func newHandler(dir, bucket, key string) (http.Handler, error) {
+	bolt, err := s3bolt.NewFile(filepath.Join(dir, "objects.bolt"))
+	if err != nil {
+		return nil, err
+	}
+	// s3bolt's objects must not be read once its transaction is over: see lockedBackend.
+	backend := &lockedBackend{b: bolt}
+	if ok, err := backend.BucketExists(bucket); err != nil {
+		return nil, err
+	} else if !ok {
+		if err := backend.CreateBucket(bucket); err != nil {
+			return nil, err
+		}
+	}
+	faker := gofakes3.New(backend, gofakes3.WithoutVersioning())
+	return withAccessKey(key, faker.Server()), nil
+}
+
 func run() error {
 	listen := flag.String("listen", "127.0.0.1:9000", "address to listen on")
 	dir := flag.String("dir", "", "directory the bucket's database file goes in (required)")
@@ -49,7 +81,11 @@ func run() error {
 	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *version {
-		fmt.Println("manyfiles-s3server 1 (gofakes3 v1.2.0, s3bolt back end)")
+		if sourceHash != "" {
+			fmt.Println(versionString + " source " + sourceHash)
+		} else {
+			fmt.Println(versionString)
+		}
 		return nil
 	}
 	key := os.Getenv("MANYFILES_S3_ACCESS_KEY")
@@ -59,24 +95,16 @@ func run() error {
 	if *dir == "" {
 		return fmt.Errorf("-dir is required")
 	}
-	backend, err := s3bolt.NewFile(filepath.Join(*dir, "objects.bolt"))
+	handler, err := newHandler(*dir, *bucket, key)
 	if err != nil {
 		return err
-	}
-	if ok, err := backend.BucketExists(*bucket); err != nil {
-		return err
-	} else if !ok {
-		if err := backend.CreateBucket(*bucket); err != nil {
-			return err
-		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	faker := gofakes3.New(backend, gofakes3.WithoutVersioning())
 	log.Printf("serving bucket %s on http://%s", *bucket, ln.Addr())
-	return http.Serve(ln, withAccessKey(key, faker.Server()))
+	return http.Serve(ln, handler)
 }
 
 func main() {
