@@ -10,30 +10,40 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A neighbour on `fs`: waits (at most 120 s) for a run directory to appear there — made
-/// after the run's up-front room check — then stops every process of the binary under
-/// test (SIGSTOP, so none goes on writing meanwhile), fills the file system's free bytes
-/// with a file of its own and lets them go on (SIGCONT). True when it filled.
-fn fill_when_a_run_starts(fs: std::path::PathBuf) -> std::thread::JoinHandle<bool> {
+/// A neighbour on `fs`: waits (until `done`, at most 120 s) for a run directory to appear
+/// there — made after the run's up-front room check — then stops the ranks of this job
+/// (the processes of the binary under test whose command line names `job`; SIGSTOP, so
+/// none goes on writing meanwhile; other tests' jobs are left alone), fills the file
+/// system's free bytes with a file of its own and lets them go on (SIGCONT). True when
+/// it filled.
+fn fill_when_a_run_starts(
+    fs: std::path::PathBuf,
+    job: String,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<bool> {
     std::thread::spawn(move || {
         let t0 = Instant::now();
         while run_dirs(&fs).is_empty() {
-            if t0.elapsed() > Duration::from_secs(120) {
+            if done.load(std::sync::atomic::Ordering::Relaxed) || t0.elapsed() > Duration::from_secs(120) {
                 return false;
             }
-            std::thread::yield_now();
+            std::thread::sleep(Duration::from_millis(1));
         }
         let exe = bin().canonicalize().unwrap();
-        let ranks: Vec<i32> = std::fs::read_dir("/proc")
+        let ranks: Vec<String> = std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
             .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.windows(job.len()).any(|w| w == job.as_bytes()))
+            })
+            .map(|pid| pid.to_string())
             .collect();
+        assert!(!ranks.is_empty(), "no process of {} names {job}", exe.display());
         let signal = |sig: &str| {
-            for pid in &ranks {
-                let _ = Command::new("kill").args([sig, &pid.to_string()]).status();
-            }
+            let _ = Command::new("kill").arg(sig).args(&ranks).status();
         };
         signal("-STOP");
         use std::io::Write;
@@ -160,9 +170,10 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
         }
     }
     let _u = Unmount(&small);
-    let neighbour = fill_when_a_run_starts(small.clone());
-    let json = dir.path().join("r.json");
     let target = format!("{}/{{rank}}", dir.path().display());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let neighbour = fill_when_a_run_starts(small.clone(), target.clone(), done.clone());
+    let json = dir.path().join("r.json");
     let (r, took) = mpirun(
         4,
         &[
@@ -182,6 +193,7 @@ fn a_rank_that_runs_out_of_space_mid_run_ends_the_job_with_its_reason() {
             "--quiet",
         ],
     );
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(neighbour.join().unwrap(), "the neighbour never saw rank 2's run directory: {}", r.stderr);
     r.expect_code(1);
     assert!(took < Duration::from_secs(90), "took {took:?}");
