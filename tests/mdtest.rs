@@ -117,7 +117,7 @@ fn the_stonewall_stops_creates_and_the_later_phases_take_the_count_reached() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("wall.json");
     // Far more files than one second makes: the wall stops creates.
-    let r = run_mdtest("--easy", "5M", &["--stonewall", "1", "--runs", "1"], dir.path(), &json);
+    let r = run_mdtest("--easy", "5M", &["--stonewall", "1", "--runs", "1", "--paths", "relative"], dir.path(), &json);
     let rs = load_json(&json);
     let create = measurements(&rs, "create")[0];
     let wall = measurements(&rs, "create-stonewall")[0];
@@ -150,6 +150,34 @@ fn a_preset_is_required_and_more_threads_are_refused() {
     let r = run(["mdtest", "--hard", "--stonewall", "0", "--target", t]);
     assert_bad_input(&r, "--stonewall", "at least 1");
     assert!(run_dirs(dir.path()).is_empty());
+}
+
+/// `--paths full` (the default) names every file by its whole path, which the kernel
+/// walks again on every call: it runs only where no other user can redirect that path. A
+/// world-writable directory on the way is refused (exit 2, one line naming it) before
+/// anything is made; `--paths relative` (directory fds all the way) runs there, and
+/// both ways handle the same files.
+#[test]
+fn whole_paths_are_refused_where_another_user_could_redirect_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let t = open.to_str().unwrap();
+    let r = run(["mdtest", "--easy", "--files", "100", "--runs", "1", "--target", t]);
+    assert_bad_input(&r, "--paths", "is writable by others (mode 0777) without the sticky bit");
+    assert!(r.stderr.contains(&format!("{t} is writable")), "{}", r.stderr);
+    assert!(run_dirs(&open).is_empty(), "nothing made");
+    let json = dir.path().join("relative.json");
+    run_mdtest("--hard", "200", &["--runs", "1", "--paths", "relative"], &open, &json);
+    let rs = load_json(&json);
+    for op in ["create", "stat", "read", "delete"] {
+        assert_eq!(u(measurements(&rs, op)[0], "files"), 200, "{op}");
+    }
+    assert!(run_dirs(&open).is_empty());
+    let r = run(["mdtest", "--easy", "--paths", "sideways", "--target", t]);
+    assert_bad_input(&r, "--paths", "expected full or relative");
 }
 
 /// Two ranks (`cargo test --features mpi --test mdtest -- mpi`): each phase counts both

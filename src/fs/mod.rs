@@ -1,11 +1,12 @@
 //! File-system primitives every layer uses, relative to directory fds: the walk
 //! ([`walk`]: getdents, `O_NOFOLLOW` opens, the work-stealing task tree), bounded
-//! removal ([`remove`]), bounded input files ([`input`]), output files ([`output`]) and [`write_all`]. Imports nothing
+//! removal ([`remove`]), bounded input files ([`input`]), output files ([`output`]), whether a path is out of other users' reach ([`trusted_path`]) and [`write_all`]. Imports nothing
 //! else of the crate but `error`.
 
 pub mod input;
 pub mod output;
 pub mod remove;
+pub mod trusted_path;
 pub mod walk;
 
 use rustix::io::{Errno, write};

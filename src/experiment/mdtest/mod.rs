@@ -22,7 +22,15 @@
 //! create and delete end with a timed syncfs, as mdtest `-Y`, which IO500 gives its
 //! create phases; `--until returned`: as mdtest without `-Y`). The view prints kIOPS per
 //! phase and the md score IO500 forms from them (their geometric mean).
+//!
+//! `--paths full` (the default) makes mdtest's own calls, each file named by its whole
+//! path (`by_path`); `--paths relative` makes manyfiles' (relative to the open
+//! directory: `mknodat`, `statx(dirfd, name)`, …), which skips the path walk mdtest pays.
+//! Both lay files out as mdtest does, as deep: `tree/mdtest_tree.<rank>` (easy) or
+//! `tree/mdtest_tree.0` (hard, shared) in the run directory, against mdtest's
+//! `test-dir.0-0/mdtest_tree.<rank>.0` or `test-dir.0-0/mdtest_tree.0` in its `-d`.
 
+mod by_path;
 mod trial;
 pub mod view;
 
@@ -61,6 +69,14 @@ const COMMAND: CommandLine = CommandLine {
              which the later phases take",
         )
         .at_most(86_400),
+        Flag::text(
+            "paths",
+            "full|relative",
+            "full: every call names its file by the whole path, as mdtest does (the kernel walks the path each \
+             time); relative: by name in the open directory, as manyfiles' own ops do (no walk)",
+        )
+        .default("full")
+        .hints(&["full", "relative"]),
     ],
     groups: &[Group::Own, Group::Run],
     config,
@@ -101,6 +117,34 @@ impl Preset {
     }
 }
 
+/// How the calls name their files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paths {
+    /// The whole path, walked by the kernel on every call (mdtest's way).
+    Full,
+    /// The name, relative to the directory's open fd (manyfiles' way).
+    Relative,
+}
+
+impl Paths {
+    pub fn parse(s: &str) -> Result<Paths> {
+        match s {
+            "full" => Ok(Paths::Full),
+            "relative" => Ok(Paths::Relative),
+            _ => Err(Error::bad("--paths", format!("'{s}': expected full or relative"))),
+        }
+    }
+    /// As a run's command line gave it (the results keep that line): the view's source.
+    pub fn of_command_line(args: &[String]) -> Paths {
+        let given = args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--paths") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(v) => v.strip_prefix('='),
+            None => None,
+        });
+        given.and_then(|v| Paths::parse(v).ok()).unwrap_or(Paths::Full)
+    }
+}
+
 /// Everything an mdtest run needs; no CLI types.
 #[derive(Debug, Clone)]
 pub struct MdtestConfig {
@@ -109,6 +153,7 @@ pub struct MdtestConfig {
     pub files: u64,
     /// Seconds after which creates stop (mdtest -W).
     pub stonewall: Option<u64>,
+    pub paths: Paths,
     /// The run flags, checked; `caches` as this experiment uses them.
     pub run: RunSettings,
 }
@@ -127,6 +172,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     if stonewall == Some(0) {
         return Err(Error::bad("--stonewall", "must be at least 1 second"));
     }
+    let paths = Paths::parse(v.text("paths").unwrap_or("full"))?;
     let mut run = common.run_settings()?;
     if run.threads.is_some_and(|t| t != 1) {
         return Err(Error::bad("--threads", "mdtest runs one thread per rank: run more ranks under mpirun"));
@@ -143,7 +189,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     if !asked {
         run.caches = CacheMode::Warm;
     }
-    let cfg = MdtestConfig { preset, files, stonewall, run };
+    let cfg = MdtestConfig { preset, files, stonewall, paths, run };
     tree(&cfg).validate().map_err(|(flag, reason)| Error::bad(flag, reason))?;
     Ok(Box::new(cfg))
 }
@@ -158,6 +204,17 @@ impl Config for MdtestConfig {
     fn json(&self) -> Option<&std::path::Path> {
         self.run.json.as_deref()
     }
+}
+
+/// The refusal of `--paths full` where `why` says another user could redirect a path.
+pub(crate) fn untrusted(why: &str) -> Error {
+    Error::bad(
+        "--paths",
+        format!(
+            "full paths are walked again on every call, and {why}: another user could redirect them. Use --paths \
+             relative, or a --target only root and you can change"
+        ),
+    )
 }
 
 /// One rank's files: flat, named about as long as mdtest's (`file.mdtest.<rank>.<i>`).
@@ -185,6 +242,16 @@ pub fn run(cfg: &MdtestConfig) -> Result<ResultSet> {
     // Under MPI every rank works in rank 0's run directory (easy: each in its own
     // directory there; hard: all in one).
     ranks::set_shared_dir(true);
+    if cfg.paths == Paths::Full {
+        for t in &r.targets {
+            if let super::TargetSpec::Dir(dir) = t {
+                // A path walked per call goes wherever its directories point then: refused
+                // before anything is made where another user could redirect it. (A managed
+                // --fs target's mount point is the tool's own; each phase checks again.)
+                ranks::agree(crate::fs::trusted_path::trusted(dir).map(|_| ()).map_err(|why| untrusted(&why)))?;
+            }
+        }
+    }
     let spec = tree(cfg);
     let mut targets = LiveTarget::open_all(&r.targets, std::slice::from_ref(&spec), r.fs_size, 1, r.keep, r.reuse)?;
     LiveTarget::set_labels(&mut targets, &r.labels);
@@ -224,6 +291,7 @@ pub fn run(cfg: &MdtestConfig) -> Result<ResultSet> {
     let env = trial::Env {
         preset: cfg.preset,
         stonewall: cfg.stonewall.map(std::time::Duration::from_secs),
+        paths: cfg.paths,
         portion_files: r.portion,
         caches: r.caches,
         create: Create { opts: CreateOptions::default() },
@@ -233,4 +301,18 @@ pub fn run(cfg: &MdtestConfig) -> Result<ResultSet> {
     drive(&driver, targets, rs, &metas, &progress, |rundir, _, watch| {
         trial::run(rundir, &mut prepared, &all_units, &env, watch)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Paths;
+
+    #[test]
+    fn paths_read_back_from_a_command_line() {
+        let line = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(Paths::of_command_line(&line("manyfiles mdtest --easy")), Paths::Full);
+        assert_eq!(Paths::of_command_line(&line("manyfiles mdtest --paths relative --easy")), Paths::Relative);
+        assert_eq!(Paths::of_command_line(&line("manyfiles mdtest --paths=relative")), Paths::Relative);
+        assert_eq!(Paths::of_command_line(&line("manyfiles mdtest --paths=full")), Paths::Full);
+    }
 }

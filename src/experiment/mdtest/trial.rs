@@ -2,7 +2,8 @@
 //! (to the stonewall, if any, and on to the fastest rank's count), stat, read (hard) and
 //! delete, each on the files of the rank `-N 1` points at, then the directories removed.
 
-use super::{Preset, STONEWALL_OP};
+use super::by_path::{ByPath, Call};
+use super::{Paths, Preset, STONEWALL_OP};
 use crate::error::{Error, Result};
 use crate::experiment::all_ranks::{run_phase_everywhere, run_phase_on_every_rank};
 use crate::experiment::{Stop, TrialOutcome, prepare_caches, watched};
@@ -18,6 +19,7 @@ use hdrhistogram::Histogram;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::ffi::{CStr, CString};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -27,6 +29,7 @@ pub(super) struct Env<'a> {
     pub preset: Preset,
     /// Creates stop this long after they began (mdtest -W).
     pub stonewall: Option<Duration>,
+    pub paths: Paths,
     pub portion_files: u64,
     pub caches: CacheMode,
     pub create: Create,
@@ -55,9 +58,18 @@ fn neighbour(k: usize) -> usize {
     (ranks::rank() + k) % ranks::size()
 }
 
-/// Easy's directory of rank `r`.
+/// Easy's directory of rank `r`; hard's shared one is rank 0's name.
 fn rank_dir(r: usize) -> CString {
     CString::new(format!("mdtest_tree.{r}")).expect("no NUL")
+}
+
+/// The directory phase `k`'s files are in, below `tree/`: easy, the neighbour's; hard,
+/// the shared one.
+fn dir_name(preset: Preset, k: usize) -> String {
+    match preset {
+        Preset::Easy => format!("mdtest_tree.{}", neighbour(k)),
+        Preset::Hard => "mdtest_tree.0".into(),
+    }
 }
 
 /// Phase `k`'s settings: one thread; under MPI the neighbour's file names (its
@@ -95,27 +107,62 @@ fn phases(
     let tree_fd = make_dirs(rundir, env.preset).map_err(fail)?;
     let path = rundir.path.join("tree");
     let root = phase_root(&tree_fd, env.preset, 0).map_err(fail)?;
-    let (create, wall, count) = create_phase(env, tree, all, &root, watch, &path).map_err(fail)?;
+    let create_op = env.op(Call::Create, &root, &path.join(dir_name(env.preset, 0))).map_err(fail)?;
+    let (create, wall, count) = create_phase(env, &*create_op, tree, all, &root, watch, &path).map_err(fail)?;
     keep(done, "create", create)?;
     if let Some(w) = wall {
         done.push((STONEWALL_OP.into(), w));
     }
     tree.plan.file_units = clip(all, 0, count);
     for name in &env.preset.ops()[1..] {
-        let op: &dyn Op = match *name {
-            "stat" => &Stat,
-            "read" => &Read,
-            _ => &Delete,
+        let call = match *name {
+            "stat" => Call::Stat,
+            "read" => Call::Read,
+            _ => Call::Delete,
         };
         let k = shift(name);
         let root = phase_root(&tree_fd, env.preset, k).map_err(fail)?;
+        let op = env.op(call, &root, &path.join(dir_name(env.preset, k))).map_err(fail)?;
         let cache = ranks::agree(prepare_caches(env.caches, name, &[path.as_path()], 1)).map_err(fail)?;
         let r = watched(watch, cache, || {
-            run_phase_on_every_rank(op, tree, root.as_fd(), &settings(env, k, true), env.progress)
+            run_phase_on_every_rank(&*op, tree, root.as_fd(), &settings(env, k, true), env.progress)
         });
         keep(done, name, r)?;
     }
     remove_dirs(rundir, tree_fd, env.preset).map_err(fail)
+}
+
+impl Env<'_> {
+    /// The op making `call` on the files of `dir` (open as `fd`): mdtest's whole-path
+    /// calls, or manyfiles' own relative to `fd`.
+    fn op(&self, call: Call, fd: &OwnedFd, dir: &Path) -> Result<Box<dyn Op>> {
+        if self.paths == Paths::Relative {
+            return Ok(match call {
+                Call::Create => Box::new(Create { opts: self.create.opts.clone() }),
+                Call::Stat => Box::new(Stat),
+                Call::Read => Box::new(Read),
+                Call::Delete => Box::new(Delete),
+            });
+        }
+        Ok(Box::new(ByPath { call, dir: whole_path(fd, dir)?, bytes: self.preset.bytes() }))
+    }
+}
+
+/// The path that names `dir` (already open as `fd`) on every call: its symlinks resolved
+/// once, checked out of other users' reach (a path walked per call goes wherever its
+/// directories point then), and checked to still name the directory opened.
+fn whole_path(fd: &OwnedFd, dir: &Path) -> Result<CString> {
+    let checked = crate::fs::trusted_path::trusted(dir).map_err(|why| super::untrusted(&why));
+    let checked = ranks::agree(checked)?;
+    let same = match (rustix::fs::stat(&checked), rustix::fs::fstat(fd)) {
+        (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
+        _ => false,
+    };
+    let named = match same {
+        true => CString::new(checked.into_os_string().into_encoded_bytes()).map_err(|_| Error::failed("NUL in a path")),
+        false => Err(Error::failed(format!("{} is no longer the directory this run made", dir.display()))),
+    };
+    ranks::agree(named)
 }
 
 /// Record a phase; a failed or interrupted one stops the trial (every rank has the same
@@ -134,7 +181,14 @@ fn keep(done: &mut Vec<(String, PhaseResult)>, name: &str, r: PhaseResult) -> st
 /// untimed, as mdtest makes its unique directories outside the clock.
 fn make_dirs(rundir: &RunDir, preset: Preset) -> Result<OwnedFd> {
     let made = match ranks::is_root() {
-        true => mkdirat(rundir.fd(), TREE, Mode::from_raw_mode(0o755)),
+        true => mkdirat(rundir.fd(), TREE, Mode::from_raw_mode(0o755)).and_then(|()| match preset {
+            // Hard's one shared directory, as deep as mdtest's.
+            Preset::Hard => {
+                let tree = openat(rundir.fd(), TREE, DIR_FLAGS, Mode::empty())?;
+                mkdirat(&tree, rank_dir(0).as_c_str(), Mode::from_raw_mode(0o755))
+            }
+            Preset::Easy => Ok(()),
+        }),
         false => Ok(()),
     };
     ranks::agree(made.map_err(|e| Error::failed(format!("cannot create the tree root: {e}"))))?;
@@ -147,12 +201,9 @@ fn make_dirs(rundir: &RunDir, preset: Preset) -> Result<OwnedFd> {
     Ok(tree)
 }
 
-/// Where phase `k` works: easy, the neighbour's directory; hard, the shared one.
+/// Open where phase `k` works.
 fn phase_root(tree: &OwnedFd, preset: Preset, k: usize) -> Result<OwnedFd> {
-    let name = match preset {
-        Preset::Easy => rank_dir(neighbour(k)),
-        Preset::Hard => c".".to_owned(),
-    };
+    let name = CString::new(dir_name(preset, k)).expect("no NUL");
     let opened = openat(tree, name.as_c_str(), DIR_FLAGS, Mode::empty());
     ranks::agree(opened.map_err(|e| Error::failed(format!("cannot open tree/{}: {e}", name.to_string_lossy()))))
 }
@@ -164,10 +215,16 @@ fn remove_dirs(rundir: &RunDir, tree: OwnedFd, preset: Preset) -> Result<()> {
         let removed = unlinkat(&tree, rank_dir(ranks::rank()).as_c_str(), AtFlags::REMOVEDIR);
         ranks::agree(removed.map_err(|e| Error::failed(format!("cannot remove this rank's directory: {e}"))))?;
     }
-    drop(tree);
     ranks::shared_barrier();
     let removed = match ranks::is_root() {
-        true => unlinkat(rundir.fd(), TREE, AtFlags::REMOVEDIR),
+        true => match preset {
+            Preset::Hard => unlinkat(&tree, rank_dir(0).as_c_str(), AtFlags::REMOVEDIR),
+            Preset::Easy => Ok(()),
+        }
+        .and_then(|()| {
+            drop(tree);
+            unlinkat(rundir.fd(), TREE, AtFlags::REMOVEDIR)
+        }),
         false => Ok(()),
     };
     ranks::agree(removed.map_err(|e| Error::failed(format!("cannot remove the tree root: {e}"))))
@@ -187,6 +244,7 @@ fn clip(all: &[Unit], from: u64, to: u64) -> Vec<Unit> {
 /// the files every rank has at its end.
 fn create_phase(
     env: &Env,
+    create: &dyn Op,
     tree: &mut Prepared,
     all: &[Unit],
     root: &OwnedFd,
@@ -198,7 +256,7 @@ fn create_phase(
     let cache = ranks::agree(prepare_caches(env.caches, "create", &[path], 1))?;
     let Some(wall) = env.stonewall else {
         let r = watched(watch, cache, || {
-            run_phase_on_every_rank(&env.create, tree, root.as_fd(), &settings(env, 0, true), env.progress)
+            run_phase_on_every_rank(create, tree, root.as_fd(), &settings(env, 0, true), env.progress)
         });
         return Ok((r, None, files));
     };
@@ -206,7 +264,7 @@ fn create_phase(
     let mut walls: Vec<(u64, f64)> = Vec::new();
     let r = watched(watch, cache, || {
         run_phase_everywhere(|| {
-            let walled = Walled::new(&env.create, wall);
+            let walled = Walled::new(create, wall);
             let (a, ha) = ops::run_phase(&walled, tree, root.as_fd(), &settings(env, 0, false), env.progress);
             let reached = walled.reached.load(Ordering::Relaxed);
             let mine = [reached.to_le_bytes(), a.elapsed_s.to_le_bytes()].concat();
@@ -215,7 +273,7 @@ fn create_phase(
             let most = walls.iter().map(|w| w.0).max().unwrap_or(reached);
             let to = if a.complete() { most } else { reached };
             tree.plan.file_units = clip(all, reached, to);
-            let (b, hb) = ops::run_phase(&env.create, tree, root.as_fd(), &settings(env, 0, true), env.progress);
+            let (b, hb) = ops::run_phase(create, tree, root.as_fd(), &settings(env, 0, true), env.progress);
             chain(a, ha, b, hb)
         })
     });
@@ -272,7 +330,7 @@ fn chain(a: PhaseResult, ha: Histogram<u64>, b: PhaseResult, mut hb: Histogram<u
 /// `wall` from the first. One thread takes the units in order, so the files made are the
 /// plan's first `reached`.
 struct Walled<'a> {
-    inner: &'a Create,
+    inner: &'a dyn Op,
     wall: Duration,
     start: OnceLock<Instant>,
     reached: AtomicU64,
@@ -280,7 +338,7 @@ struct Walled<'a> {
 }
 
 impl<'a> Walled<'a> {
-    fn new(inner: &'a Create, wall: Duration) -> Walled<'a> {
+    fn new(inner: &'a dyn Op, wall: Duration) -> Walled<'a> {
         Walled { inner, wall, start: OnceLock::new(), reached: AtomicU64::new(0), hit: AtomicBool::new(false) }
     }
 }

@@ -101,6 +101,13 @@ pub fn report(rs: &ResultSet) -> String {
         crate::results::Until::Durable => "durable: create and delete end with a timed syncfs, as mdtest -Y",
         crate::results::Until::Returned => "returned: no syncfs, as mdtest without -Y",
     };
+    let calls = match super::Paths::of_command_line(&rs.provenance.command_line) {
+        super::Paths::Full => "calls: mdtest's, each file named by its whole path (--paths full)",
+        super::Paths::Relative => {
+            "calls: manyfiles' own, each file named relative to its open directory (--paths relative: no path \
+             walk, faster than mdtest's calls)"
+        }
+    };
     let ranks = rs.provenance.ranks.max(1);
     let mut out = String::new();
     for target in &rs.targets {
@@ -115,7 +122,7 @@ pub fn report(rs: &ResultSet) -> String {
             t.add_row(vec![r.op.clone(), files_text(&r.files), headline(&r.stats), r.stats.n.to_string()]);
         }
         out.push_str(&format!(
-            "{preset} on {} ({ranks} rank{}, one thread per rank; time {until})\n{t}\n",
+            "{preset} on {} ({ranks} rank{}, one thread per rank; time {until})\n{calls}\n{t}\n",
             target.label,
             if ranks == 1 { "" } else { "s" }
         ));
