@@ -15,7 +15,8 @@
 #   rm     manyfiles rm DIR                rmz DIR          rm -rf DIR
 # and on the nested workload, the limit: c-JOB, bench/tree_loop.c's minimal C loop of the
 # calls manyfiles makes per file (copy keeping what cp -a keeps, sync's pair of statx, scan,
-# rm, gen), on as many threads as manyfiles' default (THREADS, else the cores). A target
+# rm, gen; c-copy-lean: the calls of mf-copy-lean), on as many threads as manyfiles'
+# default (THREADS, else the cores). A target
 # manyfiles misses is printed with what the C loop reaches against the same peer.
 # Workloads: "nested" FILES (100000) × SIZE (1k) in DIRS (100) directories, and
 # "flat" FLAT_FILES (1000000) empty files in one directory (FLAT_FILES=0 skips it).
@@ -151,7 +152,10 @@ contenders() {
         rm) echo mf-rm; have rmz && echo rmz; echo rm-rf ;;
     esac
     # The C loop knows one level of subdirectories: the nested workload only.
-    if [ "$W" = nested ]; then echo "c-$1"; fi
+    if [ "$W" = nested ]; then
+        echo "c-$1"
+        if [ "$1" = copy ]; then echo c-copy-lean; fi
+    fi
 }
 
 # run_one WORKLOAD JOB CONTENDER
@@ -209,6 +213,7 @@ run_one() {
         rmz) timed_profiled rmz "$dst" ;;
         rm-rf) timed_profiled rm -rf "$dst" ;;
         c-copy) timed_profiled "$CLOOP" copy "$src" "$dst" "$CLOOP_THREADS" ;;
+        c-copy-lean) timed_profiled "$CLOOP" copy-lean "$src" "$dst" "$CLOOP_THREADS" ;;
         c-gen) timed_profiled "$CLOOP" gen "$dst" "$files" "$DIRS" "$SIZE_BYTES" "$CLOOP_THREADS" ;;
         c-sync) timed_profiled "$CLOOP" pair "$src" "$MNT/same-$w" "$CLOOP_THREADS" ;;
         c-scan) timed_profiled "$CLOOP" scan "$src" "$CLOOP_THREADS" ;;
@@ -296,7 +301,7 @@ for w in dict.fromkeys(r[0] for r in rows):
                 continue
             x = med[peer] / med[mine]
             per = [float(by[peer][k][4]) / float(by[mine][k][4]) for k in by[peer] if k in by[mine]]
-            cl = f"c-{job}"
+            cl = "c-copy-lean" if mine == "mf-copy-lean" else f"c-{job}"
             limit = f"{med[peer] / med[cl]:.2f}" if cl in by else "—"
             targets.append([w, job, f"{mine} against {peer}", f"**{x:.2f}**", f"{min(per):.2f}–{max(per):.2f}",
                             f"≥ {t}", "PASS" if x >= t else "**MISS**", limit])
