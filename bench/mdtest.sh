@@ -9,6 +9,11 @@
 #
 # T: the directory both work in (mdtest in T/mdtest-easy|hard, manyfiles in its run
 # directory in T); unset, a fresh ext4 on a loop device over an image in RAM. EASY_N / HARD_N: files per rank (IO500's phases at this size).
+# SUMMARY_ONLY=1 OUT=DIR prints the table again from DIR's outputs.
+# SYNC=1 (default): mdtest -Y (a `system("sync")` at the end of every phase, inside its
+# time: stat and read too) against manyfiles' durable time (a syncfs of the target ends
+# the write phases only); SYNC=0: neither syncs (mdtest without -Y, manyfiles --until
+# returned), the calls alone.
 # PATHS: the manyfiles --paths modes to run ("full relative"). MDTEST: the mdtest binary
 # (hpc/ior built with mpicc: ./bootstrap && ./configure CC=mpicc && make -C src mdtest).
 set -euo pipefail
@@ -32,20 +37,26 @@ MF=${MF:-target/release/manyfiles}
 refuse_debug_build "$MF"
 OUT=${OUT:-$(mktemp -d /tmp/mdtest-bench.XXXXXX)}
 MPI=(mpirun --allow-run-as-root -np "$NP")
+SYNC=${SYNC:-1}
+if [ "$SYNC" = 1 ]; then Y=(-Y); UNTIL=durable; else Y=(); UNTIL=returned; fi
 
-echo "# $(date -u +%FT%TZ) · $(uname -r) · $(nproc) cores · target $T · np $NP · rounds $ROUNDS" | tee "$OUT/README"
-echo "# mdtest: $MDTEST ($("$MDTEST" --version 2>&1 | head -1 || true)); manyfiles: $("$MF" --version)" | tee -a "$OUT/README"
+if [ -z "${SUMMARY_ONLY:-}" ]; then
+  echo "# $(date -u +%FT%TZ) · $(uname -r) · $(nproc) cores · target $T · np $NP · rounds $ROUNDS · SYNC=$SYNC (mdtest ${Y[*]:-without -Y}, manyfiles --until $UNTIL)" | tee "$OUT/README"
+  echo "# mdtest: $MDTEST; manyfiles: $("$MF" --version)" | tee -a "$OUT/README"
+fi
 
+# SUMMARY_ONLY=1 OUT=DIR: only the table, from the outputs already in DIR.
 for round in $(seq 1 "$ROUNDS"); do
+  [ -n "${SUMMARY_ONLY:-}" ] && break
   for preset in easy hard; do
     if [ "$preset" = easy ]; then
-      n=$((EASY_N)); args=(-n "$n" -u -L -F -P -N 1 -Y -i 1)
+      n=$((EASY_N)); args=(-n "$n" -u -L -F -P -N 1 "${Y[@]}" -i 1)
     else
-      n=$((HARD_N)); args=(-n "$n" -t -F -P -w 3901 -e 3901 -N 1 -Y -i 1)
+      n=$((HARD_N)); args=(-n "$n" -t -F -P -w 3901 -e 3901 -N 1 "${Y[@]}" -i 1)
     fi
     "${MPI[@]}" "$MDTEST" "${args[@]}" -d "$T/mdtest-$preset" > "$OUT/mdtest-$preset-$round.txt" 2>&1
     for p in $PATHS; do
-      "${MPI[@]}" "$MF" mdtest --"$preset" --files "$n" --runs 1 --paths "$p" --target "$T" -q \
+      "${MPI[@]}" "$MF" mdtest --"$preset" --files "$n" --runs 1 --paths "$p" --until "$UNTIL" --target "$T" -q \
         --json "$OUT/mf-$p-$preset-$round.json" > "$OUT/mf-$p-$preset-$round.txt" 2>&1
     done
     echo "round $round $preset done" >&2
@@ -70,7 +81,7 @@ def mf_rates(path):
     until = rs["experiment"].get("until", "durable")
     rates = {}
     for m in rs["measurements"]:
-        r = m["result"]
+        r = m.get("result", m)
         secs = r["elapsed_s"] if until == "durable" or r.get("returned_s") is None else r["returned_s"]
         rates[m["op"]] = r["files"] / secs / 1e3
     return rates
@@ -80,7 +91,7 @@ for preset in ["easy", "hard"]:
     md = [mdtest_rates(f"{out}/mdtest-{preset}-{r}.txt") for r in range(1, rounds + 1)]
     mf = {p: [mf_rates(f"{out}/mf-{p}-{preset}-{r}.json") for r in range(1, rounds + 1)] for p in paths}
     for op in ["create", "stat", "read", "delete"]:
-        if op not in md[0]:
+        if op not in mf[paths[0]][0]:
             continue
         a = statistics.median(x[op] for x in md)
         cells = [f"{a:.1f}"]

@@ -112,6 +112,25 @@ fn hard_writes_and_reads_3901_bytes_per_file_in_one_directory() {
     std::fs::remove_dir_all(&kept[0]).unwrap();
 }
 
+/// `--until returned` syncs nothing (as mdtest without `-Y`: the next phase finds the
+/// writes still in memory); the durable default ends create and delete with a timed
+/// syncfs, and stat and read with none.
+#[test]
+fn only_durable_time_syncs_and_only_after_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (until, synced) in [("returned", false), ("durable", true)] {
+        let json = dir.path().join(format!("{until}.json"));
+        run_mdtest("--hard", "200", &["--runs", "1", "--until", until], dir.path(), &json);
+        let rs = load_json(&json);
+        for op in ["create", "stat", "read", "delete"] {
+            let m = measurements(&rs, op)[0];
+            let flushed = m.get("flush_s").is_some_and(|f| !f.is_null());
+            let writes = op == "create" || op == "delete";
+            assert_eq!(flushed, synced && writes, "{until} {op}: {m}");
+        }
+    }
+}
+
 #[test]
 fn the_stonewall_stops_creates_and_the_later_phases_take_the_count_reached() {
     let dir = tempfile::tempdir().unwrap();

@@ -20,7 +20,10 @@
 //!
 //! Each phase's rate is its files over its time as `--until` says (durable, the default:
 //! create and delete end with a timed syncfs, as mdtest `-Y`, which IO500 gives its
-//! create phases; `--until returned`: as mdtest without `-Y`). The view prints kIOPS per
+//! create phases; `--until returned`: nothing synced, as mdtest without `-Y`). mdtest
+//! `-Y` also ends stat and read with its `system("sync")`, inside their time (a fork,
+//! an exec of sh and sync(2): 10–25 ms a phase measured here); manyfiles does not time
+//! a sync of the whole machine after phases that write nothing. The view prints kIOPS per
 //! phase and the md score IO500 forms from them (their geometric mean).
 //!
 //! `--paths full` (the default) makes mdtest's own calls, each file named by its whole
@@ -292,6 +295,7 @@ pub fn run(cfg: &MdtestConfig) -> Result<ResultSet> {
         preset: cfg.preset,
         stonewall: cfg.stonewall.map(std::time::Duration::from_secs),
         paths: cfg.paths,
+        until: r.until,
         portion_files: r.portion,
         caches: r.caches,
         create: Create { opts: CreateOptions::default() },
