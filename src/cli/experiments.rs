@@ -124,6 +124,9 @@ pub fn subcommand(name: &'static str, line: &CommandLine) -> clap::Command {
     if line.groups.contains(&Group::Run) && !line.groups.contains(&Group::Shape) {
         cmd = cmd.mut_arg("prices", |a| a.hide(true));
     }
+    for &(id, value) in line.defaults {
+        cmd = cmd.mut_arg(id, |a| a.default_value(value));
+    }
     // After the groups: a derived group sets the command's about to its own doc comment.
     cmd.about(line.about).long_about(None)
 }

@@ -21,6 +21,7 @@ const COMMAND: CommandLine = CommandLine {
     .default("create,stat,list,read,delete")
     .hints(OP_NAMES)],
     groups: &[Group::TreeSize, Group::Own, Group::Pair, Group::Run, Group::Shape, Group::Write],
+    defaults: &[],
     config,
 };
 

@@ -161,6 +161,8 @@ pub struct CommandLine {
     pub about: &'static str,
     pub flags: &'static [Flag],
     pub groups: &'static [Group],
+    /// Shared groups' flags whose default differs here: (long name, value), as typed.
+    pub defaults: &'static [(&'static str, &'static str)],
     pub config: fn(&Values, &dyn Common) -> Result<Box<dyn Config>>,
 }
 

@@ -62,6 +62,7 @@ const COMMAND: CommandLine = CommandLine {
         Flag::number("seed", "SEED", "Seed of the content").default("1"),
     ],
     groups: &[Group::Own, Group::Run],
+    defaults: &[],
     config,
 };
 

@@ -25,6 +25,7 @@ const COMMAND: CommandLine = CommandLine {
         Flag::count("portions", "PORTIONS", "Portions per trial (each of --portion files)").default("3"),
     ],
     groups: &[Group::Own, Group::Run, Group::Shape, Group::Write],
+    defaults: &[],
     config,
 };
 

@@ -19,6 +19,7 @@ const COMMAND: CommandLine = CommandLine {
         Flag::size("size", "SIZE", "Size of every file").default("0"),
     ],
     groups: &[Group::Own, Group::Run, Group::Shape, Group::Write],
+    defaults: &[],
     config,
 };
 

@@ -57,6 +57,7 @@ const COMMAND: CommandLine = CommandLine {
         .hints(OP_NAMES),
     ],
     groups: &[Group::Own, Group::Pair, Group::Run, Group::Shape, Group::Write],
+    defaults: &[],
     config,
 };
 

@@ -18,12 +18,12 @@
 //! later phases take that count. The files made by the wall are recorded as the op
 //! `create-stonewall` (IO500's `rate-stonewall`), not scored.
 //!
-//! Each phase's rate is its files over its time as `--until` says (durable, the default:
-//! create and delete end with a timed syncfs, as mdtest `-Y`, which IO500 gives its
-//! create phases; `--until returned`: nothing synced, as mdtest without `-Y`). mdtest
-//! `-Y` also ends stat and read with its `system("sync")`, inside their time (a fork,
-//! an exec of sh and sync(2): 10–25 ms a phase measured here); manyfiles does not time
-//! a sync of the whole machine after phases that write nothing. The view prints kIOPS per
+//! Each phase's rate is its files over its time as `--until` says: `returned` by default
+//! here, nothing synced, as IO500 runs mdtest (without `-Y`); `--until durable`: create
+//! and delete end with a timed syncfs of the target. mdtest `-Y` ends *every* phase with
+//! a `system("sync")` inside its time, stat and read too (a fork, an exec of sh and
+//! sync(2) of every file system: 10–25 ms a phase measured here); manyfiles times no
+//! sync after phases that write nothing. The view prints kIOPS per
 //! phase and the md score IO500 forms from them (their geometric mean).
 //!
 //! `--paths full` (the default) makes mdtest's own calls, each file named by its whole
@@ -82,6 +82,9 @@ const COMMAND: CommandLine = CommandLine {
         .hints(&["full", "relative"]),
     ],
     groups: &[Group::Own, Group::Run],
+    // IO500 runs mdtest without -Y (its src/phase_mdtest_*.c): nothing is synced, and a
+    // write phase ends at its last close.
+    defaults: &[("until", "returned")],
     config,
 };
 

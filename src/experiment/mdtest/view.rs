@@ -98,8 +98,10 @@ fn files_text(files: &[u64]) -> String {
 pub fn report(rs: &ResultSet) -> String {
     let preset = if rs.experiment.ops.iter().any(|o| o == "read") { "mdtest-hard" } else { "mdtest-easy" };
     let until = match rs.experiment.until {
-        crate::results::Until::Durable => "durable: create and delete end with a timed syncfs, as mdtest -Y",
-        crate::results::Until::Returned => "returned: no syncfs, as mdtest without -Y",
+        crate::results::Until::Durable => {
+            "durable: create and delete end with a timed syncfs (mdtest -Y syncs after stat and read too)"
+        }
+        crate::results::Until::Returned => "returned: nothing synced, as IO500 runs mdtest (no -Y)",
     };
     let calls = match super::Paths::of_command_line(&rs.provenance.command_line) {
         super::Paths::Full => "calls: mdtest's, each file named by its whole path (--paths full)",

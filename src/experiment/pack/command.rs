@@ -123,6 +123,7 @@ pub const COMMAND: CommandLine = CommandLine {
         Flag::switch("quiet", "No progress bar").short('q'),
     ],
     groups: &[Group::Own, Group::Shape, Group::Write, Group::Replace],
+    defaults: &[],
     config,
 };
 
