@@ -54,8 +54,10 @@ for round in $(seq 1 "$ROUNDS"); do
     else
       n=$((HARD_N)); args=(-n "$n" -t -F -P -w 3901 -e 3901 -N 1 "${Y[@]}" -i 1)
     fi
+    sync  # untimed: each run starts from a clean file system, not the last one's writeback
     "${MPI[@]}" "$MDTEST" "${args[@]}" -d "$T/mdtest-$preset" > "$OUT/mdtest-$preset-$round.txt" 2>&1
     for p in $PATHS; do
+      sync
       "${MPI[@]}" "$MF" mdtest --"$preset" --files "$n" --runs 1 --paths "$p" --until "$UNTIL" --target "$T" -q \
         --json "$OUT/mf-$p-$preset-$round.json" > "$OUT/mf-$p-$preset-$round.txt" 2>&1
     done

@@ -199,3 +199,31 @@ fn typos_get_a_suggestion() {
         assert!(lines[0].contains(want), "{args:?}: {lines:?}");
     }
 }
+
+/// A build without MPI started by an MPI launcher as one of several processes would run
+/// the whole job once per process, each calling itself the only rank and writing the
+/// same outputs: refused before anything runs (exit 2, one line), the target untouched.
+/// (A build with MPI joins the job instead: tests/mpi.rs.)
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn several_processes_of_a_build_without_mpi_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().to_str().unwrap();
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
+        let out = cmd()
+            .env(var, "2")
+            .args(["mdtest", "--easy", "--files", "10", "--runs", "1", "--target", t])
+            .output()
+            .unwrap();
+        let r = Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into(),
+            stderr: String::from_utf8_lossy(&out.stderr).into(),
+        };
+        assert_bad_input(&r, "MPI", var);
+        assert!(r.stderr.contains("one of 2 processes"), "{}", r.stderr);
+        assert!(run_dirs(tmp.path()).is_empty());
+        // One process of one: an ordinary run.
+        cmd().env(var, "1").args(["--version"]).assert().success();
+    }
+}

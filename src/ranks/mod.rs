@@ -93,7 +93,22 @@ mod world {
 
 #[cfg(not(feature = "mpi"))]
 mod world {
-    pub fn init() {}
+    /// Started by an MPI launcher as one of several processes, but built without MPI:
+    /// each process would run the whole job alone, call itself the only rank and write
+    /// the same outputs as the others. Refused (exit 2) before anything runs.
+    pub fn init() {
+        let size = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse::<u64>().ok())
+            .unwrap_or(1);
+        if size > 1 {
+            eprintln!(
+                "manyfiles: started by an MPI launcher as one of {size} processes, but this build has no MPI \
+                 (cargo build --release --features mpi): each process would run alone"
+            );
+            std::process::exit(2);
+        }
+    }
     pub fn rank() -> usize {
         0
     }
