@@ -3,7 +3,7 @@
 # the machine lines every result starts with.
 #
 #   WORK=/dev/shm/NAME-$$; source "$ROOT/bench/lib.sh"; bench_setup
-#   bench_build [cargo options...]             → release build, $MF a copy of the binary in $WORK
+#   bench_build [cargo options...]             → release build (or MF_BIN's), $MF a copy of it in $WORK
 #   fresh_ext4 SIZE [mkfs.ext4 options...]     → ext4 mounted at $MNT
 #   bench_header TITLE COMMAND VERSIONS        → Markdown lines: title, command, date, machine
 #   busy                                       → busy jiffies of all CPUs so far (steal included)
@@ -37,11 +37,17 @@ bench_setup() {
 }
 
 bench_build() {
-    echo "building manyfiles (release${*:+ $*})..." >&2
-    (cd "$ROOT" && cargo build --release --quiet "$@")
-    # A copy: a cargo build during the runs would otherwise swap the binary under them.
     mkdir -p "$WORK"
-    cp "$ROOT/target/release/manyfiles" "$WORK/manyfiles"
+    # MF_BIN: a release binary built already (a fat-LTO build takes ~10 minutes here).
+    if [ -n "${MF_BIN:-}" ]; then
+        refuse_debug_build "$MF_BIN"
+        cp "$MF_BIN" "$WORK/manyfiles"
+    else
+        echo "building manyfiles (release${*:+ $*})..." >&2
+        (cd "$ROOT" && cargo build --release --quiet "$@")
+        # A copy: a cargo build during the runs would otherwise swap the binary under them.
+        cp "$ROOT/target/release/manyfiles" "$WORK/manyfiles"
+    fi
     MF=$WORK/manyfiles
 }
 

@@ -40,7 +40,9 @@ MPI=(mpirun --allow-run-as-root -np "$NP")
 SYNC=${SYNC:-1}
 if [ "$SYNC" = 1 ]; then Y=(-Y); UNTIL=durable; else Y=(); UNTIL=returned; fi
 
+if [ -n "${SUMMARY_ONLY:-}" ] && [ -f "$OUT/rounds" ]; then ROUNDS=$(cat "$OUT/rounds"); fi
 if [ -z "${SUMMARY_ONLY:-}" ]; then
+  echo "$ROUNDS" > "$OUT/rounds"
   echo "# $(date -u +%FT%TZ) · $(uname -r) · $(nproc) cores · target $T · np $NP · rounds $ROUNDS · SYNC=$SYNC (mdtest ${Y[*]:-without -Y}, manyfiles --until $UNTIL)" | tee "$OUT/README"
   echo "# mdtest: $MDTEST; manyfiles: $("$MF" --version)" | tee -a "$OUT/README"
 fi
