@@ -301,6 +301,7 @@ pub fn fmt_requests(r: &RequestCounts) -> String {
         ("LIST", r.list),
         ("DELETE", r.delete),
         ("DeleteObjects", r.delete_objects),
+        ("POST", r.post),
         ("other", r.other),
     ];
     let sent: Vec<String> = kinds.iter().filter(|k| k.1 > 0).map(|(n, c)| format!("{n} {c}")).collect();
