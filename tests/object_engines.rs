@@ -10,129 +10,14 @@
 //! test prints why it skipped, except under CI (CI=true), where a skip is a failure.
 
 mod common;
+#[macro_use]
+mod object_common;
 
 use common::serial;
-use manyfiles::storage::object_stack;
-use serde_json::Value;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use object_common::{Store, files, json, make_tree, requests};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, SystemTime};
-
-fn missing() -> Option<String> {
-    let stack = |path: &std::ffi::OsStr| object_stack::preflight("s3", path).err();
-    common::missing(&[&stack])
-}
-
-macro_rules! need_stack {
-    () => {
-        if common::skipped(missing()) {
-            return;
-        }
-    };
-}
-
-/// A `manyfiles mount s3@rtt=1ms` for one test, taken down when dropped.
-struct Store {
-    mp: PathBuf,
-    _dir: tempfile::TempDir,
-    /// What `mount` printed.
-    printed: String,
-}
-
-impl Store {
-    fn up() -> Store {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let mp = dir.path().canonicalize().unwrap();
-        let r = common::run(["mount", "s3@rtt=1ms", mp.to_str().unwrap(), "--size", "256MiB"]);
-        r.ok();
-        Store { mp, _dir: dir, printed: r.stdout.clone() }
-    }
-
-    /// The value after `label` in what mount printed, up to a space.
-    fn printed_after(&self, label: &str) -> String {
-        let rest = self.printed.split(label).nth(1).unwrap_or_else(|| panic!("{label} in {}", self.printed));
-        rest.split_whitespace().next().unwrap().trim_end_matches(',').to_string()
-    }
-
-    fn credentials_file(&self) -> PathBuf {
-        PathBuf::from(self.printed_after("AWS_SHARED_CREDENTIALS_FILE="))
-    }
-
-    /// The access key and the secret.
-    fn secrets(&self) -> Vec<String> {
-        let text = std::fs::read_to_string(self.credentials_file()).unwrap();
-        let v: Vec<String> = text.lines().filter_map(|l| l.split_once(" = ")).map(|(_, v)| v.trim().into()).collect();
-        assert_eq!(v.len(), 2, "{text}");
-        v
-    }
-
-    /// `manyfiles ARGS --s3-via MP`.
-    fn run(&self, args: &[&str]) -> common::Run {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--s3-via", self.mp.to_str().unwrap()]);
-        let r = common::run(&all);
-        for s in self.secrets() {
-            assert!(!r.stdout.contains(&s) && !r.stderr.contains(&s), "a credential printed by {args:?}");
-        }
-        r
-    }
-}
-
-impl Drop for Store {
-    fn drop(&mut self) {
-        let r = common::run(["umount", self.mp.to_str().unwrap()]);
-        if r.code != Some(0) && !std::thread::panicking() {
-            panic!("umount: {}", r.stderr);
-        }
-    }
-}
-
-/// Every regular file below `root`: path → (bytes, mtime in ns since the epoch).
-fn files(root: &Path) -> BTreeMap<String, (Vec<u8>, u128)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let m = e.path().symlink_metadata().unwrap();
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if m.is_file() {
-                let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                let t = m.modified().unwrap().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos();
-                out.insert(rel, (std::fs::read(e.path()).unwrap(), t));
-            }
-        }
-    }
-    out
-}
-
-/// A tree of 40 files in 3 levels of directories, sizes 0 to ~70 KiB, mtimes in the past
-/// with nanoseconds.
-fn make_tree(root: &Path) -> usize {
-    let mut n = 0;
-    for (d, count) in [("", 4), ("a", 10), ("a/b", 12), ("c", 14)] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-        for i in 0..count {
-            let p = root.join(d).join(format!("f{i:02}.dat"));
-            let size = (i * i * 517) % 70_000;
-            let data: Vec<u8> = (0..size).map(|k| (k * 31 + i + d.len()) as u8).collect();
-            std::fs::write(&p, &data).unwrap();
-            let when = SystemTime::UNIX_EPOCH + Duration::new(1_600_000_000 + (n as u64) * 97, 123_456_789 + n as u32);
-            std::fs::File::options().write(true).open(&p).unwrap().set_modified(when).unwrap();
-            n += 1;
-        }
-    }
-    n
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-fn requests(v: &Value, kind: &str) -> u64 {
-    v["requests"][kind].as_u64().unwrap_or_else(|| panic!("requests.{kind} in {v}"))
-}
+use std::time::Duration;
 
 #[test]
 fn a_tree_goes_up_comes_back_whole_and_syncs_by_the_request() {
@@ -251,7 +136,11 @@ fn losses_the_environment_route_and_a_missing_bucket() {
     std::fs::write(big.join("one"), &data).unwrap();
     let j = work.path().join("big.json");
     store.run(&["copy", big.to_str().unwrap(), "s3://manyfiles/big", "--quiet", "--json", j.to_str().unwrap()]).ok();
-    assert_eq!(json(&j)["multipart"].as_u64(), Some(1), "{}", std::fs::read_to_string(&j).unwrap());
+    let v = json(&j);
+    assert_eq!(v["multipart"].as_u64(), Some(1), "{v}");
+    // Five parts of ≤ 16 MiB (PUTs), the upload's start and completion (POSTs, priced in
+    // S3's PUT/COPY/POST/LIST tier, not as "other" requests).
+    assert_eq!((requests(&v, "put"), requests(&v, "post"), requests(&v, "other")), (5, 2, 0), "{v}");
     let down = work.path().join("down");
     store.run(&["copy", "s3://manyfiles/big", down.to_str().unwrap(), "--quiet"]).ok();
     assert_eq!(files(&down), files(&big));

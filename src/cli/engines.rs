@@ -73,7 +73,8 @@ pub struct CopyCommonArgs {
     pub quiet: bool,
     /// Compare DST with SRC afterwards: contents, modes, mtimes and every attribute kept
     /// (owner, xattrs, ACLs, hard links, holes, flags); differences listed by kind, exit 1.
-    /// After sync --dry-run: what differs now
+    /// After sync --dry-run: what differs now. With an s3:// side: every object read back
+    /// (a GET each, counted and priced) and compared byte for byte, and a download's mtimes
     #[arg(long)]
     pub verify: bool,
     /// List every change on stdout, one line each, in dry runs too: `new file a/b`,
@@ -328,7 +329,7 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
 /// `copy SRC DST`.
 pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
     if is_url(&a.src) || is_url(&a.dst) {
-        return objects_copy(false, &a.src, &a.dst, &a.common, &[(a.reflink, "--reflink")], (false, false));
+        return objects_copy(false, &a.src, &a.dst, &a.common, &[(a.reflink, "--reflink")], (false, false, false));
     }
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common, true)?;
     o.reflink = a.reflink;
@@ -338,8 +339,8 @@ pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
 /// `sync SRC DST`.
 pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
     if is_url(&a.src) || is_url(&a.dst) {
-        let refused = [(a.checksum, "--checksum"), (a.delete_excluded, "--delete-excluded")];
-        return objects_copy(true, &a.src, &a.dst, &a.common, &refused, (a.dry_run, a.delete));
+        let how = (a.dry_run, a.delete, a.delete_excluded);
+        return objects_copy(true, &a.src, &a.dst, &a.common, &[(a.checksum, "--checksum")], how);
     }
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
     (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
@@ -517,26 +518,28 @@ fn objects_report(
     Ok(())
 }
 
-/// `copy`/`sync` with an s3:// side; `(dry_run, delete)` are sync's.
+/// `copy`/`sync` with an s3:// side; `(dry_run, delete, delete_excluded)` are sync's.
 fn objects_copy(
     sync: bool,
     src: &Path,
     dst: &Path,
     c: &CopyCommonArgs,
     own: &[(bool, &str)],
-    (dry_run, delete): (bool, bool),
+    (dry_run, delete, delete_excluded): (bool, bool, bool),
 ) -> Result<()> {
     use manyfiles::engine::object::{Keep, Options, Side};
     refuse_for_objects(own)?;
-    let filtered = c.filters.filter()?.is_some();
-    refuse_for_objects(&[
-        (c.verify, "--verify"),
-        (c.itemize, "--itemize"),
-        (c.cold, "--cold"),
-        (c.durable, "--durable"),
-        (c.cross_mounts, "--cross-mounts"),
-        (filtered, "--exclude/--include/--filter/--files-from"),
-    ])?;
+    refuse_for_objects(&[(c.cold, "--cold"), (c.durable, "--durable"), (c.cross_mounts, "--cross-mounts")])?;
+    if delete && c.filters.files_from.is_some() {
+        return Err(Error::bad(
+            "--files-from",
+            "not with --delete yet (what a listed directory's deletions are is rsync's -r question)",
+        ));
+    }
+    let mut filter = c.filters.filter()?;
+    if let Some(f) = filter.as_mut().filter(|_| delete_excluded) {
+        f.delete_excluded();
+    }
     if let Some(j) = &c.json {
         check_output(j, "--json", c.replace.force)?;
     }
@@ -556,20 +559,34 @@ fn objects_copy(
             specials: !c.no_specials,
             lossy: c.lossy,
         },
+        filter: filter.map(std::sync::Arc::new),
+        itemize: c.itemize,
+        verify: c.verify,
     };
     let s = manyfiles::engine::object::run(&o)?;
     let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
-    objects_report(s.text(), doc, &s.requests, c.json.as_deref())?;
+    // --itemize: the changes, in rsync's order, before the summary (as copy prints them).
+    let format = match c.itemize_format {
+        ItemizeFormat::Words => manyfiles::engine::copy::itemize::Format::Words,
+        ItemizeFormat::Rsync => manyfiles::engine::copy::itemize::Format::Rsync,
+    };
+    let changes = s.changes.as_deref().map(|c| manyfiles::engine::object::changes::lines(c, format));
+    objects_report(changes.unwrap_or_default() + &s.text(), doc, &s.requests, c.json.as_deref())?;
     if s.interrupted {
         return Err(interrupted());
     }
     if s.ok() {
         return Ok(());
     }
-    let lost: u64 = s.losses.iter().map(|l| l.count).sum();
-    Err(Error::failed(match (s.failed, lost) {
-        (f, 0) => format!("{f} failed"),
-        (f, n) => format!("{f} failed, {n} losses (what an object cannot hold; --lossy or --no-… accepts)"),
+    let what = match s.verify.as_ref() {
+        Some(v) => format!("{} failed, {} differences after verify", s.failed, v.differences),
+        None => format!("{} failed", s.failed),
+    };
+    Err(Error::failed(match s.losses.iter().map(|l| l.count).sum::<u64>() {
+        n if n > 0 && !s.losses_accepted => {
+            format!("{what}, {n} losses (what an object cannot hold; --lossy or --no-… accepts)")
+        }
+        _ => what,
     }))
 }
 
@@ -578,13 +595,10 @@ fn objects_rm(a: &RmArgs) -> Result<()> {
     let [path] = a.paths.as_slice() else {
         return Err(Error::bad("PATH", "rm takes one s3:// URL at a time, and no local path beside it"));
     };
-    let filtered = a.filters.filter()?.is_some();
-    refuse_for_objects(&[
-        (a.cold, "--cold"),
-        (a.durable, "--durable"),
-        (a.cross_mounts, "--cross-mounts"),
-        (filtered, "--exclude/--include/--filter"),
-    ])?;
+    refuse_for_objects(&[(a.cold, "--cold"), (a.durable, "--durable"), (a.cross_mounts, "--cross-mounts")])?;
+    if a.filters.files_from.is_some() {
+        return Err(Error::bad("--files-from", "not supported by rm (name the paths to remove as PATHs)"));
+    }
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
@@ -595,6 +609,7 @@ fn objects_rm(a: &RmArgs) -> Result<()> {
         in_flight: a.in_flight.or(a.threads).unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT).max(1),
         quiet: a.quiet,
         whole_bucket: a.whole_bucket,
+        filter: a.filters.filter()?.map(std::sync::Arc::new),
     };
     let s = manyfiles::engine::object::rm::run(&o)?;
     let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
@@ -610,20 +625,19 @@ fn objects_rm(a: &RmArgs) -> Result<()> {
 
 /// `scan s3://BUCKET/PREFIX`.
 fn objects_scan(a: &ScanArgs) -> Result<()> {
-    let filtered = a.filters.filter()?.is_some();
     refuse_for_objects(&[
         (a.db.is_some(), "--db"),
         (a.inventory.is_some(), "--inventory"),
         (a.cold, "--cold"),
         (a.durable, "--durable"),
         (a.threads.is_some() || a.in_flight.is_some(), "--threads/--in-flight"),
-        (filtered, "--exclude/--include/--filter/--files-from"),
     ])?;
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
     let url = manyfiles::engine::object::S3Url::parse(&a.path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
-    let o = manyfiles::engine::object::scan::Options { url, reach: s3_reach(&a.s3)?, quiet: false };
+    let filter = a.filters.filter()?.map(std::sync::Arc::new);
+    let o = manyfiles::engine::object::scan::Options { url, reach: s3_reach(&a.s3)?, quiet: false, filter };
     let s = manyfiles::engine::object::scan::run(&o)?;
     let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
     objects_report(s.text(), doc, &s.requests, a.json.as_deref())?;

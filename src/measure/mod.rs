@@ -150,14 +150,19 @@ pub struct RequestCounts {
     pub delete: u64,
     /// DeleteObjects (`POST /?delete`, up to 1,000 keys each).
     pub delete_objects: u64,
-    /// Anything else (multipart uploads' parts, copies).
+    /// Every other POST: S3's multipart starts (`POST ?uploads`) and completions (`POST
+    /// ?uploadId=…`), billed in S3's PUT/COPY/POST/LIST tier. Absent in result files
+    /// written before it was counted apart (they counted these as `other`).
+    #[serde(default)]
+    pub post: u64,
+    /// Anything else (a method none of the above: OPTIONS, PATCH, …).
     #[serde(default)]
     pub other: u64,
 }
 
 impl RequestCounts {
     pub fn total(&self) -> u64 {
-        self.put + self.get + self.head + self.list + self.delete + self.delete_objects + self.other
+        self.put + self.get + self.head + self.list + self.delete + self.delete_objects + self.post + self.other
     }
 
     /// The requests sent since `before` (counters only grow).
@@ -169,6 +174,7 @@ impl RequestCounts {
             list: self.list - before.list,
             delete: self.delete - before.delete,
             delete_objects: self.delete_objects - before.delete_objects,
+            post: self.post - before.post,
             other: self.other - before.other,
         }
     }

@@ -12,6 +12,9 @@
 //! requests", `Requests-Tier2` "$0.004 per 10,000 GET and all other requests"). The page
 //! lists no separate price for DeleteObjects (a POST carrying up to 1,000 deletes): it
 //! is priced as DELETE here, free; override it in a file if your bill says otherwise.
+//! Every other POST (a multipart upload's CreateMultipartUpload and
+//! CompleteMultipartUpload; its parts are PUTs) is in the PUT/COPY/POST/LIST tier, as the
+//! page says; a multipart upload's abort is a DELETE, free.
 //!
 //! Azure Blob's default is the hot tier, LRS, East US (General Block Blob v2, `eastus`),
 //! from <https://azure.microsoft.com/pricing/details/storage/blobs/>, which lists them per
@@ -25,8 +28,12 @@
 //! List Blobs a list, Get Blob Properties (HEAD) another operation (Microsoft's "map each
 //! REST operation to a price" page, general purpose v2). A Blob Batch request (object_store
 //! sends every delete in one, 256 at most) is priced as another operation, its deletes
-//! free; override it in a file if your bill says otherwise. Per 1,000, as S3's: the same
-//! request prices as S3 Standard's today.
+//! free; override it in a file if your bill says otherwise. object_store's multipart
+//! upload to Blob is Put Block for each part and Put Block List to commit them, both PUT
+//! requests and both write operations on that page, so they are counted as PUTs and
+//! priced as writes; it sends no other POST (a `post` count on Blob would be priced in
+//! the write tier too). Per 1,000, as S3's: the same request prices as S3 Standard's
+//! today.
 use crate::measure::{RequestCost, RequestCounts};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -42,7 +49,7 @@ pub struct PriceTable {
     /// When they were published (in force since), YYYY-MM-DD.
     pub published: String,
     pub currency: String,
-    /// PUT, COPY, POST and LIST requests, per 1,000.
+    /// PUT, COPY, POST and LIST requests (Blob: writes and lists), per 1,000.
     pub put_copy_post_list: f64,
     /// GET, HEAD and every other request, per 1,000.
     pub get_and_other: f64,
@@ -107,7 +114,7 @@ impl PriceTable {
 
     /// What `r` cost at these prices.
     pub fn cost(&self, r: &RequestCounts) -> RequestCost {
-        let per_1000 = (r.put + r.list) as f64 * self.put_copy_post_list
+        let per_1000 = (r.put + r.post + r.list) as f64 * self.put_copy_post_list
             + (r.get + r.head + r.other) as f64 * self.get_and_other
             + r.delete as f64 * self.delete
             + r.delete_objects as f64 * self.delete_objects;
@@ -258,7 +265,7 @@ mod tests {
     #[test]
     fn requests_are_priced_by_kind() {
         let t = PriceTable::aws_s3_standard();
-        let r = RequestCounts { put: 1000, get: 10_000, head: 0, list: 0, delete: 500, delete_objects: 0, other: 0 };
+        let r = RequestCounts { put: 1000, get: 10_000, delete: 500, ..Default::default() };
         let c = t.cost(&r);
         assert!((c.amount - (0.005 + 0.004)).abs() < 1e-12, "{c:?}");
         assert_eq!(c.prices, "AWS S3 Standard, us-east-1, list prices of 2016-12-01");
@@ -268,6 +275,25 @@ mod tests {
         assert_eq!(fmt_amount(0.000005, "USD"), "$0.0000050");
         assert_eq!(fmt_amount(12.5, "USD"), "$12.50");
         assert_eq!(fmt_amount(0.0, "EUR"), "EUR 0.00");
+    }
+
+    #[test]
+    fn a_multipart_upload_is_priced_in_the_put_tier() {
+        // One 40 MiB file in three parts: CreateMultipartUpload (POST), 3 UploadPart (PUT),
+        // CompleteMultipartUpload (POST): five requests of the PUT/COPY/POST/LIST tier.
+        let s3 = PriceTable::aws_s3_standard();
+        let r = RequestCounts { put: 3, post: 2, ..Default::default() };
+        assert!((s3.cost(&r).amount - 5.0 * s3.put_copy_post_list / 1000.0).abs() < 1e-15, "{:?}", s3.cost(&r));
+        // Not the GET tier that "other" requests are in.
+        let other = RequestCounts { put: 3, other: 2, ..Default::default() };
+        assert!(s3.cost(&r).amount > s3.cost(&other).amount);
+        // A POST of a table read from a file goes where the file prices the tier.
+        let t = PriceTable { put_copy_post_list: 1.0, get_and_other: 0.0, ..PriceTable::aws_s3_standard() };
+        assert_eq!(t.cost(&RequestCounts { post: 1000, ..Default::default() }).amount, 1.0);
+        // Blob: Put Block and Put Block List are PUTs, writes.
+        let az = PriceTable::azure_blob_hot();
+        let blocks = RequestCounts { put: 4, ..Default::default() };
+        assert!((az.cost(&blocks).amount - 4.0 * az.put_copy_post_list / 1000.0).abs() < 1e-15);
     }
 
     #[test]

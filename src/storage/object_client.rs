@@ -78,13 +78,15 @@ struct Counter {
     list: AtomicU64,
     delete: AtomicU64,
     delete_objects: AtomicU64,
+    post: AtomicU64,
     other: AtomicU64,
 }
 
 impl Counter {
     /// One request by its method and query: S3's (`list-type=2`: a LIST page; `POST
-    /// ?delete`: DeleteObjects) or Blob's (`comp=list`: a List Blobs page; `comp=batch`: a
-    /// Blob Batch, counted with DeleteObjects).
+    /// ?delete`: DeleteObjects; any other POST: a multipart upload's start or completion)
+    /// or Blob's (`comp=list`: a List Blobs page; `comp=batch`: a Blob Batch, counted with
+    /// DeleteObjects; a multipart upload's Put Block and Put Block List are PUTs).
     fn count(&self, method: &str, query: &str) {
         let has = |k: &str| query.split('&').any(|p| p == k || p.starts_with(&format!("{k}=")));
         let comp = |v: &str| query.split('&').any(|p| p == format!("comp={v}"));
@@ -95,6 +97,7 @@ impl Counter {
             "HEAD" => &self.head,
             "DELETE" => &self.delete,
             "POST" if has("delete") || comp("batch") => &self.delete_objects,
+            "POST" => &self.post,
             _ => &self.other,
         };
         c.fetch_add(1, Ordering::Relaxed);
@@ -109,6 +112,7 @@ impl Counter {
             list: l(&self.list),
             delete: l(&self.delete),
             delete_objects: l(&self.delete_objects),
+            post: l(&self.post),
             other: l(&self.other),
         }
     }
@@ -397,15 +401,18 @@ mod tests {
             ("DELETE", ""),
             ("POST", "delete"),
             ("POST", "uploads"),
+            ("POST", "uploadId=abc"),
             ("GET", "restype=container&comp=list&prefix=a%2F&maxresults=5000"),
             ("POST", "restype=container&comp=batch"),
             ("GET", "comp=tags"),
+            ("OPTIONS", ""),
         ] {
             c.count(m, q);
         }
         let s = c.snapshot();
-        assert_eq!((s.put, s.get, s.list, s.head, s.delete, s.delete_objects, s.other), (2, 2, 3, 1, 1, 2, 1), "{s:?}");
-        assert_eq!(s.total(), 12);
+        let got = (s.put, s.get, s.list, s.head, s.delete, s.delete_objects, s.post, s.other);
+        assert_eq!(got, (2, 2, 3, 1, 1, 2, 2, 1), "{s:?}");
+        assert_eq!(s.total(), 14);
     }
 
     #[test]

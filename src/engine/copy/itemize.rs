@@ -78,11 +78,11 @@ pub struct Change {
     pub type_letter: char,
     /// Where the change sorts ([`order_key`]).
     #[serde(skip)]
-    pub(super) order: Vec<u8>,
+    pub(crate) order: Vec<u8>,
 }
 
 impl Change {
-    pub(super) fn new(verb: Verb, kind: &'static str, rel: &[u8]) -> Change {
+    pub(crate) fn new(verb: Verb, kind: &'static str, rel: &[u8]) -> Change {
         let type_letter = match kind {
             "dir" => 'd',
             "symlink" => 'L',
@@ -395,7 +395,7 @@ fn line(text: &[u8]) {
 }
 
 /// The word for an entry's kind.
-pub(super) fn kind_word(m: &Meta) -> &'static str {
+pub(crate) fn kind_word(m: &Meta) -> &'static str {
     match m.kind {
         Kind::File => "file",
         Kind::Dir => "dir",

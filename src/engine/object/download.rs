@@ -6,9 +6,17 @@
 //! A key that cannot be a path below DST (an empty, `.` or `..` part) is a failure.
 //! `sync` compares size first and, for an equal size, the object's mtime (one HEAD:
 //! LIST does not carry metadata) with the file's, to the nanosecond.
-//! `--delete` then removes what DST has and no key names ([`delete_extra`]).
+//! `--delete` then removes what DST has and no key names ([`delete_extra`]), but not
+//! what the filters protect (the keys' rules: [`super::select`]; DST's entries: the
+//! local engine's, each entry as the walk reaches it). `--verify` then GETs every object
+//! selected and compares it with its file ([`super::verify`]).
 
+use super::changes::sent;
+use super::select::{Keys, Side};
+use super::verify::{Item, Way};
 use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, S3Url, Summary, connect, each, list_all, why};
+use crate::engine::copy::itemize::{Change, Verb, kind_word};
+use crate::engine::filter::Filter;
 use crate::engine::walker::{open_below_same_mount as open_below, split_last};
 use crate::error::{Error, Result};
 use crate::fs::walk::Kind;
@@ -50,11 +58,18 @@ pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
     if listed.is_empty() {
         return Err(Error::bad("SRC", format!("{src}: no object under this prefix")));
     }
-    let wanted = paths(&listed, src, &mut s);
+    let wanted = paths(&listed, src, o.filter.as_deref(), &mut s);
     if wanted.is_empty() && o.delete {
         return Err(Error::bad(
             "SRC",
-            format!("{src}: no object under this prefix can be a file below DST: --delete would empty DST"),
+            format!(
+                "{src}: no object under this prefix {}: --delete would empty DST",
+                if s.filtered {
+                    "is selected by the filters or can be a file below DST"
+                } else {
+                    "can be a file below DST"
+                }
+            ),
         ));
     }
     let root = prepare(dst, o.sync, o.dry_run)?.map(Arc::new);
@@ -64,9 +79,16 @@ pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
     if let (Some(root), true, false) = (&root, o.sync, o.dry_run) {
         remove_leftovers(root, &mut s);
     }
+    let check: Vec<Item> = match o.verify {
+        true => wanted.iter().map(|w| Item { rel: w.rel.clone(), key: w.key.clone(), dst_key: None }).collect(),
+        false => Vec::new(),
+    };
     let fetch = match (&root, o.sync) {
         (Some(root), true) => compare(o, &client, root, wanted, &mut s, &progress),
-        _ => wanted,
+        _ => {
+            wanted.iter().for_each(|w| s.change(sent(&w.rel, None)));
+            wanted
+        }
     };
     if o.dry_run {
         s.copied = fetch.len() as u64;
@@ -78,10 +100,13 @@ pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
     s.transfer_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     match (&root, o.delete) {
-        (Some(root), true) if crate::signals::pending() == 0 => delete_extra(root, &named, o.dry_run, &mut s),
+        (Some(root), true) if crate::signals::pending() == 0 => delete_extra(root, &named, o, &mut s),
         _ => {}
     }
     s.delete_s = t2.elapsed().as_secs_f64();
+    if o.verify && crate::signals::pending() == 0 {
+        s.verify = Some(super::verify::run(&client, o.in_flight, Way::Down(root), check, &progress));
+    }
     progress.finish();
     super::finish(&mut s, &client, t0, cpu0);
     Ok(s)
@@ -112,14 +137,15 @@ fn prepare(dst: &Path, sync: bool, dry_run: bool) -> Result<Option<OwnedFd>> {
 }
 
 /// Each object's path below DST; keys that cannot be one are failures, `…/` markers
-/// (a console's "folders") are left out.
-fn paths(listed: &[Listed], src: &S3Url, s: &mut Summary) -> Vec<Wanted> {
+/// (a console's "folders") are left out, and so is what the filters exclude (counted).
+fn paths(listed: &[Listed], src: &S3Url, filter: Option<&Filter>, s: &mut Summary) -> Vec<Wanted> {
     let prefix = src.dir_prefix();
+    let mut select = Keys::new(filter, Side::Sender);
     let mut dirs: HashSet<&str> = HashSet::new();
     let mut out = Vec::with_capacity(listed.len());
     for l in listed {
         let rel = l.key.strip_prefix(&prefix).unwrap_or(&l.key);
-        if rel.ends_with('/') {
+        if rel.ends_with('/') || select.out(rel) {
             continue;
         }
         if rel.split('/').any(|p| p.is_empty() || p == "." || p == ".." || p.contains('\0')) {
@@ -138,15 +164,30 @@ fn paths(listed: &[Listed], src: &S3Url, s: &mut Summary) -> Vec<Wanted> {
     }
     s.src_files = out.len() as u64;
     s.src_dirs = dirs.len() as u64;
+    s.excluded = select.excluded;
     out
 }
 
 /// sync --delete: what DST has and no object names — files, symlinks, special files,
 /// then the directories left empty that no key lies below — removed, each by name from
 /// its directory (nothing followed through a symlink; a mount point inside DST is not
-/// entered). In a dry run only counted.
-fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut Summary) {
+/// entered). What the filters protect stays (a directory not entered), with the
+/// directories above it, counted as extraneous. In a dry run only counted.
+fn delete_extra(root: &OwnedFd, named: &HashSet<String>, o: &Options, s: &mut Summary) {
     use crate::fs::walk::{ATTR_MOUNT_ROOT, meta_at, read_dir};
+    let dry_run = o.dry_run;
+    let protects = o.filter.as_deref().filter(|f| f.protects());
+    // The directories above what is kept: not removed.
+    let mut holding: HashSet<Vec<u8>> = HashSet::new();
+    let mut hold = |rel: &[u8]| {
+        let mut d = rel;
+        while let Some(i) = d.iter().rposition(|&b| b == b'/') {
+            d = &d[..i];
+            if !holding.insert(d.to_vec()) {
+                break;
+            }
+        }
+    };
     let keep_dirs: HashSet<&str> =
         named.iter().flat_map(|rel| rel.match_indices('/').map(move |(i, _)| &rel[..i])).collect();
     // Paths as bytes: a name that is not UTF-8 is opened as it is (a lossy form would be
@@ -165,6 +206,13 @@ fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut 
         for e in entries {
             let child = crate::engine::walker::join(&rel, e.name.to_bytes());
             let Ok(m) = meta_at(fd.as_fd(), &e.name) else { continue };
+            // What the source has is not judged (a directory: what is inside it is).
+            let present = if m.kind == Kind::Dir { is_kept_dir(&child) } else { is_named(&child) };
+            if !present && protects.is_some_and(|f| f.protected(&child, m.kind == Kind::Dir)) {
+                s.extraneous += 1;
+                hold(&child);
+                continue;
+            }
             if m.kind == Kind::Dir {
                 if m.dev == root_dev && m.attrs & ATTR_MOUNT_ROOT == 0 {
                     stack.push(child.clone());
@@ -175,6 +223,7 @@ fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut 
             if is_named(&child) {
                 continue;
             }
+            s.change(Change::new(Verb::Deleted, kind_word(&m), &child));
             match dry_run {
                 true => s.deleted += 1,
                 false => match rustix::fs::unlinkat(fd.as_fd(), e.name.as_c_str(), rustix::fs::AtFlags::empty()) {
@@ -185,7 +234,8 @@ fn delete_extra(root: &OwnedFd, named: &HashSet<String>, dry_run: bool, s: &mut 
         }
     }
     // Deepest first: a directory's children before it.
-    for rel in dirs.iter().rev().filter(|d| !is_kept_dir(d)) {
+    for rel in dirs.iter().rev().filter(|d| !is_kept_dir(d) && !holding.contains(*d)) {
+        s.change(Change::new(Verb::Deleted, "dir", rel));
         if dry_run {
             s.deleted += 1;
             continue;
@@ -221,9 +271,15 @@ fn compare(
     let (mut fetch, mut same_size) = (Vec::new(), Vec::new());
     for w in wanted {
         match local(root, &w.rel) {
-            None => fetch.push(w),
+            None => {
+                s.change(sent(&w.rel, None));
+                fetch.push(w)
+            }
             Some((Kind::File, size, mtime)) if size == w.size => same_size.push((w, mtime)),
-            Some((Kind::File, _, _)) => fetch.push(w),
+            Some((Kind::File, _, _)) => {
+                s.change(sent(&w.rel, Some((true, false))));
+                fetch.push(w)
+            }
             Some((kind, _, _)) => {
                 s.fail(format!("{}: a {} is in DST where the object's file goes", w.rel, kind.name()))
             }
@@ -252,7 +308,10 @@ fn compare(
             progress.set(done);
             match r {
                 Ok(theirs) if theirs == mtime => s.skipped += 1,
-                Ok(_) => fetch.push(w),
+                Ok(_) => {
+                    s.change(sent(&w.rel, Some((false, true))));
+                    fetch.push(w)
+                }
                 Err(e) => s.fail(format!("{}: HEAD: {e}", w.key)),
             }
         },
@@ -261,7 +320,7 @@ fn compare(
 }
 
 /// The object's mtime: its `mtime` metadata, else its last-modified.
-fn object_mtime(attributes: &object_store::Attributes, meta: &object_store::ObjectMeta) -> (i64, u32) {
+pub(super) fn object_mtime(attributes: &object_store::Attributes, meta: &object_store::ObjectMeta) -> (i64, u32) {
     attributes
         .get(&Attribute::Metadata(MTIME_KEY.into()))
         .and_then(|v| super::parse_mtime(v))

@@ -13,14 +13,26 @@
 //! it) and comes back on download. What an object cannot hold (modes, owners, xattrs,
 //! symlinks, hard links, special files, empty directories) is counted as a loss in
 //! engine/copy's vocabulary, and fails the run unless accepted (`--lossy`, `--no-…`).
+//!
+//! As the local engines: filter rules with rsync's meaning on either side ([`select`]:
+//! a key's path below the prefix is what they match), `--itemize` ([`changes`]: the
+//! changes in rsync's order, in copy's words or rsync's codes, and in the JSON) and
+//! `--verify` ([`verify`]: every file or object the source has read back from DST and
+//! compared byte for byte, after the transfer; its GETs are counted and priced with the
+//! others).
 
+pub mod changes;
 pub mod download;
 pub mod remote;
 pub mod rm;
 pub mod scan;
+pub mod select;
 pub mod upload;
+pub mod verify;
 
+use crate::engine::copy::itemize::Change;
 use crate::engine::copy::losses::{Loss, LossRow};
+use crate::engine::filter::Filter;
 use crate::error::{Error, Result};
 use crate::measure::RequestCounts;
 use crate::measure::progress::Progress;
@@ -144,6 +156,13 @@ pub struct Options {
     pub delete: bool,
     pub quiet: bool,
     pub keep: Keep,
+    /// Filter rules: what they exclude at the source is not copied, what they protect at
+    /// DST `--delete` leaves ([`select`]).
+    pub filter: Option<std::sync::Arc<Filter>>,
+    /// Keep every change for `--itemize` ([`Summary::changes`]).
+    pub itemize: bool,
+    /// Compare DST with the source afterwards ([`verify`]).
+    pub verify: bool,
 }
 
 /// What a copy or sync did (`--json`: this document).
@@ -168,8 +187,14 @@ pub struct Summary {
     pub multipart: u64,
     pub skipped: u64,
     pub deleted: u64,
-    /// At the destination and not at the source, kept (no `--delete`).
+    /// At the destination and not at the source, kept (no `--delete`, or protected by
+    /// the filters).
     pub extraneous: u64,
+    /// Source entries the filters left out (a directory counts once: nothing below it
+    /// is looked at).
+    pub excluded: u64,
+    /// Filters were given (the summary's line names `excluded` then).
+    pub filtered: bool,
     pub failed: u64,
     pub losses: Vec<LossRow>,
     pub losses_accepted: bool,
@@ -184,6 +209,12 @@ pub struct Summary {
     pub interrupted: bool,
     pub failures: Vec<String>,
     pub failures_omitted: u64,
+    /// `--verify`: DST compared with the source afterwards (None: not verified).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::engine::copy::verify::Report>,
+    /// `--itemize`: every change, in rsync's order ([`changes`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<Change>>,
 }
 
 impl Summary {
@@ -196,6 +227,8 @@ impl Summary {
             dry_run: o.dry_run,
             in_flight: o.in_flight,
             losses_accepted: o.keep.lossy,
+            filtered: o.filter.is_some(),
+            changes: o.itemize.then(Vec::new),
             ..Default::default()
         }
     }
@@ -210,9 +243,20 @@ impl Summary {
         }
     }
 
-    /// No failure, no loss left unaccepted, not interrupted.
+    /// No failure, no loss left unaccepted, no difference found by `--verify`, not
+    /// interrupted.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && !self.interrupted && (self.losses_accepted || self.losses.is_empty())
+        self.failed == 0
+            && !self.interrupted
+            && (self.losses_accepted || self.losses.is_empty())
+            && self.verify.as_ref().is_none_or(|v| v.ok())
+    }
+
+    /// Keep a change for `--itemize` (nothing without it).
+    pub fn change(&mut self, c: Change) {
+        if let Some(all) = self.changes.as_mut() {
+            all.push(c);
+        }
     }
 
     /// The summary for the terminal (copy's form).
@@ -235,7 +279,7 @@ impl Summary {
             self.endpoint
         ));
         s.push_str(&format!(
-            "{verb} {} ({} transferred{}), skipped {} unchanged, {} {}, extraneous kept {}, failed {}\n",
+            "{verb} {} ({} transferred{}), skipped {} unchanged, {} {}, extraneous kept {}{}, failed {}\n",
             self.copied,
             fmt_size(self.bytes_transferred as f64),
             if self.multipart > 0 { format!(", {} multipart", self.multipart) } else { String::new() },
@@ -243,6 +287,7 @@ impl Summary {
             if self.dry_run { "would delete" } else { "deleted" },
             self.deleted,
             self.extraneous,
+            if self.filtered { format!(", excluded {}", self.excluded) } else { String::new() },
             self.failed
         ));
         s.push_str(&losses_text(&self.losses, self.losses_accepted));
@@ -259,6 +304,9 @@ impl Summary {
             fmt_secs(self.cpu_sys_s)
         ));
         s.push_str(&failures_text(&self.failures, self.failures_omitted));
+        if let Some(v) = &self.verify {
+            s.push_str(&format!("verify: {}\n", v.text()));
+        }
         if self.interrupted {
             s.push_str("interrupted: the rest was left as it was\n");
         }
@@ -301,6 +349,7 @@ pub fn fmt_requests(r: &RequestCounts) -> String {
         ("LIST", r.list),
         ("DELETE", r.delete),
         ("DeleteObjects", r.delete_objects),
+        ("POST", r.post),
         ("other", r.other),
     ];
     let sent: Vec<String> = kinds.iter().filter(|k| k.1 > 0).map(|(n, c)| format!("{n} {c}")).collect();
@@ -526,6 +575,9 @@ fn finish(s: &mut Summary, client: &ObjectClient, t0: Instant, cpu0: (f64, f64))
     s.elapsed_s = t0.elapsed().as_secs_f64();
     s.requests = client.requests();
     s.interrupted = signals::pending() != 0;
+    if let Some(c) = s.changes.as_mut() {
+        c.sort_by(|a, b| a.order.cmp(&b.order));
+    }
 }
 
 #[cfg(test)]
@@ -573,15 +625,28 @@ mod tests {
     }
 }
 
-/// sync into a prefix: the keys no source names, deleted in batches with `--delete`
-/// (counted only in a dry run or after a signal), else counted as extraneous.
+/// sync into a prefix (`dst`, as a directory: `P/`): the keys no source names, deleted
+/// in batches with `--delete` (counted only in a dry run or after a signal), else counted
+/// as extraneous; what the filters protect is kept and counted as extraneous (`present`:
+/// the directories the source has, below the prefix).
 pub(super) fn delete_extra_keys(
     o: &Options,
     client: &ObjectClient,
+    (dst, present): (&str, std::collections::HashSet<String>),
     extra: Vec<String>,
     s: &mut Summary,
     progress: &Progress,
 ) {
+    let mut protected = select::Keys::new(o.filter.as_deref(), select::Side::Receiver).present(present);
+    let (kept, extra): (Vec<String>, Vec<String>) =
+        extra.into_iter().partition(|k| protected.out(k.strip_prefix(dst).unwrap_or(k)));
+    s.extraneous += kept.len() as u64;
+    if o.delete {
+        for k in &extra {
+            let rel = k.strip_prefix(dst).unwrap_or(k);
+            s.change(Change::new(crate::engine::copy::itemize::Verb::Deleted, "file", rel.as_bytes()));
+        }
+    }
     if o.delete && !o.dry_run && crate::signals::pending() == 0 {
         progress.phase("delete", extra.len() as u64);
         let mut fails = Vec::new();
@@ -590,6 +655,6 @@ pub(super) fn delete_extra_keys(
     } else if o.delete {
         s.deleted = extra.len() as u64;
     } else {
-        s.extraneous = extra.len() as u64;
+        s.extraneous += extra.len() as u64;
     }
 }

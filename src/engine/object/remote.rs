@@ -1,8 +1,12 @@
 //! Object → object in one bucket: server-side copies (CopyObject: the bytes never leave
 //! the store, the metadata — the `mtime` — goes with them). `sync` sends what is new,
 //! of another size, or last modified at DST before the source object was; `--delete`
-//! removes what the source prefix has not, 1,000 keys a request.
+//! removes what the source prefix has not, 1,000 keys a request. Filter rules select
+//! the source's keys and protect DST's ([`super::select`]); `--verify` GETs both sides of
+//! every selected key and compares them ([`super::verify`]).
 
+use super::select::{Keys, Side};
+use super::verify::{Item, Way};
 use super::{Options, S3Url, Summary, connect, each, list_all, why};
 use crate::error::{Error, Result};
 use crate::measure::progress::Progress;
@@ -28,7 +32,15 @@ pub fn run(o: &Options, src: &S3Url, dst: &S3Url) -> Result<Summary> {
     let mut s = Summary::new(o, &client);
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
-    let from = list_all(&client, &sp, &progress)?;
+    let listed = list_all(&client, &sp, &progress)?;
+    // A prefix with nothing under it is refused as a missing local SRC is (a misspelled
+    // one with --delete would empty DST), before anything is written.
+    if listed.is_empty() {
+        return Err(Error::bad("SRC", format!("{src}: no object under this prefix")));
+    }
+    let mut select = Keys::new(o.filter.as_deref(), Side::Sender);
+    let from: Vec<super::Listed> = listed.into_iter().filter(|l| !select.out(rel(&l.key, &sp))).collect();
+    s.excluded = select.excluded;
     let there: HashMap<String, super::Listed> = if o.sync {
         list_all(&client, &dp, &progress)?.into_iter().map(|l| (l.key.clone(), l)).collect()
     } else {
@@ -38,15 +50,29 @@ pub fn run(o: &Options, src: &S3Url, dst: &S3Url) -> Result<Summary> {
     s.src_files = from.len() as u64;
     s.src_bytes = from.iter().map(|l| l.size).sum();
     s.dst_entries = there.len() as u64;
+    let present = super::select::dirs_of(from.iter().map(|l| rel(&l.key, &sp)));
+    let check: Vec<Item> = match o.verify {
+        true => from
+            .iter()
+            .map(|l| Item {
+                rel: rel(&l.key, &sp).into(),
+                key: l.key.clone(),
+                dst_key: Some(format!("{dp}{}", rel(&l.key, &sp))),
+            })
+            .collect(),
+        false => Vec::new(),
+    };
     let mut wanted = HashSet::new();
     let mut send = Vec::new();
     for l in from {
-        let to = format!("{dp}{}", l.key.strip_prefix(&sp).unwrap_or(&l.key));
-        let unchanged = there.get(&to).is_some_and(|t| t.size == l.size && t.modified >= l.modified);
+        let to = format!("{dp}{}", rel(&l.key, &sp));
+        let at = there.get(&to);
+        let unchanged = at.is_some_and(|t| t.size == l.size && t.modified >= l.modified);
         wanted.insert(to.clone());
         if unchanged {
             s.skipped += 1;
         } else {
+            s.change(super::changes::sent(rel(&l.key, &sp), at.map(|t| (t.size != l.size, t.modified < l.modified))));
             send.push((l, to));
         }
     }
@@ -85,9 +111,17 @@ pub fn run(o: &Options, src: &S3Url, dst: &S3Url) -> Result<Summary> {
     s.transfer_s = t1.elapsed().as_secs_f64();
     let extra: Vec<String> = there.into_keys().filter(|k| !wanted.contains(k)).collect();
     let t2 = Instant::now();
-    super::delete_extra_keys(o, &client, extra, &mut s, &progress);
+    super::delete_extra_keys(o, &client, (&dp, present), extra, &mut s, &progress);
     s.delete_s = t2.elapsed().as_secs_f64();
+    if o.verify && crate::signals::pending() == 0 {
+        s.verify = Some(super::verify::run(&client, o.in_flight, Way::Between, check, &progress));
+    }
     progress.finish();
     super::finish(&mut s, &client, t0, cpu0);
     Ok(s)
+}
+
+/// A key's path below `prefix` (`P/`).
+fn rel<'k>(key: &'k str, prefix: &str) -> &'k str {
+    key.strip_prefix(prefix).unwrap_or(key)
 }

@@ -1,7 +1,9 @@
 //! `rm s3://BUCKET/PREFIX`: what the prefix names listed (the object `PREFIX` itself and
 //! everything below `PREFIX/`, never a sibling such as `PREFIX2`), then deleted 1,000
 //! keys a request (DeleteObjects), `in_flight` requests at once. The whole bucket (no
-//! prefix) only when the user says so in words (`--whole-bucket`).
+//! prefix) only when the user says so in words (`--whole-bucket`). Filter rules keep
+//! what they exclude or protect, as the local rm does ([`super::select`]: a key's path
+//! below `PREFIX/`; the object `PREFIX` itself is the top, which no rule judges).
 
 use super::{S3Url, connect, delete_keys, fmt_requests, list_all};
 use crate::error::{Error, Result};
@@ -19,6 +21,8 @@ pub struct Options {
     pub quiet: bool,
     /// An empty prefix deletes every object of the bucket: refused without this.
     pub whole_bucket: bool,
+    /// Filter rules: what they exclude or protect is kept.
+    pub filter: Option<std::sync::Arc<crate::engine::filter::Filter>>,
 }
 
 /// What `rm` did (`--json`: this document).
@@ -31,6 +35,10 @@ pub struct Summary {
     pub objects: u64,
     pub bytes: u64,
     pub deleted: u64,
+    /// Keys the filters kept (a directory counts once).
+    pub excluded: u64,
+    /// Filters were given (the summary says `excluded` then).
+    pub filtered: bool,
     pub failed: u64,
     pub requests: RequestCounts,
     pub elapsed_s: f64,
@@ -53,6 +61,9 @@ impl Summary {
             self.endpoint,
             fmt_requests(&self.requests)
         );
+        if self.filtered {
+            s.push_str(&format!("excluded {} (kept by the filters)\n", self.excluded));
+        }
         s.push_str(&format!(
             "elapsed {} ({}) with up to {} requests in flight; list {}, delete {}\n",
             fmt_secs(self.elapsed_s),
@@ -84,9 +95,10 @@ pub fn run(o: &Options) -> Result<Summary> {
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
     let (exact, below) = (o.url.prefix.clone(), o.url.dir_prefix());
+    let mut spared = super::select::Keys::new(o.filter.as_deref(), super::select::Side::Rm);
     let named: Vec<super::Listed> = list_all(&client, &exact, &progress)?
         .into_iter()
-        .filter(|l| l.key == exact || l.key.starts_with(&below))
+        .filter(|l| l.key == exact || l.key.strip_prefix(&below).is_some_and(|rel| !spared.out(rel)))
         .collect();
     let mut s = Summary {
         url: o.url.to_string(),
@@ -94,23 +106,27 @@ pub fn run(o: &Options) -> Result<Summary> {
         in_flight: o.in_flight,
         objects: named.len() as u64,
         bytes: named.iter().map(|l| l.size).sum(),
+        excluded: spared.excluded,
+        filtered: o.filter.is_some(),
         list_s: t0.elapsed().as_secs_f64(),
         ..Default::default()
     };
     let t1 = Instant::now();
     if crate::signals::pending() == 0 {
         progress.phase("delete", named.len() as u64);
-        let keys = named.into_iter().map(|l| l.key).collect();
+        let keys: Vec<String> = named.into_iter().map(|l| l.key).collect();
+        let asked: std::collections::HashSet<String> = keys.iter().cloned().collect();
         let mut fails = Vec::new();
         s.deleted = delete_keys(&client, o.in_flight, keys, |f| fails.push(f));
         // A LIST again: a key the store acknowledged and kept (a "folder" marker `p/`,
         // which object_store 0.14 names without its slash, so the delete went to `p`)
         // is not counted as deleted.
         if crate::signals::pending() == 0 && s.deleted > 0 {
+            // Only what was asked: what the filters kept is there by design.
             let left: Vec<String> = list_all(&client, &exact, &progress)?
                 .into_iter()
-                .filter(|l| l.key == exact || l.key.starts_with(&below))
                 .map(|l| l.key)
+                .filter(|k| asked.contains(k))
                 .collect();
             let kept = left.len() as u64;
             if kept > 0 {

@@ -1,6 +1,7 @@
 //! `scan s3://BUCKET/PREFIX`: the prefix listed page by page (ListObjectsV2, 1,000 keys a
 //! page) and summed: objects, bytes, the "directories" their keys imply, sizes, ages.
-//! No index is written (`--db` is for local trees).
+//! No index is written (`--db` is for local trees). Filter rules leave keys out as the
+//! local scan leaves entries out ([`super::select`]: a key's path below the prefix).
 
 use super::{S3Url, connect, fmt_requests, list_all};
 use crate::error::Result;
@@ -16,6 +17,8 @@ pub struct Options {
     pub url: S3Url,
     pub reach: Reach,
     pub quiet: bool,
+    /// Filter rules: what they exclude is not counted (only as `excluded`).
+    pub filter: Option<std::sync::Arc<crate::engine::filter::Filter>>,
 }
 
 /// What `scan` found (`--json`: this document).
@@ -33,6 +36,9 @@ pub struct Summary {
     /// Last-modified of the oldest and newest object (seconds since the epoch).
     pub oldest_s: i64,
     pub newest_s: i64,
+    /// Keys the filters left out (a directory counts once); None: no filter given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<u64>,
     pub requests: RequestCounts,
     pub elapsed_s: f64,
     pub interrupted: bool,
@@ -41,6 +47,10 @@ pub struct Summary {
 impl Summary {
     pub fn text(&self) -> String {
         use crate::units::{fmt_rate, fmt_secs, fmt_size};
+        let excluded = match self.excluded {
+            Some(n) => format!("excluded {n} (left out by the filters)\n"),
+            None => String::new(),
+        };
         format!(
             "scan {}: {} objects, {} in {} directories ({}); sizes: smallest {}, median {}, largest {}\n\
              requests: {}\nelapsed {} ({}){}\n",
@@ -56,7 +66,7 @@ impl Summary {
             fmt_secs(self.elapsed_s),
             fmt_rate(self.objects as f64 / self.elapsed_s.max(1e-9), "objects"),
             if self.interrupted { "; interrupted: the counts are partial" } else { "" }
-        )
+        ) + &excluded
     }
 }
 
@@ -67,7 +77,11 @@ pub fn run(o: &Options) -> Result<Summary> {
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
     let prefix = o.url.dir_prefix();
-    let listed = list_all(&client, &prefix, &progress)?;
+    let mut select = super::select::Keys::new(o.filter.as_deref(), super::select::Side::Sender);
+    let listed: Vec<super::Listed> = list_all(&client, &prefix, &progress)?
+        .into_iter()
+        .filter(|l| !select.out(l.key.strip_prefix(&prefix).unwrap_or(&l.key)))
+        .collect();
     progress.finish();
     let mut dirs: HashSet<&str> = HashSet::new();
     for l in &listed {
@@ -92,6 +106,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         largest: sizes.last().copied().unwrap_or(0),
         oldest_s: listed.iter().map(|l| l.modified.0).min().unwrap_or(0),
         newest_s: listed.iter().map(|l| l.modified.0).max().unwrap_or(0),
+        excluded: o.filter.as_ref().map(|_| select.excluded),
         requests: client.requests(),
         elapsed_s: t0.elapsed().as_secs_f64(),
         interrupted: crate::signals::pending() != 0,

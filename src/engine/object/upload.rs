@@ -3,10 +3,13 @@
 //! `in_flight` requests at once. `sync` lists the prefix first and sends only what is
 //! new or changed — a different size, or an object last modified before the file was
 //! (`aws s3 sync`'s rule: the LIST answers it, no HEAD per object) — and with `--delete`
-//! removes what the source has not, 1,000 keys a request.
+//! removes what the source has not, 1,000 keys a request. Filter rules are applied as
+//! the walk goes, as the local engine applies them (an excluded directory is not
+//! entered); `--verify` then GETs every object the walk selected ([`super::verify`]).
 
+use super::verify::{Item, Way};
 use super::{
-    EMPTY_DIRS, Keep, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, S3Url, Summary, connect, each, list_all,
+    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, S3Url, Summary, connect, each, list_all,
     mtime_value, why,
 };
 use crate::engine::walker::{join, open_below, split_last};
@@ -34,6 +37,8 @@ struct Walked {
     files: Vec<LocalFile>,
     dirs: u64,
     losses: LossTally,
+    /// Entries the filters left out (a directory once).
+    excluded: u64,
 }
 
 /// Copy or sync `src` to `dst`.
@@ -52,8 +57,9 @@ pub fn run(o: &Options, src: &Path, dst: &S3Url) -> Result<Summary> {
     let mut s = Summary::new(o, &client);
     let progress = Progress::new(o.quiet);
     progress.phase("walk", 0);
-    let walked = walk(&root, src, o.keep, &mut s);
+    let walked = walk(&root, src, o, &mut s);
     s.losses = walked.losses.rows();
+    s.excluded = walked.excluded;
     s.src_dirs = walked.dirs;
     s.src_files = walked.files.len() as u64;
     s.src_bytes = walked.files.iter().map(|f| f.size).sum();
@@ -67,14 +73,20 @@ pub fn run(o: &Options, src: &Path, dst: &S3Url) -> Result<Summary> {
     s.list_s = t0.elapsed().as_secs_f64();
     let (send, extra) = plan(&walked.files, &there, dst, &mut s);
     let t1 = Instant::now();
+    let root = Arc::new(root);
     if !o.dry_run {
         progress.phase("upload", send.len() as u64);
-        put_all(o, &client, root, dst, send, &mut s, &progress);
+        put_all(o, &client, root.clone(), dst, send, &mut s, &progress);
     }
     s.transfer_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
-    super::delete_extra_keys(o, &client, extra, &mut s, &progress);
+    let present = super::select::dirs_of(walked.files.iter().map(|f| f.rel.as_str()));
+    super::delete_extra_keys(o, &client, (&dst.dir_prefix(), present), extra, &mut s, &progress);
     s.delete_s = t2.elapsed().as_secs_f64();
+    if o.verify && crate::signals::pending() == 0 {
+        let items = walked.files.iter().map(|f| Item { rel: f.rel.clone(), key: dst.key(&f.rel), dst_key: None });
+        s.verify = Some(super::verify::run(&client, o.in_flight, Way::Up(root), items.collect(), &progress));
+    }
     progress.finish();
     super::finish(&mut s, &client, t0, cpu0);
     Ok(s)
@@ -92,11 +104,13 @@ fn plan(
     let mut wanted: HashSet<String> = HashSet::with_capacity(files.len());
     for f in files {
         let key = dst.key(&f.rel);
-        let unchanged = there.get(&key).is_some_and(|l| l.size == f.size && l.modified >= f.mtime);
+        let at = there.get(&key);
+        let unchanged = at.is_some_and(|l| l.size == f.size && l.modified >= f.mtime);
         wanted.insert(key);
         if unchanged {
             s.skipped += 1;
         } else {
+            s.change(super::changes::sent(&f.rel, at.map(|l| (l.size != f.size, l.modified < f.mtime))));
             if s.dry_run {
                 s.copied += 1;
                 s.bytes_transferred += f.size;
@@ -113,13 +127,12 @@ fn plan(
 fn put_all(
     o: &Options,
     client: &crate::storage::object_client::ObjectClient,
-    root: OwnedFd,
+    root: Arc<OwnedFd>,
     dst: &S3Url,
     send: Vec<LocalFile>,
     s: &mut Summary,
     progress: &Progress,
 ) {
-    let root = Arc::new(root);
     each(
         client,
         o.in_flight,
@@ -145,7 +158,7 @@ fn put_all(
 }
 
 /// Open `rel` below `root`: no symlink followed on the way or at the end, a regular file.
-fn open_file(root: &OwnedFd, rel: &str) -> std::result::Result<std::fs::File, String> {
+pub(super) fn open_file(root: &OwnedFd, rel: &str) -> std::result::Result<std::fs::File, String> {
     use rustix::fs::{Mode, OFlags, openat};
     let (dir, name) = split_last(rel.as_bytes());
     let parent = open_below(root.as_fd(), dir).map_err(|e| format!("cannot open its directory: {e}"))?;
@@ -207,9 +220,13 @@ async fn put_file<S: ObjectStore + ?Sized>(
 }
 
 /// Walk SRC (one thread: the requests, not the walk, take the time): its files, its
-/// directories counted, and what an object cannot hold counted as losses.
-fn walk(root: &OwnedFd, src: &Path, keep: Keep, s: &mut Summary) -> Walked {
-    let mut w = Walked { files: Vec::new(), dirs: 0, losses: LossTally::default() };
+/// directories counted, and what an object cannot hold counted as losses; what the
+/// filters exclude is not looked at (a directory not entered), only counted. A directory
+/// whose every entry is excluded is an empty directory at DST, which an object store
+/// cannot hold (the local engine would make it): a loss.
+fn walk(root: &OwnedFd, src: &Path, o: &Options, s: &mut Summary) -> Walked {
+    let (keep, filter) = (o.keep, o.filter.as_deref());
+    let mut w = Walked { files: Vec::new(), dirs: 0, losses: LossTally::default(), excluded: 0 };
     let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
     let mut seen_inodes: HashSet<(u64, u64)> = HashSet::new();
     let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
@@ -223,9 +240,7 @@ fn walk(root: &OwnedFd, src: &Path, keep: Keep, s: &mut Summary) -> Walked {
                 continue;
             }
         };
-        if entries.is_empty() && !rel.is_empty() {
-            w.losses.add(EMPTY_DIRS, &shown);
-        }
+        let (listed, mut left_out) = (entries.len(), 0);
         for e in entries {
             let child = join(&rel, e.name.to_bytes());
             let path = String::from_utf8_lossy(&child).into_owned();
@@ -236,6 +251,10 @@ fn walk(root: &OwnedFd, src: &Path, keep: Keep, s: &mut Summary) -> Walked {
                     continue;
                 }
             };
+            if filter.is_some_and(|f| f.excluded(&child, meta.kind == Kind::Dir)) {
+                (w.excluded, left_out) = (w.excluded + 1, left_out + 1);
+                continue;
+            }
             let name_ok = std::str::from_utf8(e.name.to_bytes()).is_ok_and(|n| !n.chars().any(char::is_control));
             if !name_ok {
                 w.losses.add("names", &path);
@@ -268,6 +287,9 @@ fn walk(root: &OwnedFd, src: &Path, keep: Keep, s: &mut Summary) -> Walked {
                     w.files.push(LocalFile { rel: path, size: meta.size, mtime: (meta.mtime_s, meta.mtime_ns) });
                 }
             }
+        }
+        if left_out == listed && !rel.is_empty() {
+            w.losses.add(EMPTY_DIRS, &shown);
         }
     }
     w
