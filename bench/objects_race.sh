@@ -12,7 +12,11 @@
 #   download  manyfiles copy s3://manyfiles/same DST   rclone copy mfs3:manyfiles/same DST --transfers T --checkers T
 #   sync      manyfiles sync -n SRC s3://manyfiles/same   rclone sync --dry-run SRC mfs3:manyfiles/same --checkers T
 #   rm        manyfiles rm s3://manyfiles/rK           rclone delete mfs3:manyfiles/rK --checkers T
-# for each T in TRANSFERS. SRC: N files of SIZE bytes in DIRS directories on local RAM.
+# for each T in TRANSFERS; and with AWS=1 (the default when `aws` is on PATH) the AWS CLI
+# (`pip install awscli`, its default 10 requests in flight) as a third contender:
+#   upload `aws s3 sync SRC s3://manyfiles/uK`, download `aws s3 sync s3://manyfiles/same DST`,
+#   sync `aws s3 sync --dryrun SRC s3://manyfiles/same`, rm `aws s3 rm --recursive s3://manyfiles/rK`
+# (issue 43's targets against it: ≥ 5× for upload, download and the dry run). SRC: N files of SIZE bytes in DIRS directories on local RAM.
 # manyfiles reaches the store with `--s3-via DIR`; rclone (Debian's 1.60: a client only)
 # runs under `nsenter --net=` into the stack's namespace, its S3 remote given in the
 # environment (provider Other, env_auth from the stack's credentials file, path style;
@@ -44,6 +48,7 @@ RAW=${RAW:-}
 MF_ARGS=${MF_ARGS:-}
 bench_setup
 have() { command -v "$1" >/dev/null; }
+AWS=${AWS:-$(have aws && echo 1 || echo 0)}
 if ! have rclone; then
     echo "installing rclone (apt-get)..." >&2
     (apt-get install -y -qq rclone >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq rclone; }) >&2
@@ -97,6 +102,16 @@ exec nsenter --net="$ns" env -u AWS_CA_BUNDLE -u AWS_ACCESS_KEY_ID -u AWS_SECRET
 RC
 chmod 700 "$WORK/rc"
 rc=$WORK/rc
+# The AWS CLI the same way: path-style requests to the stack's endpoint (an IP endpoint is
+# addressed by path anyway), its checksum left to the defaults of its version.
+cat >"$WORK/aws" <<AWSRC
+#!/bin/sh
+exec nsenter --net="$ns" env -u AWS_CA_BUNDLE -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE \\
+    AWS_SHARED_CREDENTIALS_FILE="$cred" AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null \\
+    aws --endpoint-url "$endpoint" --only-show-errors "\$@"
+AWSRC
+chmod 700 "$WORK/aws"
+awscli=$WORK/aws
 via=(--s3-via "$mp")
 objects() { mf scan "s3://manyfiles/$1" --json "$WORK/scan.json" --force >/dev/null
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["objects"])' "$WORK/scan.json"; }
@@ -105,6 +120,7 @@ mf copy "$SRC" s3://manyfiles/same -q >/dev/null
 contenders() {
     echo "mf-$1"
     for t in $TRANSFERS; do echo "rclone-t$t"; done
+    if [ "$AWS" = 1 ]; then echo aws; fi
 }
 
 raw=$WORK/raw.tsv
@@ -123,6 +139,10 @@ for job in $JOBS; do
             j=$WORK/mf.json
             rm -f "$j"
             case "$job/$c" in
+                upload/aws) timed "$awscli" s3 sync "$SRC" "s3://manyfiles/u$k" ;;
+                download/aws) timed "$awscli" s3 sync s3://manyfiles/same "$dst" ;;
+                sync/aws) timed "$awscli" s3 sync --dryrun "$SRC" s3://manyfiles/same ;;
+                rm/aws) timed "$awscli" s3 rm --recursive "s3://manyfiles/r$k" ;;
                 upload/mf-*) timed "$MF" copy "$SRC" "s3://manyfiles/u$k" "${via[@]}" -q --json "$j" $MF_ARGS ;;
                 upload/*) timed "$rc" copy "$SRC" "mfs3:manyfiles/u$k" --transfers "$t" --checkers "$t" ;;
                 download/mf-*) timed "$MF" copy s3://manyfiles/same "$dst" "${via[@]}" -q --json "$j" $MF_ARGS ;;
@@ -154,7 +174,8 @@ if [ -n "$RAW" ]; then cp "$raw" "$RAW"; fi
 python3 - "$raw" <<'EOF'
 import sys, statistics as st
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-targets = {"upload": 2.0, "download": 2.0, "rm": 2.0, "sync": None}
+# Issue 43's targets: against rclone at its best T, and against the AWS CLI.
+targets = {"rclone": {"upload": 2.0, "download": 2.0, "rm": 2.0}, "aws": {"upload": 5.0, "download": 5.0, "sync": 5.0}}
 print("| job | contender | median s | min–max s | runs | manyfiles × faster | target | result |")
 print("|---|---|---:|---:|---:|---:|---:|---|")
 for job in dict.fromkeys(r[0] for r in rows):
@@ -164,15 +185,16 @@ for job in dict.fromkeys(r[0] for r in rows):
             by.setdefault(r[2], []).append(float(r[3]))
     med = {c: st.median(v) for c, v in by.items()}
     mine = [c for c in by if c.startswith("mf-")][0]
-    peers = [c for c in by if c != mine]
-    best = min(peers, key=lambda c: med[c]) if peers else None
+    rclones = [c for c in by if c.startswith("rclone-")]
+    best = min(rclones, key=lambda c: med[c]) if rclones else None
     for c, v in by.items():
         cells = [job, c + (" (rclone's best)" if c == best else ""), f"{med[c]:.3f}", f"{min(v):.3f}–{max(v):.3f}", str(len(v))]
         if c == mine:
             cells += ["", "", ""]
         else:
             x = med[c] / med[mine]
-            t = targets.get(job) if c == best else None
+            tool = "aws" if c == "aws" else "rclone"
+            t = targets[tool].get(job) if c in (best, "aws") else None
             cells += [f"**{x:.2f}**", f"≥ {t}" if t else "", ("PASS" if x >= t else "**MISS**") if t else ""]
         print("| " + " | ".join(cells) + " |")
 EOF

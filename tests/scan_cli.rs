@@ -225,6 +225,54 @@ fn a_large_directory_is_scanned_exactly() {
     assert_eq!(v["diff"]["unchanged"], 5003, "{v}");
 }
 
+/// Without an index the walk counts instead of sending rows (issue 41): every total and
+/// the inventory must be what an indexed scan of the same tree reports, with a directory
+/// large enough to be stat'ed in chunks on several threads, symlinks, a FIFO, a filter
+/// that leaves a directory and some files out, and a file swapped for nothing between
+/// scans changing nothing else.
+#[test]
+fn a_walk_only_scan_counts_what_an_indexed_scan_indexes() {
+    let base = tempfile::tempdir().unwrap();
+    let tree = small_tree(base.path());
+    let t = tree.to_str().unwrap();
+    run(["gen", tree.join("big").to_str().unwrap(), "--files", "4500", "--size", "uniform:0-3k", "--flat", "-q"]).ok();
+    std::os::unix::fs::symlink("/nonexistent", tree.join("d1/dangling")).unwrap();
+    let fifo = std::ffi::CString::new(tree.join("d2/fifo").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let fields = ["entries", "files", "dirs", "symlinks", "other", "bytes", "allocated_bytes", "errors", "vanished"];
+    for filter in [&[][..], &["--exclude", "sub/", "--exclude", "f1*"][..]] {
+        let mut totals = Vec::new();
+        let mut inventories = Vec::new();
+        for (i, db) in [None, Some(base.path().join(format!("i{}.db", filter.len())))].iter().enumerate() {
+            let json = base.path().join(format!("r{i}.json"));
+            let inv = base.path().join(format!("inv{i}.json"));
+            let mut args = vec!["scan", t, "--threads", "3", "--json", json.to_str().unwrap()];
+            args.extend(["--inventory", inv.to_str().unwrap()]);
+            args.extend(filter);
+            let url = db.as_ref().map(|d| format!("sqlite:{}", d.display()));
+            if let Some(u) = &url {
+                args.extend(["--db", u]);
+            }
+            run(args).ok();
+            let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+            totals.push(fields.map(|f| v[f].clone()));
+            let mut got = Inventory::load(&inv).unwrap();
+            got.created_utc.clear();
+            inventories.push(serde_json::to_value(&got).unwrap());
+            if filter.is_empty() {
+                // root, 3 dirs + 3 subs, big; 30 + 4,500 files; 2 symlinks; 1 FIFO
+                assert_eq!(v["dirs"], 8, "{v}");
+                assert_eq!(v["files"], 4530, "{v}");
+                assert_eq!((v["symlinks"].clone(), v["other"].clone()), (2.into(), 1.into()), "{v}");
+            } else {
+                assert!(v["excluded"].as_u64().unwrap() > 3, "{v}");
+            }
+        }
+        assert_eq!(totals[0], totals[1], "without and with an index, filter {filter:?}");
+        assert_eq!(inventories[0], inventories[1], "inventories, filter {filter:?}");
+    }
+}
+
 // ---- a database manyfiles did not make is not touched (issue 25, Why 7) -----------------
 
 /// sha256 of a file, by `sha256sum`.

@@ -665,13 +665,18 @@ pub fn for_chunks(gate: Option<&Gate>, n: usize, f: impl Fn(Range<usize>) + Sync
 
 /// `items` mapped by `f`, in order, through [`for_chunks`].
 pub fn map_items<T: Sync, R: Send>(gate: Option<&Gate>, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    map_range(gate, items.len(), |i| f(&items[i]))
+}
+
+/// `f(0) … f(n - 1)`, in order, through [`for_chunks`].
+pub fn map_range<R: Send>(gate: Option<&Gate>, n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     if gate.is_none() {
-        return items.iter().map(f).collect();
+        return (0..n).map(f).collect();
     }
     let parts = Mutex::new(Vec::new());
-    for_chunks(gate, items.len(), |r| {
+    for_chunks(gate, n, |r| {
         let start = r.start;
-        let out: Vec<R> = items[r].iter().map(&f).collect();
+        let out: Vec<R> = r.map(&f).collect();
         parts.lock().unwrap_or_else(|p| p.into_inner()).push((start, out));
     });
     let mut parts = parts.into_inner().unwrap_or_else(|p| p.into_inner());

@@ -19,14 +19,14 @@ pub use backend::IndexBackend;
 
 use crate::engine::timing::{self, Timing};
 use crate::error::{Error, Result};
-use crate::fs::walk::{self, Kind};
+use crate::fs::walk;
 use crate::measure::provenance::Provenance;
 use crate::signals;
 use crate::tree::inventory::Inventory;
 use crate::units::{fmt_rate, fmt_secs, fmt_size};
 use backend::Changes;
 use diff::{DiffCounts, Index};
-use producer::{Batch, WalkStats, path_key};
+use producer::{Batch, Counts, WalkStats, path_key};
 use rustix::fd::OwnedFd;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -244,34 +244,12 @@ pub(crate) fn index_files_inside(db: &DbUrl, root: &str) -> Option<producer::Ski
     Some(producer::Skip { dir: rel.as_os_str().as_bytes().to_vec(), names })
 }
 
-/// The writer's running totals.
-#[derive(Default)]
-pub(crate) struct Totals {
-    pub(crate) entries: u64,
-    pub(crate) files: u64,
-    pub(crate) dirs: u64,
-    pub(crate) symlinks: u64,
-    pub(crate) other: u64,
-    pub(crate) bytes: u64,
-    pub(crate) allocated: u64,
-}
-
-impl Totals {
-    pub(crate) fn add(&mut self, b: &Batch) {
-        for r in &b.rows {
-            self.entries += 1;
-            match r.meta.kind {
-                Kind::File => {
-                    self.files += 1;
-                    self.bytes += r.meta.size;
-                }
-                Kind::Dir => self.dirs += 1,
-                Kind::Symlink => self.symlinks += 1,
-                Kind::Other => self.other += 1,
-            }
-            self.allocated += r.meta.allocated;
-        }
+/// The writer's running totals: every row's entry and what the walk counted without rows.
+pub(crate) fn add_batch(totals: &mut Counts, b: &Batch) {
+    for r in &b.rows {
+        totals.add(&r.meta);
     }
+    totals.merge(&b.counted);
 }
 
 /// The database side of the scan: pending batches, diff and timed writes.
@@ -355,12 +333,13 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
     raise_fd_limit();
     let mut stats = WalkStats::new(cfg.threads, cfg.inventory.is_some());
     stats.filter = cfg.filter.clone();
+    stats.count_only = db.is_none();
     let gate = cfg.in_flight_max.and_then(|max| {
         crate::engine::inflight::Gate::for_plan(crate::engine::inflight::Plan::Adaptive { start: cfg.threads, max })
     });
     let flush = 4096;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(32);
-    let mut totals = Totals::default();
+    let mut totals = Counts::default();
     let mut failure: Option<String> = None;
     let mut writer = db.as_deref_mut().map(|db| {
         let batch_rows = db.batch_rows();
@@ -380,7 +359,7 @@ pub fn scan(cfg: &ScanConfig) -> Result<ScanReport> {
             let t = Instant::now();
             let Ok(b) = rx.recv() else { break };
             wait += t.elapsed().as_secs_f64();
-            totals.add(&b);
+            add_batch(&mut totals, &b);
             let Some((w, batch_rows)) = writer.as_mut() else { continue };
             w.pending_rows += b.rows.len();
             w.pending.push(b);
@@ -483,7 +462,7 @@ pub(crate) fn report(
     threads: usize,
     start: Instant,
     mut phases: Phases,
-    totals: &Totals,
+    totals: &Counts,
     indexed_before: u64,
     diff: DiffCounts,
     walked: Walked,

@@ -21,10 +21,10 @@
 
 use crate::engine::scan::backend::IndexBackend;
 use crate::engine::scan::backend::Meta;
-use crate::engine::scan::producer::{self, Batch, WalkStats};
+use crate::engine::scan::producer::{self, Batch, Counts, WalkStats};
 use crate::engine::scan::{
-    Phases, ScanConfig, ScanReport, Totals, Walked, Writer, finish_writer, index_files_inside, load_index, open_root,
-    report, save,
+    Phases, ScanConfig, ScanReport, Walked, Writer, finish_writer, index_files_inside, load_index, open_root, report,
+    save,
 };
 use crate::engine::timing::Timing;
 use crate::engine::walker::{MpiWalk, Walker, open_below};
@@ -299,7 +299,7 @@ fn begin(cfg: &ScanConfig) -> Result<Begun> {
 /// the writer's failure.
 struct Sink<'w> {
     writer: Option<(Writer<'w>, usize)>,
-    totals: Totals,
+    totals: Counts,
     failure: Option<String>,
 }
 
@@ -307,7 +307,7 @@ impl Sink<'_> {
     /// One batch (parents first) counted and handed to the writer, which writes once it
     /// holds a batch's rows (false: the writer failed, and the walk stops).
     fn take(&mut self, b: Batch, stats: &WalkStats) -> bool {
-        self.totals.add(&b);
+        super::add_batch(&mut self.totals, &b);
         let Some((w, batch_rows)) = self.writer.as_mut() else { return true };
         w.pending_rows += b.rows.len();
         w.pending.push(b);
@@ -548,7 +548,7 @@ pub fn run(cfg: &ScanConfig) -> Result<ScanReport> {
         let batch_rows = db.batch_rows();
         (Writer { db, index, pending: Vec::new(), pending_rows: 0, phases: Phases::default() }, batch_rows)
     });
-    let mut sink = Sink { writer, totals: Totals::default(), failure: None };
+    let mut sink = Sink { writer, totals: Counts::default(), failure: None };
     let (walk_stats, spool_failure) = walk(cfg, &root_fd, skip.as_ref(), &stats, &rows, &mut sink);
     // Every rank's counts on every rank.
     let mine = rank_scan(&mut stats, &rows, walk_stats);
