@@ -126,7 +126,7 @@ pub struct RunArgs {
     pub cache: Option<String>,
     /// Which time tables, models and comparisons use for write phases: durable (until a
     /// syncfs/fsync of the target returned: the storage's cost) or returned (until the
-    /// last close: what the application saw); both are in the JSON
+    /// last close: what the application saw); a run that syncs keeps both in the JSON
     #[arg(
         long,
         value_name = "durable|returned",
