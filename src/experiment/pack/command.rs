@@ -93,6 +93,18 @@ pub const COMMAND: CommandLine = CommandLine {
              --src-fs",
         )
         .hints(FS_TYPES),
+        Flag::text(
+            "shard-size",
+            "SIZE,...",
+            "Onto an object store (--dst-fs s3… or azblob…): tar shard sizes compared with loose objects (a PUT per \
+             file), each to upload, read all and read one file (a range GET through the shards' index); default \
+             1MiB,16MiB,64MiB",
+        ),
+        Flag::path(
+            "prices",
+            "FILE",
+            "Onto an object store: price its requests from this TOML file (default: the provider's list prices)",
+        ),
         Flag::size(
             "fs-size",
             "FS_SIZE",
@@ -181,6 +193,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
             Some(Consumer::parse(c).ok_or_else(|| Error::bad("--consumer", format!("'{c}': expected linux or any")))?)
         }
     };
+    let shard_sizes = shard_sizes(v.text("shard-size").unwrap_or(DEFAULT_SHARDS))?;
     Ok(Box::new(PackExperiment {
         source,
         src,
@@ -202,7 +215,28 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
         json,
         quiet: v.switch("quiet"),
         command_line: common.command_line(),
+        shard_sizes,
+        shard_sizes_given: v.text("shard-size").is_some(),
+        in_flight: v.given_number("threads").map_or(crate::ops::object::DEFAULT_IN_FLIGHT, |t| t.max(1) as usize),
+        prices: v.path("prices").map(Path::to_path_buf),
     }))
+}
+
+/// The shard sizes without `--shard-size`.
+const DEFAULT_SHARDS: &str = "1MiB,16MiB,64MiB";
+
+/// `--shard-size 1MiB,16MiB`: sizes, smallest first, each once.
+fn shard_sizes(text: &str) -> Result<Vec<u64>> {
+    let mut v = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        v.push(crate::units::parse_size(part).map_err(|e| Error::bad("--shard-size", format!("'{part}': {e}")))?);
+    }
+    if v.is_empty() {
+        return Err(Error::bad("--shard-size", "give one size at least"));
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
 }
 
 /// One end of `pack`: a directory, a test file system, or (None) the default.

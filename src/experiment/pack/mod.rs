@@ -21,6 +21,8 @@
 //! charts) is `view.rs`, its command line and config `command.rs`.
 
 mod command;
+pub mod object_routes;
+pub mod objects;
 pub mod routes;
 pub mod view;
 
@@ -100,6 +102,13 @@ pub struct PackExperiment {
     pub json: Option<PathBuf>,
     pub quiet: bool,
     pub command_line: Vec<String>,
+    /// Onto an object store (`--dst-fs s3…`): the tar shard sizes compared with loose
+    /// objects (`objects.rs`), the requests in flight, and `--prices FILE`.
+    pub shard_sizes: Vec<u64>,
+    /// `--shard-size` given (refused without an object-store destination).
+    pub shard_sizes_given: bool,
+    pub in_flight: usize,
+    pub prices: Option<PathBuf>,
 }
 
 /// What `run` returns: the results and the containers skipped (with why).
@@ -260,6 +269,8 @@ struct PackTrialSetup<'a> {
     prepared: &'a [Prepared],
     metas: &'a [TreeMeta],
     settings: PhaseSettings,
+    /// Onto an object store: its routes instead of loose copies and containers.
+    objects: Option<objects::ObjectSetup<'a>>,
 }
 
 /// The steps of one trial, recorded in order; a failed step stops the trial.
@@ -379,6 +390,14 @@ fn trial(setup: &PackTrialSetup, src_rd: &RunDir, dst_rd: &RunDir, ti: usize, wa
                 root
             }
         };
+        if let Some(o) = &setup.objects {
+            let dir = dst_rd.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            try_stop!(objects::routes(&mut s, o, &src, &dir, watches));
+            if matches!(setup.cfg.source, PackSource::Trees(_)) {
+                try_stop!(untimed(remove_at(src_rd, c"tree")));
+            }
+            return None;
+        }
         let threads = setup.cfg.threads;
         // Loose: the copy engine, file by file.
         let loose = dst_rd.path.join("loose");
@@ -490,7 +509,9 @@ fn path_spec(u: &pack::Usage) -> TreeSpec {
 pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     signals::install();
     check(cfg)?;
-    let (containers, skipped) = usable_containers(cfg)?;
+    // Onto an object store: its own routes (objects.rs), no container.
+    let onto_objects = objects::check(cfg)?;
+    let (containers, skipped) = if onto_objects { (Vec::new(), Vec::new()) } else { usable_containers(cfg)? };
     for w in &skipped {
         eprintln!("manyfiles: warning: {w}");
     }
@@ -559,7 +580,10 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         dst.info.id = format!("destination {b}");
         dst.id = format!("{a} → {b}");
     }
-    let mut ops_done = vec!["loose".to_string()];
+    let mut ops_done = match onto_objects {
+        true => objects::op_names(&cfg.shard_sizes),
+        false => vec!["loose".to_string()],
+    };
     for c in &containers {
         let n = c.name();
         ops_done.extend([format!("{n}:pack"), format!("{n}:copy")]);
@@ -588,6 +612,10 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     infos.extend(src.as_ref().map(|s| s.info.clone()));
     let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
     let prepared: Vec<Prepared> = trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
+    let (details, prices) = match onto_objects {
+        true => objects::details_and_prices(cfg, &dst)?,
+        false => (None, None),
+    };
     let setup = PackTrialSetup {
         cfg,
         containers: &containers,
@@ -600,6 +628,12 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             flush: true,
             shared_dir: all_ranks::shared_dir(),
         },
+        objects: details.as_ref().zip(prices.as_ref()).map(|(details, prices)| objects::ObjectSetup {
+            details,
+            shard_sizes: &cfg.shard_sizes,
+            in_flight: cfg.in_flight,
+            prices,
+        }),
     };
     let driver = Driver {
         name: "pack",
