@@ -148,7 +148,7 @@ pub fn pays_words(t: &Tree, i: usize) -> String {
     match pays_from(t, i) {
         Some((None, s)) => format!("from {} shards (the smallest tried)", size(s)),
         Some((Some(p), s)) => format!("from {} shards (between {} and {})", size(s), size(p), size(s)),
-        None if paying.is_empty() => "not at any shard size tried".into(),
+        None if paying.is_empty() => "at no shard size tried".into(),
         None => format!(
             "at {} only, not at the largest size tried",
             paying.iter().map(|s| size(*s)).collect::<Vec<_>>().join(", ")
@@ -280,7 +280,10 @@ mod tests {
         assert_eq!(pays_from(&t, 2), None);
         let a = advice(&t);
         assert!(a.starts_with("advice for 100 files (400 KiB): shard into tar shards of 64 KiB"), "{a}");
-        assert!(a.contains("upload: 512 ms [502 ms – 523 ms] against 1.02 s [1.00 s – 1.05 s] loose (2.00× faster)"), "{a}");
+        assert!(
+            a.contains("upload: 512 ms [502 ms – 523 ms] against 1.02 s [1.00 s – 1.05 s] loose (2.00× faster)"),
+            "{a}"
+        );
         assert!(a.contains("read one file:") && a.contains("slower"), "{a}");
         assert_eq!(pays_words(&t, 0), "from 64 KiB shards (between 16 KiB and 64 KiB)");
         // Overlapping runs are no win: loose 1.0–1.05, shards 1.0–1.05.

@@ -28,7 +28,7 @@ use crate::experiment::Stop;
 use crate::experiment::TargetSpec;
 use crate::fs::walk::{self, Kind};
 use crate::measure::progress::Progress;
-use crate::measure::{self, Latency, PhaseResult, RequestCounts, new_histogram, portions_from_points};
+use crate::measure::{self, Latency, PhaseResult, RequestCounts, new_histogram};
 use crate::pack::shards::{INDEX_KEY, Index, ShardBuilder, shard_key};
 use crate::results::prices::PriceTable;
 use crate::signals;
@@ -276,7 +276,8 @@ impl<'c> Tally<'c> {
             errors: self.errors,
             first_error: self.first_error,
             interrupted: signals::pending() != 0,
-            portions: portions_from_points(Vec::new(), self.files, elapsed),
+            // No portions: a step is one timed whole (no per-file cost to look for a knee in).
+            portions: Vec::new(),
             latency_us: Latency::from_histogram(&self.hist),
             first_finish_s: elapsed,
             last_finish_s: elapsed,

@@ -1,0 +1,142 @@
+//! `pack` onto an object store (`--dst-fs s3@rtt=1ms`): a real tree goes up as loose
+//! objects and as tar shards of two sizes, read all and read one file back; the requests
+//! of every step are exactly what the tree asks (a PUT per file loose; a PUT per shard,
+//! by the packing rule, and one for the index; LIST + a GET per object; the index + a GET
+//! per shard; one GET, or the index and a range GET), the one file read is the source's
+//! (the run checks it byte for byte and fails otherwise), the advice names the shard size
+//! from which sharding pays, and nothing of the stack is left. Bad combinations are exit 2
+//! with one line before anything is made. Needs root, FUSE, s3fs, manyfiles-s3server and
+//! toxiproxy-server (as tests/object_store.rs): without them the stack test prints why it
+//! skipped, except under CI (CI=true), where a skip is a failure.
+
+mod common;
+#[macro_use]
+mod object_common;
+
+use common::serial;
+use manyfiles::storage::registry;
+use std::path::Path;
+
+/// `files` files of `size` bytes, each of its own bytes, in three directories.
+fn make_tree(root: &Path, files: usize, size: usize) {
+    for i in 0..files {
+        let dir = root.join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data: Vec<u8> = (0..size).map(|j| (i * 131 + j * 7 + j / 251) as u8).collect();
+        std::fs::write(dir.join(format!("file-{i:04}")), data).unwrap();
+    }
+}
+
+/// The measurement of `op` in run 1.
+fn measurement<'a>(doc: &'a serde_json::Value, op: &str) -> &'a serde_json::Value {
+    let all = doc["measurements"].as_array().unwrap();
+    all.iter().find(|m| m["op"] == op && m["run"] == 1).unwrap_or_else(|| panic!("no {op} measurement"))
+}
+
+/// (kind, count) of every kind of request `op` sent in run 1 that is not zero.
+fn sent(doc: &serde_json::Value, op: &str) -> Vec<(String, u64)> {
+    let r = measurement(doc, op)["requests"].as_object().unwrap_or_else(|| panic!("{op}: no requests"));
+    let mut v: Vec<(String, u64)> =
+        r.iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).filter(|(_, n)| *n > 0).collect();
+    v.sort();
+    v
+}
+
+/// The registry's records (other runs' stay; this one's must go).
+fn records() -> Vec<String> {
+    std::fs::read_dir(registry::state_dir())
+        .map(|rd| rd.flatten().map(|e| e.path().display().to_string()).collect())
+        .unwrap_or_default()
+}
+
+fn kinds(v: &[(&str, u64)]) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = v.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn loose_objects_against_shards_count_every_request_and_advise_a_size() {
+    need_stack!();
+    let _g = serial();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let tree = work.path().join("tree");
+    // 150 files of 3,000 bytes: 512 + 3,072 = 3,584 bytes each in a tar archive.
+    let (files, size) = (150u64, 3000usize);
+    make_tree(&tree, files as usize, size);
+    let json = work.path().join("r.json");
+    let before = records();
+    let r = common::run([
+        "pack",
+        tree.to_str().unwrap(),
+        "--src-target",
+        work.path().to_str().unwrap(),
+        "--dst-fs",
+        "s3@rtt=1ms",
+        "--shard-size",
+        "64KiB,1MiB",
+        "--runs",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    r.ok();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 64 KiB: (65,536 − 1,024 for the archive's end) / 3,584 = 18 files a shard → 9
+    // shards; 1 MiB: one. Each with its index.
+    for (route, shards) in [("tar@64KiB", 9u64), ("tar@1MiB", 1)] {
+        assert_eq!(sent(&doc, &format!("{route}:put")), kinds(&[("put", shards + 1)]), "{route}");
+        assert_eq!(sent(&doc, &format!("{route}:get-all")), kinds(&[("get", shards + 1)]), "{route}");
+        assert_eq!(sent(&doc, &format!("{route}:get-one")), kinds(&[("get", 2)]), "{route}");
+        // One file, its bytes and the index's (bodies are counted as they came).
+        let m = measurement(&doc, &format!("{route}:get-one"));
+        assert_eq!(m["files"].as_u64(), Some(1), "{m}");
+        assert!(m["bytes"].as_u64().unwrap() > size as u64, "{m}");
+        assert_eq!(measurement(&doc, &format!("{route}:put"))["files"], files);
+    }
+    assert_eq!(sent(&doc, "loose:put"), kinds(&[("put", files)]));
+    assert_eq!(sent(&doc, "loose:get-all"), kinds(&[("get", files), ("list", 1)]));
+    assert_eq!(sent(&doc, "loose:get-one"), kinds(&[("get", 1)]));
+    assert_eq!(measurement(&doc, "loose:get-one")["bytes"], size as u64);
+    // Every step priced at the provider's list prices.
+    let put = measurement(&doc, "loose:put");
+    assert!(put["cost"]["prices"].as_str().unwrap().starts_with("AWS S3 Standard"), "{put}");
+    assert!((put["cost"]["amount"].as_f64().unwrap() - files as f64 * 0.005 / 1000.0).abs() < 1e-12, "{put}");
+    // The tables, where sharding pays and the advice: a shard size named.
+    let out = &r.stdout;
+    assert!(out.contains("where sharding pays"), "{out}");
+    let advice = out.lines().find(|l| l.starts_with("advice for 150 files")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        advice.contains("shard into tar shards of 64 KiB") || advice.contains("shard into tar shards of 1 MiB"),
+        "{advice}"
+    );
+    assert!(out.contains("upload:") && out.contains("read one file:"), "{out}");
+    // The source only read; nothing of the stack left.
+    assert_eq!(std::fs::read_dir(tree.join("d0")).unwrap().count(), 50);
+    let left: Vec<String> = records().into_iter().filter(|r| !before.contains(r)).collect();
+    assert!(left.is_empty(), "records left: {left:?}");
+    // The HTML page has the routes and the advice.
+    let html = work.path().join("r.html");
+    common::run(["report", json.to_str().unwrap(), "--html", html.to_str().unwrap()]).ok();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Routes onto the object store") && page.contains("tar@64KiB"), "the routes table");
+    assert!(page.contains("advice for 150 files"), "the advice");
+}
+
+#[test]
+fn shards_need_an_object_store_and_sizes_in_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().to_str().unwrap();
+    let r = common::run(["pack", "--files", "4", "--src-target", t, "--shard-size", "1MiB"]);
+    common::assert_bad_input(&r, "--shard-size", "shards without an object store");
+    let r = common::run(["pack", "--files", "4", "--src-target", t, "--dst-fs", "s3", "--shard-size", "1k"]);
+    common::assert_bad_input(&r, "--shard-size", "a shard below 4 KiB");
+    let r = common::run(["pack", "--files", "4", "--src-target", t, "--dst-fs", "s3", "--shard-size", "2GiB"]);
+    common::assert_bad_input(&r, "--shard-size", "a shard above 1 GiB");
+    let r = common::run(["pack", "--files", "4", "--src-target", t, "--dst-fs", "s3", "--containers", "erofs"]);
+    common::assert_bad_input(&r, "--containers", "a container that is not tar onto an object store");
+    let r = common::run(["pack", "--files", "4", "--src-fs", "s3"]);
+    common::assert_bad_input(&r, "--src-fs", "an object store as the source");
+    assert!(common::run_dirs(dir.path()).is_empty(), "nothing made");
+}
