@@ -504,6 +504,26 @@ fn path_spec(u: &pack::Usage) -> TreeSpec {
     }
 }
 
+/// The ops a run records, in order: onto an object store its routes' steps; otherwise
+/// loose, then every container's steps.
+fn ops_recorded(cfg: &PackExperiment, containers: &[Box<dyn Container>], onto_objects: bool) -> Vec<String> {
+    let mut ops_done = match onto_objects {
+        true => objects::op_names(&cfg.shard_sizes),
+        false => vec!["loose".to_string()],
+    };
+    for c in containers {
+        let n = c.name();
+        ops_done.extend([format!("{n}:pack"), format!("{n}:copy")]);
+        if cfg.unpack && c.can_unpack() {
+            ops_done.push(format!("{n}:unpack"));
+        }
+        if cfg.mount && c.kernel_fs().is_some() {
+            ops_done.extend([format!("{n}:mount"), format!("{n}:read"), format!("{n}:umount")]);
+        }
+    }
+    ops_done
+}
+
 /// Run the experiment (see the module docs): results saved after every measurement,
 /// targets torn down on every exit path.
 pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
@@ -580,20 +600,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         dst.info.id = format!("destination {b}");
         dst.id = format!("{a} → {b}");
     }
-    let mut ops_done = match onto_objects {
-        true => objects::op_names(&cfg.shard_sizes),
-        false => vec!["loose".to_string()],
-    };
-    for c in &containers {
-        let n = c.name();
-        ops_done.extend([format!("{n}:pack"), format!("{n}:copy")]);
-        if cfg.unpack && c.can_unpack() {
-            ops_done.push(format!("{n}:unpack"));
-        }
-        if cfg.mount && c.kernel_fs().is_some() {
-            ops_done.extend([format!("{n}:mount"), format!("{n}:read"), format!("{n}:umount")]);
-        }
-    }
+    let ops_done = ops_recorded(cfg, &containers, onto_objects);
     let experiment = ExperimentInfo {
         name: "pack".into(),
         ops: ops_done,
