@@ -42,6 +42,18 @@ fn sent(doc: &serde_json::Value, op: &str) -> Vec<(String, u64)> {
     v
 }
 
+/// The result file against the published schema.
+fn assert_schema_valid(doc: &serde_json::Value) {
+    let schema = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/result-v1.schema.json")).unwrap();
+    let v = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .filter(|e| !e.ends_with("/provenance/built_from"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
 /// The registry's records (other runs' stay; this one's must go).
 fn records() -> Vec<String> {
     std::fs::read_dir(registry::state_dir())
@@ -99,6 +111,7 @@ fn loose_objects_against_shards_count_every_request_and_advise_a_size() {
     assert_eq!(sent(&doc, "loose:get-all"), kinds(&[("get", files), ("list", 1)]));
     assert_eq!(sent(&doc, "loose:get-one"), kinds(&[("get", 1)]));
     assert_eq!(measurement(&doc, "loose:get-one")["bytes"], size as u64);
+    assert_schema_valid(&doc);
     // Every step priced at the provider's list prices.
     let put = measurement(&doc, "loose:put");
     assert!(put["cost"]["prices"].as_str().unwrap().starts_with("AWS S3 Standard"), "{put}");
