@@ -107,6 +107,9 @@ pub fn count_shards(files: impl IntoIterator<Item = (usize, u64)>, shard_size: u
     shards
 }
 
+/// A sealed shard: its number and its bytes.
+pub type Sealed = (u32, Vec<u8>);
+
 /// Packs files into shards one after another: [`add`](Self::add) hands back a shard
 /// when the file would not fit the one being filled, [`finish`](Self::finish) the last
 /// one and the index.
@@ -123,7 +126,7 @@ impl ShardBuilder {
     }
 
     /// The shard being filled, sealed: (its index, its bytes).
-    fn seal(&mut self) -> Result<Option<(u32, Vec<u8>)>, String> {
+    fn seal(&mut self) -> Result<Option<Sealed>, String> {
         let Some(b) = self.current.take() else { return Ok(None) };
         let bytes = b.into_inner().map_err(|e| format!("tar: {e}"))?;
         let i = self.index.shards.len() as u32;
@@ -132,7 +135,7 @@ impl ShardBuilder {
     }
 
     /// Add file `name` with `data`; returns the shard sealed to make room, if one was.
-    pub fn add(&mut self, name: &str, data: &[u8]) -> Result<Option<(u32, Vec<u8>)>, String> {
+    pub fn add(&mut self, name: &str, data: &[u8]) -> Result<Option<Sealed>, String> {
         let e = entry_len(name.len(), data.len() as u64);
         let fill = self.current.as_ref().map(|b| b.get_ref().len() as u64);
         let sealed = match fill {
@@ -154,7 +157,7 @@ impl ShardBuilder {
     }
 
     /// The last shard (None when no file was added) and the index.
-    pub fn finish(mut self) -> Result<(Option<(u32, Vec<u8>)>, Index), String> {
+    pub fn finish(mut self) -> Result<(Option<Sealed>, Index), String> {
         let last = self.seal()?;
         Ok((last, self.index))
     }

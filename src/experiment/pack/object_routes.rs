@@ -228,7 +228,7 @@ pub fn advice(t: &Tree) -> String {
         "{head}shard into tar shards of {} (sharding pays from that size on, for upload and read all).\n",
         fmt_size(from as f64)
     );
-    for i in 0..3 {
+    for (i, word) in STEP_WORDS.iter().enumerate() {
         let (Some(a), Some(l)) = (&r.steps[i], &loose.steps[i]) else { continue };
         let verdict = match wins(t, from, i) {
             Some(Faster::Packed) => format!("{}× faster", sig3(l.median() / a.median())),
@@ -236,8 +236,7 @@ pub fn advice(t: &Tree) -> String {
             _ => "no clear difference".into(),
         };
         s.push_str(&format!(
-            "  {}: {} against {} loose ({verdict}); requests {} against {}\n",
-            STEP_WORDS[i],
+            "  {word}: {} against {} loose ({verdict}); requests {} against {}\n",
             a.text(),
             l.text(),
             requests_text(a),
