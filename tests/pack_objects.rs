@@ -54,11 +54,23 @@ fn assert_schema_valid(doc: &serde_json::Value) {
     assert!(errors.is_empty(), "{errors:?}");
 }
 
-/// The registry's records (other runs' stay; this one's must go).
-fn records() -> Vec<String> {
-    std::fs::read_dir(registry::state_dir())
-        .map(|rd| rd.flatten().map(|e| e.path().display().to_string()).collect())
-        .unwrap_or_default()
+/// `manyfiles ARGS`: what it printed and its process id.
+fn run_pack(args: &[&str]) -> (common::Run, u32) {
+    let child = std::process::Command::new(common::bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let run = common::Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    (run, pid)
 }
 
 fn kinds(v: &[(&str, u64)]) -> Vec<(String, u64)> {
@@ -77,8 +89,7 @@ fn loose_objects_against_shards_count_every_request_and_advise_a_size() {
     let (files, size) = (150u64, 3000usize);
     make_tree(&tree, files as usize, size);
     let json = work.path().join("r.json");
-    let before = records();
-    let r = common::run([
+    let (r, pid) = run_pack(&[
         "pack",
         tree.to_str().unwrap(),
         "--src-target",
@@ -127,8 +138,7 @@ fn loose_objects_against_shards_count_every_request_and_advise_a_size() {
     assert!(out.contains("upload:") && out.contains("read one file:"), "{out}");
     // The source only read; nothing of the stack left.
     assert_eq!(std::fs::read_dir(tree.join("d0")).unwrap().count(), 50);
-    let left: Vec<String> = records().into_iter().filter(|r| !before.contains(r)).collect();
-    assert!(left.is_empty(), "records left: {left:?}");
+    assert!(records_of(pid).is_empty(), "records left: {:?}", records_of(pid));
     // The HTML page has the routes and the advice.
     let html = work.path().join("r.html");
     common::run(["report", json.to_str().unwrap(), "--html", html.to_str().unwrap()]).ok();
@@ -152,4 +162,82 @@ fn shards_need_an_object_store_and_sizes_in_range() {
     let r = common::run(["pack", "--files", "4", "--src-fs", "s3"]);
     common::assert_bad_input(&r, "--src-fs", "an object store as the source");
     assert!(common::run_dirs(dir.path()).is_empty(), "nothing made");
+}
+
+/// The registry's records of the run with process id `pid`.
+fn records_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(registry::state_dir())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| {
+                    let Ok(text) = std::fs::read(e.path()) else { return false };
+                    let v: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+                    v["pid"].as_u64() == Some(pid as u64)
+                        || e.file_name().to_string_lossy().contains(&format!("-{pid}-"))
+                })
+                .map(|e| e.path().display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn onto_azure_blob_the_same_routes_count_blobs_requests() {
+    let blob = |path: &std::ffi::OsStr| manyfiles::storage::azblob_stack::preflight("azblob", path).err();
+    if common::skipped(object_common::missing().or_else(|| common::missing(&[&blob]))) {
+        return;
+    }
+    let _g = serial();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let tree = work.path().join("tree");
+    make_tree(&tree, 30, 4096);
+    let json = work.path().join("r.json");
+    let (w, t, j) = (work.path().to_str().unwrap(), tree.to_str().unwrap(), json.to_str().unwrap());
+    let args = ["pack", t, "--src-target", w, "--dst-fs", "azblob@rtt=1ms", "--shard-size", "64KiB", "--runs", "1"];
+    let r = common::run(args.iter().copied().chain(["--quiet", "--json", j]));
+    r.ok();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 4,608 bytes a file in the archive: 14 a 64 KiB shard → 3 shards, and the index.
+    assert_eq!(sent(&doc, "tar@64KiB:put"), kinds(&[("put", 4)]));
+    assert_eq!(sent(&doc, "tar@64KiB:get-all"), kinds(&[("get", 4)]));
+    assert_eq!(sent(&doc, "tar@64KiB:get-one"), kinds(&[("get", 2)]));
+    // Blob lists 5,000 names a page.
+    assert_eq!(sent(&doc, "loose:get-all"), kinds(&[("get", 30), ("list", 1)]));
+    let put = measurement(&doc, "loose:put");
+    assert!(put["cost"]["prices"].as_str().unwrap().starts_with("Azure Blob Storage hot LRS"), "{put}");
+    assert!(r.stdout.contains("advice for 30 files"), "{}", r.stdout);
+}
+
+#[test]
+fn sigint_mid_upload_keeps_what_finished_and_leaves_no_stack() {
+    need_stack!();
+    let _g = serial();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let json = work.path().join("r.json");
+    let w = work.path().to_str().unwrap();
+    let mut child = std::process::Command::new(common::bin())
+        .args(["pack", "--files", "3000", "--size", "4k", "--src-target", w, "--dst-fs", "s3@rtt=1ms", "--runs", "3"])
+        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Once the loose upload is recorded: the signal lands in a later step.
+    let recorded = || std::fs::read_to_string(&json).is_ok_and(|t| t.contains("\"loose:put\""));
+    let mut ended = None;
+    let seen = common::wait_until(std::time::Duration::from_secs(300), || {
+        ended = child.try_wait().unwrap();
+        ended.is_some() || recorded()
+    });
+    assert!(seen && ended.is_none(), "the run ended ({ended:?}) or never recorded its upload");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(doc["measurements"].as_array().unwrap().iter().any(|m| m["op"] == "loose:put"), "kept");
+    assert!(records_of(pid).is_empty(), "records left: {:?}", records_of(pid));
+    assert!(common::run_dirs(work.path()).is_empty(), "the source's run directory left");
 }
