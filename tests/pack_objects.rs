@@ -4,7 +4,11 @@
 //! by the packing rule, and one for the index; LIST + a GET per object; the index + a GET
 //! per shard; one GET, or the index and a range GET), the one file read is the source's
 //! (the run checks it byte for byte and fails otherwise), the advice names the shard size
-//! from which sharding pays, and nothing of the stack is left. Bad combinations are exit 2
+//! from which sharding pays, and nothing of the stack is left. The same onto Azure Blob
+//! (Azurite) with Blob's counts; onto a bucket of the user's (`--dst-target s3://…
+//! --s3-via DIR`) only the run's own keys are written and deleted, the user's stay as
+//! they were, and a missing bucket is exit 2; SIGINT mid-run exits 130 and leaves no
+//! record. Bad combinations are exit 2
 //! with one line before anything is made. Needs root, FUSE, s3fs, manyfiles-s3server and
 //! toxiproxy-server (as tests/object_store.rs): without them the stack test prints why it
 //! skipped, except under CI (CI=true), where a skip is a failure.
@@ -240,4 +244,45 @@ fn sigint_mid_upload_keeps_what_finished_and_leaves_no_stack() {
     assert!(doc["measurements"].as_array().unwrap().iter().any(|m| m["op"] == "loose:put"), "kept");
     assert!(records_of(pid).is_empty(), "records left: {:?}", records_of(pid));
     assert!(common::run_dirs(work.path()).is_empty(), "the source's run directory left");
+}
+
+#[test]
+fn onto_a_users_bucket_only_its_own_keys_are_written_and_deleted() {
+    need_stack!();
+    let _g = serial();
+    let store = object_common::Store::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    // The user's own objects under the prefix: they stay as they are.
+    let mine = work.path().join("mine");
+    object_common::make_tree(&mine);
+    let dst = "s3://manyfiles/mine";
+    store.run(&["copy", mine.to_str().unwrap(), dst, "--quiet"]).ok();
+    let tree = work.path().join("tree");
+    make_tree(&tree, 40, 4096);
+    let json = work.path().join("r.json");
+    let (w, t, j) = (work.path().to_str().unwrap(), tree.to_str().unwrap(), json.to_str().unwrap());
+    let r = store.run(
+        &["pack", t, "--src-target", w, "--dst-target", dst, "--shard-size", "64KiB", "--runs", "1"]
+            .into_iter()
+            .chain(["--quiet", "--json", j])
+            .collect::<Vec<_>>(),
+    );
+    r.ok();
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 40 files of 4 KiB: 14 a 64 KiB shard → 3 shards and the index.
+    assert_eq!(sent(&doc, "loose:put"), kinds(&[("put", 40)]));
+    assert_eq!(sent(&doc, "tar@64KiB:put"), kinds(&[("put", 4)]));
+    assert_eq!(sent(&doc, "tar@64KiB:get-one"), kinds(&[("get", 2)]));
+    assert!(measurement(&doc, "loose:put")["target"].as_str().unwrap().ends_with("→ s3://manyfiles/mine/"), "{doc}");
+    assert!(r.stdout.contains("advice for 40 files"), "{}", r.stdout);
+    // Under the prefix: the user's objects, and nothing else.
+    let back = work.path().join("back");
+    store.run(&["copy", dst, back.to_str().unwrap(), "--quiet"]).ok();
+    let (a, b) = (object_common::files(&mine), object_common::files(&back));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    assert!(a.iter().all(|(k, v)| b[k].0 == v.0), "the user's objects changed");
+    // A bucket the store has not: one line, exit 2.
+    let r = store.run(&["pack", t, "--src-target", w, "--dst-target", "s3://no-such-bucket/x", "--runs", "1", "-q"]);
+    common::assert_bad_input(&r, "s3://no-such-bucket", "a missing bucket");
+    assert!(common::run_dirs(work.path()).is_empty(), "a run directory left on the source");
 }

@@ -109,6 +109,10 @@ pub struct PackExperiment {
     pub shard_sizes_given: bool,
     pub in_flight: usize,
     pub prices: Option<PathBuf>,
+    /// `--dst-target s3://…`: an object store of the user's (the source target holds
+    /// the run directory), reached through `--s3-via DIR` or the environment.
+    pub dst_url: Option<crate::engine::object::S3Url>,
+    pub s3_via: Option<PathBuf>,
 }
 
 /// What `run` returns: the results and the containers skipped (with why).
@@ -619,10 +623,13 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     infos.extend(src.as_ref().map(|s| s.info.clone()));
     let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
     let prepared: Vec<Prepared> = trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
-    let (details, prices) = match onto_objects {
-        true => objects::details_and_prices(cfg, &dst)?,
-        false => (None, None),
+    let onto = match onto_objects {
+        true => Some(objects::endpoint_and_prices(cfg, &dst)?),
+        false => None,
     };
+    if let Some(url) = &cfg.dst_url {
+        dst.id = format!("{} → {url}", dst.id.split('#').next().unwrap_or_default());
+    }
     let setup = PackTrialSetup {
         cfg,
         containers: &containers,
@@ -635,8 +642,8 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             flush: true,
             shared_dir: all_ranks::shared_dir(),
         },
-        objects: details.as_ref().zip(prices.as_ref()).map(|(details, prices)| objects::ObjectSetup {
-            details,
+        objects: onto.as_ref().map(|(endpoint, prices)| objects::ObjectSetup {
+            endpoint,
             shard_sizes: &cfg.shard_sizes,
             in_flight: cfg.in_flight,
             prices,

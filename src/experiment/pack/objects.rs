@@ -1,5 +1,5 @@
-//! `pack` onto an object store (`--dst-fs s3[@rtt=…]` or `azblob[@rtt=…]`): does sharding
-//! pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
+//! `pack` onto an object store (`--dst-fs s3[@rtt=…]` or `azblob[@rtt=…]`, or a bucket of
+//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
 //! for every `--shard-size`, as tar shards of that size with one index beside them
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
@@ -88,12 +88,18 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
     if object(Some(&cfg.src)) {
         return Err(Error::bad("--src-fs", "an object store is a destination only: give it as --dst-fs"));
     }
-    if !object(cfg.dst.as_ref()) {
+    if !object(cfg.dst.as_ref()) && cfg.dst_url.is_none() {
         if cfg.shard_sizes_given {
-            return Err(Error::bad("--shard-size", "shards are for an object-store destination (--dst-fs s3…)"));
+            return Err(Error::bad(
+                "--shard-size",
+                "shards are for an object-store destination (--dst-fs s3…, --dst-target s3://…)",
+            ));
         }
         if cfg.prices.is_some() {
-            return Err(Error::bad("--prices", "prices are for an object-store destination (--dst-fs s3…)"));
+            return Err(Error::bad(
+                "--prices",
+                "prices are for an object-store destination (--dst-fs s3…, --dst-target s3://…)",
+            ));
         }
         return Ok(false);
     }
@@ -112,25 +118,65 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
     Ok(true)
 }
 
-/// The destination's stack and the prices its requests are priced at (`--prices FILE`,
-/// or its provider's list prices).
-pub fn details_and_prices(
+/// Where the objects go: a managed stack (`--dst-fs s3…`: its bucket, keys below the
+/// run directory's name) or a URL of the user's (`--dst-target s3://BUCKET/PREFIX`: keys
+/// below PREFIX/run directory's name; only keys this run wrote are deleted).
+pub enum Endpoint {
+    Stack(crate::storage::object_stack::ObjectDetails),
+    Url { reach: crate::storage::object_endpoint::Reach, url: crate::engine::object::S3Url },
+}
+
+impl Endpoint {
+    fn client(&self) -> crate::error::Result<ObjectClient> {
+        match self {
+            Endpoint::Stack(d) => ObjectClient::connect(d),
+            Endpoint::Url { reach, url } => ObjectClient::reach(reach, &url.bucket),
+        }
+    }
+    /// The keys' prefix above the run directory's name.
+    fn base(&self) -> String {
+        match self {
+            Endpoint::Stack(_) => String::new(),
+            Endpoint::Url { url, .. } => url.dir_prefix(),
+        }
+    }
+}
+
+/// The destination's endpoint and the prices its requests are priced at (`--prices
+/// FILE`, or its provider's list prices). A URL is reached as the engines reach it
+/// (`--s3-via DIR`, or the environment) and checked with one LIST: an endpoint that does
+/// not answer or a bucket it has not is one line, exit 2, before anything is made there.
+pub fn endpoint_and_prices(
     cfg: &super::PackExperiment,
     dst: &crate::experiment::targets::LiveTarget,
-) -> crate::error::Result<(Option<crate::storage::object_stack::ObjectDetails>, Option<PriceTable>)> {
+) -> crate::error::Result<(Endpoint, PriceTable)> {
     use crate::error::Error;
-    let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
-    let d = d.ok_or_else(|| Error::failed("the object-store destination has no endpoint recorded"))?;
+    let (endpoint, provider) = match &cfg.dst_url {
+        Some(url) => {
+            let reach = match &cfg.s3_via {
+                Some(dir) => crate::storage::object_endpoint::from_mount(dir)?,
+                None => crate::storage::object_endpoint::from_env()?,
+            };
+            drop(crate::engine::object::connect(&reach, url)?);
+            (Endpoint::Url { reach, url: url.clone() }, crate::storage::object_stack::Provider::S3)
+        }
+        None => {
+            let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
+            let d = d.ok_or_else(|| Error::failed("the object-store destination has no endpoint recorded"))?;
+            let provider = d.object.provider;
+            (Endpoint::Stack(d), provider)
+        }
+    };
     let prices = match &cfg.prices {
         Some(f) => PriceTable::load(f).map_err(|e| Error::bad("--prices", e))?,
-        None => PriceTable::list_prices(d.object.provider),
+        None => PriceTable::list_prices(provider),
     };
-    Ok((Some(d), Some(prices)))
+    Ok((endpoint, prices))
 }
 
 /// What the object routes need beside pack's own setup.
 pub struct ObjectSetup<'a> {
-    pub details: &'a crate::storage::object_stack::ObjectDetails,
+    pub endpoint: &'a Endpoint,
     pub shard_sizes: &'a [u64],
     pub in_flight: usize,
     pub prices: &'a PriceTable,
@@ -474,7 +520,7 @@ fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult,
 /// Every op of one trial on the object store: the routes one after another (see the
 /// module's doc); `src` is the source tree, `bucket_dir` the run directory's name.
 pub(super) fn routes(s: &mut Steps, o: &ObjectSetup, src: &Path, bucket_dir: &str, w: Watches) -> Option<Stop> {
-    let client = match ObjectClient::connect(o.details) {
+    let client = match o.endpoint.client() {
         Ok(c) => c,
         Err(e) => return Some(Stop::Failed(e.to_string())),
     };
@@ -507,7 +553,7 @@ fn route(
     w: Watches,
 ) -> Option<Stop> {
     let name = route_name(shard);
-    let prefix = format!("{bucket_dir}/{name}/");
+    let prefix = format!("{}{bucket_dir}/{name}/", o.endpoint.base());
     let one = &c.files[c.files.len() / 2];
     let step = |s: &mut Steps, op: &str, reads: Option<&Path>, phase: &mut dyn FnMut() -> PhaseResult| {
         let io = Io { reads, writes: None, watch: w.dst };
