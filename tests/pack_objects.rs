@@ -212,15 +212,11 @@ fn onto_azure_blob_the_same_routes_count_blobs_requests() {
     assert!(r.stdout.contains("advice for 30 files"), "{}", r.stdout);
 }
 
-#[test]
-fn sigint_mid_upload_keeps_what_finished_and_leaves_no_stack() {
-    need_stack!();
-    let _g = serial();
-    let work = tempfile::tempdir_in("/var/tmp").unwrap();
-    let json = work.path().join("r.json");
-    let w = work.path().to_str().unwrap();
+/// Run `manyfiles ARGS --json JSON`, SIGINT it once its loose upload is recorded; its
+/// exit code and process id.
+fn interrupted(args: &[&str], json: &Path) -> (Option<i32>, u32) {
     let mut child = std::process::Command::new(common::bin())
-        .args(["pack", "--files", "3000", "--size", "4k", "--src-target", w, "--dst-fs", "s3@rtt=1ms", "--runs", "3"])
+        .args(args)
         .args(["--quiet", "--json", json.to_str().unwrap()])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -229,7 +225,7 @@ fn sigint_mid_upload_keeps_what_finished_and_leaves_no_stack() {
         .unwrap();
     let pid = child.id();
     // Once the loose upload is recorded: the signal lands in a later step.
-    let recorded = || std::fs::read_to_string(&json).is_ok_and(|t| t.contains("\"loose:put\""));
+    let recorded = || std::fs::read_to_string(json).is_ok_and(|t| t.contains("\"loose:put\""));
     let mut ended = None;
     let seen = common::wait_until(std::time::Duration::from_secs(300), || {
         ended = child.try_wait().unwrap();
@@ -240,10 +236,56 @@ fn sigint_mid_upload_keeps_what_finished_and_leaves_no_stack() {
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), pid)
+}
+
+#[test]
+fn sigint_mid_upload_keeps_what_finished_and_leaves_no_stack() {
+    need_stack!();
+    let _g = serial();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let json = work.path().join("r.json");
+    let w = work.path().to_str().unwrap();
+    let args = ["pack", "--files", "3000", "--size", "4k", "--src-target", w, "--dst-fs", "s3@rtt=1ms", "--runs", "3"];
+    let (_, pid) = interrupted(&args, &json);
     let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(doc["measurements"].as_array().unwrap().iter().any(|m| m["op"] == "loose:put"), "kept");
     assert!(records_of(pid).is_empty(), "records left: {:?}", records_of(pid));
     assert!(common::run_dirs(work.path()).is_empty(), "the source's run directory left");
+}
+
+#[test]
+fn sigint_onto_a_users_bucket_leaves_only_the_users_objects() {
+    need_stack!();
+    let _g = serial();
+    let store = object_common::Store::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let mine = work.path().join("mine");
+    object_common::make_tree(&mine);
+    let dst = "s3://manyfiles/mine";
+    store.run(&["copy", mine.to_str().unwrap(), dst, "--quiet"]).ok();
+    let json = work.path().join("r.json");
+    let (w, via) = (work.path().to_str().unwrap(), store.mp.to_str().unwrap());
+    let args = [
+        "pack",
+        "--files",
+        "3000",
+        "--size",
+        "4k",
+        "--src-target",
+        w,
+        "--dst-target",
+        dst,
+        "--s3-via",
+        via,
+        "--runs",
+        "3",
+    ];
+    interrupted(&args, &json);
+    let back = work.path().join("back");
+    store.run(&["copy", dst, back.to_str().unwrap(), "--quiet"]).ok();
+    let (a, b) = (object_common::files(&mine), object_common::files(&back));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "only the user's objects under the prefix");
 }
 
 #[test]

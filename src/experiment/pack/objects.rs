@@ -22,7 +22,7 @@
 //! network namespace; at most [`SHARD_BYTES_HELD`] of sealed shards wait in memory.
 
 use super::{Io, Steps, Watches, interrupted, untimed};
-use crate::engine::object::{delete_keys, each, list_all, why};
+use crate::engine::object::{PAGE, each, list_all, why};
 use crate::engine::walker::{open_below, split_last};
 use crate::experiment::Stop;
 use crate::experiment::TargetSpec;
@@ -372,18 +372,29 @@ impl Ctx<'_> {
 /// loose:put: a PUT per file.
 fn loose_put(c: &Ctx, prefix: &str) -> PhaseResult {
     let mut t = Tally::start(c.client, c.in_flight);
-    let items: Vec<&LocalFile> = c.files.iter().collect();
-    each(
-        c.client,
-        c.in_flight,
-        items,
-        |f| {
+    let handle = c.client.handle().clone();
+    c.client.block_on(async {
+        // Every PUT sent is awaited, also after a signal: none lands after the route's
+        // objects are deleted.
+        let mut pending = FuturesUnordered::new();
+        for f in c.files {
+            if signals::pending() != 0 {
+                break;
+            }
+            while pending.len() >= c.in_flight {
+                if let Some(r) = pending.next().await {
+                    t.answer(1, r);
+                }
+            }
             let data = read_file(c.root, &f.rel);
             let (store, key) = (c.client.store.clone(), format!("{prefix}{}", f.rel));
-            (1, timed(async move { put(store, key, data?).await }))
-        },
-        |n, r| t.answer(n, r),
-    );
+            let task = handle.spawn(timed(async move { put(store, key, data?).await }));
+            pending.push(async move { task.await.unwrap_or_else(|e| Err(format!("request task: {e}"))) });
+        }
+        while let Some(r) = pending.next().await {
+            t.answer(1, r);
+        }
+    });
     t.finish()
 }
 
@@ -596,10 +607,27 @@ fn route(
     if shard.is_some() {
         keys.push(format!("{prefix}{INDEX_KEY}"));
     }
-    let mut failed = Vec::new();
-    delete_keys(c.client, c.in_flight, keys, |e| failed.push(e));
-    stop.or_else(|| failed.first().map(|e| Stop::Failed(format!("deleting {name}'s objects: {e}"))))
-        .or_else(interrupted)
+    let failed = delete_own(c.client, keys);
+    stop.or_else(|| failed.map(|e| Stop::Failed(format!("deleting {name}'s objects: {e}")))).or_else(interrupted)
+}
+
+/// Delete `keys` (this run's own), 1,000 a request, one request at a time — also after
+/// a signal (the engines' `delete_keys` stops sending then; a bucket of the user's must
+/// not keep a stopped run's objects). The first failure, if any.
+fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
+    let mut first = None;
+    for batch in keys.chunks(PAGE) {
+        let store = client.store.clone();
+        let paths: Vec<object_store::Result<object_store::path::Path>> =
+            batch.iter().map(|k| Ok(object_store::path::Path::from(k.as_str()))).collect();
+        let task = client.handle().spawn(async move {
+            let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
+            answers.into_iter().find_map(|r| r.err()).map(|e| why(&e))
+        });
+        let e = client.block_on(task).unwrap_or_else(|e| Some(format!("DeleteObjects task: {e}")));
+        first = first.or(e);
+    }
+    first
 }
 
 /// The file read by get-one against the source's bytes.
