@@ -122,8 +122,8 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
 /// run directory's name) or a URL of the user's (`--dst-target s3://BUCKET/PREFIX`: keys
 /// below PREFIX/run directory's name; only keys this run wrote are deleted).
 pub enum Endpoint {
-    Stack(crate::storage::object_stack::ObjectDetails),
-    Url { reach: crate::storage::object_endpoint::Reach, url: crate::engine::object::S3Url },
+    Stack(Box<crate::storage::object_stack::ObjectDetails>),
+    Url { reach: Box<crate::storage::object_endpoint::Reach>, url: crate::engine::object::S3Url },
 }
 
 impl Endpoint {
@@ -158,13 +158,13 @@ pub fn endpoint_and_prices(
                 None => crate::storage::object_endpoint::from_env()?,
             };
             drop(crate::engine::object::connect(&reach, url)?);
-            (Endpoint::Url { reach, url: url.clone() }, crate::storage::object_stack::Provider::S3)
+            (Endpoint::Url { reach: Box::new(reach), url: url.clone() }, crate::storage::object_stack::Provider::S3)
         }
         None => {
             let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
             let d = d.ok_or_else(|| Error::failed("the object-store destination has no endpoint recorded"))?;
             let provider = d.object.provider;
-            (Endpoint::Stack(d), provider)
+            (Endpoint::Stack(Box::new(d)), provider)
         }
     };
     let prices = match &cfg.prices {
