@@ -9,6 +9,7 @@
 
 pub mod erofs;
 pub mod ext4img;
+pub mod shards;
 pub mod squashfs;
 pub mod tar;
 

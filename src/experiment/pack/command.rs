@@ -84,8 +84,13 @@ pub const COMMAND: CommandLine = CommandLine {
             "Source test file system (root): TYPE[:BLOCK][@ram|@disk[:DIR]], e.g. tmpfs or ext4@ram",
         )
         .hints(FS_TYPES),
-        Flag::path("dst-target", "DST_TARGET", "Destination directory (default: the source target holds both ends)")
-            .conflicts(&["dst-fs"]),
+        Flag::path(
+            "dst-target",
+            "DST_TARGET",
+            "Destination directory (default: the source target holds both ends), or s3://BUCKET/PREFIX: an object \
+             store of yours, reached as the engines reach it (--s3-via, or the AWS environment)",
+        )
+        .conflicts(&["dst-fs"]),
         Flag::text(
             "dst-fs",
             "SPEC",
@@ -93,6 +98,23 @@ pub const COMMAND: CommandLine = CommandLine {
              --src-fs",
         )
         .hints(FS_TYPES),
+        Flag::text(
+            "shard-size",
+            "SIZE,...",
+            "Onto an object store (--dst-fs s3… or azblob…): tar shard sizes compared with loose objects (a PUT per \
+             file), each to upload, read all and read one file (a range GET through the shards' index); default \
+             1MiB,16MiB,64MiB",
+        ),
+        Flag::path(
+            "s3-via",
+            "DIR",
+            "With --dst-target s3://…: reach it through the object store `manyfiles mount` brought up at DIR",
+        ),
+        Flag::path(
+            "prices",
+            "FILE",
+            "Onto an object store: price its requests from this TOML file (default: the provider's list prices)",
+        ),
         Flag::size(
             "fs-size",
             "FS_SIZE",
@@ -146,7 +168,18 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     };
     let (src_fs, dst_fs) = (v.text("src-fs"), v.text("dst-fs"));
     let src = target(v.path("src-target"), src_fs, "--src-fs")?;
-    let dst = target(v.path("dst-target"), dst_fs, "--dst-fs")?;
+    // s3://BUCKET/PREFIX: an object store of the user's (objects.rs), not a directory.
+    let dst_url = match v.path("dst-target").filter(|p| crate::engine::object::is_url(p)) {
+        Some(p) => {
+            Some(crate::engine::object::S3Url::parse(&p.to_string_lossy()).map_err(|e| Error::bad("--dst-target", e))?)
+        }
+        None => None,
+    };
+    let s3_via = v.path("s3-via").map(Path::to_path_buf);
+    if s3_via.is_some() && dst_url.is_none() {
+        return Err(Error::bad("--s3-via", "only with --dst-target s3://…"));
+    }
+    let dst = target(v.path("dst-target").filter(|_| dst_url.is_none()), dst_fs, "--dst-fs")?;
     let fs_size = v.given_number("fs-size");
     if fs_size.is_some() && src_fs.is_none() && dst_fs.is_none() {
         return Err(Error::bad("--fs-size", "only makes sense with --src-fs or --dst-fs"));
@@ -181,6 +214,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
             Some(Consumer::parse(c).ok_or_else(|| Error::bad("--consumer", format!("'{c}': expected linux or any")))?)
         }
     };
+    let shard_sizes = shard_sizes(v.text("shard-size").unwrap_or(DEFAULT_SHARDS))?;
     Ok(Box::new(PackExperiment {
         source,
         src,
@@ -202,7 +236,30 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
         json,
         quiet: v.switch("quiet"),
         command_line: common.command_line(),
+        shard_sizes,
+        shard_sizes_given: v.text("shard-size").is_some(),
+        in_flight: v.given_number("threads").map_or(crate::ops::object::DEFAULT_IN_FLIGHT, |t| t.max(1) as usize),
+        prices: v.path("prices").map(Path::to_path_buf),
+        dst_url,
+        s3_via,
     }))
+}
+
+/// The shard sizes without `--shard-size`.
+const DEFAULT_SHARDS: &str = "1MiB,16MiB,64MiB";
+
+/// `--shard-size 1MiB,16MiB`: sizes, smallest first, each once.
+fn shard_sizes(text: &str) -> Result<Vec<u64>> {
+    let mut v = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        v.push(crate::units::parse_size(part).map_err(|e| Error::bad("--shard-size", format!("'{part}': {e}")))?);
+    }
+    if v.is_empty() {
+        return Err(Error::bad("--shard-size", "give one size at least"));
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
 }
 
 /// One end of `pack`: a directory, a test file system, or (None) the default.

@@ -21,6 +21,8 @@
 //! charts) is `view.rs`, its command line and config `command.rs`.
 
 mod command;
+pub mod object_routes;
+pub mod objects;
 pub mod routes;
 pub mod view;
 
@@ -100,6 +102,17 @@ pub struct PackExperiment {
     pub json: Option<PathBuf>,
     pub quiet: bool,
     pub command_line: Vec<String>,
+    /// Onto an object store (`--dst-fs s3…`): the tar shard sizes compared with loose
+    /// objects (`objects.rs`), the requests in flight, and `--prices FILE`.
+    pub shard_sizes: Vec<u64>,
+    /// `--shard-size` given (refused without an object-store destination).
+    pub shard_sizes_given: bool,
+    pub in_flight: usize,
+    pub prices: Option<PathBuf>,
+    /// `--dst-target s3://…`: an object store of the user's (the source target holds
+    /// the run directory), reached through `--s3-via DIR` or the environment.
+    pub dst_url: Option<crate::engine::object::S3Url>,
+    pub s3_via: Option<PathBuf>,
 }
 
 /// What `run` returns: the results and the containers skipped (with why).
@@ -260,6 +273,8 @@ struct PackTrialSetup<'a> {
     prepared: &'a [Prepared],
     metas: &'a [TreeMeta],
     settings: PhaseSettings,
+    /// Onto an object store: its routes instead of loose copies and containers.
+    objects: Option<objects::ObjectSetup<'a>>,
 }
 
 /// The steps of one trial, recorded in order; a failed step stops the trial.
@@ -379,6 +394,14 @@ fn trial(setup: &PackTrialSetup, src_rd: &RunDir, dst_rd: &RunDir, ti: usize, wa
                 root
             }
         };
+        if let Some(o) = &setup.objects {
+            let dir = dst_rd.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            try_stop!(objects::routes(&mut s, o, &src, &dir, watches));
+            if matches!(setup.cfg.source, PackSource::Trees(_)) {
+                try_stop!(untimed(remove_at(src_rd, c"tree")));
+            }
+            return None;
+        }
         let threads = setup.cfg.threads;
         // Loose: the copy engine, file by file.
         let loose = dst_rd.path.join("loose");
@@ -485,12 +508,34 @@ fn path_spec(u: &pack::Usage) -> TreeSpec {
     }
 }
 
+/// The ops a run records, in order: onto an object store its routes' steps; otherwise
+/// loose, then every container's steps.
+fn ops_recorded(cfg: &PackExperiment, containers: &[Box<dyn Container>], onto_objects: bool) -> Vec<String> {
+    let mut ops_done = match onto_objects {
+        true => objects::op_names(&cfg.shard_sizes),
+        false => vec!["loose".to_string()],
+    };
+    for c in containers {
+        let n = c.name();
+        ops_done.extend([format!("{n}:pack"), format!("{n}:copy")]);
+        if cfg.unpack && c.can_unpack() {
+            ops_done.push(format!("{n}:unpack"));
+        }
+        if cfg.mount && c.kernel_fs().is_some() {
+            ops_done.extend([format!("{n}:mount"), format!("{n}:read"), format!("{n}:umount")]);
+        }
+    }
+    ops_done
+}
+
 /// Run the experiment (see the module docs): results saved after every measurement,
 /// targets torn down on every exit path.
 pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     signals::install();
     check(cfg)?;
-    let (containers, skipped) = usable_containers(cfg)?;
+    // Onto an object store: its own routes (objects.rs), no container.
+    let onto_objects = objects::check(cfg)?;
+    let (containers, skipped) = if onto_objects { (Vec::new(), Vec::new()) } else { usable_containers(cfg)? };
     for w in &skipped {
         eprintln!("manyfiles: warning: {w}");
     }
@@ -559,17 +604,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         dst.info.id = format!("destination {b}");
         dst.id = format!("{a} → {b}");
     }
-    let mut ops_done = vec!["loose".to_string()];
-    for c in &containers {
-        let n = c.name();
-        ops_done.extend([format!("{n}:pack"), format!("{n}:copy")]);
-        if cfg.unpack && c.can_unpack() {
-            ops_done.push(format!("{n}:unpack"));
-        }
-        if cfg.mount && c.kernel_fs().is_some() {
-            ops_done.extend([format!("{n}:mount"), format!("{n}:read"), format!("{n}:umount")]);
-        }
-    }
+    let ops_done = ops_recorded(cfg, &containers, onto_objects);
     let experiment = ExperimentInfo {
         name: "pack".into(),
         ops: ops_done,
@@ -588,6 +623,13 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     infos.extend(src.as_ref().map(|s| s.info.clone()));
     let rs = ResultSet::new(Provenance::collect(cfg.command_line.clone()), experiment, infos);
     let prepared: Vec<Prepared> = trees.iter().map(|t| Prepared::new(t, cfg.create.direct)).collect();
+    let onto = match onto_objects {
+        true => Some(objects::endpoint_and_prices(cfg, &dst)?),
+        false => None,
+    };
+    if let Some(url) = &cfg.dst_url {
+        dst.id = format!("{} → {url}", dst.id.split('#').next().unwrap_or_default());
+    }
     let setup = PackTrialSetup {
         cfg,
         containers: &containers,
@@ -600,6 +642,12 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             flush: true,
             shared_dir: all_ranks::shared_dir(),
         },
+        objects: onto.as_ref().map(|(endpoint, prices)| objects::ObjectSetup {
+            endpoint,
+            shard_sizes: &cfg.shard_sizes,
+            in_flight: cfg.in_flight,
+            prices,
+        }),
     };
     let driver = Driver {
         name: "pack",

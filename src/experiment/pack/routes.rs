@@ -151,6 +151,13 @@ pub fn pays_from(trees: &[TreeRoutes], label: &str, k: u32) -> Option<(Option<u6
         .iter()
         .map(|t| (t.files, t.routes.iter().find(|r| r.label() == label).map(|r| r.total(k) < t.loose_s * k as f64)))
         .collect();
+    pays_from_rungs(&wins)
+}
+
+/// The rung (in `wins`' order, smallest first) from which every rung wins: Some((rung
+/// before, rung)); None when the last one does not win (or was not measured). Shared by
+/// the file-count ladder above and the shard sizes of `object_routes`.
+pub fn pays_from_rungs(wins: &[(u64, Option<bool>)]) -> Option<(Option<u64>, u64)> {
     let mut from = None;
     for (i, (files, w)) in wins.iter().enumerate().rev() {
         match w {

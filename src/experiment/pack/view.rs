@@ -43,8 +43,110 @@ fn totals(r: &Route, k: u32) -> Vec<f64> {
     r.runs.iter().map(|(p, c)| p + k as f64 * c).collect()
 }
 
+/// Onto an object store: per tree a table of the routes' steps (time with its interval,
+/// one run's requests and their price), where sharding pays, and the advice (the
+/// terminal's words, `object_routes`).
+fn object_section(rs: &ResultSet) -> String {
+    use super::object_routes::{self as ob, STEP_WORDS};
+    let trees = ob::trees(rs);
+    let mut h = String::from("<h2 id=\"routes\">Routes onto the object store</h2>\n");
+    if trees.is_empty() {
+        h.push_str("<p>No complete measurement to report.</p>\n");
+        return h;
+    }
+    for t in &trees {
+        h.push_str(&format!(
+            "<h3>{} files ({})</h3>\n<table class=\"routes\"><tr><th>route</th>",
+            t.files,
+            fmt_size(t.bytes as f64)
+        ));
+        for w in STEP_WORDS {
+            h.push_str(&format!("<th>{w}</th><th>requests, price</th>"));
+        }
+        h.push_str("</tr>\n");
+        for r in &t.routes {
+            h.push_str(&format!("<tr><td class=\"l\" data-route=\"{0}\">{0}</td>", esc(&r.name())));
+            for st in &r.steps {
+                match st {
+                    Some(st) => {
+                        let (m, ci) = med(&st.runs);
+                        let req = st.requests.map(|q| crate::engine::object::fmt_requests(&q)).unwrap_or_default();
+                        let price = st.price.as_ref().map(|(a, c)| crate::results::prices::fmt_amount(*a, c));
+                        h.push_str(&format!(
+                            "{}<td>{} {}</td>",
+                            fig_secs(m, ci, st.runs.len()),
+                            esc(&req),
+                            price.unwrap_or_default()
+                        ));
+                    }
+                    None => h.push_str("<td>–</td><td>–</td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n<ul class=\"pays\">");
+        for (i, w) in STEP_WORDS.iter().enumerate() {
+            h.push_str(&format!("<li>{w}: sharding pays {}</li>", esc(&ob::pays_words(t, i))));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("<p class=\"muted\">Medians of complete runs with their 95% intervals (order statistics over the runs). \
+        upload: read the files and PUT them (sharded: packed into tar shards as read, then the index); read all: LIST + a GET per object, \
+        or the index + a GET per shard; read one file: its GET, or the index's GET + a range GET into its shard. Sharding pays at a size when \
+        the intervals (below 6 runs: the ranges of the runs) do not overlap, from the size named on.</p>\n");
+    h.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n<div class=\"recommendation\">");
+    if let Some(big) = trees.last() {
+        for l in ob::advice(big).lines().filter(|l| !l.trim().is_empty()) {
+            h.push_str(&format!("<p>{}</p>", esc(l.trim())));
+        }
+    }
+    h.push_str("</div>\n");
+    h
+}
+
+/// Onto an object store: the largest tree's steps per route as dot plots (median and
+/// interval whisker), loose as the reference line.
+fn object_charts(rs: &ResultSet) -> Vec<Chart> {
+    use super::object_routes::{self as ob, STEP_WORDS};
+    let Some(big) = ob::trees(rs).pop() else { return Vec::new() };
+    let legend = vec!["loose".to_string(), "tar shards".to_string()];
+    (0..3)
+        .filter_map(|i| {
+            let loose = big.loose()?.steps[i].as_ref()?;
+            let dots: Vec<Dot> = big
+                .routes
+                .iter()
+                .filter_map(|r| {
+                    let st = r.steps[i].as_ref()?;
+                    let (value, ci) = med(&st.runs);
+                    Some(Dot { label: r.name(), group: usize::from(r.shard.is_some()), value, ci })
+                })
+                .collect();
+            let missing = dots.iter().filter(|d| d.ci.is_none()).count();
+            let mut notes =
+                vec![format!("{} files ({}); the vertical line is loose", big.files, fmt_size(big.bytes as f64))];
+            if missing > 0 {
+                notes.push(format!(
+                    "no interval whisker on {missing} of {} rows: fewer than 6 complete runs, or runs too scattered",
+                    dots.len()
+                ));
+            }
+            Some(Chart {
+                id: format!("objects-{}", STEP_WORDS[i].replace(' ', "-")),
+                title: format!("{}: {} per route, median and 95% interval", big.key, STEP_WORDS[i]),
+                kind: Kind::Dots { dots, axis: Axis::Seconds, reference: Some(loose.median()) },
+                legend: legend.clone(),
+                notes,
+            })
+        })
+        .collect()
+}
+
 /// The route table, where packing pays, and the recommendation.
 pub fn section(rs: &ResultSet) -> String {
+    if super::object_routes::applies(rs) {
+        return object_section(rs);
+    }
     let trees = pk::routes(rs);
     let (k, given) = settings(rs);
     let mut h = String::from("<h2 id=\"routes\">Routes</h2>\n");
@@ -122,6 +224,9 @@ pub fn section(rs: &ResultSet) -> String {
 
 /// The charts of a pack result (see the module's doc).
 pub fn charts(rs: &ResultSet) -> Vec<Chart> {
+    if super::object_routes::applies(rs) {
+        return object_charts(rs);
+    }
     let trees = pk::routes(rs);
     let (k, _) = settings(rs);
     let Some(big) = trees.last() else { return Vec::new() };
@@ -229,6 +334,9 @@ fn over_files(trees: &[TreeRoutes], k: u32) -> Chart {
 /// was started with), its routes' charts instead of one per op.
 pub const VIEW: View = View {
     terminal: |rs| {
+        if super::object_routes::applies(rs) {
+            return super::object_routes::report(rs);
+        }
         let (k, consumer) = settings(rs);
         pk::report(rs, k, consumer)
     },

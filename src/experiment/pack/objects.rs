@@ -1,0 +1,683 @@
+//! `pack` onto an object store (`--dst-fs s3[@rtt=…]` or `azblob[@rtt=…]`, or a bucket of
+//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
+//! for every `--shard-size`, as tar shards of that size with one index beside them
+//! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
+//! counted by kind and priced (`results::prices`).
+//!
+//! Ops, per route (`loose`, `tar@SIZE`, e.g. `tar@1MiB`):
+//! - `ROUTE:put`: read the tree's files (cold, as pack's other steps) and send them:
+//!   loose, a PUT per file under `RUNDIR/loose/`; sharded, the files packed in the walk's
+//!   order into shards as they are read, each shard a PUT as it is sealed, then the
+//!   index (`RUNDIR/tar@SIZE/index.json`), a PUT;
+//! - `ROUTE:get-all`: read everything back, finding it as a reader would: loose, LIST
+//!   the prefix (1,000 keys a page) and GET every object; sharded, GET the index and
+//!   every shard;
+//! - `ROUTE:get-one`: one file (the middle one of the walk's sorted list): loose, its
+//!   GET; sharded, GET the index and a range GET of the file's bytes in its shard.
+//!
+//! Each answer's length is checked as it arrives; the one file read is compared byte for
+//! byte with the source (untimed). A route's objects are deleted (untimed, 1,000 keys a
+//! request) before the next route goes up. Requests run `--threads` at once (default
+//! [`crate::ops::object::DEFAULT_IN_FLIGHT`]), on the client's runtime in the stack's
+//! network namespace; at most [`SHARD_BYTES_HELD`] of sealed shards wait in memory.
+
+use super::{Io, Steps, Watches, interrupted, untimed};
+use crate::engine::object::{PAGE, each, list_all, why};
+use crate::engine::walker::{open_below, split_last};
+use crate::experiment::Stop;
+use crate::experiment::TargetSpec;
+use crate::fs::walk::{self, Kind};
+use crate::measure::progress::Progress;
+use crate::measure::{self, Latency, PhaseResult, RequestCounts, new_histogram};
+use crate::pack::shards::{INDEX_KEY, Index, ShardBuilder, shard_key};
+use crate::results::prices::PriceTable;
+use crate::signals;
+use crate::storage::object_client::ObjectClient;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use hdrhistogram::Histogram;
+use object_store::{GetOptions, ObjectStore, PutOptions, PutPayload};
+use rustix::fd::{AsFd, OwnedFd};
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Sealed shards waiting for their PUT, in bytes, at most (fewer requests in flight
+/// than `--threads` when shards are large).
+pub const SHARD_BYTES_HELD: u64 = 1 << 30;
+
+/// Largest `--shard-size`: a shard is built in memory and sent with one PUT.
+pub const MAX_SHARD: u64 = 1 << 30;
+/// Smallest `--shard-size`: a header, a block of data and the end of the archive.
+pub const MIN_SHARD: u64 = 4 << 10;
+
+/// The three steps of every route, in the order they run.
+pub const STEPS: [&str; 3] = ["put", "get-all", "get-one"];
+
+/// `1MiB`, `64KiB`, `1000B`: a shard size as op names carry it.
+pub fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
+/// The route of `shard` bytes (None: loose).
+pub fn route_name(shard: Option<u64>) -> String {
+    match shard {
+        None => "loose".into(),
+        Some(b) => format!("tar@{}", size_label(b)),
+    }
+}
+
+/// Every op an object pack records, in order.
+pub fn op_names(shard_sizes: &[u64]) -> Vec<String> {
+    let routes = std::iter::once(None).chain(shard_sizes.iter().map(|s| Some(*s)));
+    routes.flat_map(|r| STEPS.iter().map(move |s| format!("{}:{s}", route_name(r)))).collect()
+}
+
+/// Is the destination an object store (`--dst-fs s3…`, `azblob…`)? Then: the source is
+/// not one, no container but tar is named, and the shard sizes are in range. Without one,
+/// `--shard-size` and `--prices` are refused.
+pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
+    use crate::error::Error;
+    let object = |t: Option<&TargetSpec>| matches!(t, Some(TargetSpec::Fs(f)) if f.object().is_some());
+    if object(Some(&cfg.src)) {
+        return Err(Error::bad("--src-fs", "an object store is a destination only: give it as --dst-fs"));
+    }
+    if !object(cfg.dst.as_ref()) && cfg.dst_url.is_none() {
+        if cfg.shard_sizes_given {
+            return Err(Error::bad(
+                "--shard-size",
+                "shards are for an object-store destination (--dst-fs s3…, --dst-target s3://…)",
+            ));
+        }
+        if cfg.prices.is_some() {
+            return Err(Error::bad(
+                "--prices",
+                "prices are for an object-store destination (--dst-fs s3…, --dst-target s3://…)",
+            ));
+        }
+        return Ok(false);
+    }
+    if cfg.named && cfg.containers.iter().any(|c| c != "tar") {
+        return Err(Error::bad(
+            "--containers",
+            "onto an object store only tar shards are compared with loose objects (--shard-size sets their sizes)",
+        ));
+    }
+    if let Some(s) = cfg.shard_sizes.iter().find(|s| !(MIN_SHARD..=MAX_SHARD).contains(*s)) {
+        return Err(Error::bad(
+            "--shard-size",
+            format!("{}: a shard is 4 KiB to 1 GiB (built in memory, sent with one PUT)", size_label(*s)),
+        ));
+    }
+    Ok(true)
+}
+
+/// Where the objects go: a managed stack (`--dst-fs s3…`: its bucket, keys below the
+/// run directory's name) or a URL of the user's (`--dst-target s3://BUCKET/PREFIX`: keys
+/// below PREFIX/run directory's name; only keys this run wrote are deleted).
+pub enum Endpoint {
+    Stack(Box<crate::storage::object_stack::ObjectDetails>),
+    Url { reach: Box<crate::storage::object_endpoint::Reach>, url: crate::engine::object::S3Url },
+}
+
+impl Endpoint {
+    fn client(&self) -> crate::error::Result<ObjectClient> {
+        match self {
+            Endpoint::Stack(d) => ObjectClient::connect(d),
+            Endpoint::Url { reach, url } => ObjectClient::reach(reach, &url.bucket),
+        }
+    }
+    /// The keys' prefix above the run directory's name.
+    fn base(&self) -> String {
+        match self {
+            Endpoint::Stack(_) => String::new(),
+            Endpoint::Url { url, .. } => url.dir_prefix(),
+        }
+    }
+}
+
+/// The destination's endpoint and the prices its requests are priced at (`--prices
+/// FILE`, or its provider's list prices). A URL is reached as the engines reach it
+/// (`--s3-via DIR`, or the environment) and checked with one LIST: an endpoint that does
+/// not answer or a bucket it has not is one line, exit 2, before anything is made there.
+pub fn endpoint_and_prices(
+    cfg: &super::PackExperiment,
+    dst: &crate::experiment::targets::LiveTarget,
+) -> crate::error::Result<(Endpoint, PriceTable)> {
+    use crate::error::Error;
+    let (endpoint, provider) = match &cfg.dst_url {
+        Some(url) => {
+            let reach = match &cfg.s3_via {
+                Some(dir) => crate::storage::object_endpoint::from_mount(dir)?,
+                None => crate::storage::object_endpoint::from_env()?,
+            };
+            drop(crate::engine::object::connect(&reach, url)?);
+            (Endpoint::Url { reach: Box::new(reach), url: url.clone() }, crate::storage::object_stack::Provider::S3)
+        }
+        None => {
+            let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
+            let d = d.ok_or_else(|| Error::failed("the object-store destination has no endpoint recorded"))?;
+            let provider = d.object.provider;
+            (Endpoint::Stack(Box::new(d)), provider)
+        }
+    };
+    let prices = match &cfg.prices {
+        Some(f) => PriceTable::load(f).map_err(|e| Error::bad("--prices", e))?,
+        None => PriceTable::list_prices(provider),
+    };
+    Ok((endpoint, prices))
+}
+
+/// What the object routes need beside pack's own setup.
+pub struct ObjectSetup<'a> {
+    pub endpoint: &'a Endpoint,
+    pub shard_sizes: &'a [u64],
+    pub in_flight: usize,
+    pub prices: &'a PriceTable,
+}
+
+/// A file of the source tree: its path below the root (its key below a route's prefix).
+#[derive(Debug, Clone)]
+struct LocalFile {
+    rel: String,
+    size: u64,
+}
+
+/// The regular files below `root`, sorted by path (fd-relative, no symlink followed;
+/// anything else than files and directories is refused: an object holds neither a link
+/// nor a device).
+fn list_files(root: &OwnedFd) -> Result<Vec<LocalFile>, String> {
+    let mut out = Vec::new();
+    let mut dirs: Vec<String> = vec![String::new()];
+    while let Some(rel) = dirs.pop() {
+        let fd = open_below(root.as_fd(), rel.as_bytes()).map_err(|e| format!("{rel}: cannot open: {e}"))?;
+        for e in walk::read_dir(fd.as_fd()).map_err(|e| format!("{rel}: cannot list: {e}"))? {
+            let name = e.name.to_str().map_err(|_| format!("{rel}: a name that is not UTF-8 (an object key is)"))?;
+            let path = if rel.is_empty() { name.to_string() } else { format!("{rel}/{name}") };
+            match e.kind {
+                Kind::Dir => dirs.push(path),
+                Kind::File => {
+                    let size = walk::meta_at(fd.as_fd(), &e.name).map_err(|x| format!("{path}: {x}"))?.size;
+                    object_store::path::Path::parse(&path).map_err(|x| format!("{path}: not an object key: {x}"))?;
+                    out.push(LocalFile { rel: path, size });
+                }
+                k => return Err(format!("{path}: a {}: an object store holds only files", k.name())),
+            }
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(out)
+}
+
+/// The bytes of `rel` below `root` (no symlink followed, a regular file).
+fn read_file(root: &OwnedFd, rel: &str) -> Result<Vec<u8>, String> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let (dir, name) = split_last(rel.as_bytes());
+    let parent = open_below(root.as_fd(), dir).map_err(|e| format!("{rel}: cannot open its directory: {e}"))?;
+    let name = std::ffi::CString::new(name).map_err(|_| format!("{rel}: a NUL in the name"))?;
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = openat(parent.as_fd(), name.as_c_str(), flags, Mode::empty()).map_err(|e| format!("{rel}: {e}"))?;
+    let mut data = Vec::new();
+    std::fs::File::from(fd).read_to_end(&mut data).map_err(|e| format!("{rel}: read: {e}"))?;
+    Ok(data)
+}
+
+/// One request's answer: how long it took and the bytes it moved.
+type Answer = Result<(Duration, u64), String>;
+
+/// `f` timed where it runs.
+async fn timed(f: impl std::future::Future<Output = Result<u64, String>>) -> Answer {
+    let t0 = Instant::now();
+    f.await.map(|n| (t0.elapsed(), n))
+}
+
+/// GET `key` (whole, or `range`): its bytes.
+async fn get(
+    store: Arc<dyn crate::storage::object_client::Store>,
+    key: String,
+    range: Option<std::ops::Range<u64>>,
+) -> Result<bytes::Bytes, String> {
+    let opts = GetOptions::new().with_range(range);
+    let body = store
+        .get_opts(&object_store::path::Path::from(key.as_str()), opts)
+        .await
+        .map_err(|e| format!("GET {key}: {}", why(&e)))?;
+    body.bytes().await.map_err(|e| format!("GET {key}: {}", why(&e)))
+}
+
+/// PUT `data` at `key`: its length.
+async fn put(store: Arc<dyn crate::storage::object_client::Store>, key: String, data: Vec<u8>) -> Result<u64, String> {
+    let n = data.len() as u64;
+    let location = object_store::path::Path::from(key.as_str());
+    store
+        .put_opts(&location, PutPayload::from(data), PutOptions::default())
+        .await
+        .map_err(|e| format!("PUT {key}: {}", why(&e)))?;
+    Ok(n)
+}
+
+/// A phase's clock, requests and tallies.
+struct Tally<'c> {
+    client: &'c ObjectClient,
+    in_flight: usize,
+    start: Instant,
+    requests0: RequestCounts,
+    cpu0: (f64, f64),
+    hist: Histogram<u64>,
+    files: u64,
+    bytes: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl<'c> Tally<'c> {
+    fn start(client: &'c ObjectClient, in_flight: usize) -> Tally<'c> {
+        Tally {
+            client,
+            in_flight,
+            requests0: client.requests(),
+            cpu0: measure::cpu_times(),
+            start: Instant::now(),
+            hist: new_histogram(),
+            files: 0,
+            bytes: 0,
+            errors: 0,
+            first_error: None,
+        }
+    }
+
+    /// A request answered, covering `files` files.
+    fn answer(&mut self, files: u64, r: Answer) {
+        match r {
+            Ok((latency, bytes)) => {
+                let _ = self.hist.record((latency.as_nanos() as u64).clamp(1, 3_600_000_000_000));
+                self.files += files;
+                self.bytes += bytes;
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
+    fn error(&mut self, e: String) {
+        self.errors += 1;
+        self.first_error.get_or_insert(e);
+    }
+
+    fn finish(self) -> PhaseResult {
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let (u1, s1) = measure::cpu_times();
+        PhaseResult {
+            elapsed_s: elapsed,
+            files: self.files,
+            bytes: self.bytes,
+            threads: self.in_flight,
+            cpu_user_s: u1 - self.cpu0.0,
+            cpu_sys_s: s1 - self.cpu0.1,
+            errors: self.errors,
+            first_error: self.first_error,
+            interrupted: signals::pending() != 0,
+            // No portions: a step is one timed whole (no per-file cost to look for a knee in).
+            portions: Vec::new(),
+            latency_us: Latency::from_histogram(&self.hist),
+            first_finish_s: elapsed,
+            last_finish_s: elapsed,
+            requests: Some(self.client.requests().since(&self.requests0)),
+            ..Default::default()
+        }
+    }
+}
+
+/// What every step of one trial shares.
+struct Ctx<'a> {
+    client: &'a ObjectClient,
+    root: &'a OwnedFd,
+    files: &'a [LocalFile],
+    in_flight: usize,
+}
+
+impl Ctx<'_> {
+    /// Run `f` (which spawns its requests on the client's runtime) and wait for it.
+    fn one(
+        &self,
+        f: impl std::future::Future<Output = Result<bytes::Bytes, String>> + Send + 'static,
+    ) -> Result<(Duration, bytes::Bytes), String> {
+        let t0 = Instant::now();
+        let task = self.client.handle().spawn(f);
+        let r = self.client.block_on(task).map_err(|e| format!("request task: {e}"))?;
+        r.map(|b| (t0.elapsed(), b))
+    }
+
+    /// GET the index below `prefix`, into `t`.
+    fn index(&self, prefix: &str, t: &mut Tally) -> Option<Index> {
+        let got = self.one(get(self.client.store.clone(), format!("{prefix}{INDEX_KEY}"), None));
+        match got.and_then(|(d, b)| Index::parse(&b).map(|i| (d, b.len() as u64, i))) {
+            Ok((d, n, i)) => {
+                t.answer(0, Ok((d, n)));
+                Some(i)
+            }
+            Err(e) => {
+                t.error(e);
+                None
+            }
+        }
+    }
+}
+
+/// loose:put: a PUT per file.
+fn loose_put(c: &Ctx, prefix: &str) -> PhaseResult {
+    let mut t = Tally::start(c.client, c.in_flight);
+    let handle = c.client.handle().clone();
+    c.client.block_on(async {
+        // Every PUT sent is awaited, also after a signal: none lands after the route's
+        // objects are deleted.
+        let mut pending = FuturesUnordered::new();
+        for f in c.files {
+            if signals::pending() != 0 {
+                break;
+            }
+            while pending.len() >= c.in_flight {
+                if let Some(r) = pending.next().await {
+                    t.answer(1, r);
+                }
+            }
+            let data = read_file(c.root, &f.rel);
+            let (store, key) = (c.client.store.clone(), format!("{prefix}{}", f.rel));
+            let task = handle.spawn(timed(async move { put(store, key, data?).await }));
+            pending.push(async move { task.await.unwrap_or_else(|e| Err(format!("request task: {e}"))) });
+        }
+        while let Some(r) = pending.next().await {
+            t.answer(1, r);
+        }
+    });
+    t.finish()
+}
+
+/// tar@SIZE:put: shards PUT as they are sealed (at most [`SHARD_BYTES_HELD`] waiting),
+/// then the index.
+fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
+    let mut t = Tally::start(c.client, c.in_flight);
+    let limit = c.in_flight.min((SHARD_BYTES_HELD / shard_size).max(1) as usize);
+    let handle = c.client.handle().clone();
+    let send = |files: u64, key: String, data: Vec<u8>| {
+        let task = handle.spawn(timed(put(c.client.store.clone(), format!("{prefix}{key}"), data)));
+        async move { (files, task.await.unwrap_or_else(|e| Err(format!("request task: {e}")))) }
+    };
+    c.client.block_on(async {
+        let mut pending = FuturesUnordered::new();
+        let mut b = ShardBuilder::new(shard_size);
+        let mut held = 0u64; // files in the shard being filled
+        for f in c.files {
+            if signals::pending() != 0 || t.errors > 0 {
+                break;
+            }
+            let sealed = read_file(c.root, &f.rel).and_then(|d| b.add(&f.rel, &d));
+            match sealed {
+                Err(e) => t.error(e),
+                Ok(None) => held += 1,
+                Ok(Some((i, shard))) => {
+                    while pending.len() >= limit {
+                        if let Some((n, r)) = pending.next().await {
+                            t.answer(n, r);
+                        }
+                    }
+                    pending.push(send(held, shard_key(i), shard));
+                    held = 1;
+                }
+            }
+        }
+        if t.errors == 0 && signals::pending() == 0 {
+            match b.finish() {
+                Ok((last, index)) => {
+                    if let Some((i, shard)) = last {
+                        pending.push(send(held, shard_key(i), shard));
+                    }
+                    pending.push(send(0, INDEX_KEY.to_string(), index.to_json()));
+                }
+                Err(e) => t.error(e),
+            }
+        }
+        while let Some((n, r)) = pending.next().await {
+            t.answer(n, r);
+        }
+    });
+    t.finish()
+}
+
+/// loose:get-all: LIST the prefix, GET every object.
+fn loose_get_all(c: &Ctx, prefix: &str) -> PhaseResult {
+    let mut t = Tally::start(c.client, c.in_flight);
+    let listed = match list_all(c.client, prefix, &Progress::hidden()) {
+        Ok(l) => l,
+        Err(e) => {
+            t.error(e.to_string());
+            return t.finish();
+        }
+    };
+    if listed.len() != c.files.len() {
+        t.error(format!("LIST {prefix}: {} objects, {} files sent", listed.len(), c.files.len()));
+    }
+    each(
+        c.client,
+        c.in_flight,
+        listed,
+        |l| {
+            let store = c.client.store.clone();
+            (1, timed(async move { check_len(get(store, l.key.clone(), None).await?, l.size, &l.key) }))
+        },
+        |n, r| t.answer(n, r),
+    );
+    t.finish()
+}
+
+/// A body's length, if it is `want`.
+fn check_len(b: bytes::Bytes, want: u64, key: &str) -> Result<u64, String> {
+    match b.len() as u64 {
+        n if n == want => Ok(n),
+        n => Err(format!("GET {key}: {n} bytes, expected {want}")),
+    }
+}
+
+/// tar@SIZE:get-all: GET the index, then every shard.
+fn shards_get_all(c: &Ctx, prefix: &str) -> PhaseResult {
+    let mut t = Tally::start(c.client, c.in_flight);
+    let Some(index) = c.index(prefix, &mut t) else { return t.finish() };
+    let shards: Vec<(u64, String, u64)> = index
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (index.files.iter().filter(|f| f.1 as usize == i).count() as u64, s.key.clone(), s.bytes))
+        .collect();
+    each(
+        c.client,
+        c.in_flight,
+        shards,
+        |(files, key, bytes)| {
+            let (store, key) = (c.client.store.clone(), format!("{prefix}{key}"));
+            (files, timed(async move { check_len(get(store, key.clone(), None).await?, bytes, &key) }))
+        },
+        |n, r| t.answer(n, r),
+    );
+    t.finish()
+}
+
+/// ROUTE:get-one: file `f` (loose: its GET; sharded: the index's GET and a range GET).
+/// Returns the bytes read.
+fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult, Option<bytes::Bytes>) {
+    let mut t = Tally::start(c.client, 1);
+    let (key, range) = if sharded {
+        let Some(index) = c.index(prefix, &mut t) else { return (t.finish(), None) };
+        match index.find(&f.rel) {
+            Some((key, offset, len)) => (format!("{prefix}{key}"), Some(offset..offset + len)),
+            None => {
+                t.error(format!("{}: not in the index", f.rel));
+                return (t.finish(), None);
+            }
+        }
+    } else {
+        (format!("{prefix}{}", f.rel), None)
+    };
+    let got = c.one(get(c.client.store.clone(), key, range));
+    let body = got.as_ref().ok().map(|(_, b)| b.clone());
+    t.answer(1, got.map(|(d, b)| (d, b.len() as u64)));
+    (t.finish(), body)
+}
+
+/// Every op of one trial on the object store: the routes one after another (see the
+/// module's doc); `src` is the source tree, `bucket_dir` the run directory's name.
+pub(super) fn routes(s: &mut Steps, o: &ObjectSetup, src: &Path, bucket_dir: &str, w: Watches) -> Option<Stop> {
+    let client = match o.endpoint.client() {
+        Ok(c) => c,
+        Err(e) => return Some(Stop::Failed(e.to_string())),
+    };
+    let root = match walk::open_root(src) {
+        Ok(fd) => fd,
+        Err(e) => return Some(Stop::Failed(format!("{}: {e}", src.display()))),
+    };
+    let files = match list_files(&root) {
+        Ok(f) if f.is_empty() => return Some(Stop::Failed(format!("{}: no file to send", src.display()))),
+        Ok(f) => f,
+        Err(e) => return Some(Stop::Failed(e)),
+    };
+    let c = Ctx { client: &client, root: &root, files: &files, in_flight: o.in_flight };
+    let routes = std::iter::once(None).chain(o.shard_sizes.iter().map(|s| Some(*s)));
+    for shard in routes {
+        if let Some(stop) = route(s, &c, o, shard, (src, bucket_dir), w) {
+            return Some(stop);
+        }
+    }
+    None
+}
+
+/// One route's three steps, its objects deleted after them.
+fn route(
+    s: &mut Steps,
+    c: &Ctx,
+    o: &ObjectSetup,
+    shard: Option<u64>,
+    (src, bucket_dir): (&Path, &str),
+    w: Watches,
+) -> Option<Stop> {
+    let name = route_name(shard);
+    let prefix = format!("{}{bucket_dir}/{name}/", o.endpoint.base());
+    let one = &c.files[c.files.len() / 2];
+    let step = |s: &mut Steps, op: &str, reads: Option<&Path>, phase: &mut dyn FnMut() -> PhaseResult| {
+        let io = Io { reads, writes: None, watch: w.dst };
+        let mut r = match s.measure(op, io, phase) {
+            Ok(r) => r,
+            Err(e) => return Some(Stop::Failed(e)),
+        };
+        r.cost = r.requests.as_ref().map(|q| o.prices.cost(q));
+        s.record(op, r)
+    };
+    let mut read = None;
+    let mut stop = step(s, &format!("{name}:put"), Some(src), &mut || match shard {
+        None => loose_put(c, &prefix),
+        Some(size) => shards_put(c, &prefix, size),
+    });
+    if stop.is_none() {
+        stop = step(s, &format!("{name}:get-all"), None, &mut || match shard {
+            None => loose_get_all(c, &prefix),
+            Some(_) => shards_get_all(c, &prefix),
+        });
+    }
+    if stop.is_none() {
+        stop = step(s, &format!("{name}:get-one"), None, &mut || {
+            let (r, body) = get_one(c, &prefix, shard.is_some(), one);
+            read = body;
+            r
+        });
+    }
+    if stop.is_none() {
+        stop = untimed(same_bytes(c, one, read.as_deref(), &name));
+    }
+    // The route's objects go, whatever happened (untimed).
+    let mut keys: Vec<String> = match shard {
+        None => c.files.iter().map(|f| format!("{prefix}{}", f.rel)).collect(),
+        Some(size) => {
+            let n = crate::pack::shards::count_shards(c.files.iter().map(|f| (f.rel.len(), f.size)), size);
+            (0..n as u32).map(|i| format!("{prefix}{}", shard_key(i))).collect()
+        }
+    };
+    if shard.is_some() {
+        keys.push(format!("{prefix}{INDEX_KEY}"));
+    }
+    let failed = delete_own(c.client, keys);
+    stop.or_else(|| failed.map(|e| Stop::Failed(format!("deleting {name}'s objects: {e}")))).or_else(interrupted)
+}
+
+/// Delete `keys` (this run's own), 1,000 a request, one request at a time — also after
+/// a signal (the engines' `delete_keys` stops sending then; a bucket of the user's must
+/// not keep a stopped run's objects). The first failure, if any.
+fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
+    let mut first = None;
+    for batch in keys.chunks(PAGE) {
+        let store = client.store.clone();
+        let paths: Vec<object_store::Result<object_store::path::Path>> =
+            batch.iter().map(|k| Ok(object_store::path::Path::from(k.as_str()))).collect();
+        let task = client.handle().spawn(async move {
+            let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
+            answers.into_iter().find_map(|r| r.err()).map(|e| why(&e))
+        });
+        let e = client.block_on(task).unwrap_or_else(|e| Some(format!("DeleteObjects task: {e}")));
+        first = first.or(e);
+    }
+    first
+}
+
+/// The file read by get-one against the source's bytes.
+fn same_bytes(c: &Ctx, f: &LocalFile, got: Option<&[u8]>, route: &str) -> Result<(), String> {
+    let want = read_file(c.root, &f.rel)?;
+    match got {
+        Some(g) if g == want.as_slice() => Ok(()),
+        Some(g) => Err(format!(
+            "{route}:get-one: {} read back as {} bytes that differ from the source's {}",
+            f.rel,
+            g.len(),
+            want.len()
+        )),
+        None => Err(format!("{route}:get-one: {} not read", f.rel)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_names_carry_the_shard_size() {
+        assert_eq!(size_label(1 << 20), "1MiB");
+        assert_eq!(size_label(64 << 10), "64KiB");
+        assert_eq!(size_label(3 << 30), "3GiB");
+        assert_eq!(size_label(1_000_000), "1000000B");
+        assert_eq!(size_label((1 << 20) + 1024), "1025KiB");
+        let ops = op_names(&[64 << 10, 16 << 20]);
+        assert_eq!(ops.len(), 9);
+        assert_eq!(ops[0..3], ["loose:put", "loose:get-all", "loose:get-one"]);
+        assert_eq!(ops[3], "tar@64KiB:put");
+        assert_eq!(ops[8], "tar@16MiB:get-one");
+    }
+
+    #[test]
+    fn the_tree_is_listed_sorted_and_links_refused() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("b/c")).unwrap();
+        std::fs::write(d.path().join("b/c/x"), b"xyz").unwrap();
+        std::fs::write(d.path().join("a"), b"").unwrap();
+        let root = walk::open_root(d.path()).unwrap();
+        let files = list_files(&root).unwrap();
+        let got: Vec<(&str, u64)> = files.iter().map(|f| (f.rel.as_str(), f.size)).collect();
+        assert_eq!(got, [("a", 0), ("b/c/x", 3)]);
+        assert_eq!(read_file(&root, "b/c/x").unwrap(), b"xyz");
+        std::os::unix::fs::symlink("a", d.path().join("b/l")).unwrap();
+        assert!(list_files(&root).unwrap_err().contains("b/l: a symlink"));
+        std::fs::remove_file(d.path().join("b/l")).unwrap();
+        std::os::unix::fs::symlink("c", d.path().join("b/c2")).unwrap();
+        assert!(read_file(&root, "b/c2/x").is_err(), "no symlink followed on the way");
+    }
+}
