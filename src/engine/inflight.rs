@@ -12,7 +12,7 @@
 //! - the directory walk stays on the engine's walk threads (the cores); a directory's
 //!   entries are split into batches claimed one after another by the directory's thread
 //!   and by helpers on a second pool of up to `max` threads ([`for_ranges`],
-//!   [`map_items`]), so a directory of 10,000 files is worked on by many threads at once;
+//!   [`map_range`]), so a directory of 10,000 files is worked on by many threads at once;
 //!   a batch's size follows the last per-operation latency (about 1 ms of work: 64
 //!   entries locally, one entry at a round trip of 5 ms);
 //! - every batch passes the gate: at most `limit` batches run at once; a batch measures
@@ -663,11 +663,6 @@ pub fn for_chunks(gate: Option<&Gate>, n: usize, f: impl Fn(Range<usize>) + Sync
     });
 }
 
-/// `items` mapped by `f`, in order, through [`for_chunks`].
-pub fn map_items<T: Sync, R: Send>(gate: Option<&Gate>, items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    map_range(gate, items.len(), |i| f(&items[i]))
-}
-
 /// `f(0) … f(n - 1)`, in order, through [`for_chunks`].
 pub fn map_range<R: Send>(gate: Option<&Gate>, n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     if gate.is_none() {
@@ -792,13 +787,13 @@ mod tests {
     }
 
     #[test]
-    fn map_items_keeps_order_and_every_item() {
+    fn map_range_keeps_order_and_every_item() {
         let items: Vec<u32> = (0..10_000).collect();
         let g = Gate::new(2, 8);
-        assert_eq!(map_items(Some(&g), &items, |x| x * 2), items.iter().map(|x| x * 2).collect::<Vec<_>>());
-        assert_eq!(map_items(None, &items, |x| x + 1)[9_999], 10_000);
+        assert_eq!(map_range(Some(&g), items.len(), |i| items[i] * 2), items.iter().map(|x| x * 2).collect::<Vec<_>>());
+        assert_eq!(map_range(None, items.len(), |i| items[i] + 1)[9_999], 10_000);
         // Nested: a pass held while mapping runs inline, no deadlock.
         let _p = g.enter();
-        assert_eq!(map_items(Some(&g), &items[..100], |x| *x).len(), 100);
+        assert_eq!(map_range(Some(&g), 100, |i| items[i]).len(), 100);
     }
 }

@@ -149,7 +149,7 @@ pub(super) fn list(ctx: &CopyShared, dir: BorrowedFd<'_>, path: &str) -> std::re
     let items = if ctx.gate.is_some() {
         // In-flight gate: batches of entries on as many threads as it lets through (on a
         // share, statx is a round trip: the more in flight, the sooner the listing ends).
-        let per = crate::engine::inflight::map_items(ctx.gate, &found, stat_one);
+        let per = crate::engine::inflight::map_range(ctx.gate, found.len(), |i| stat_one(&found[i]));
         per.into_iter().flatten().collect()
     } else if found.len() > CHUNK {
         use rayon::prelude::*;
