@@ -253,7 +253,9 @@ pub struct PredictArgs {
     /// run directory inside it), then predict copy onto it, read, scan and delete
     #[arg(long, value_name = "DIR", conflicts_with = "fs")]
     pub on: Option<PathBuf>,
-    /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs
+    /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs;
+    /// or an object store, s3[@rtt=1ms]: the engines' upload, scan, download and rm of the tree
+    /// in requests (exact), price and time
     #[arg(long, value_name = "SPEC")]
     pub fs: Option<String>,
     /// Calibration: time budget of the adaptive runs (90s, 3m, 1h)
@@ -272,7 +274,8 @@ pub struct PredictArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Threads for walking --tree and for the calibration (default: available cores; its
-    /// copies: two a core, as `manyfiles copy`). The check commands then need --threads N
+    /// copies: two a core, as `manyfiles copy`). The check commands then need --threads N.
+    /// On an object store: the requests in flight (default: the engines', 64)
     #[arg(long)]
     pub threads: Option<usize>,
     /// Calibration: no progress bar
@@ -390,6 +393,12 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             if spec.device().is_some() {
                 return Err(Error::bad("--fs", format!("'{f}': a real device is not calibrated on here (use ladder)")));
             }
+            if spec.object().is_some_and(|o| o.provider != manyfiles::storage::object_stack::Provider::S3) {
+                return Err(Error::bad(
+                    "--fs",
+                    format!("'{f}': the engines take s3:// URLs only, so only an s3 store's prediction can be checked"),
+                ));
+            }
             Some(TargetSpec::Fs(spec))
         }
         (None, None) => None,
@@ -433,11 +442,16 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     if let Some(p) = &a.save_calibration {
         check_output(p, "--save-calibration", a.replace.force)?;
     }
+    // On an object store the calibration's "threads" are the engines' requests in flight.
+    let cal_threads = match manyfiles::experiment::calibrate::is_object_store(&target) {
+        true => a.threads.unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT),
+        false => threads,
+    };
     let cal = manyfiles::experiment::calibrate::CalibrateConfig {
         target,
         max_time_s,
         limits: Default::default(),
-        threads,
+        threads: cal_threads,
         copy_threads: a.threads.unwrap_or(manyfiles::engine::copy::default_threads(super::common::cores(), true)),
         quiet: a.quiet,
         save: a.save_calibration.clone(),

@@ -160,6 +160,14 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
     let trees: Vec<TreeSpec> = design(inv, cfg.limits, 1)?.into_iter().map(|t| t.spec).collect();
     let mut adaptive = crate::results::adaptive::Adaptive::default_settings();
     adaptive.max_time_s = cfg.max_time_s;
+    // On an object store: the native ops the engines' requests are, at the engines'
+    // requests in flight (`threads`: the object trial's in-flight count when no copy
+    // threads are set); nothing to evict, nothing to sync.
+    let objects = is_object_store(&cfg.target);
+    let (ops, caches, until, copy_threads): (&[&str], _, _, _) = match objects {
+        true => (&crate::results::predict_objects::CALIBRATION_OPS, CacheMode::Warm, Until::Returned, None),
+        false => (&OPS, CacheMode::Cold, Until::Durable, Some(cfg.copy_threads)),
+    };
     let exp = TreeExperiment {
         name: "calibrate".into(),
         targets: vec![cfg.target.clone()],
@@ -167,19 +175,19 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         fs_size: None,
         reuse: false,
         order: Order::Interleaved,
-        caches: CacheMode::Cold,
-        until: Until::Durable,
+        caches,
+        until,
         measure_allocation: false,
         trees,
         side_trees: Vec::new(),
-        ops: OPS.iter().map(|s| s.to_string()).collect(),
+        ops: ops.iter().map(|s| s.to_string()).collect(),
         create: Default::default(),
         runs: 3,
         adaptive: Some(adaptive),
         mock: None::<rounds::MockTiming>,
         warmup: 0,
         threads: cfg.threads,
-        copy_threads: Some(cfg.copy_threads),
+        copy_threads,
         portion_files: 10_000,
         keep: false,
         shared_dir: false,
@@ -191,6 +199,11 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         prices: None,
     };
     super::run(&exp)
+}
+
+/// Is the target an object store (`--fs s3…`): calibrated with the native ops.
+pub fn is_object_store(t: &TargetSpec) -> bool {
+    matches!(t, TargetSpec::Fs(s) if s.object().is_some())
 }
 
 /// `predict --on/--fs`: walk the tree once, calibrate on the target with trees shaped
@@ -214,8 +227,9 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         threads: p.threads,
         runs_ahead: p.runs_ahead,
         check_on: Some(match &cal.target {
-            super::targets::TargetSpec::Dir(d) => crate::report::CheckOn::Dir(d.clone()),
-            super::targets::TargetSpec::Fs(f) => crate::report::CheckOn::Spec(f.label()),
+            TargetSpec::Dir(d) => crate::report::CheckOn::Dir(d.clone()),
+            t @ TargetSpec::Fs(f) if is_object_store(t) => crate::report::CheckOn::ObjectSpec(f.label()),
+            TargetSpec::Fs(f) => crate::report::CheckOn::Spec(f.label()),
         }),
         check_threads: p.check_threads,
         tree_path,

@@ -1,0 +1,128 @@
+//! `predict --fs s3…`: the object-store engines' commands for the tree (upload, scan,
+//! download, rm; `results::predict_objects`) as a table — time with its interval, the
+//! requests by kind, their price — and the check lines that run them on the same kind of
+//! target as printed: the store brought up by `manyfiles mount` in a fresh directory,
+//! the engines reaching it with `--s3-via`, everything taken down after.
+
+use super::commands::{PredictConfig, fresh_name, shell_word};
+use crate::error::Result;
+use crate::results::predict::Shape;
+use crate::results::predict_objects::{self, ObjectPrediction, ObjectTree};
+use crate::results::prices::{PriceTable, fmt_amount};
+use crate::tree::inventory::Inventory;
+use crate::units::fmt_secs;
+
+/// The key prefix the check writes under, in the mount's bucket.
+const CHECK_PREFIX: &str = "check";
+
+/// The tree as the upload would send it: walked when its path is known (exact), else
+/// from the inventory.
+pub fn object_tree(cfg: &PredictConfig, inv: &Inventory) -> Result<ObjectTree> {
+    match &cfg.tree_path {
+        Some(p) => ObjectTree::walk(p),
+        None => Ok(ObjectTree::from_inventory(inv)),
+    }
+}
+
+/// The section `predict` prints for an object store `spec` (its label), and the same as
+/// JSON (`predict --json`'s `objects`).
+pub fn section(cfg: &PredictConfig, inv: &Inventory, spec: &str) -> Result<(String, serde_json::Value)> {
+    let tree = object_tree(cfg, inv)?;
+    let prices = PriceTable::aws_s3_standard();
+    let rows = predict_objects::predict(&cfg.model, &tree, &Shape::from(inv), &prices, cfg.runs_ahead);
+    let in_flight = cfg.check_threads.unwrap_or(crate::engine::object::DEFAULT_IN_FLIGHT);
+    let mut text = format!(
+        "the engines on {spec} with up to {in_flight} requests in flight: {} objects ({}); requests {} (as the engines \
+         send them), priced at {}; time from the calibration's {}\n",
+        tree.objects,
+        crate::units::fmt_size(tree.bytes as f64),
+        match &tree.estimate {
+            None => "exact".to_string(),
+            Some(why) => format!("estimated ({why})"),
+        },
+        prices.label(),
+        predict_objects::CALIBRATION_OPS.join(", "),
+    );
+    text.push_str(&table(&rows));
+    text.push_str(
+        "  (time: the requests' share as calibrated — the sum of each part's prediction and of its interval's bounds; \
+         not in it: the single LISTs around them, the local walk, reads and writes)\n",
+    );
+    text.push_str(&check_lines(cfg, inv, &tree, spec));
+    let json = serde_json::json!({ "target": spec, "in_flight": in_flight, "tree": tree, "prices": prices, "commands": rows });
+    Ok((text, json))
+}
+
+/// One row per command: time [interval], requests by kind, price.
+fn table(rows: &[ObjectPrediction]) -> String {
+    let mut out = String::new();
+    for r in rows {
+        let time = match (&r.time, &r.no_time) {
+            (Some(p), _) => match p.interval95 {
+                Some([lo, hi]) => format!("{} [{} – {}]", fmt_secs(p.seconds), fmt_secs(lo), fmt_secs(hi)),
+                None => format!("{} (no interval: too few trees)", fmt_secs(p.seconds)),
+            },
+            (None, Some(why)) => format!("no time: {why}"),
+            (None, None) => "no time".into(),
+        };
+        out.push_str(&format!(
+            "  {:<9} {:<28} requests {}  price {}\n",
+            r.command.name(),
+            time,
+            crate::engine::object::fmt_requests(&r.requests),
+            fmt_amount(r.cost.amount, &r.cost.currency)
+        ));
+    }
+    out
+}
+
+/// The check, one line each, to paste into a shell as printed: mount the same spec in
+/// a fresh directory, upload the tree, scan, download into a fresh directory, rm the
+/// prefix, remove the download, umount.
+fn check_lines(cfg: &PredictConfig, inv: &Inventory, tree: &ObjectTree, spec: &str) -> String {
+    let absolute = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let path = cfg.tree_path.as_deref().map_or("PATH".to_string(), |p| shell_word(&absolute(p).to_string_lossy()));
+    let tmp = std::env::temp_dir();
+    let mnt = fresh_name(&tmp, "manyfiles-check");
+    let down = fresh_name(&tmp, "manyfiles-check-down");
+    let (m, d) = (shell_word(&mnt.to_string_lossy()), shell_word(&down.to_string_lossy()));
+    // The export holds the bucket: the calibration's size, or more where the tree needs
+    // room twice over.
+    let calibrated = cfg.model.targets.iter().filter_map(|t| t.managed.as_ref()).map(|m| m.image_bytes);
+    let need = inv.total_bytes.saturating_mul(2) + (inv.files + inv.dirs) * 4096;
+    let size = calibrated.max().unwrap_or(0).max(need).max(256 << 20);
+    let url = format!("s3://{}/{CHECK_PREFIX}", crate::storage::object_stack::BUCKET);
+    let via = format!("--s3-via {m}");
+    let flight = cfg.check_threads.map(|n| format!(" --in-flight {n}")).unwrap_or_default();
+    let lines = [
+        format!("mkdir {m}"),
+        format!("manyfiles mount --size {}MiB {} {m}", size.div_ceil(1 << 20), shell_word(spec)),
+        format!("manyfiles copy{flight} --lossy {path} {url} {via}"),
+        format!("manyfiles scan {url} {via}"),
+        format!("manyfiles copy{flight} {url} {d} {via}"),
+        format!("manyfiles rm{flight} {url} {via}"),
+        format!("manyfiles rm {d}"),
+        format!("manyfiles umount {m}"),
+        format!("rmdir {m}"),
+    ];
+    let mut text = String::from(
+        "check, one run each, on the same kind of target (mount brings it up, umount takes it down; each command \
+         prints its requests and time):\n",
+    );
+    for l in lines {
+        text.push_str(&format!("  {l}\n"));
+    }
+    if cfg.tree_path.is_none() {
+        text.push_str("  (PATH: the tree the inventory was taken of)\n");
+    }
+    text.push_str(&format!(
+        "  (--lossy: the check keeps nothing, so what an object cannot hold — modes, owners, xattrs, hard links{} — \
+         is accepted as lost, not a failure)\n",
+        match tree.losses {
+            0 => String::new(),
+            n => format!("; here {n} symlinks, special files, empty directories or names no key can hold, not sent"),
+        }
+    ));
+    text
+}
+
