@@ -431,6 +431,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             check_on: None,
             check_threads: None,
             tree_path: None,
+            object_setup_s: Vec::new(),
         })));
     };
     let max_time_s = humantime::parse_duration(&a.max_time)

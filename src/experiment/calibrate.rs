@@ -214,6 +214,10 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         TreeInput::Inventory(i) => (*i, None),
     };
     let model = run(cal, &inv)?;
+    let object_setup_s = match is_object_store(&cal.target) {
+        true => super::calibrate_objects::client_setup_s(super::calibrate_objects::SETUP_RUNS)?,
+        false => Vec::new(),
+    };
     let model_name = match &cal.save {
         Some(s) => s.display().to_string(),
         None => "calibration (not saved: --save-calibration FILE keeps it)".into(),
@@ -233,6 +237,7 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         }),
         check_threads: p.check_threads,
         tree_path,
+        object_setup_s,
     })
 }
 

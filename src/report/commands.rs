@@ -165,6 +165,9 @@ pub struct PredictConfig {
     /// The tree's directory, when it was walked for a calibration: its check copy is
     /// `--cold` only where its storage is not memory.
     pub tree_path: Option<PathBuf>,
+    /// An object store's calibration: the seconds an engine took to build its client,
+    /// each time it was timed (`experiment::calibrate_objects`); empty otherwise.
+    pub object_setup_s: Vec<f64>,
 }
 
 /// Where a calibration ran: its check lines run on the same target, or one like it.

@@ -29,7 +29,8 @@ pub fn object_tree(cfg: &PredictConfig, inv: &Inventory) -> Result<ObjectTree> {
 pub fn section(cfg: &PredictConfig, inv: &Inventory, spec: &str) -> Result<(String, serde_json::Value)> {
     let tree = object_tree(cfg, inv)?;
     let prices = PriceTable::aws_s3_standard();
-    let rows = predict_objects::predict(&cfg.model, &tree, &Shape::from(inv), &prices, cfg.runs_ahead);
+    let (shape, setup) = (Shape::from(inv), &cfg.object_setup_s);
+    let rows = predict_objects::predict(&cfg.model, (&tree, &shape), setup, &prices, cfg.runs_ahead);
     let in_flight = cfg.check_threads.unwrap_or(crate::engine::object::DEFAULT_IN_FLIGHT);
     let mut text = format!(
         "the engines on {spec} with up to {in_flight} requests in flight: {} objects ({}); requests {} (as the engines \
@@ -45,8 +46,9 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, spec: &str) -> Result<(Stri
     );
     text.push_str(&table(&rows));
     text.push_str(
-        "  (time: the requests' share as calibrated — the sum of each part's prediction and of its interval's bounds; \
-         not in it: the single LISTs around them, the local walk, reads and writes)\n",
+        "  (time: the client's setup as timed here and the requests as calibrated — the sum of the parts' \
+         predictions and of their intervals' bounds; not in it: the single LISTs around them, the local walk, reads \
+         and writes)\n",
     );
     text.push_str(&check_lines(cfg, inv, &tree, spec));
     let json = serde_json::json!({ "target": spec, "in_flight": in_flight, "tree": tree, "prices": prices, "commands": rows });
@@ -56,13 +58,17 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, spec: &str) -> Result<(Stri
 /// One row per command: time [interval], requests by kind, price.
 fn table(rows: &[ObjectPrediction]) -> String {
     let mut out = String::new();
+    let mut notes = String::new();
     for r in rows {
         let time = match (&r.time, &r.no_time) {
             (Some(p), _) => match p.interval95 {
                 Some([lo, hi]) => format!("{} [{} – {}]", fmt_secs(p.seconds), fmt_secs(lo), fmt_secs(hi)),
                 None => format!("{} (no interval: too few trees)", fmt_secs(p.seconds)),
             },
-            (None, Some(why)) => format!("no time: {why}"),
+            (None, Some(why)) => {
+                notes.push_str(&format!("  no time for {}: {why}\n", r.command.name()));
+                "no time (see below)".into()
+            }
             (None, None) => "no time".into(),
         };
         out.push_str(&format!(
@@ -73,7 +79,7 @@ fn table(rows: &[ObjectPrediction]) -> String {
             fmt_amount(r.cost.amount, &r.cost.currency)
         ));
     }
-    out
+    out + &notes
 }
 
 /// The check, one line each, to paste into a shell as printed: mount the same spec in

@@ -35,7 +35,10 @@
 //! obj:delete-batch), and its interval the sum of their bounds: each part's 95%
 //! interval, added end to end, which holds at least as often as the parts' together
 //! (errors of the parts on one store move together, so no narrowing by independence is
-//! claimed). Not in the calibration, so not in the time: the single requests around the
+//! claimed). Each command also builds its client before its first request (a runtime,
+//! two HTTP clients, the root certificates parsed: ~0.1 s in a debug build): timed in
+//! the predicting process (`experiment::calibrate_objects`), its median added to the
+//! time and its least and most to the bounds. Not in the calibration, so not in the time: the single requests around the
 //! parts (the connection's LIST, rm's last LIST: a round trip each), the local side (the
 //! upload's walk and reads of PATH, the download's writes of files and directories), and
 //! a multipart upload's part structure (obj:put sends any object in one PUT).
@@ -252,14 +255,31 @@ pub fn summed_time(rs: &ResultSet, ops: &[&str], shape: &Shape, runs: u32) -> Re
     Ok(Prediction { seconds, interval95: bounded.then_some([lo, hi]) })
 }
 
-/// Every command's requests, price at `prices` and time from the calibration `rs`.
-pub fn predict(rs: &ResultSet, t: &ObjectTree, shape: &Shape, prices: &PriceTable, runs: u32) -> Vec<ObjectPrediction> {
+/// `p` with the client's setup added: its median, and its least and most to the bounds.
+pub fn with_setup(p: Prediction, setup_s: &[f64]) -> Prediction {
+    if setup_s.is_empty() {
+        return p;
+    }
+    let (lo, hi) = setup_s.iter().fold((f64::INFINITY, 0.0f64), |(l, h), s| (l.min(*s), h.max(*s)));
+    let median = crate::analysis::stats::median(setup_s);
+    Prediction { seconds: p.seconds + median, interval95: p.interval95.map(|[l, h]| [l + lo, h + hi]) }
+}
+
+/// Every command's requests, price at `prices` and time from the calibration `rs` (the
+/// engine's client setup, `setup_s` as timed, added to each).
+pub fn predict(
+    rs: &ResultSet,
+    (t, shape): (&ObjectTree, &Shape),
+    setup_s: &[f64],
+    prices: &PriceTable,
+    runs: u32,
+) -> Vec<ObjectPrediction> {
     Command::ALL
         .iter()
         .map(|&c| {
             let requests = c.requests(t);
             let (time, no_time) = match summed_time(rs, c.ops(), shape, runs) {
-                Ok(p) => (Some(p), None),
+                Ok(p) => (Some(with_setup(p, setup_s)), None),
                 Err(why) => (None, Some(why)),
             };
             ObjectPrediction {
@@ -320,6 +340,16 @@ mod tests {
         assert_eq!(kinds(&Command::Scan.requests(&none)), [0, 0, 0, 2, 0, 0]);
         // Nothing to delete: no DeleteObjects, no second look.
         assert_eq!(kinds(&Command::Rm.requests(&none)), [0, 0, 0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn the_setup_adds_its_median_and_its_range_to_the_bounds() {
+        let p = Prediction { seconds: 1.0, interval95: Some([0.5, 2.0]) };
+        let q = with_setup(p, &[0.1, 0.3, 0.2]);
+        assert!((q.seconds - 1.2).abs() < 1e-12, "{q:?}");
+        let [lo, hi] = q.interval95.unwrap();
+        assert!((lo - 0.6).abs() < 1e-12 && (hi - 2.3).abs() < 1e-12, "{q:?}");
+        assert_eq!(with_setup(p, &[]), p);
     }
 
     #[test]
