@@ -143,3 +143,63 @@ fn predicted_requests_are_what_the_printed_check_sends() {
         assert!(c["cost"]["amount"].as_f64().is_some_and(|a| a > 0.0), "{c}");
     }
 }
+
+/// `predict --on s3://BUCKET/PREFIX --s3-via DIR`: a store the tool did not make (here a
+/// `manyfiles mount`'s). The calibration writes only below a prefix of its own and takes
+/// it away (a user's objects beside it stay, untouched); the check lines carry
+/// `--s3-via`, write under a fresh prefix and send exactly the predicted requests.
+#[test]
+fn predict_on_a_url_leaves_the_users_objects_and_counts_exactly() {
+    need_stack!();
+    let _g = serial();
+    let store = object_common::Store::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (mine, src) = (work.path().join("mine"), work.path().join("tree"));
+    let n_mine = object_common::make_tree(&mine) as u64;
+    store.run(&["copy", mine.to_str().unwrap(), "s3://manyfiles/p/mine", "--quiet"]).ok();
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    for i in 0..30u32 {
+        std::fs::write(src.join(format!("a/f{i}")), vec![7u8; (i * 300) as usize]).unwrap();
+    }
+    let pj = work.path().join("predict.json");
+    let p = store.run(&[
+        "predict",
+        "--tree",
+        src.to_str().unwrap(),
+        "--on",
+        "s3://manyfiles/p",
+        "--max-time",
+        "20s",
+        "--quiet",
+        "--json",
+        pj.to_str().unwrap(),
+    ]);
+    p.ok();
+    let predicted: Value = serde_json::from_slice(&std::fs::read(&pj).unwrap()).unwrap();
+    let commands = predicted["objects"]["commands"].as_array().unwrap().clone();
+    let cmds = check_commands(&p.stdout);
+    assert_eq!(cmds.len(), 5, "upload, scan, download, rm, rm DIR: {}", p.stdout);
+    let via = format!("--s3-via {}", store.mp.display());
+    assert!(cmds[..4].iter().all(|c| c.contains("s3://manyfiles/p/manyfiles-check-") && c.ends_with(&via)), "{cmds:?}");
+    let mut reported = Vec::new();
+    for c in &cmds {
+        if c.contains(" s3://") {
+            let j = work.path().join(format!("engine{}.json", reported.len()));
+            let quiet = if c.starts_with("manyfiles scan ") { "" } else { " --quiet" };
+            sh(&format!("{c}{quiet} --json {}", j.display()));
+            reported.push(serde_json::from_slice::<Value>(&std::fs::read(&j).unwrap()).unwrap());
+        } else {
+            sh(c);
+        }
+    }
+    for (c, r) in commands.iter().zip(&reported) {
+        assert_eq!(kinds(&c["requests"]), kinds(&r["requests"]), "{}: predicted against sent", c["command"]);
+    }
+    // Under p/ only the user's objects are left, every one of them.
+    let j = work.path().join("left.json");
+    store.run(&["scan", "s3://manyfiles/p", "--json", j.to_str().unwrap()]).ok();
+    assert_eq!(object_common::json(&j)["objects"].as_u64(), Some(n_mine), "{}", p.stdout);
+    let j2 = work.path().join("mine.json");
+    store.run(&["scan", "s3://manyfiles/p/mine", "--json", j2.to_str().unwrap()]).ok();
+    assert_eq!(object_common::json(&j2)["objects"].as_u64(), Some(n_mine));
+}

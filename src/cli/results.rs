@@ -250,9 +250,16 @@ pub struct PredictArgs {
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     /// Calibrate on this directory first (trees shaped like --tree, made and removed in a
-    /// run directory inside it), then predict copy onto it, read, scan and delete
-    #[arg(long, value_name = "DIR", conflicts_with = "fs")]
+    /// run directory inside it), then predict copy onto it, read, scan and delete; or on
+    /// an object store, s3://BUCKET/PREFIX (objects put and deleted under a prefix of its
+    /// own below PREFIX), then predict the engines' upload, scan, download and rm of the
+    /// tree in requests (exact), price and time
+    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX", conflicts_with = "fs")]
     pub on: Option<PathBuf>,
+    /// With --on s3://…: reach the store through the `manyfiles mount s3… DIR` at DIR
+    /// (without it: the environment's endpoint, region and keys, as the engines')
+    #[arg(long, value_name = "DIR")]
+    pub s3_via: Option<PathBuf>,
     /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs;
     /// or an object store, s3[@rtt=1ms]: the engines' upload, scan, download and rm of the tree
     /// in requests (exact), price and time
@@ -371,7 +378,16 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
+    use manyfiles::experiment::calibrate::{CalibrateOn, StoreOn};
+    if a.s3_via.is_some() && !a.on.as_deref().is_some_and(manyfiles::engine::object::is_url) {
+        return Err(Error::bad("--s3-via", "only with --on s3://BUCKET/PREFIX"));
+    }
     let target = match (&a.on, &a.fs) {
+        (Some(u), _) if manyfiles::engine::object::is_url(u) => {
+            let text = u.to_str().expect("an s3:// URL is UTF-8");
+            let url = manyfiles::engine::object::S3Url::parse(text).map_err(|e| Error::bad("--on", e))?;
+            Some(CalibrateOn::Store(StoreOn { url, via: a.s3_via.clone() }))
+        }
         (Some(d), _) => {
             if !d.is_dir() {
                 return Err(Error::bad("--on", format!("{} is not a directory", d.display())));
@@ -379,7 +395,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             if let Some(tree) = a.tree.as_deref().filter(|t| t.is_dir()) {
                 calibration_outside_tree(d, tree)?;
             }
-            Some(TargetSpec::Dir(d.clone()))
+            Some(CalibrateOn::Target(TargetSpec::Dir(d.clone())))
         }
         (None, Some(f)) => {
             let mut specs = manyfiles::storage::fsspec::parse_list(f).map_err(|e| Error::bad("--fs", e))?;
@@ -399,7 +415,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
                     format!("'{f}': the engines take s3:// URLs only, so only an s3 store's prediction can be checked"),
                 ));
             }
-            Some(TargetSpec::Fs(spec))
+            Some(CalibrateOn::Target(TargetSpec::Fs(spec)))
         }
         (None, None) => None,
     };

@@ -181,6 +181,9 @@ pub enum CheckOn {
     /// `--fs s3…`: the object-store engines' commands are predicted too (requests,
     /// price, time: `predict_objects`), and checked on a mount of the same spec.
     ObjectSpec(String),
+    /// `--on s3://BUCKET/PREFIX` (and the `--s3-via DIR` it was reached through): the
+    /// same, checked under a fresh prefix below PREFIX.
+    ObjectUrl(String, Option<PathBuf>),
 }
 
 /// A prediction's settings before its model exists (`predict --on/--fs`: the
@@ -255,7 +258,9 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
     let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.runs_ahead);
     let usable = if rows.is_empty() || rows.iter().any(|r| r.usable) { Usable::Some } else { Usable::None(rows.len()) };
     let objects = match &cfg.check_on {
-        Some(CheckOn::ObjectSpec(spec)) => Some(super::predict_objects::section(cfg, inv, spec)?),
+        Some(on @ (CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..))) => {
+            Some(super::predict_objects::section(cfg, inv, on)?)
+        }
         _ => None,
     };
     if let Some(j) = &cfg.json {
@@ -352,7 +357,7 @@ fn check_lines(cfg: &PredictConfig, on: &CheckOn, inv: &crate::tree::inventory::
     let tree = cfg.tree_path.as_deref().map_or("PATH".to_string(), |p| shell_word(&absolute(p).to_string_lossy()));
     let (mut lines, dst) = match on {
         CheckOn::Dir(dir) => (Vec::new(), fresh_name(&absolute(dir), "manyfiles-check")),
-        CheckOn::Spec(spec) | CheckOn::ObjectSpec(spec) => {
+        CheckOn::Spec(spec) | CheckOn::ObjectSpec(spec) | CheckOn::ObjectUrl(spec, _) => {
             let mnt = fresh_name(&std::env::temp_dir(), "manyfiles-check");
             // The calibration's image size, so the file system is made alike (exFAT's
             // cluster size follows it), or more where the tree needs room twice over.
@@ -371,14 +376,14 @@ fn check_lines(cfg: &PredictConfig, on: &CheckOn, inv: &crate::tree::inventory::
     lines.push(format!("manyfiles copy{t}{lossy}{src_cold} --durable {tree} {d}"));
     lines.push(format!("manyfiles scan{t}{dst_cold} {d}"));
     lines.push(format!("manyfiles rm{t}{dst_cold} --durable {d}"));
-    if let CheckOn::Spec(_) | CheckOn::ObjectSpec(_) = on {
+    if let CheckOn::Spec(_) | CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..) = on {
         let m = shell_word(&dst.parent().expect("the mount directory").to_string_lossy());
         lines.push(format!("manyfiles umount {m}"));
         lines.push(format!("rmdir {m}"));
     }
     let mut text = String::from(match on {
         CheckOn::Dir(_) => "check, one run each, on the target (the copy makes the destination, the rm removes it):\n",
-        CheckOn::Spec(_) | CheckOn::ObjectSpec(_) => {
+        CheckOn::Spec(_) | CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..) => {
             "check, one run each, on the same kind of target (mount brings it up, umount takes it down):\n"
         }
     });

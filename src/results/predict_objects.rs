@@ -106,8 +106,7 @@ impl ObjectTree {
         use crate::engine::walker::{join, open_below};
         use crate::fs::walk::{Kind, meta_at, open_root, read_dir};
         use std::os::fd::AsFd;
-        let fd = open_root(root)
-            .map_err(|e| crate::error::Error::bad("--tree", format!("{}: {e}", root.display())))?;
+        let fd = open_root(root).map_err(|e| crate::error::Error::bad("--tree", format!("{}: {e}", root.display())))?;
         let (mut sizes, mut losses) = (Vec::new(), 0u64);
         let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
         while let Some(rel) = stack.pop() {
@@ -306,9 +305,10 @@ mod tests {
 
     #[test]
     fn pages_and_batches_are_a_thousand_keys() {
-        assert_eq!([pages(0), pages(1), pages(999), pages(1000), pages(1001), pages(2000), pages(2001)], [
-            1, 1, 1, 1, 2, 2, 3
-        ]);
+        assert_eq!(
+            [pages(0), pages(1), pages(999), pages(1000), pages(1001), pages(2000), pages(2001)],
+            [1, 1, 1, 1, 2, 2, 3]
+        );
         assert_eq!([delete_batches(0), delete_batches(1), delete_batches(1000), delete_batches(1001)], [0, 1, 1, 2]);
     }
 
