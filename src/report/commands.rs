@@ -269,10 +269,11 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
             cfg.model.targets.iter().map(|t| serde_json::json!({ "id": t.id, "label": t.shown() })).collect();
         let model =
             serde_json::json!({ "file": cfg.model_name, "targets": targets, "provenance": cfg.model.provenance });
-        write_json(
-            j,
-            &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "predictions": rows, "model": model, "objects": objects.as_ref().map(|o| &o.1) }),
-        )?;
+        let mut doc = serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "predictions": rows, "model": model });
+        if let Some((_, o)) = &objects {
+            doc["objects"] = o.clone(); // an object store's: the engines' commands
+        }
+        write_json(j, &doc)?;
     }
     let mut text =
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
