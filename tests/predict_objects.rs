@@ -3,7 +3,8 @@
 //! requests each engine's JSON reports are the predicted ones, kind by kind, exactly —
 //! on a tree past a LIST page and a DeleteObjects batch (1,001 objects) with one file
 //! just above the multipart threshold (5 parts), an empty file, and a symlink (a loss,
-//! not sent) — and every time has a 95% interval around it. Needs root, FUSE, s3fs,
+//! not sent) — and every time has a 95% interval around it (or the prediction says which
+//! op's fit failed its check). Needs root, FUSE, s3fs,
 //! manyfiles-s3server and toxiproxy-server: without them the test prints why it
 //! skipped, except under CI (CI=true), where a skip is a failure.
 
@@ -134,14 +135,31 @@ fn predicted_requests_are_what_the_printed_check_sends() {
     assert_eq!((up[0], up[6]), (("put", 1000 + 5), ("post", 2)), "{up:?}");
     assert_eq!(kinds(&commands[3]["requests"])[5], ("delete_objects", 2));
     assert_eq!(reported[0]["multipart"].as_u64(), Some(1), "{}", reported[0]);
-    // Every time has its interval around it.
+    times_have_intervals_or_say_why(commands, &p.stdout);
+}
+
+/// Every command's time has its 95% interval around it, or there is none and the
+/// prediction names the calibrated op whose fit failed its check (this store's runs
+/// scatter, more so on a loaded machine: a fit above 25% left-out error is no answer);
+/// at least one command is timed. Every command has a price.
+fn times_have_intervals_or_say_why(commands: &[Value], stdout: &str) {
+    let mut timed = 0;
     for c in commands {
-        let t = &c["time"];
-        let (s, lo, hi) = (t["seconds"].as_f64(), t["interval95"][0].as_f64(), t["interval95"][1].as_f64());
-        let (Some(s), Some(lo), Some(hi)) = (s, lo, hi) else { panic!("no time or no interval: {c}\n{}", p.stdout) };
-        assert!(0.0 < lo && lo <= s && s <= hi, "{c}");
         assert!(c["cost"]["amount"].as_f64().is_some_and(|a| a > 0.0), "{c}");
+        let t = &c["time"];
+        if t.is_null() {
+            let why = c["no_time"].as_str().unwrap_or_else(|| panic!("no time and no reason: {c}"));
+            let ops: Vec<&str> = c["from_ops"].as_array().unwrap().iter().map(|o| o.as_str().unwrap()).collect();
+            assert!(ops.iter().any(|o| why.starts_with(&format!("{o}: "))), "{why} names none of {ops:?}");
+            assert!(stdout.contains(&format!("no time for {}: {why}", c["command"].as_str().unwrap())), "{stdout}");
+            continue;
+        }
+        let (s, lo, hi) = (t["seconds"].as_f64(), t["interval95"][0].as_f64(), t["interval95"][1].as_f64());
+        let (Some(s), Some(lo), Some(hi)) = (s, lo, hi) else { panic!("a time without its interval: {c}\n{stdout}") };
+        assert!(0.0 < lo && lo <= s && s <= hi, "{c}");
+        timed += 1;
     }
+    assert!(timed > 0, "no command timed at all: {stdout}");
 }
 
 /// `predict --on s3://BUCKET/PREFIX --s3-via DIR`: a store the tool did not make (here a
@@ -195,6 +213,7 @@ fn predict_on_a_url_leaves_the_users_objects_and_counts_exactly() {
     for (c, r) in commands.iter().zip(&reported) {
         assert_eq!(kinds(&c["requests"]), kinds(&r["requests"]), "{}: predicted against sent", c["command"]);
     }
+    times_have_intervals_or_say_why(&commands, &p.stdout);
     // Under p/ only the user's objects are left, every one of them.
     let j = work.path().join("left.json");
     store.run(&["scan", "s3://manyfiles/p", "--json", j.to_str().unwrap()]).ok();
