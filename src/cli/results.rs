@@ -250,10 +250,19 @@ pub struct PredictArgs {
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     /// Calibrate on this directory first (trees shaped like --tree, made and removed in a
-    /// run directory inside it), then predict copy onto it, read, scan and delete
-    #[arg(long, value_name = "DIR", conflicts_with = "fs")]
+    /// run directory inside it), then predict copy onto it, read, scan and delete; or on
+    /// an object store, s3://BUCKET/PREFIX (objects put and deleted under a prefix of its
+    /// own below PREFIX), then predict the engines' upload, scan, download and rm of the
+    /// tree in requests (exact), price and time
+    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX", conflicts_with = "fs")]
     pub on: Option<PathBuf>,
-    /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs
+    /// With --on s3://…: reach the store through the `manyfiles mount s3… DIR` at DIR
+    /// (without it: the environment's endpoint, region and keys, as the engines')
+    #[arg(long, value_name = "DIR")]
+    pub s3_via: Option<PathBuf>,
+    /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs;
+    /// or an object store, s3[@rtt=1ms]: the engines' upload, scan, download and rm of the tree
+    /// in requests (exact), price and time
     #[arg(long, value_name = "SPEC")]
     pub fs: Option<String>,
     /// Calibration: time budget of the adaptive runs (90s, 3m, 1h)
@@ -272,7 +281,8 @@ pub struct PredictArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Threads for walking --tree and for the calibration (default: available cores; its
-    /// copies: two a core, as `manyfiles copy`). The check commands then need --threads N
+    /// copies: two a core, as `manyfiles copy`). The check commands then need --threads N.
+    /// On an object store: the requests in flight (default: the engines', 64)
     #[arg(long)]
     pub threads: Option<usize>,
     /// Calibration: no progress bar
@@ -368,7 +378,16 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
+    use manyfiles::experiment::calibrate::{CalibrateOn, StoreOn};
+    if a.s3_via.is_some() && !a.on.as_deref().is_some_and(manyfiles::engine::object::is_url) {
+        return Err(Error::bad("--s3-via", "only with --on s3://BUCKET/PREFIX"));
+    }
     let target = match (&a.on, &a.fs) {
+        (Some(u), _) if manyfiles::engine::object::is_url(u) => {
+            let text = u.to_str().expect("an s3:// URL is UTF-8");
+            let url = manyfiles::engine::object::S3Url::parse(text).map_err(|e| Error::bad("--on", e))?;
+            Some(CalibrateOn::Store(StoreOn { url, via: a.s3_via.clone() }))
+        }
         (Some(d), _) => {
             if !d.is_dir() {
                 return Err(Error::bad("--on", format!("{} is not a directory", d.display())));
@@ -376,7 +395,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             if let Some(tree) = a.tree.as_deref().filter(|t| t.is_dir()) {
                 calibration_outside_tree(d, tree)?;
             }
-            Some(TargetSpec::Dir(d.clone()))
+            Some(CalibrateOn::Target(TargetSpec::Dir(d.clone())))
         }
         (None, Some(f)) => {
             let mut specs = manyfiles::storage::fsspec::parse_list(f).map_err(|e| Error::bad("--fs", e))?;
@@ -390,7 +409,13 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             if spec.device().is_some() {
                 return Err(Error::bad("--fs", format!("'{f}': a real device is not calibrated on here (use ladder)")));
             }
-            Some(TargetSpec::Fs(spec))
+            if spec.object().is_some_and(|o| o.provider != manyfiles::storage::object_stack::Provider::S3) {
+                return Err(Error::bad(
+                    "--fs",
+                    format!("'{f}': the engines take s3:// URLs only, so only an s3 store's prediction can be checked"),
+                ));
+            }
+            Some(CalibrateOn::Target(TargetSpec::Fs(spec)))
         }
         (None, None) => None,
     };
@@ -422,6 +447,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             check_on: None,
             check_threads: None,
             tree_path: None,
+            object_setup_s: Vec::new(),
         })));
     };
     let max_time_s = humantime::parse_duration(&a.max_time)
@@ -433,11 +459,16 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     if let Some(p) = &a.save_calibration {
         check_output(p, "--save-calibration", a.replace.force)?;
     }
+    // On an object store the calibration's "threads" are the engines' requests in flight.
+    let cal_threads = match manyfiles::experiment::calibrate::is_object_store(&target) {
+        true => a.threads.unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT),
+        false => threads,
+    };
     let cal = manyfiles::experiment::calibrate::CalibrateConfig {
         target,
         max_time_s,
         limits: Default::default(),
-        threads,
+        threads: cal_threads,
         copy_threads: a.threads.unwrap_or(manyfiles::engine::copy::default_threads(super::common::cores(), true)),
         quiet: a.quiet,
         save: a.save_calibration.clone(),

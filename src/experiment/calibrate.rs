@@ -134,10 +134,37 @@ pub fn design(inv: &Inventory, limits: Limits, seed: u64) -> Result<Vec<CalTree>
     Ok(out)
 }
 
+/// Where a calibration runs.
+#[derive(Debug, Clone)]
+pub enum CalibrateOn {
+    /// `--on DIR` or `--fs SPEC` (an object store's `s3…` too): the experiments' targets.
+    Target(TargetSpec),
+    /// `--on s3://BUCKET/PREFIX`: a store the tool did not make
+    /// (`super::calibrate_objects::run_on_url`).
+    Store(StoreOn),
+}
+
+/// An object store the user names, and how it is reached: through a `manyfiles mount`'s
+/// stack (`--s3-via DIR`) or the environment's endpoint and keys.
+#[derive(Debug, Clone)]
+pub struct StoreOn {
+    pub url: crate::engine::object::S3Url,
+    pub via: Option<PathBuf>,
+}
+
+impl StoreOn {
+    pub fn reach(&self) -> Result<crate::storage::object_endpoint::Reach> {
+        match &self.via {
+            Some(dir) => crate::storage::object_endpoint::from_mount(dir),
+            None => crate::storage::object_endpoint::from_env(),
+        }
+    }
+}
+
 /// A calibration to run.
 #[derive(Debug, Clone)]
 pub struct CalibrateConfig {
-    pub target: TargetSpec,
+    pub target: CalibrateOn,
     /// Time budget of the adaptive runs, seconds.
     pub max_time_s: f64,
     pub limits: Limits,
@@ -157,29 +184,58 @@ pub struct CalibrateConfig {
 /// cold reads, durable writes, adaptive runs within the budget); the results with their
 /// fitted models.
 pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
+    let target = match &cfg.target {
+        CalibrateOn::Target(t) => t,
+        CalibrateOn::Store(on) => {
+            let rs = super::calibrate_objects::run_on_url(
+                &on.reach()?,
+                &on.url,
+                inv,
+                (cfg.limits, cfg.threads, cfg.max_time_s),
+                (cfg.quiet, cfg.command_line.clone()),
+            )?;
+            if let Some(f) = &cfg.save {
+                crate::report::export::write_all(
+                    &[crate::report::export::Output { path: f.clone(), format: crate::report::export::Format::Json }],
+                    &rs,
+                    crate::report::export::Stage::Final,
+                )
+                .map_err(Error::failed)?;
+            }
+            return Ok(rs);
+        }
+    };
     let trees: Vec<TreeSpec> = design(inv, cfg.limits, 1)?.into_iter().map(|t| t.spec).collect();
     let mut adaptive = crate::results::adaptive::Adaptive::default_settings();
     adaptive.max_time_s = cfg.max_time_s;
+    // On an object store: the native ops the engines' requests are, at the engines'
+    // requests in flight (`threads`: the object trial's in-flight count when no copy
+    // threads are set); nothing to evict, nothing to sync.
+    let objects = is_object_store(&cfg.target);
+    let (ops, caches, until, copy_threads): (&[&str], _, _, _) = match objects {
+        true => (&crate::results::predict_objects::CALIBRATION_OPS, CacheMode::Warm, Until::Returned, None),
+        false => (&OPS, CacheMode::Cold, Until::Durable, Some(cfg.copy_threads)),
+    };
     let exp = TreeExperiment {
         name: "calibrate".into(),
-        targets: vec![cfg.target.clone()],
+        targets: vec![target.clone()],
         labels: Vec::new(),
         fs_size: None,
         reuse: false,
         order: Order::Interleaved,
-        caches: CacheMode::Cold,
-        until: Until::Durable,
+        caches,
+        until,
         measure_allocation: false,
         trees,
         side_trees: Vec::new(),
-        ops: OPS.iter().map(|s| s.to_string()).collect(),
+        ops: ops.iter().map(|s| s.to_string()).collect(),
         create: Default::default(),
         runs: 3,
         adaptive: Some(adaptive),
         mock: None::<rounds::MockTiming>,
         warmup: 0,
         threads: cfg.threads,
-        copy_threads: Some(cfg.copy_threads),
+        copy_threads,
         portion_files: 10_000,
         keep: false,
         shared_dir: false,
@@ -193,6 +249,16 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
     super::run(&exp)
 }
 
+/// Is the target an object store (`--fs s3…`, `--on s3://…`): calibrated with the
+/// native ops.
+pub fn is_object_store(t: &CalibrateOn) -> bool {
+    match t {
+        CalibrateOn::Store(_) => true,
+        CalibrateOn::Target(TargetSpec::Fs(s)) => s.object().is_some(),
+        CalibrateOn::Target(TargetSpec::Dir(_)) => false,
+    }
+}
+
 /// `predict --on/--fs`: walk the tree once, calibrate on the target with trees shaped
 /// like it, and hand the calibration to the prediction as its model.
 pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfig> {
@@ -201,6 +267,10 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         TreeInput::Inventory(i) => (*i, None),
     };
     let model = run(cal, &inv)?;
+    let object_setup_s = match is_object_store(&cal.target) {
+        true => super::calibrate_objects::client_setup_s(super::calibrate_objects::SETUP_RUNS)?,
+        false => Vec::new(),
+    };
     let model_name = match &cal.save {
         Some(s) => s.display().to_string(),
         None => "calibration (not saved: --save-calibration FILE keeps it)".into(),
@@ -214,11 +284,16 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         threads: p.threads,
         runs_ahead: p.runs_ahead,
         check_on: Some(match &cal.target {
-            super::targets::TargetSpec::Dir(d) => crate::report::CheckOn::Dir(d.clone()),
-            super::targets::TargetSpec::Fs(f) => crate::report::CheckOn::Spec(f.label()),
+            CalibrateOn::Target(TargetSpec::Dir(d)) => crate::report::CheckOn::Dir(d.clone()),
+            CalibrateOn::Target(TargetSpec::Fs(f)) if f.object().is_some() => {
+                crate::report::CheckOn::ObjectSpec(f.label())
+            }
+            CalibrateOn::Target(TargetSpec::Fs(f)) => crate::report::CheckOn::Spec(f.label()),
+            CalibrateOn::Store(on) => crate::report::CheckOn::ObjectUrl(on.url.to_string(), on.via.clone()),
         }),
         check_threads: p.check_threads,
         tree_path,
+        object_setup_s,
     })
 }
 

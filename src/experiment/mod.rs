@@ -5,6 +5,7 @@
 pub mod all_ranks;
 pub mod bigfile;
 pub mod calibrate;
+pub mod calibrate_objects;
 pub mod chosen_ops;
 pub mod class_time;
 pub mod clusters;

@@ -165,6 +165,9 @@ pub struct PredictConfig {
     /// The tree's directory, when it was walked for a calibration: its check copy is
     /// `--cold` only where its storage is not memory.
     pub tree_path: Option<PathBuf>,
+    /// An object store's calibration: the seconds an engine took to build its client,
+    /// each time it was timed (`experiment::calibrate_objects`); empty otherwise.
+    pub object_setup_s: Vec<f64>,
 }
 
 /// Where a calibration ran: its check lines run on the same target, or one like it.
@@ -175,6 +178,12 @@ pub enum CheckOn {
     /// `--fs SPEC` (its canonical text): the check brings the same spec up with
     /// `manyfiles mount` in a fresh directory and takes it down after.
     Spec(String),
+    /// `--fs s3…`: the object-store engines' commands are predicted too (requests,
+    /// price, time: `predict_objects`), and checked on a mount of the same spec.
+    ObjectSpec(String),
+    /// `--on s3://BUCKET/PREFIX` (and the `--s3-via DIR` it was reached through): the
+    /// same, checked under a fresh prefix below PREFIX.
+    ObjectUrl(String, Option<PathBuf>),
 }
 
 /// A prediction's settings before its model exists (`predict --on/--fs`: the
@@ -248,22 +257,32 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
     let shape = Shape::from(inv);
     let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.runs_ahead);
     let usable = if rows.is_empty() || rows.iter().any(|r| r.usable) { Usable::Some } else { Usable::None(rows.len()) };
+    let objects = match &cfg.check_on {
+        Some(on @ (CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..))) => {
+            Some(super::predict_objects::section(cfg, inv, on)?)
+        }
+        _ => None,
+    };
     if let Some(j) = &cfg.json {
         // The model's file, target labels and provenance: what `report --html` names.
         let targets: Vec<serde_json::Value> =
             cfg.model.targets.iter().map(|t| serde_json::json!({ "id": t.id, "label": t.shown() })).collect();
         let model =
             serde_json::json!({ "file": cfg.model_name, "targets": targets, "provenance": cfg.model.provenance });
-        write_json(
-            j,
-            &serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "predictions": rows, "model": model }),
-        )?;
+        let mut doc = serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "predictions": rows, "model": model });
+        if let Some((_, o)) = &objects {
+            doc["objects"] = o.clone(); // an object store's: the engines' commands
+        }
+        write_json(j, &doc)?;
     }
     let mut text =
         super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
     if let Some(on) = &cfg.check_on {
         text.push_str(&too_wide(&rows, &cfg.model));
-        text.push_str(&check_lines(cfg, on, inv));
+        match objects {
+            Some((section, _)) => text.push_str(&section),
+            None => text.push_str(&check_lines(cfg, on, inv)),
+        }
     }
     if cfg.interval_s.is_some() && !rows.iter().any(|r| predict::is_sync(&r.op)) {
         text.push_str("note: --interval gives the recovery point of sync ops; this model has none\n");
@@ -339,7 +358,7 @@ fn check_lines(cfg: &PredictConfig, on: &CheckOn, inv: &crate::tree::inventory::
     let tree = cfg.tree_path.as_deref().map_or("PATH".to_string(), |p| shell_word(&absolute(p).to_string_lossy()));
     let (mut lines, dst) = match on {
         CheckOn::Dir(dir) => (Vec::new(), fresh_name(&absolute(dir), "manyfiles-check")),
-        CheckOn::Spec(spec) => {
+        CheckOn::Spec(spec) | CheckOn::ObjectSpec(spec) | CheckOn::ObjectUrl(spec, _) => {
             let mnt = fresh_name(&std::env::temp_dir(), "manyfiles-check");
             // The calibration's image size, so the file system is made alike (exFAT's
             // cluster size follows it), or more where the tree needs room twice over.
@@ -358,14 +377,14 @@ fn check_lines(cfg: &PredictConfig, on: &CheckOn, inv: &crate::tree::inventory::
     lines.push(format!("manyfiles copy{t}{lossy}{src_cold} --durable {tree} {d}"));
     lines.push(format!("manyfiles scan{t}{dst_cold} {d}"));
     lines.push(format!("manyfiles rm{t}{dst_cold} --durable {d}"));
-    if let CheckOn::Spec(_) = on {
+    if let CheckOn::Spec(_) | CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..) = on {
         let m = shell_word(&dst.parent().expect("the mount directory").to_string_lossy());
         lines.push(format!("manyfiles umount {m}"));
         lines.push(format!("rmdir {m}"));
     }
     let mut text = String::from(match on {
         CheckOn::Dir(_) => "check, one run each, on the target (the copy makes the destination, the rm removes it):\n",
-        CheckOn::Spec(_) => {
+        CheckOn::Spec(_) | CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..) => {
             "check, one run each, on the same kind of target (mount brings it up, umount takes it down):\n"
         }
     });
@@ -382,7 +401,7 @@ fn check_lines(cfg: &PredictConfig, on: &CheckOn, inv: &crate::tree::inventory::
 }
 
 /// `dir/NAME-N` for the first N that does not exist yet.
-fn fresh_name(dir: &std::path::Path, name: &str) -> PathBuf {
+pub(super) fn fresh_name(dir: &std::path::Path, name: &str) -> PathBuf {
     let id = std::process::id();
     (0u32..)
         .map(|n| dir.join(if n == 0 { format!("{name}-{id}") } else { format!("{name}-{id}-{n}") }))
@@ -392,7 +411,7 @@ fn fresh_name(dir: &std::path::Path, name: &str) -> PathBuf {
 
 /// `word` as one shell word: as it is when it holds only characters no shell treats
 /// specially, else in single quotes (a quote inside written `'\''`).
-fn shell_word(word: &str) -> String {
+pub(super) fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@,+%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         return word.to_string();

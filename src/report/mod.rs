@@ -15,6 +15,7 @@ pub mod grid;
 pub mod html;
 pub mod markup;
 pub mod predict_html;
+pub mod predict_objects;
 pub mod ranks;
 pub mod table;
 pub mod views;

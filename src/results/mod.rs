@@ -12,6 +12,7 @@ pub mod peers;
 pub mod plan;
 pub mod pool;
 pub mod predict;
+pub mod predict_objects;
 pub mod prices;
 #[cfg(test)]
 pub(crate) mod testing;
