@@ -55,8 +55,18 @@ for op in ops:
         cells.append(f"{m['per_file_s'] * 1e6:.3g} [{lo:.3g} – {hi:.3g}] {'✓' if ok else '✗'}")
     print(f"| {op} | " + " | ".join(cells) + f" | {med:.3g} | {hits}/{len(a)} |")
 print()
-print("| invocation | cells | runs per cell | reached ±5% | budget spent | took s | disturbed runs | intervals wider than the value |")
-print("|---:|---:|---:|---:|---|---:|---:|---:|")
+def span(r):
+    # How far apart a cell's blocks ran (at_s: end of the run's trial), median and most.
+    cells = {}
+    for m in r["measurements"]:
+        if m.get("at_s") is None or m.get("block") is None:
+            continue
+        c = cells.setdefault((m["target"], m["op"], m["tree_key"]), [])
+        c.append((m["block"], m["at_s"]))
+    spans = [max(a for _, a in c) - min(a for _, a in c) for c in cells.values() if len({b for b, _ in c}) > 1]
+    return f"{st.median(spans):.0f} / {max(spans):.0f}" if spans else "—"
+print("| invocation | cells | runs per cell | reached ±5% | budget spent | took s | disturbed runs | intervals wider than the value | blocks spanned s (median / most) |")
+print("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 for i, r in enumerate(runs, 1):
     s = r["summaries"]
     ns = [x["n"] for x in s]
@@ -64,7 +74,7 @@ for i, r in enumerate(runs, 1):
     wide = sum(1 for x in s if x.get("median_ci95_s") and x["median_ci95_s"][1] - x["median_ci95_s"][0] > x["median_s"])
     a = r["experiment"].get("adaptive") or {}
     print(f"| {i} | {len(s)} | {min(ns)}–{max(ns)} | {reached} | {a.get('budget_spent')} | {a.get('spent_s', 0):.0f} | "
-          f"{sum(x.get('disturbed', 0) for x in s)} | {wide} (printed as 'too scattered') |")
+          f"{sum(x.get('disturbed', 0) for x in s)} | {wide} (printed as 'too scattered') | {span(r)} |")
 EOF
 # Cell by cell (issue 27): does each invocation's interval of a cell's median contain the
 # median of the other invocations' medians? And what does `compare` say of every pair?

@@ -74,8 +74,14 @@ pub struct CompareArgs {
 /// from its raw measurements (models in a current file are kept as written).
 pub fn read_results(path: &std::path::Path, flag: &str) -> Result<manyfiles::results::ResultSet> {
     let mut rs = manyfiles::report::export::json::read(path).map_err(|e| Error::bad(flag, e))?;
+    // Fitted by an older version: derived again (a model from before the leverage-corrected
+    // left-out error, issue 40, gets the interval `predict` prints now).
     if rs.models.is_empty()
-        || rs.models.iter().any(|m| m.model.interval_method != "cells" || m.model.weighting != "fitted")
+        || rs.models.iter().any(|m| {
+            m.model.interval_method != "cells"
+                || m.model.weighting != "fitted"
+                || (m.model.cv_log_sd_corrected.is_none() && !m.model.cv_log_errors.is_empty())
+        })
     {
         rs.derive();
     }
@@ -288,6 +294,10 @@ pub struct PredictArgs {
     /// Calibration: no progress bar
     #[arg(long, short)]
     pub quiet: bool,
+    /// On an object store: price the commands' requests and the tree's storage with this
+    /// TOML table instead of AWS S3 Standard's list prices (its fields: README, "Object stores")
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
     #[command(flatten)]
     pub replace: Replace,
 }
@@ -421,6 +431,10 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     };
     let threads = threads(a.threads)?;
     let tree = tree_input(&a.tree, &a.inventory, "--tree")?;
+    let prices = match &a.prices {
+        Some(p) => Some(manyfiles::results::prices::PriceTable::load(p).map_err(|e| Error::bad("--prices", e))?),
+        None => None,
+    };
     let Some(target) = target else {
         if a.save_calibration.is_some() {
             return Err(Error::bad("--save-calibration", "only with --on DIR or --fs SPEC (a calibration to save)"));
@@ -448,6 +462,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             check_threads: None,
             tree_path: None,
             object_setup_s: Vec::new(),
+            prices,
         })));
     };
     let max_time_s = humantime::parse_duration(&a.max_time)
@@ -483,6 +498,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             threads,
             runs_ahead: a.runs_ahead,
             check_threads: a.threads,
+            prices,
         },
     ))
 }

@@ -294,6 +294,7 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         check_threads: p.check_threads,
         tree_path,
         object_setup_s,
+        prices: p.prices,
     })
 }
 

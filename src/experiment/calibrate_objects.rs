@@ -215,6 +215,7 @@ fn measurement(
         run,
         order,
         block: Some(crate::analysis::blocks::block_of_run(run)),
+        at_s: None,
         result,
     }
 }

@@ -131,7 +131,8 @@ pub(crate) fn drive(
         rs.targets[gi] = target.info.clone(); // format count and details as of this trial
         if recorded {
             p.runs_of[gi][ti] = run;
-            record(d, &mut rs, &mut p.order, target, tree, (run, block), done)?;
+            let at_s = p.started.elapsed().as_secs_f64();
+            record(d, &mut rs, &mut p.order, target, tree, (run, block, at_s), done)?;
         }
         if let Some(stop) = stop {
             progress.finish();
@@ -344,7 +345,7 @@ fn record(
     order: &mut u64,
     target: &LiveTarget,
     tree: &TreeMeta,
-    (run, block): (u32, u32),
+    (run, block, at_s): (u32, u32, f64),
     done: Vec<(String, PhaseResult)>,
 ) -> Result<()> {
     let ranks = crate::ranks::size() as u64;
@@ -365,6 +366,7 @@ fn record(
             run,
             order: *order,
             block: Some(block),
+            at_s: Some(at_s),
             result,
         });
         *order += 1;

@@ -168,6 +168,9 @@ pub struct PredictConfig {
     /// An object store's calibration: the seconds an engine took to build its client,
     /// each time it was timed (`experiment::calibrate_objects`); empty otherwise.
     pub object_setup_s: Vec<f64>,
+    /// `--prices`: an object store's requests and storage priced with this table
+    /// (None: AWS S3 Standard's list prices).
+    pub prices: Option<crate::results::prices::PriceTable>,
 }
 
 /// Where a calibration ran: its check lines run on the same target, or one like it.
@@ -197,6 +200,8 @@ pub struct PredictParts {
     pub runs_ahead: u32,
     /// `--threads` as given: the calibration ran every op with it, so the checks need it.
     pub check_threads: Option<usize>,
+    /// `--prices` (see [`PredictConfig::prices`]).
+    pub prices: Option<crate::results::prices::PriceTable>,
 }
 
 fn write_json<T: serde::Serialize>(path: &std::path::Path, v: &T) -> Result<()> {

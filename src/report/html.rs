@@ -21,6 +21,12 @@ use crate::units::{fmt_size, sig3};
 
 pub use super::markup::esc;
 
+/// `s` with its first letter in upper case.
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
 const STYLE: &str = "body,svg text{font-family:'DejaVu Sans',sans-serif}body{margin:2em auto;max-width:1300px;padding:0 1em;color:#222;background:#fff}\
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em}\
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}\
@@ -121,7 +127,8 @@ pub fn render(rs: &ResultSet, sources: &[(String, Provenance)], view: &View) -> 
     }
     let mut h = head(&title, &labels);
     h.push_str(&format!(
-        "<p class=\"muted\">Medians with 95% intervals that hold across invocations (the wider of the order-statistics interval and a random-effects interval over blocks of 2 runs; from 6 runs in 3 blocks) over {}; every chart in this file is inline SVG.</p>\n",
+        "<p class=\"muted\">{} over {}; every chart in this file is inline SVG.</p>\n",
+        esc(&upper_first(&super::table::intervals_text(rs))),
         runs_per_cell(rs)
     ));
     h.push_str("<nav><ul>");

@@ -32,7 +32,7 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
         CheckOn::Dir(_) | CheckOn::Spec(_) => unreachable!("the object section is for object stores"),
     };
     let tree = object_tree(cfg, inv)?;
-    let prices = PriceTable::aws_s3_standard();
+    let prices = cfg.prices.clone().unwrap_or_else(PriceTable::aws_s3_standard);
     let (shape, setup) = (Shape::from(inv), &cfg.object_setup_s);
     let rows = predict_objects::predict(&cfg.model, (&tree, &shape), setup, &prices, cfg.runs_ahead);
     let in_flight = cfg.check_threads.unwrap_or(crate::engine::object::DEFAULT_IN_FLIGHT);
@@ -54,9 +54,17 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
          predictions and of their intervals' bounds; not in it: the single LISTs around them, the local walk, reads \
          and writes)\n",
     );
+    let storage = prices.storage_month(tree.bytes);
+    text.push_str(&format!(
+        "  storing it: {} ({:.3} GB) at {} a GB-month: {} a month (storage alone; the requests above are once)\n",
+        crate::units::fmt_size(tree.bytes as f64),
+        tree.bytes as f64 / 1e9,
+        fmt_amount(prices.storage_gb_month, &prices.currency),
+        fmt_amount(storage.amount, &storage.currency)
+    ));
     text.push_str(&check_lines(cfg, inv, &tree, on));
-    let json =
-        serde_json::json!({ "target": spec, "in_flight": in_flight, "tree": tree, "prices": prices, "commands": rows });
+    let json = serde_json::json!({ "target": spec, "in_flight": in_flight, "tree": tree, "prices": prices,
+        "commands": rows, "storage_per_month": storage });
     Ok((text, json))
 }
 

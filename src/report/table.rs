@@ -8,7 +8,7 @@ use comfy_table::{CellAlignment, ContentArrangement, Table};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 mod footer;
-pub use footer::{detections, footer, measured, runs_line, threads_text};
+pub use footer::{detections, footer, intervals_text, measured, runs_line, threads_text};
 
 /// Tables at most this wide by default (`--wide`: every column in full, any width).
 pub const WIDTH: u16 = 100;

@@ -122,6 +122,11 @@ pub struct Measurement {
     /// blocks: each such run is a block of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<u32>,
+    /// Seconds from the experiment's start to the end of the trial this run belongs to:
+    /// how far apart in time a cell's blocks were (the drift its interval can take in).
+    /// Absent in older files and where runs are not trials of the driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
     #[serde(flatten)]
     pub result: PhaseResult,
 }
@@ -278,6 +283,29 @@ fn is_write_phase(m: &Measurement) -> bool {
 }
 
 impl ResultSet {
+    /// How far apart in time each cell's blocks of runs were (first run's trial to last
+    /// run's, over cells of two blocks or more): (median, most) in seconds. An interval
+    /// over blocks takes in the drift of this span, not the machine's slower changes
+    /// (issue 40, item 6). None when the measurements carry no times (older files) or no
+    /// cell has two blocks.
+    pub fn block_span(&self) -> Option<(f64, f64)> {
+        let mut cells: Vec<(&str, &str, &str, u32, u32, f64, f64)> = Vec::new();
+        for m in &self.measurements {
+            let (Some(at), Some(b)) = (m.at_s, m.block) else { continue };
+            let key = (m.target.as_str(), m.op.as_str(), m.tree_key.as_str());
+            match cells.iter_mut().find(|c| (c.0, c.1, c.2) == key) {
+                Some(c) => (c.3, c.4, c.5, c.6) = (c.3.min(b), c.4.max(b), c.5.min(at), c.6.max(at)),
+                None => cells.push((key.0, key.1, key.2, b, b, at, at)),
+            }
+        }
+        let spans: Vec<f64> = cells.iter().filter(|c| c.4 > c.3).map(|c| c.6 - c.5).collect();
+        if spans.is_empty() {
+            return None;
+        }
+        let most = spans.iter().copied().fold(0.0, f64::max);
+        Some((crate::analysis::stats::median(&spans), most))
+    }
+
     /// What the caches and the device say about the measurements: write phases the
     /// device hardly saw (absorbed by a cache), cold reads the device did not serve,
     /// read-side phases that could only be made partly cold. One line per (target, op).
@@ -395,6 +423,26 @@ impl ResultSet {
 mod tests {
     use super::*;
     use crate::analysis::model::Point;
+
+    /// A cell's blocks and when their trials ended: the span is first to last, over cells
+    /// of two blocks or more; files without times (older ones) have none.
+    #[test]
+    fn block_span_is_how_far_apart_a_cells_blocks_ran() {
+        let mut rs = testing::one_cell(&[1.0; 6]);
+        assert_eq!(rs.block_span(), None, "no times: no span");
+        for (i, m) in rs.measurements.iter_mut().enumerate() {
+            m.block = Some(i as u32 / 2);
+            m.at_s = Some(10.0 + 30.0 * i as f64);
+        }
+        assert_eq!(rs.block_span(), Some((150.0, 150.0)));
+        // A second cell of one block has no span of its own and changes nothing.
+        let mut other = rs.measurements[0].clone();
+        other.op = "read".into();
+        rs.measurements.push(other);
+        assert_eq!(rs.block_span(), Some((150.0, 150.0)));
+        let text = crate::report::table::intervals_text(&rs);
+        assert!(text.contains("2.5 min") || text.contains("150"), "{text}");
+    }
 
     /// No knee is a finding when one flat directory was filled portion by portion,
     /// whatever the experiment is called; beside other trees (a ladder's rungs) it is not.

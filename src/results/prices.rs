@@ -121,6 +121,16 @@ impl PriceTable {
         RequestCost { amount: per_1000 / 1000.0, currency: self.currency.clone(), prices: self.label() }
     }
 
+    /// What keeping `bytes` stored for a month costs at these prices (storage only; no
+    /// per-object minimum is charged in the classes priced here: S3 Standard, Blob hot).
+    pub fn storage_month(&self, bytes: u64) -> RequestCost {
+        RequestCost {
+            amount: bytes as f64 / 1e9 * self.storage_gb_month,
+            currency: self.currency.clone(),
+            prices: self.label(),
+        }
+    }
+
     /// `AWS S3 Standard, us-east-1, list prices of 2016-12-01`.
     pub fn label(&self) -> String {
         format!("{}, list prices of {}", self.name, self.published)
@@ -275,6 +285,19 @@ mod tests {
         assert_eq!(fmt_amount(0.000005, "USD"), "$0.0000050");
         assert_eq!(fmt_amount(12.5, "USD"), "$12.50");
         assert_eq!(fmt_amount(0.0, "EUR"), "EUR 0.00");
+    }
+
+    #[test]
+    fn storage_is_priced_per_gb_month() {
+        // 1 GiB split or not: the same bytes, the same storage price (no per-object minimum
+        // in S3 Standard or Blob hot); 10^9 bytes are one GB.
+        let s3 = PriceTable::aws_s3_standard();
+        let gib = s3.storage_month(1 << 30);
+        assert!((gib.amount - 1.073741824 * 0.023).abs() < 1e-12, "{gib:?}");
+        assert_eq!((gib.currency.as_str(), gib.prices.as_str()), ("USD", s3.label().as_str()));
+        let az = PriceTable::azure_blob_hot();
+        assert!((az.storage_month(2_000_000_000).amount - 2.0 * 0.0208).abs() < 1e-12);
+        assert_eq!(s3.storage_month(0).amount, 0.0);
     }
 
     #[test]

@@ -66,6 +66,7 @@ pub fn one_cell(times: &[f64]) -> ResultSet {
             run: i as u32 + 1,
             order: i as u64,
             block: None,
+            at_s: None,
             result: PhaseResult { elapsed_s: *t, ..Default::default() },
         });
     }

@@ -520,13 +520,15 @@ fn run_coverage(sims: usize, seed: u64, run_sd: f64, cell_sd: f64, ahead: u32) -
 fn single_run_interval_covers_a_new_run() {
     // 10% run noise, no cell effect: a single future run is inside at least 90% of the
     // time (binomial s.d. at 95% over 500: 1 point), and the interval is not so wide
-    // that it says nothing (mean half-width below ×2; with 9 cells, t on 5 df and the
-    // terms chosen again in every fold it is about ×1.8, where a known model would
-    // give ×1.22).
+    // that it says nothing. A known model would give ×1.22. With 9 cells, t on 5 df
+    // for all of it and the corner cells' leverage counted as misfit it was about ×1.8
+    // (coverage near 99%); with the leverage taken out of the left-out errors and t on
+    // the Welch–Satterthwaite df (issue 40, session 26): ×1.40 at 97.2% — the bound
+    // below fails if the interval widens back.
     let (c, w) = run_coverage(500, 27, 0.10, 0.0, 1);
     eprintln!("single run, 10% noise: coverage {c}, mean log half-width {w}");
     assert!(c >= 0.90, "coverage {c} (half-width {w})");
-    assert!(w < 2f64.ln(), "half-width {w}");
+    assert!(w < 1.5f64.ln(), "half-width {w}");
     // With cell effects (5%) on top: still at least 90%.
     let (c, w) = run_coverage(500, 28, 0.10, 0.05, 1);
     eprintln!("single run, 10% noise + 5% cell effect: coverage {c}, half-width {w}");

@@ -508,6 +508,7 @@ mod tests {
                     run,
                     order: 0,
                     block: None,
+                    at_s: None,
                     result: PhaseResult { elapsed_s: secs * (1.0 + 0.01 * run as f64), ..Default::default() },
                 });
             }

@@ -63,7 +63,10 @@ fn check_times(v: &Value, at: &str) -> Result<(), String> {
         Value::Object(m) => {
             for (k, x) in m {
                 let here = format!("{at}/{k}");
-                if k.ends_with("_s") {
+                // Times end in `_s`; rates (`bandwidth_bytes_per_s`) do too, and are not
+                // times: a fitted bandwidth of 2.6 TB/s (a per-byte cost near 0) made a
+                // saved calibration unreadable by `predict --model` (issue 40, session 26).
+                if k.ends_with("_s") && !k.ends_with("_per_s") {
                     let nums: Vec<&Value> = match x {
                         Value::Array(a) => a.iter().collect(),
                         other => vec![other],
@@ -254,5 +257,7 @@ mod tests {
         assert!(check_times(&serde_json::json!({"ci95_s": [-3e12, 2.0]}), "").is_err());
         // A Student t interval of a noisy mean may reach below 0: not refused here.
         assert!(check_times(&serde_json::json!({"ci95_s": [-1.0, 2.0]}), "").is_ok());
+        // A rate is no time: a bandwidth of 2.6 TB/s (per-byte cost near 0) is read back.
+        assert!(check_times(&serde_json::json!({"models": [{"bandwidth_bytes_per_s": 2.55e12}]}), "").is_ok());
     }
 }

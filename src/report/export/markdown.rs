@@ -27,7 +27,7 @@ impl Exporter for MarkdownExporter {
             )
         };
         s.push_str(&format!(
-            "Measured {} on {machine} with {} {}: {} runs per cell (+{} warmup), {}, {} order, caches {}. Figures are medians with 95% intervals that hold across invocations (order statistics and a random-effects interval over blocks of 2 runs, from 6 runs in 3 blocks); means ± Student-t 95% half-widths beside them.\n\n",
+            "Measured {} on {machine} with {} {}: {} runs per cell (+{} warmup), {}, {} order, caches {}. Figures are {}; means ± Student-t 95% half-widths beside them.\n\n",
             p.started_utc,
             p.tool,
             p.version,
@@ -38,7 +38,8 @@ impl Exporter for MarkdownExporter {
             e.warmup,
             crate::report::table::threads_text(rs),
             e.order,
-            format!("{:?}", e.caches).to_lowercase()
+            format!("{:?}", e.caches).to_lowercase(),
+            crate::report::table::intervals_text(rs)
         ));
         s.push_str("| target | file system | op | tree | n | median [95% CI] | mean ± 95% CI | CV |\n|---|---|---|---|---:|---:|---:|---:|\n");
         for r in &rs.summaries {

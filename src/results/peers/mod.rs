@@ -143,6 +143,7 @@ pub fn measurement(tool: &str, target: &str, run: &Run, order: u64, run_no: u32)
         run: run_no,
         order,
         block: None,
+        at_s: None,
         result,
     }
 }
