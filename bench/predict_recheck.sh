@@ -67,6 +67,9 @@ for c in sorted((d for d in os.listdir(kept) if d.startswith("c")), key=lambda s
             if not q or not q.get("interval95") or not runs:
                 cells.append("—")
                 continue
+            if q.get("usable") is False:
+                cells.append("not fitted (no answer)")
+                continue
             s, (lo, hi) = q["seconds"], q["interval95"]
             ins = sum(lo <= r <= hi for r in runs)
             w = max(hi / s - 1, 1 - lo / s)
