@@ -1,5 +1,5 @@
 //! `pack` onto an object store (`--dst-fs s3[@rtt=…]` or `azblob[@rtt=…]`, or a bucket of
-//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
+//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`crate::experiment::user_store::Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
 //! for every `--shard-size`, as tar shards of that size with one index beside them
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
@@ -22,10 +22,11 @@
 //! network namespace; at most [`SHARD_BYTES_HELD`] of sealed shards wait in memory.
 
 use super::{Io, Steps, Watches, interrupted, untimed};
-use crate::engine::object::{PAGE, each, list_all, why};
+use crate::engine::object::{each, list_all, why};
 use crate::engine::walker::{open_below, split_last};
 use crate::experiment::Stop;
 use crate::experiment::TargetSpec;
+use crate::experiment::user_store::Endpoint;
 use crate::fs::walk::{self, Kind};
 use crate::measure::progress::Progress;
 use crate::measure::{self, Latency, PhaseResult, RequestCounts, new_histogram};
@@ -118,30 +119,6 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
     Ok(true)
 }
 
-/// Where the objects go: a managed stack (`--dst-fs s3…`: its bucket, keys below the
-/// run directory's name) or a URL of the user's (`--dst-target s3://BUCKET/PREFIX`: keys
-/// below PREFIX/run directory's name; only keys this run wrote are deleted).
-pub enum Endpoint {
-    Stack(Box<crate::storage::object_stack::ObjectDetails>),
-    Url { reach: Box<crate::storage::object_endpoint::Reach>, url: crate::engine::object::S3Url },
-}
-
-impl Endpoint {
-    fn client(&self) -> crate::error::Result<ObjectClient> {
-        match self {
-            Endpoint::Stack(d) => ObjectClient::connect(d),
-            Endpoint::Url { reach, url } => ObjectClient::reach(reach, &url.bucket),
-        }
-    }
-    /// The keys' prefix above the run directory's name.
-    fn base(&self) -> String {
-        match self {
-            Endpoint::Stack(_) => String::new(),
-            Endpoint::Url { url, .. } => url.dir_prefix(),
-        }
-    }
-}
-
 /// The destination's endpoint and the prices its requests are priced at (`--prices
 /// FILE`, or its provider's list prices). A URL is reached as the engines reach it
 /// (`--s3-via DIR`, or the environment) and checked with one LIST: an endpoint that does
@@ -158,7 +135,7 @@ pub fn endpoint_and_prices(
                 None => crate::storage::object_endpoint::from_env()?,
             };
             drop(crate::engine::object::connect(&reach, url)?);
-            (Endpoint::Url { reach: Box::new(reach), url: url.clone() }, crate::storage::object_stack::Provider::S3)
+            (Endpoint::url(reach, url, url.dir_prefix()), crate::storage::object_stack::Provider::S3)
         }
         None => {
             let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
@@ -607,27 +584,8 @@ fn route(
     if shard.is_some() {
         keys.push(format!("{prefix}{INDEX_KEY}"));
     }
-    let failed = delete_own(c.client, keys);
+    let failed = crate::engine::object::delete_own(c.client, keys);
     stop.or_else(|| failed.map(|e| Stop::Failed(format!("deleting {name}'s objects: {e}")))).or_else(interrupted)
-}
-
-/// Delete `keys` (this run's own), 1,000 a request, one request at a time — also after
-/// a signal (the engines' `delete_keys` stops sending then; a bucket of the user's must
-/// not keep a stopped run's objects). The first failure, if any.
-fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
-    let mut first = None;
-    for batch in keys.chunks(PAGE) {
-        let store = client.store.clone();
-        let paths: Vec<object_store::Result<object_store::path::Path>> =
-            batch.iter().map(|k| Ok(object_store::path::Path::from(k.as_str()))).collect();
-        let task = client.handle().spawn(async move {
-            let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
-            answers.into_iter().find_map(|r| r.err()).map(|e| why(&e))
-        });
-        let e = client.block_on(task).unwrap_or_else(|e| Some(format!("DeleteObjects task: {e}")));
-        first = first.or(e);
-    }
-    first
 }
 
 /// The file read by get-one against the source's bytes.

@@ -216,7 +216,8 @@ impl<'r> Recorder<'r> {
 pub type Outcome = Result<u64, String>;
 
 /// Phase `name`: one request per object (`request(index, key)` makes it; it runs on the
-/// client's runtime), at most `run.in_flight` at once.
+/// client's runtime), at most `run.in_flight` at once; after a signal none is sent and
+/// those in flight are awaited.
 pub fn each_object<F, Fut>(run: &Run, name: &str, mut request: F) -> PhaseResult
 where
     F: FnMut(u64, &str) -> Fut,
@@ -225,7 +226,9 @@ where
     let mut rec = Recorder::start(run, name, run.keys.len() as u64);
     let handle = run.client.handle().clone();
     run.client.block_on(async {
-        let mut answers = futures_util::stream::iter(run.keys.iter())
+        // No request is sent after a signal, and every one sent is awaited: none lands
+        // after the trial's objects are deleted.
+        let mut answers = futures_util::stream::iter(run.keys.iter().take_while(|_| signals::pending() == 0))
             .map(|(i, key)| {
                 let fut = request(*i, key.as_str());
                 let task = handle.spawn(async move {
@@ -240,9 +243,6 @@ where
             match r {
                 Ok(bytes) => rec.done(latency, 1, bytes),
                 Err(e) => rec.error(1, format!("{name}: {e}")),
-            }
-            if rec.stopping() {
-                break;
             }
         }
     });
