@@ -28,15 +28,15 @@ use crate::experiment::Stop;
 use crate::experiment::TargetSpec;
 use crate::experiment::user_store::Endpoint;
 use crate::fs::walk::{self, Kind};
+use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
-use crate::measure::{self, Latency, PhaseResult, RequestCounts, new_histogram};
+use crate::ops::object::Tally;
 use crate::pack::shards::{INDEX_KEY, Index, ShardBuilder, shard_key};
 use crate::results::prices::PriceTable;
 use crate::signals;
 use crate::storage::object_client::ObjectClient;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use hdrhistogram::Histogram;
 use object_store::{GetOptions, ObjectStore, PutOptions, PutPayload};
 use rustix::fd::{AsFd, OwnedFd};
 use std::io::Read;
@@ -239,77 +239,6 @@ async fn put(store: Arc<dyn crate::storage::object_client::Store>, key: String, 
     Ok(n)
 }
 
-/// A phase's clock, requests and tallies.
-struct Tally<'c> {
-    client: &'c ObjectClient,
-    in_flight: usize,
-    start: Instant,
-    requests0: RequestCounts,
-    cpu0: (f64, f64),
-    hist: Histogram<u64>,
-    files: u64,
-    bytes: u64,
-    errors: u64,
-    first_error: Option<String>,
-}
-
-impl<'c> Tally<'c> {
-    fn start(client: &'c ObjectClient, in_flight: usize) -> Tally<'c> {
-        Tally {
-            client,
-            in_flight,
-            requests0: client.requests(),
-            cpu0: measure::cpu_times(),
-            start: Instant::now(),
-            hist: new_histogram(),
-            files: 0,
-            bytes: 0,
-            errors: 0,
-            first_error: None,
-        }
-    }
-
-    /// A request answered, covering `files` files.
-    fn answer(&mut self, files: u64, r: Answer) {
-        match r {
-            Ok((latency, bytes)) => {
-                let _ = self.hist.record((latency.as_nanos() as u64).clamp(1, 3_600_000_000_000));
-                self.files += files;
-                self.bytes += bytes;
-            }
-            Err(e) => self.error(e),
-        }
-    }
-
-    fn error(&mut self, e: String) {
-        self.errors += 1;
-        self.first_error.get_or_insert(e);
-    }
-
-    fn finish(self) -> PhaseResult {
-        let elapsed = self.start.elapsed().as_secs_f64();
-        let (u1, s1) = measure::cpu_times();
-        PhaseResult {
-            elapsed_s: elapsed,
-            files: self.files,
-            bytes: self.bytes,
-            threads: self.in_flight,
-            cpu_user_s: u1 - self.cpu0.0,
-            cpu_sys_s: s1 - self.cpu0.1,
-            errors: self.errors,
-            first_error: self.first_error,
-            interrupted: signals::pending() != 0,
-            // No portions: a step is one timed whole (no per-file cost to look for a knee in).
-            portions: Vec::new(),
-            latency_us: Latency::from_histogram(&self.hist),
-            first_finish_s: elapsed,
-            last_finish_s: elapsed,
-            requests: Some(self.client.requests().since(&self.requests0)),
-            ..Default::default()
-        }
-    }
-}
-
 /// What every step of one trial shares.
 struct Ctx<'a> {
     client: &'a ObjectClient,
@@ -339,7 +268,7 @@ impl Ctx<'_> {
                 Some(i)
             }
             Err(e) => {
-                t.error(e);
+                t.error(1, e);
                 None
             }
         }
@@ -390,12 +319,12 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
         let mut b = ShardBuilder::new(shard_size);
         let mut held = 0u64; // files in the shard being filled
         for f in c.files {
-            if signals::pending() != 0 || t.errors > 0 {
+            if signals::pending() != 0 || t.errors() > 0 {
                 break;
             }
             let sealed = read_file(c.root, &f.rel).and_then(|d| b.add(&f.rel, &d));
             match sealed {
-                Err(e) => t.error(e),
+                Err(e) => t.error(1, e),
                 Ok(None) => held += 1,
                 Ok(Some((i, shard))) => {
                     while pending.len() >= limit {
@@ -408,7 +337,7 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
                 }
             }
         }
-        if t.errors == 0 && signals::pending() == 0 {
+        if t.errors() == 0 && signals::pending() == 0 {
             match b.finish() {
                 Ok((last, index)) => {
                     if let Some((i, shard)) = last {
@@ -416,7 +345,7 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
                     }
                     pending.push(send(0, INDEX_KEY.to_string(), index.to_json()));
                 }
-                Err(e) => t.error(e),
+                Err(e) => t.error(1, e),
             }
         }
         while let Some((n, r)) = pending.next().await {
@@ -432,12 +361,12 @@ fn loose_get_all(c: &Ctx, prefix: &str) -> PhaseResult {
     let listed = match list_all(c.client, prefix, &Progress::hidden()) {
         Ok(l) => l,
         Err(e) => {
-            t.error(e.to_string());
+            t.error(1, e.to_string());
             return t.finish();
         }
     };
     if listed.len() != c.files.len() {
-        t.error(format!("LIST {prefix}: {} objects, {} files sent", listed.len(), c.files.len()));
+        t.error(1, format!("LIST {prefix}: {} objects, {} files sent", listed.len(), c.files.len()));
     }
     each(
         c.client,
@@ -492,7 +421,7 @@ fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult,
         match index.find(&f.rel) {
             Some((key, offset, len)) => (format!("{prefix}{key}"), Some(offset..offset + len)),
             None => {
-                t.error(format!("{}: not in the index", f.rel));
+                t.error(1, format!("{}: not in the index", f.rel));
                 return (t.finish(), None);
             }
         }
