@@ -131,6 +131,14 @@ fn seed(server: &UserServer, work: &Path) {
     server.run(&["copy", mine.to_str().unwrap(), &format!("s3://{BUCKET}"), "--quiet"]).ok();
 }
 
+/// A work directory and the bucket as [`seed`] leaves it.
+fn seeded(server: &UserServer) -> (tempfile::TempDir, BTreeMap<String, Vec<u8>>) {
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    seed(server, work.path());
+    let before = server.objects(&work.path().join("before"));
+    (work, before)
+}
+
 /// The ladder on the user's bucket, spawned: stdout and stderr piped.
 fn spawn_ladder(server: &UserServer, extra: &[&str], json: &Path) -> Child {
     let mut args = vec![
@@ -188,9 +196,7 @@ fn intrude(server: &UserServer, work: &Path, run_prefix: &str) -> PathBuf {
 fn ladder_on_a_users_bucket_writes_and_deletes_only_its_own_keys() {
     let Some(server) = UserServer::start() else { return };
     let _g = serial();
-    let work = tempfile::tempdir_in("/var/tmp").unwrap();
-    seed(&server, work.path());
-    let before = server.objects(&work.path().join("before"));
+    let (work, before) = seeded(&server);
     let json = work.path().join("r.json");
     let mut child = spawn_ladder(&server, &["--total", "256KiB", "--to", "256", "--runs", "4"], &json);
     let (prefix, stderr) = watch_stderr(&mut child);
@@ -230,9 +236,7 @@ fn ladder_on_a_users_bucket_writes_and_deletes_only_its_own_keys() {
 fn sigint_on_a_users_bucket_leaves_only_the_users_objects() {
     let Some(server) = UserServer::start() else { return };
     let _g = serial();
-    let work = tempfile::tempdir_in("/var/tmp").unwrap();
-    seed(&server, work.path());
-    let before = server.objects(&work.path().join("before"));
+    let (work, before) = seeded(&server);
     let json = work.path().join("r.json");
     // Large enough that the signal lands inside a trial, mid-requests.
     let mut child =
