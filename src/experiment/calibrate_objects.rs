@@ -178,22 +178,8 @@ fn sweep(client: &ObjectClient, prefix: &str) {
 
 /// The store as the results name it: `s3://BUCKET/PREFIX/`.
 fn url_target(url: &S3Url) -> TargetInfo {
-    TargetInfo {
-        id: "t0".into(),
-        kind: "s3".into(),
-        path: url.to_string().into(),
-        fs_type: "s3".into(),
-        mount_point: String::new(),
-        mount_source: String::new(),
-        mount_options: String::new(),
-        block_size: 0,
-        free_bytes: 0,
-        total_bytes: 0,
-        read_only: false,
-        managed: None,
-        device: None,
-        label: url.to_string(),
-    }
+    let text = url.to_string();
+    TargetInfo::unmounted("t0", "s3", &text, "s3", &text)
 }
 
 fn measurement(

@@ -19,6 +19,7 @@ pub mod mdtest;
 pub mod pack;
 pub mod rounds;
 pub mod targets;
+pub mod user_store;
 
 use crate::error::{Error, Result};
 use crate::fs::remove::remove_contents;
@@ -46,6 +47,7 @@ use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags, mkdirat, openat, unlinkat};
 use std::path::PathBuf;
 pub use targets::{LiveTarget, TargetSpec};
+use user_store::Endpoint;
 
 /// Everything a tree experiment needs; no CLI types.
 #[derive(Debug, Clone)]
@@ -300,12 +302,7 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
             ));
         }
     }
-    if let Some(op) = cfg.ops.iter().find(|o| ops::object::is_object_op(o)) {
-        if ranks::size() > 1 || cfg.targets.iter().any(|t| !matches!(t, TargetSpec::Fs(s) if s.object().is_some())) {
-            let why = "sends object-store requests: it runs only on --fs s3 or azblob targets, in one process";
-            return Err(Error::bad("--ops", format!("{op} {why}")));
-        }
-    }
+    check_object_targets(cfg)?;
     let blob = cfg.targets.iter().find_map(|t| match t {
         TargetSpec::Fs(s)
             if s.object().is_some_and(|o| o.provider == crate::storage::object_stack::Provider::Azblob) =>
@@ -341,9 +338,15 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     let mut targets = LiveTarget::open_all(&cfg.targets, &cfg.trees, cfg.fs_size, copies, cfg.keep, cfg.reuse)?;
     LiveTarget::set_labels(&mut targets, &cfg.labels);
     // Object-store targets by the directory their run directories are made in.
-    let stores: Vec<(PathBuf, crate::storage::object_stack::ObjectDetails)> = targets
+    let stores: Vec<(PathBuf, Endpoint)> = targets
         .iter()
-        .filter_map(|t| Some((t.info.path.clone(), t.info.managed.as_ref()?.object.as_deref()?.clone())))
+        .filter_map(|t| match t.user_store() {
+            Some(e) => Some((t.rundir()?.path.parent()?.to_path_buf(), e)),
+            None => Some((
+                t.info.path.clone(),
+                Endpoint::Stack(Box::new(t.info.managed.as_ref()?.object.as_deref()?.clone())),
+            )),
+        })
         .collect();
     let experiment = ExperimentInfo {
         name: cfg.name.clone(),
@@ -404,12 +407,13 @@ pub fn run(cfg: &TreeExperiment) -> Result<ResultSet> {
     })
 }
 
-/// The native object-store ops of `cfg.ops` on the stack `d`, after the file ops, with a
-/// client of the trial's own; the tree's objects under `RUNDIR/objects/` in the bucket;
-/// each phase's requests priced with `prices`.
+/// The native object-store ops of `cfg.ops` on the store `d`, after the file ops, with a
+/// client of the trial's own; the tree's objects under `RUNDIR/objects/` in the bucket
+/// (a user's: below the run's own prefix); each phase's requests priced with `prices`.
+/// On a bucket of the user's, a trial that did not end clean has its keys deleted again.
 fn object_trial(
     rundir: &RunDir,
-    d: &crate::storage::object_stack::ObjectDetails,
+    d: &Endpoint,
     (tree, prices): (&Prepared, &Option<crate::results::prices::PriceTable>),
     cfg: &TreeExperiment,
     env: &TreeEnv,
@@ -419,22 +423,57 @@ fn object_trial(
     if wanted.is_empty() {
         return None;
     }
-    let client = match crate::storage::object_client::ObjectClient::connect(d) {
+    let client = match d.client() {
         Ok(c) => c,
         Err(e) => return Some(Stop::Failed(e.to_string())),
     };
     let name = rundir.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     // Without --threads (`copy_threads` set): DEFAULT_IN_FLIGHT requests at once, not the cores.
     let in_flight = cfg.copy_threads.map_or(cfg.threads, |_| ops::object::DEFAULT_IN_FLIGHT);
-    let run =
-        ops::object::Run::new(&client, format!("{name}/objects/"), tree, in_flight, cfg.portion_files, env.progress);
+    let prefix = format!("{}{name}/objects/", d.base());
+    let run = ops::object::Run::new(&client, prefix, tree, in_flight, cfg.portion_files, env.progress);
     let (mut phases, failed) = ops::object::run_trial(&run, &wanted, &mut |f| watched(env.watch, CacheState::Warm, f));
-    let prices = prices.clone().unwrap_or_else(|| crate::results::prices::PriceTable::list_prices(d.object.provider));
+    let prices = prices.clone().unwrap_or_else(|| crate::results::prices::PriceTable::list_prices(d.provider()));
     for (_, r) in &mut phases {
         r.cost = r.requests.as_ref().map(|q| prices.cost(q));
     }
+    let clean = failed.is_none()
+        && signals::pending() == 0
+        && phases.iter().all(|(_, r)| r.errors == 0 && r.failed.is_none() && !r.interrupted);
+    let swept = match d.is_users() && !clean {
+        true => user_store::UserStore::sweep(&client, run.keys().iter().map(|(_, k)| k.clone()).collect()),
+        false => None,
+    };
     done.extend(phases);
-    failed.map(Stop::Failed).or_else(|| (signals::pending() != 0).then(|| Stop::Signal(signals::pending())))
+    failed.or(swept).map(Stop::Failed).or_else(|| (signals::pending() != 0).then(|| Stop::Signal(signals::pending())))
+}
+
+/// Object ops run only on object stores (`--fs s3`, `azblob`, `--target s3://…`), in one
+/// process; a bucket of the user's takes the object ops only, and is kept by no `--keep`.
+fn check_object_targets(cfg: &TreeExperiment) -> Result<()> {
+    let url = |t: &TargetSpec| matches!(t, TargetSpec::Dir(p) if crate::engine::object::is_url(p));
+    if let Some(op) = cfg.ops.iter().find(|o| ops::object::is_object_op(o)) {
+        let store = |t: &TargetSpec| url(t) || matches!(t, TargetSpec::Fs(s) if s.object().is_some());
+        if ranks::size() > 1 || !cfg.targets.iter().all(store) {
+            let why = "sends object-store requests: it runs only on --fs s3 or azblob targets or --target \
+                       s3://BUCKET/PREFIX, in one process";
+            return Err(Error::bad("--ops", format!("{op} {why}")));
+        }
+    }
+    if let Some(TargetSpec::Dir(p)) = cfg.targets.iter().find(|t| url(t)) {
+        if let Some(op) = cfg.ops.iter().find(|o| !ops::object::is_object_op(o)) {
+            let why = "works on files: a bucket has none; time its native requests with --ops \
+                       obj:put,obj:head,obj:list,obj:get,obj:delete,obj:delete-batch";
+            return Err(Error::bad("--ops", format!("{op} {why} ({})", p.display())));
+        }
+        if cfg.keep {
+            return Err(Error::bad(
+                "--keep",
+                format!("{}: the objects of a bucket's trials are not kept", p.display()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Make the tree root, run every op in order on it (create and delete run untimed when

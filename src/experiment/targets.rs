@@ -1,9 +1,12 @@
 //! The targets of an experiment, alive for its duration: an existing directory, or a
 //! managed test file system (image → loop → mkfs → mount) formatted afresh before every
-//! trial unless `reuse`. Each target has its own run directory; all checks happen
-//! before anything is created.
+//! trial unless `reuse`, or a bucket of the user's (`--target s3://BUCKET/PREFIX`,
+//! `super::user_store`: the native ops only, below a prefix of the run's own). Each
+//! target has its own run directory; all checks happen before anything is created.
 
+use super::user_store::{self, UserStore};
 use super::{check_target, estimate_space};
+use crate::engine::object::is_url;
 use crate::error::{Error, Result};
 use crate::measure::TargetWatch;
 use crate::measure::diskstats::DeviceWatch;
@@ -33,6 +36,9 @@ pub struct LiveTarget {
     // before the file system is unmounted.
     rundir: Option<RunDir>,
     managed: Option<ManagedFs>,
+    /// `--target s3://…`: a bucket of the user's (its scratch directory, holding the run
+    /// directories, goes after them).
+    store: Option<UserStore>,
     keep: bool,
     reuse: bool,
     trials: u64,
@@ -173,6 +179,14 @@ impl LiveTarget {
         let mut fs_specs = Vec::new();
         for s in specs {
             match s {
+                TargetSpec::Dir(p) if is_url(p) => {
+                    if ranks::size() > 1 {
+                        return Err(Error::bad("--target", "a bucket is a target in one process only, not under MPI"));
+                    }
+                    if let Some(url) = user_store::target_url(p)? {
+                        UserStore::check(&url)?;
+                    }
+                }
                 TargetSpec::Dir(p) => {
                     check_target(&ranks::expand(p), trees)?;
                 }
@@ -213,6 +227,29 @@ impl LiveTarget {
         let mut ids: Vec<String> = Vec::new();
         let mut sizes = sizes.into_iter();
         for s in specs {
+            if let TargetSpec::Dir(p) = s
+                && let Some(url) = user_store::target_url(p)?
+            {
+                let store = UserStore::open(&url)?;
+                eprintln!("manyfiles: {url}: this run writes only below s3://{}/{}", url.bucket, store.run_prefix);
+                let id = unique_id("s3", &mut ids);
+                let rundir = Some(RunDir::create(store.scratch(), keep)?);
+                let watch = TargetWatch { device: None, serving: Vec::new() };
+                let (info, store) = (store.info(&id), Some(store));
+                out.push(LiveTarget {
+                    id,
+                    info,
+                    watch,
+                    managed: None,
+                    rundir,
+                    store,
+                    keep,
+                    reuse,
+                    trials: 0,
+                    fresh: false,
+                });
+                continue;
+            }
             let (base_id, managed, path) = match s {
                 TargetSpec::Dir(p) => ("dir".to_string(), None, ranks::expand(p)),
                 TargetSpec::Fs(f) => {
@@ -222,13 +259,7 @@ impl LiveTarget {
                     (f.label(), Some(m), mp)
                 }
             };
-            let mut id = base_id.clone();
-            let mut k = 2;
-            while ids.contains(&id) {
-                id = format!("{base_id}#{k}");
-                k += 1;
-            }
-            ids.push(id.clone());
+            let id = unique_id(&base_id, &mut ids);
             let mut info =
                 TargetInfo::probe(&id, &path).map_err(|e| Error::failed(format!("{}: {e}", path.display())))?;
             if let Some(m) = &managed {
@@ -244,7 +275,18 @@ impl LiveTarget {
             let watch =
                 TargetWatch { device: DeviceWatch::for_target(&info.path, device.as_deref()), serving: Vec::new() };
             info.device = watch.device.as_ref().map(|w| w.device().to_string());
-            out.push(LiveTarget { id, info, watch, managed, rundir, keep, reuse, trials: 0, fresh: false });
+            out.push(LiveTarget {
+                id,
+                info,
+                watch,
+                managed,
+                rundir,
+                store: None,
+                keep,
+                reuse,
+                trials: 0,
+                fresh: false,
+            });
         }
         Self::set_labels(&mut out, &[]);
         Ok(out)
@@ -320,7 +362,8 @@ impl LiveTarget {
         if movable {
             if let Some(mut old) = self.rundir.take() {
                 // The new one first, so it cannot take the old one's freed inode.
-                self.rundir = Some(RunDir::create(&self.info.path, self.keep)?);
+                let parent = self.store.as_ref().map_or(self.info.path.as_path(), |s| s.scratch());
+                self.rundir = Some(RunDir::create(parent, self.keep)?);
                 old.remove()
                     .map_err(|e| Error::failed(format!("cannot remove run directory {}: {e}", old.path.display())))?;
                 old.set_keep(true); // removed above
@@ -358,6 +401,41 @@ impl LiveTarget {
         if let Some(m) = self.managed.as_mut() {
             m.teardown()?;
         }
+        if let Some(line) = self.store.as_ref().and_then(UserStore::leftovers) {
+            eprintln!("{line}");
+        }
         Ok(())
+    }
+
+    /// How a bucket of the user's (`--target s3://…`) is reached; None for the others.
+    pub fn user_store(&self) -> Option<crate::experiment::user_store::Endpoint> {
+        self.store.as_ref().map(UserStore::endpoint)
+    }
+}
+
+/// `base`, or `base#2`, `base#3` … : the first not in `ids` (then added to it).
+fn unique_id(base: &str, ids: &mut Vec<String>) -> String {
+    let mut id = base.to_string();
+    let mut k = 2;
+    while ids.contains(&id) {
+        id = format!("{base}#{k}");
+        k += 1;
+    }
+    ids.push(id.clone());
+    id
+}
+
+/// Refuse a bucket (`--target s3://…`) where `what` runs on files only.
+pub fn refuse_urls(specs: &[TargetSpec], what: &str) -> Result<()> {
+    match specs.iter().find(|s| matches!(s, TargetSpec::Dir(p) if is_url(p))) {
+        Some(TargetSpec::Dir(p)) => Err(Error::bad(
+            "--target",
+            format!(
+                "{}: {what} works on files; a bucket is a target of ladder and ops with \
+                 --ops obj:put,obj:head,obj:list,obj:get,obj:delete,obj:delete-batch",
+                p.display()
+            ),
+        )),
+        _ => Ok(()),
     }
 }

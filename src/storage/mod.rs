@@ -58,6 +58,27 @@ pub struct TargetInfo {
 }
 
 impl TargetInfo {
+    /// A target with no mount behind it (an object store reached by URL, a peer tool's
+    /// run): what it is, where, and how tables name it; no file-system figures.
+    pub fn unmounted(id: &str, kind: &str, path: &str, fs_type: &str, label: &str) -> TargetInfo {
+        TargetInfo {
+            id: id.into(),
+            kind: kind.into(),
+            path: path.into(),
+            fs_type: fs_type.into(),
+            mount_point: String::new(),
+            mount_source: String::new(),
+            mount_options: String::new(),
+            block_size: 0,
+            free_bytes: 0,
+            total_bytes: 0,
+            read_only: false,
+            managed: None,
+            device: None,
+            label: label.into(),
+        }
+    }
+
     /// False for file systems that keep no POSIX permission bits or owners (exFAT, FAT,
     /// NTFS through ntfs-3g without a user mapping, counted with ntfs3; FUSE block mounts
     /// are those two): a `manyfiles copy` onto them reports what it drops as losses and

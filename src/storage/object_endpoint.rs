@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// Where the access key and secret come from.
+#[derive(Clone)]
 pub enum Secret {
     /// A stack's 0600 credentials file (AWS shared-credentials format, `[default]`).
     StackFile(PathBuf),
@@ -30,6 +31,7 @@ pub enum Secret {
 }
 
 /// An access key, its secret and a session token.
+#[derive(Clone)]
 pub struct Keys {
     pub access_key: String,
     pub secret: String,
@@ -53,7 +55,7 @@ impl std::fmt::Debug for Secret {
 }
 
 /// How to reach an S3 endpoint.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Reach {
     /// `http(s)://HOST[:PORT]`; None: AWS's own endpoint for the region.
     pub endpoint: Option<String>,

@@ -555,6 +555,25 @@ pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail:
     deleted
 }
 
+/// Delete `keys` (this run's own), 1,000 a request, one request at a time — also after
+/// a signal (the engines' `delete_keys` stops sending then; a bucket of the user's must
+/// not keep a stopped run's objects). The first failure, if any.
+pub fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
+    let mut first = None;
+    for batch in keys.chunks(PAGE) {
+        let store = client.store.clone();
+        let paths: Vec<object_store::Result<object_store::path::Path>> =
+            batch.iter().map(|k| Ok(object_store::path::Path::from(k.as_str()))).collect();
+        let task = client.handle().spawn(async move {
+            let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
+            answers.into_iter().find_map(|r| r.err()).map(|e| why(&e))
+        });
+        let e = client.block_on(task).unwrap_or_else(|e| Some(format!("DeleteObjects task: {e}")));
+        first = first.or(e);
+    }
+    first
+}
+
 /// Dispatch a copy or sync by its sides.
 pub fn run(o: &Options) -> Result<Summary> {
     // SIGINT/SIGTERM stop sending; what was sent is summed up (exit 128 + signal).

@@ -224,6 +224,7 @@ pub fn validate(cfg: &BigfileConfig) -> Result<()> {
 pub fn run(cfg: &BigfileConfig) -> Result<ResultSet> {
     signals::install();
     validate(cfg)?;
+    super::targets::refuse_urls(&cfg.targets, "bigfile")?;
     let tree = tree_spec(cfg);
     let mut targets =
         LiveTarget::open_all(&cfg.targets, std::slice::from_ref(&tree), cfg.fs_size, 1, cfg.keep, cfg.reuse)?;

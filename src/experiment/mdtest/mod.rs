@@ -244,6 +244,7 @@ pub fn run(cfg: &MdtestConfig) -> Result<ResultSet> {
     if r.targets.is_empty() {
         return Err(Error::bad("--target", "no target given"));
     }
+    super::targets::refuse_urls(&r.targets, "mdtest")?;
     super::check_caches(r.caches, "--cache")?;
     // Under MPI every rank works in rank 0's run directory (easy: each in its own
     // directory there; hard: all in one).

@@ -1,5 +1,5 @@
 //! `pack` onto an object store (`--dst-fs s3[@rtt=…]` or `azblob[@rtt=…]`, or a bucket of
-//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
+//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`crate::experiment::user_store::Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
 //! for every `--shard-size`, as tar shards of that size with one index beside them
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
@@ -22,20 +22,21 @@
 //! network namespace; at most [`SHARD_BYTES_HELD`] of sealed shards wait in memory.
 
 use super::{Io, Steps, Watches, interrupted, untimed};
-use crate::engine::object::{PAGE, each, list_all, why};
+use crate::engine::object::{each, list_all, why};
 use crate::engine::walker::{open_below, split_last};
 use crate::experiment::Stop;
 use crate::experiment::TargetSpec;
+use crate::experiment::user_store::Endpoint;
 use crate::fs::walk::{self, Kind};
+use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
-use crate::measure::{self, Latency, PhaseResult, RequestCounts, new_histogram};
+use crate::ops::object::Tally;
 use crate::pack::shards::{INDEX_KEY, Index, ShardBuilder, shard_key};
 use crate::results::prices::PriceTable;
 use crate::signals;
 use crate::storage::object_client::ObjectClient;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use hdrhistogram::Histogram;
 use object_store::{GetOptions, ObjectStore, PutOptions, PutPayload};
 use rustix::fd::{AsFd, OwnedFd};
 use std::io::Read;
@@ -118,30 +119,6 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
     Ok(true)
 }
 
-/// Where the objects go: a managed stack (`--dst-fs s3…`: its bucket, keys below the
-/// run directory's name) or a URL of the user's (`--dst-target s3://BUCKET/PREFIX`: keys
-/// below PREFIX/run directory's name; only keys this run wrote are deleted).
-pub enum Endpoint {
-    Stack(Box<crate::storage::object_stack::ObjectDetails>),
-    Url { reach: Box<crate::storage::object_endpoint::Reach>, url: crate::engine::object::S3Url },
-}
-
-impl Endpoint {
-    fn client(&self) -> crate::error::Result<ObjectClient> {
-        match self {
-            Endpoint::Stack(d) => ObjectClient::connect(d),
-            Endpoint::Url { reach, url } => ObjectClient::reach(reach, &url.bucket),
-        }
-    }
-    /// The keys' prefix above the run directory's name.
-    fn base(&self) -> String {
-        match self {
-            Endpoint::Stack(_) => String::new(),
-            Endpoint::Url { url, .. } => url.dir_prefix(),
-        }
-    }
-}
-
 /// The destination's endpoint and the prices its requests are priced at (`--prices
 /// FILE`, or its provider's list prices). A URL is reached as the engines reach it
 /// (`--s3-via DIR`, or the environment) and checked with one LIST: an endpoint that does
@@ -158,7 +135,7 @@ pub fn endpoint_and_prices(
                 None => crate::storage::object_endpoint::from_env()?,
             };
             drop(crate::engine::object::connect(&reach, url)?);
-            (Endpoint::Url { reach: Box::new(reach), url: url.clone() }, crate::storage::object_stack::Provider::S3)
+            (Endpoint::url(reach, url, url.dir_prefix()), crate::storage::object_stack::Provider::S3)
         }
         None => {
             let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
@@ -262,77 +239,6 @@ async fn put(store: Arc<dyn crate::storage::object_client::Store>, key: String, 
     Ok(n)
 }
 
-/// A phase's clock, requests and tallies.
-struct Tally<'c> {
-    client: &'c ObjectClient,
-    in_flight: usize,
-    start: Instant,
-    requests0: RequestCounts,
-    cpu0: (f64, f64),
-    hist: Histogram<u64>,
-    files: u64,
-    bytes: u64,
-    errors: u64,
-    first_error: Option<String>,
-}
-
-impl<'c> Tally<'c> {
-    fn start(client: &'c ObjectClient, in_flight: usize) -> Tally<'c> {
-        Tally {
-            client,
-            in_flight,
-            requests0: client.requests(),
-            cpu0: measure::cpu_times(),
-            start: Instant::now(),
-            hist: new_histogram(),
-            files: 0,
-            bytes: 0,
-            errors: 0,
-            first_error: None,
-        }
-    }
-
-    /// A request answered, covering `files` files.
-    fn answer(&mut self, files: u64, r: Answer) {
-        match r {
-            Ok((latency, bytes)) => {
-                let _ = self.hist.record((latency.as_nanos() as u64).clamp(1, 3_600_000_000_000));
-                self.files += files;
-                self.bytes += bytes;
-            }
-            Err(e) => self.error(e),
-        }
-    }
-
-    fn error(&mut self, e: String) {
-        self.errors += 1;
-        self.first_error.get_or_insert(e);
-    }
-
-    fn finish(self) -> PhaseResult {
-        let elapsed = self.start.elapsed().as_secs_f64();
-        let (u1, s1) = measure::cpu_times();
-        PhaseResult {
-            elapsed_s: elapsed,
-            files: self.files,
-            bytes: self.bytes,
-            threads: self.in_flight,
-            cpu_user_s: u1 - self.cpu0.0,
-            cpu_sys_s: s1 - self.cpu0.1,
-            errors: self.errors,
-            first_error: self.first_error,
-            interrupted: signals::pending() != 0,
-            // No portions: a step is one timed whole (no per-file cost to look for a knee in).
-            portions: Vec::new(),
-            latency_us: Latency::from_histogram(&self.hist),
-            first_finish_s: elapsed,
-            last_finish_s: elapsed,
-            requests: Some(self.client.requests().since(&self.requests0)),
-            ..Default::default()
-        }
-    }
-}
-
 /// What every step of one trial shares.
 struct Ctx<'a> {
     client: &'a ObjectClient,
@@ -362,7 +268,7 @@ impl Ctx<'_> {
                 Some(i)
             }
             Err(e) => {
-                t.error(e);
+                t.error(1, e);
                 None
             }
         }
@@ -413,12 +319,12 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
         let mut b = ShardBuilder::new(shard_size);
         let mut held = 0u64; // files in the shard being filled
         for f in c.files {
-            if signals::pending() != 0 || t.errors > 0 {
+            if signals::pending() != 0 || t.errors() > 0 {
                 break;
             }
             let sealed = read_file(c.root, &f.rel).and_then(|d| b.add(&f.rel, &d));
             match sealed {
-                Err(e) => t.error(e),
+                Err(e) => t.error(1, e),
                 Ok(None) => held += 1,
                 Ok(Some((i, shard))) => {
                     while pending.len() >= limit {
@@ -431,7 +337,7 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
                 }
             }
         }
-        if t.errors == 0 && signals::pending() == 0 {
+        if t.errors() == 0 && signals::pending() == 0 {
             match b.finish() {
                 Ok((last, index)) => {
                     if let Some((i, shard)) = last {
@@ -439,7 +345,7 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
                     }
                     pending.push(send(0, INDEX_KEY.to_string(), index.to_json()));
                 }
-                Err(e) => t.error(e),
+                Err(e) => t.error(1, e),
             }
         }
         while let Some((n, r)) = pending.next().await {
@@ -455,12 +361,12 @@ fn loose_get_all(c: &Ctx, prefix: &str) -> PhaseResult {
     let listed = match list_all(c.client, prefix, &Progress::hidden()) {
         Ok(l) => l,
         Err(e) => {
-            t.error(e.to_string());
+            t.error(1, e.to_string());
             return t.finish();
         }
     };
     if listed.len() != c.files.len() {
-        t.error(format!("LIST {prefix}: {} objects, {} files sent", listed.len(), c.files.len()));
+        t.error(1, format!("LIST {prefix}: {} objects, {} files sent", listed.len(), c.files.len()));
     }
     each(
         c.client,
@@ -515,7 +421,7 @@ fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult,
         match index.find(&f.rel) {
             Some((key, offset, len)) => (format!("{prefix}{key}"), Some(offset..offset + len)),
             None => {
-                t.error(format!("{}: not in the index", f.rel));
+                t.error(1, format!("{}: not in the index", f.rel));
                 return (t.finish(), None);
             }
         }
@@ -607,27 +513,8 @@ fn route(
     if shard.is_some() {
         keys.push(format!("{prefix}{INDEX_KEY}"));
     }
-    let failed = delete_own(c.client, keys);
+    let failed = crate::engine::object::delete_own(c.client, keys);
     stop.or_else(|| failed.map(|e| Stop::Failed(format!("deleting {name}'s objects: {e}")))).or_else(interrupted)
-}
-
-/// Delete `keys` (this run's own), 1,000 a request, one request at a time — also after
-/// a signal (the engines' `delete_keys` stops sending then; a bucket of the user's must
-/// not keep a stopped run's objects). The first failure, if any.
-fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
-    let mut first = None;
-    for batch in keys.chunks(PAGE) {
-        let store = client.store.clone();
-        let paths: Vec<object_store::Result<object_store::path::Path>> =
-            batch.iter().map(|k| Ok(object_store::path::Path::from(k.as_str()))).collect();
-        let task = client.handle().spawn(async move {
-            let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
-            answers.into_iter().find_map(|r| r.err()).map(|e| why(&e))
-        });
-        let e = client.block_on(task).unwrap_or_else(|e| Some(format!("DeleteObjects task: {e}")));
-        first = first.or(e);
-    }
-    first
 }
 
 /// The file read by get-one against the source's bytes.

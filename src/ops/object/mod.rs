@@ -108,9 +108,14 @@ impl<'a> Run<'a> {
     }
 }
 
-/// A phase's counts, latency histogram and portions, kept on the thread that drives it.
-pub struct Recorder<'r> {
-    run: &'r Run<'r>,
+/// A phase's clock and tallies over one client, kept on the thread that drives it: the
+/// requests sent since it started, CPU, a latency histogram, objects and bytes done,
+/// errors and the first one. Every timed object-store phase records these (the native
+/// ops through [`Recorder`], which adds portions and progress; pack's object routes as
+/// they are: a step is one timed whole).
+pub struct Tally<'c> {
+    client: &'c ObjectClient,
+    in_flight: usize,
     start: Instant,
     requests0: RequestCounts,
     cpu0: (f64, f64),
@@ -119,20 +124,17 @@ pub struct Recorder<'r> {
     bytes: u64,
     errors: u64,
     first_error: Option<String>,
-    points: Vec<(u64, f64)>,
-    last_point: Instant,
 }
 
-impl<'r> Recorder<'r> {
-    /// Start timing phase `name` over `total` objects.
-    pub fn start(run: &'r Run<'r>, name: &str, total: u64) -> Recorder<'r> {
-        run.progress.phase(name, total);
-        let requests0 = run.client.requests();
+impl<'c> Tally<'c> {
+    /// Start the clock: requests and CPU counted from now.
+    pub fn start(client: &'c ObjectClient, in_flight: usize) -> Tally<'c> {
+        let requests0 = client.requests();
         let cpu0 = measure::cpu_times();
-        let start = Instant::now();
-        Recorder {
-            run,
-            start,
+        Tally {
+            client,
+            in_flight,
+            start: Instant::now(),
             requests0,
             cpu0,
             hist: new_histogram(),
@@ -140,25 +142,21 @@ impl<'r> Recorder<'r> {
             bytes: 0,
             errors: 0,
             first_error: None,
-            points: Vec::new(),
-            last_point: start,
         }
     }
 
     /// One request answered after `latency`, covering `files` objects and `bytes` bytes.
     pub fn done(&mut self, latency: Duration, files: u64, bytes: u64) {
         let _ = self.hist.record((latency.as_nanos() as u64).clamp(1, 3_600_000_000_000));
-        let before = self.files;
         self.files += files;
         self.bytes += bytes;
-        let now = Instant::now();
-        let p = self.run.portion_files;
-        if self.files / p != before / p || now.duration_since(self.last_point) >= Duration::from_secs(1) {
-            self.points.push((self.files, now.duration_since(self.start).as_secs_f64()));
-            self.last_point = now;
-        }
-        if self.files / 1024 != before / 1024 {
-            self.run.progress.set(self.files);
+    }
+
+    /// A request's answer: (latency, bytes) covering `files` objects, or why it failed.
+    pub fn answer(&mut self, files: u64, r: Result<(Duration, u64), String>) {
+        match r {
+            Ok((latency, bytes)) => self.done(latency, files, bytes),
+            Err(e) => self.error(1, e),
         }
     }
 
@@ -175,9 +173,88 @@ impl<'r> Recorder<'r> {
         self.files
     }
 
+    /// Objects that failed so far.
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// The phase's result, a whole: the time to now, the requests sent since the start.
+    pub fn finish(self) -> PhaseResult {
+        self.finish_with(|_, _| Vec::new())
+    }
+
+    /// The phase's result with the portions `portions(files, elapsed)` makes.
+    pub fn finish_with(self, portions: impl FnOnce(u64, f64) -> Vec<measure::Portion>) -> PhaseResult {
+        let elapsed = self.start.elapsed().as_secs_f64();
+        let (u1, s1) = measure::cpu_times();
+        PhaseResult {
+            elapsed_s: elapsed,
+            files: self.files,
+            bytes: self.bytes,
+            dirs: 0,
+            threads: self.in_flight,
+            cpu_user_s: u1 - self.cpu0.0,
+            cpu_sys_s: s1 - self.cpu0.1,
+            errors: self.errors,
+            first_error: self.first_error,
+            interrupted: signals::pending() != 0,
+            failed: None,
+            portions: portions(self.files, elapsed),
+            latency_us: Latency::from_histogram(&self.hist),
+            first_finish_s: elapsed,
+            last_finish_s: elapsed,
+            requests: Some(self.client.requests().since(&self.requests0)),
+            ..Default::default()
+        }
+    }
+}
+
+/// A native op's phase: its [`Tally`], plus portions (every `portion_files` objects and
+/// at least once a second) and the progress line.
+pub struct Recorder<'r> {
+    run: &'r Run<'r>,
+    tally: Tally<'r>,
+    points: Vec<(u64, f64)>,
+    last_point: Instant,
+}
+
+impl<'r> Recorder<'r> {
+    /// Start timing phase `name` over `total` objects.
+    pub fn start(run: &'r Run<'r>, name: &str, total: u64) -> Recorder<'r> {
+        run.progress.phase(name, total);
+        let tally = Tally::start(run.client, run.in_flight);
+        let last_point = tally.start;
+        Recorder { run, tally, points: Vec::new(), last_point }
+    }
+
+    /// One request answered after `latency`, covering `files` objects and `bytes` bytes.
+    pub fn done(&mut self, latency: Duration, files: u64, bytes: u64) {
+        let before = self.tally.files;
+        self.tally.done(latency, files, bytes);
+        let now = Instant::now();
+        let (p, done) = (self.run.portion_files, self.tally.files);
+        if done / p != before / p || now.duration_since(self.last_point) >= Duration::from_secs(1) {
+            self.points.push((done, now.duration_since(self.tally.start).as_secs_f64()));
+            self.last_point = now;
+        }
+        if done / 1024 != before / 1024 {
+            self.run.progress.set(done);
+        }
+    }
+
+    /// A request that failed (`count` objects not done).
+    pub fn error(&mut self, count: u64, msg: String) {
+        self.tally.error(count, msg);
+    }
+
+    /// Objects done so far.
+    pub fn files(&self) -> u64 {
+        self.tally.files
+    }
+
     /// No request failed so far and no signal arrived.
     pub fn clean(&self) -> bool {
-        self.errors == 0 && !self.stopping()
+        self.tally.errors == 0 && !self.stopping()
     }
 
     /// A signal arrived: stop sending.
@@ -187,28 +264,9 @@ impl<'r> Recorder<'r> {
 
     /// The phase's result: the time to the last answer, the requests it sent.
     pub fn finish(self) -> PhaseResult {
-        let elapsed = self.start.elapsed().as_secs_f64();
-        let (u1, s1) = measure::cpu_times();
-        self.run.progress.set(self.files);
-        PhaseResult {
-            elapsed_s: elapsed,
-            files: self.files,
-            bytes: self.bytes,
-            dirs: 0,
-            threads: self.run.in_flight,
-            cpu_user_s: u1 - self.cpu0.0,
-            cpu_sys_s: s1 - self.cpu0.1,
-            errors: self.errors,
-            first_error: self.first_error,
-            interrupted: signals::pending() != 0,
-            failed: None,
-            portions: portions_from_points(self.points, self.files, elapsed),
-            latency_us: Latency::from_histogram(&self.hist),
-            first_finish_s: elapsed,
-            last_finish_s: elapsed,
-            requests: Some(self.run.client.requests().since(&self.requests0)),
-            ..Default::default()
-        }
+        self.run.progress.set(self.tally.files);
+        let points = self.points;
+        self.tally.finish_with(|files, elapsed| portions_from_points(points, files, elapsed))
     }
 }
 
@@ -216,7 +274,8 @@ impl<'r> Recorder<'r> {
 pub type Outcome = Result<u64, String>;
 
 /// Phase `name`: one request per object (`request(index, key)` makes it; it runs on the
-/// client's runtime), at most `run.in_flight` at once.
+/// client's runtime), at most `run.in_flight` at once; after a signal none is sent and
+/// those in flight are awaited.
 pub fn each_object<F, Fut>(run: &Run, name: &str, mut request: F) -> PhaseResult
 where
     F: FnMut(u64, &str) -> Fut,
@@ -225,7 +284,9 @@ where
     let mut rec = Recorder::start(run, name, run.keys.len() as u64);
     let handle = run.client.handle().clone();
     run.client.block_on(async {
-        let mut answers = futures_util::stream::iter(run.keys.iter())
+        // No request is sent after a signal, and every one sent is awaited: none lands
+        // after the trial's objects are deleted.
+        let mut answers = futures_util::stream::iter(run.keys.iter().take_while(|_| signals::pending() == 0))
             .map(|(i, key)| {
                 let fut = request(*i, key.as_str());
                 let task = handle.spawn(async move {
@@ -240,9 +301,6 @@ where
             match r {
                 Ok(bytes) => rec.done(latency, 1, bytes),
                 Err(e) => rec.error(1, format!("{name}: {e}")),
-            }
-            if rec.stopping() {
-                break;
             }
         }
     });

@@ -84,22 +84,7 @@ impl Run {
 
 /// A target standing for where a peer ran: `label` is what the report shows.
 pub fn target(id: &str, label: &str, dir: &str) -> TargetInfo {
-    TargetInfo {
-        id: id.into(),
-        kind: "peer".into(),
-        path: dir.into(),
-        fs_type: String::new(),
-        mount_point: String::new(),
-        mount_source: String::new(),
-        mount_options: String::new(),
-        block_size: 0,
-        free_bytes: 0,
-        total_bytes: 0,
-        read_only: false,
-        managed: None,
-        device: None,
-        label: label.into(),
-    }
+    TargetInfo::unmounted(id, "peer", dir, "", label)
 }
 
 /// The file's name without its directory, as target labels show it.
