@@ -176,10 +176,12 @@ fn sweep(client: &ObjectClient, prefix: &str) {
     }
 }
 
-/// The store as the results name it: `s3://BUCKET/PREFIX/`.
+/// The store as the results name it: `s3://BUCKET/PREFIX/`. Block size 1, as the
+/// ladder's bucket target (`user_store`): the result schema wants at least 1, and a saved
+/// calibration with 0 would be refused when read back.
 fn url_target(url: &S3Url) -> TargetInfo {
     let text = url.to_string();
-    TargetInfo::unmounted("t0", "s3", &text, "s3", &text)
+    TargetInfo { block_size: 1, ..TargetInfo::unmounted("t0", "s3", &text, "s3", &text) }
 }
 
 fn measurement(
