@@ -350,6 +350,7 @@ fn predict_calibration_bad_input() {
     assert_bad_input(&run(["predict", "--tree", t, "--on", d, "--runs-ahead", "0"]), "--runs-ahead", "zero runs");
     assert_bad_input(&run(["predict", "--tree", t, "--fs", "ext9"]), "--fs", "unknown file system");
     assert_bad_input(&run(["predict", "--tree", t, "--fs", "ext4,xfs"]), "--fs", "two file systems");
+    assert_bad_input(&run(["predict", "--tree", t, "--on", d, "--prices", t]), "--prices", "prices on a directory");
     assert_bad_input(
         &run(["predict", "--tree", t, "--on", d, "--save-calibration", missing.join("x/y").to_str().unwrap()]),
         "--save-calibration",

@@ -432,6 +432,9 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     let threads = threads(a.threads)?;
     let tree = tree_input(&a.tree, &a.inventory, "--tree")?;
     let prices = match &a.prices {
+        Some(_) if !target.as_ref().is_some_and(manyfiles::experiment::calibrate::is_object_store) => {
+            return Err(Error::bad("--prices", "only with an object store (--fs s3… or --on s3://BUCKET/PREFIX)"));
+        }
         Some(p) => Some(manyfiles::results::prices::PriceTable::load(p).map_err(|e| Error::bad("--prices", e))?),
         None => None,
     };
