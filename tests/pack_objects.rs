@@ -122,6 +122,16 @@ fn loose_objects_against_shards_count_every_request_and_advise_a_size() {
         assert!(m["bytes"].as_u64().unwrap() > size as u64, "{m}");
         assert_eq!(measurement(&doc, &format!("{route}:put"))["files"], files);
     }
+    // tar.zst (a default format beside tar): a zstd frame a file, so the patterned files
+    // compress into fewer shards than tar's 9; get-all GETs them all, get-one two.
+    let zput = sent(&doc, "tar.zst@64KiB:put");
+    let n = zput.iter().find(|k| k.0 == "put").map(|k| k.1).unwrap_or(0);
+    assert!((2..10).contains(&n), "tar.zst@64KiB: {n} PUTs (shards and the index)");
+    assert_eq!(sent(&doc, "tar.zst@64KiB:get-all"), kinds(&[("get", n)]));
+    assert_eq!(sent(&doc, "tar.zst@64KiB:get-one"), kinds(&[("get", 2)]));
+    let stored = |op: &str| measurement(&doc, op)["bytes"].as_u64().unwrap();
+    assert!(stored("tar.zst@64KiB:put") < stored("tar@64KiB:put") / 2, "compressed: {}", stored("tar.zst@64KiB:put"));
+    assert_eq!(measurement(&doc, "tar.zst@64KiB:get-one")["files"].as_u64(), Some(1));
     assert_eq!(sent(&doc, "loose:put"), kinds(&[("put", files)]));
     assert_eq!(sent(&doc, "loose:get-all"), kinds(&[("get", files), ("list", 1)]));
     assert_eq!(sent(&doc, "loose:get-one"), kinds(&[("get", 1)]));
@@ -135,10 +145,11 @@ fn loose_objects_against_shards_count_every_request_and_advise_a_size() {
     let out = &r.stdout;
     assert!(out.contains("where sharding pays"), "{out}");
     let advice = out.lines().find(|l| l.starts_with("advice for 150 files")).unwrap_or_else(|| panic!("{out}"));
-    assert!(
-        advice.contains("shard into tar shards of 64 KiB") || advice.contains("shard into tar shards of 1 MiB"),
-        "{advice}"
-    );
+    let named = ["tar", "tar.zst"].iter().any(|f| {
+        advice.contains(&format!("shard into {f} shards of 64 KiB"))
+            || advice.contains(&format!("shard into {f} shards of 1 MiB"))
+    });
+    assert!(named, "{advice}");
     assert!(out.contains("upload:") && out.contains("read one file:"), "{out}");
     // The source only read; nothing of the stack left.
     assert_eq!(std::fs::read_dir(tree.join("d0")).unwrap().count(), 50);
@@ -163,6 +174,8 @@ fn shards_need_an_object_store_and_sizes_in_range() {
     common::assert_bad_input(&r, "--shard-size", "a shard above 1 GiB");
     let r = common::run(["pack", "--files", "4", "--src-target", t, "--dst-fs", "s3", "--containers", "erofs"]);
     common::assert_bad_input(&r, "--containers", "a container that is not tar onto an object store");
+    let r = common::run(["pack", "--files", "4", "--src-target", t, "--dst-fs", "s3", "--containers", "tar,tar.gz"]);
+    common::assert_bad_input(&r, "--containers", "a container not known");
     let r = common::run(["pack", "--files", "4", "--src-fs", "s3"]);
     common::assert_bad_input(&r, "--src-fs", "an object store as the source");
     assert!(common::run_dirs(dir.path()).is_empty(), "nothing made");

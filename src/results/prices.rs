@@ -209,7 +209,8 @@ fn target_table(rs: &super::ResultSet, target: &str, priced: Vec<&super::Measure
 }
 
 /// The [`RequestsTable`]s for the terminal, at most 100 columns wide (a cell that does
-/// not fit wraps); empty when no phase sent requests.
+/// not fit wraps); empty when no phase sent requests. More ops than [`MOST_OP_COLUMNS`]
+/// (pack's routes: three steps each) turn the table: a row per op, a column per tree.
 pub fn requests_table(rs: &super::ResultSet) -> String {
     let mut out = String::new();
     for r in requests(rs) {
@@ -217,13 +218,32 @@ pub fn requests_table(rs: &super::ResultSet) -> String {
         t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
         t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
         t.set_width(TABLE_WIDTH);
-        t.set_header(r.header);
-        for row in r.rows {
+        let (header, rows) = match r.header.len() > 2 + MOST_OP_COLUMNS {
+            true => turned(&r.header, &r.rows),
+            false => (r.header, r.rows),
+        };
+        t.set_header(header);
+        for row in rows {
             t.add_row(row);
         }
         out.push_str(&format!("{}\n{t}\n", wrap(&r.caption, TABLE_WIDTH as usize)));
     }
     out
+}
+
+/// Most op columns a terminal requests table has before it is turned.
+const MOST_OP_COLUMNS: usize = 6;
+
+/// A requests table turned: a row per op, a column per tree (`files × size`).
+fn turned(header: &[String], rows: &[Vec<String>]) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut h = vec!["op".to_string()];
+    h.extend(rows.iter().map(|r| format!("{} files × {}", r[0], r[1])));
+    let body = (2..header.len()).map(|j| {
+        let mut row = vec![header[j].clone()];
+        row.extend(rows.iter().map(|r| r[j].replace('\n', " ")));
+        row
+    });
+    (h, body.collect())
 }
 
 /// The terminal's requests table's widest line.
@@ -364,6 +384,30 @@ mod tests {
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(flat.contains("Azure Blob Storage hot LRS, East US") && flat.contains("AWS S3 Standard"), "{text}");
         assert_eq!(requests(&rs).len(), 2, "a table per target");
+    }
+
+    #[test]
+    fn many_ops_turn_the_table_a_row_per_op() {
+        let mut rs = crate::results::testing::one_cell(&[1.0]);
+        let template = rs.measurements.pop().unwrap();
+        let t = PriceTable::aws_s3_standard();
+        let ops: Vec<String> = ["loose", "tar@64KiB", "tar.zst@64KiB"]
+            .iter()
+            .flat_map(|r| ["put", "get-all", "get-one"].map(|s| format!("{r}:{s}")))
+            .collect();
+        for (i, op) in ops.iter().enumerate() {
+            let mut m = template.clone();
+            let r = RequestCounts { put: 10 + i as u64, ..Default::default() };
+            (m.op, m.result.requests, m.result.cost) = (op.clone(), Some(r), Some(t.cost(&r)));
+            rs.measurements.push(m);
+        }
+        let text = requests_table(&rs);
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        // Every op on a line of its own with its count and price, not cut into columns.
+        for (i, op) in ops.iter().enumerate() {
+            let line = text.lines().find(|l| l.contains(op.as_str())).unwrap_or_else(|| panic!("{op}: {text}"));
+            assert!(line.contains(&format!("{} $0.0000", 10 + i)), "{line}");
+        }
     }
 
     #[test]

@@ -74,7 +74,7 @@ mod tests {
         assert_eq!(default_portion(10), 1);
         for max in [1u64, 7, 100, 999, 4_096, 20_000, 300_000, 10_000_000] {
             let p = default_portion(max);
-            assert!(p >= 1 && p <= 10_000, "{max}: {p}");
+            assert!((1..=10_000).contains(&p), "{max}: {p}");
             assert!(max / p >= (2 * KNEE_PORTIONS).min(max) || p == 10_000, "{max}: {p}");
         }
     }

@@ -48,7 +48,7 @@ pub const COMMAND: CommandLine = CommandLine {
             "containers",
             "NAME,...",
             "Containers, comma separated: tar, tar.zst, squashfs, erofs, ext4 (default: every one whose tools are \
-             installed; named ones must be)",
+             installed; named ones must be); onto an object store the shard formats: tar, tar.zst (default both)",
         )
         .hints(&NAMES),
         Flag::text(
@@ -101,9 +101,9 @@ pub const COMMAND: CommandLine = CommandLine {
         Flag::text(
             "shard-size",
             "SIZE,...",
-            "Onto an object store (--dst-fs s3… or azblob…): tar shard sizes compared with loose objects (a PUT per \
-             file), each to upload, read all and read one file (a range GET through the shards' index); default \
-             1MiB,16MiB,64MiB",
+            "Onto an object store (--dst-fs s3… or azblob…): tar and tar.zst shard sizes compared with loose objects \
+             (a PUT per file), each to upload, read all and read one file (a range GET through the shards' index); \
+             default 1MiB,16MiB,64MiB",
         ),
         Flag::path(
             "s3-via",

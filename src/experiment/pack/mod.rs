@@ -178,6 +178,9 @@ pub fn usable_containers(cfg: &PackExperiment) -> Result<Usable> {
 }
 
 fn check(cfg: &PackExperiment) -> Result<()> {
+    if let Some(j) = cfg.json.as_ref().filter(|j| j.is_dir()) {
+        return Err(Error::bad("--json", format!("{} is a directory", j.display())));
+    }
     if cfg.copies == 0 || cfg.copies > 1_000_000 {
         return Err(Error::bad("--copies", "must be between 1 and 1000000"));
     }
@@ -512,7 +515,7 @@ fn path_spec(u: &pack::Usage) -> TreeSpec {
 /// loose, then every container's steps.
 fn ops_recorded(cfg: &PackExperiment, containers: &[Box<dyn Container>], onto_objects: bool) -> Vec<String> {
     let mut ops_done = match onto_objects {
-        true => objects::op_names(&cfg.shard_sizes),
+        true => objects::op_names(&objects::shardings(cfg)),
         false => vec!["loose".to_string()],
     };
     for c in containers {
@@ -538,11 +541,6 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     let (containers, skipped) = if onto_objects { (Vec::new(), Vec::new()) } else { usable_containers(cfg)? };
     for w in &skipped {
         eprintln!("manyfiles: warning: {w}");
-    }
-    if let Some(j) = &cfg.json {
-        if j.is_dir() {
-            return Err(Error::bad("--json", format!("{} is a directory", j.display())));
-        }
     }
     let (trees, metas, path_usage) = match &cfg.source {
         PackSource::Trees(t) => {
@@ -630,6 +628,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
     if let Some(url) = &cfg.dst_url {
         dst.id = format!("{} → {url}", dst.id.split('#').next().unwrap_or_default());
     }
+    let shardings = objects::shardings(cfg);
     let setup = PackTrialSetup {
         cfg,
         containers: &containers,
@@ -644,7 +643,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
         },
         objects: onto.as_ref().map(|(endpoint, prices)| objects::ObjectSetup {
             endpoint,
-            shard_sizes: &cfg.shard_sizes,
+            shardings: &shardings,
             in_flight: cfg.in_flight,
             prices,
         }),

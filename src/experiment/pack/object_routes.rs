@@ -1,16 +1,18 @@
 //! `pack` onto an object store, from a finished ResultSet (the trials are `objects.rs`'s):
-//! per tree and route (`loose`, `tar@SIZE`) the three steps — upload, read all, read one
+//! per tree and route (`loose`, `tar@SIZE`, `tar.zst@SIZE`) the three steps — upload, read all, read one
 //! file — each as the median of its runs with the 95% interval of that median (order
 //! statistics over the runs, as pack's other routes), the requests of one run by kind
-//! and their price; where sharding pays for each step (the smallest shard size from which
-//! it beats loose at that size and every larger one, `routes::pays_from_rungs`, each size
-//! judged by `routes::judge`: faster only when the intervals — or, below 6 runs, the
-//! ranges of the runs — do not overlap); and the advice for the largest tree.
+//! and their price; where sharding pays for each step and shard format (the smallest
+//! shard size from which it beats loose at that size and every larger one,
+//! `routes::pays_from_rungs`, each size judged by `routes::judge`: faster only when the
+//! intervals — or, below 6 runs, the ranges of the runs — do not overlap); and the advice
+//! for the largest tree.
 
 use super::objects::{STEPS, route_name};
 use super::routes::{Faster, judge, pays_from_rungs};
 use crate::analysis::stats::{median, median_ci95, printable_interval};
 use crate::measure::RequestCounts;
+use crate::pack::shards::{Format, Sharding};
 use crate::report::table::{new_table, right_align};
 use crate::results::ResultSet;
 use crate::results::prices::fmt_amount;
@@ -22,11 +24,13 @@ pub fn applies(rs: &ResultSet) -> bool {
 }
 
 /// One step of one route: its complete runs' seconds, one run's requests (the first
-/// complete one) and their price (amount, currency).
+/// complete one), the bytes they moved (upload: what the store holds, the index with it)
+/// and their price (amount, currency).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub runs: Vec<f64>,
     pub requests: Option<RequestCounts>,
+    pub bytes: u64,
     pub price: Option<(f64, String)>,
 }
 
@@ -50,7 +54,7 @@ impl Step {
 /// One route on one tree: `shard` None for loose; a step None when no run completed it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
-    pub shard: Option<u64>,
+    pub shard: Option<Sharding>,
     pub steps: [Option<Step>; 3],
 }
 
@@ -60,7 +64,7 @@ impl Route {
     }
 }
 
-/// One tree's routes, loose first, then by shard size.
+/// One tree's routes, loose first, then by format and shard size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tree {
     pub key: String,
@@ -73,11 +77,20 @@ impl Tree {
     pub fn loose(&self) -> Option<&Route> {
         self.routes.iter().find(|r| r.shard.is_none())
     }
+
+    /// The shard formats measured, in order.
+    pub fn formats(&self) -> Vec<Format> {
+        let mut f: Vec<Format> = self.routes.iter().filter_map(|r| Some(r.shard?.format)).collect();
+        f.dedup();
+        f
+    }
 }
 
-/// The shard size in a route's name (`tar@1MiB` → 1 MiB); None for loose or another name.
-fn shard_of(route: &str) -> Option<u64> {
-    crate::units::parse_size(route.strip_prefix("tar@")?).ok()
+/// The sharding in a route's name (`tar@1MiB`, `tar.zst@64KiB`); None for loose or
+/// another name.
+fn shard_of(route: &str) -> Option<Sharding> {
+    let (format, size) = route.split_once('@')?;
+    Some(Sharding { format: Format::parse(format)?, size: crate::units::parse_size(size).ok()? })
 }
 
 /// Every tree's routes, in file-count order.
@@ -89,7 +102,7 @@ pub fn trees(rs: &ResultSet) -> Vec<Tree> {
         }
     }
     keys.sort();
-    let mut shards: Vec<u64> = rs.experiment.ops.iter().filter_map(|o| shard_of(o.split(':').next()?)).collect();
+    let mut shards: Vec<Sharding> = rs.experiment.ops.iter().filter_map(|o| shard_of(o.split(':').next()?)).collect();
     shards.sort_unstable();
     shards.dedup();
     let step = |key: &str, route: &str, st: &str| {
@@ -100,6 +113,7 @@ pub fn trees(rs: &ResultSet) -> Vec<Tree> {
         Some(Step {
             runs: done.iter().map(|m| m.result.elapsed_s).collect(),
             requests: first.result.requests,
+            bytes: first.result.bytes,
             price: first.result.cost.as_ref().map(|c| (c.amount, c.currency.clone())),
         })
     };
@@ -118,16 +132,22 @@ pub fn trees(rs: &ResultSet) -> Vec<Tree> {
 pub const STEP_WORDS: [&str; 3] = ["upload", "read all", "read one file"];
 
 /// Does the route of `shard` beat loose at step `i` on tree `t`? None: not measured.
-fn wins(t: &Tree, shard: u64, i: usize) -> Option<Faster> {
+fn wins(t: &Tree, shard: Sharding, i: usize) -> Option<Faster> {
     let loose = t.loose()?.steps[i].as_ref()?;
     let r = t.routes.iter().find(|r| r.shard == Some(shard))?.steps[i].as_ref()?;
     Some(judge(&route_name(Some(shard)), &r.runs, &loose.runs, r.median(), loose.median()))
 }
 
-/// From which shard size step `i` pays on tree `t` (see `routes::pays_from_rungs`).
-pub fn pays_from(t: &Tree, i: usize) -> Option<(Option<u64>, u64)> {
+/// The routes of `format`'s shards on `t`, by size.
+fn of_format(t: &Tree, format: Format) -> impl Iterator<Item = Sharding> + '_ {
+    t.routes.iter().filter_map(|r| r.shard).filter(move |s| s.format == format)
+}
+
+/// From which shard size of `format` step `i` pays on tree `t` (see
+/// `routes::pays_from_rungs`).
+pub fn pays_from(t: &Tree, format: Format, i: usize) -> Option<(Option<u64>, u64)> {
     let v: Vec<(u64, Option<bool>)> =
-        t.routes.iter().filter_map(|r| r.shard).map(|s| (s, wins(t, s, i).map(|f| f == Faster::Packed))).collect();
+        of_format(t, format).map(|s| (s.size, wins(t, s, i).map(|f| f == Faster::Packed))).collect();
     pays_from_rungs(&v)
 }
 
@@ -140,12 +160,20 @@ fn requests_text(s: &Step) -> String {
     }
 }
 
-/// Where step `i` pays on `t`, in words.
+/// Where step `i` pays on `t`, in words, a format after the other: `tar from 64 KiB
+/// shards (…); tar.zst at no shard size tried`.
 pub fn pays_words(t: &Tree, i: usize) -> String {
+    let said: Vec<String> =
+        t.formats().into_iter().map(|f| format!("{} {}", f.name(), pays_words_of(t, f, i))).collect();
+    said.join("; ")
+}
+
+/// Where step `i` pays on `t` with `format`'s shards, in words.
+fn pays_words_of(t: &Tree, format: Format, i: usize) -> String {
     let size = |b: u64| fmt_size(b as f64);
     let paying: Vec<u64> =
-        t.routes.iter().filter_map(|r| r.shard).filter(|s| wins(t, *s, i) == Some(Faster::Packed)).collect();
-    match pays_from(t, i) {
+        of_format(t, format).filter(|s| wins(t, *s, i) == Some(Faster::Packed)).map(|s| s.size).collect();
+    match pays_from(t, format, i) {
         Some((None, s)) => format!("from {} shards (the smallest tried)", size(s)),
         Some((Some(p), s)) => format!("from {} shards (between {} and {})", size(s), size(p), size(s)),
         None if paying.is_empty() => "at no shard size tried".into(),
@@ -191,9 +219,10 @@ pub fn report(rs: &ResultSet) -> String {
     }
     out.push_str(concat!(
         "× = loose / sharded (above 1 sharding is faster); upload: read the files and PUT them (sharded: packed into\n",
-        "tar shards as read, then the index); read all: LIST + a GET per object, or the index + a GET per shard;\n",
-        "read one file: its GET, or the index's GET + a range GET into its shard; faster only when the intervals\n",
-        "(below 6 runs: the ranges of the runs) do not overlap\n\n"
+        "tar or tar.zst shards as read, then the index); read all: LIST + a GET per object, or the index + a GET per\n",
+        "shard (tar.zst: decompressed); read one file: its GET, or the index's GET + a range GET into its shard\n",
+        "(tar.zst: the file's own zstd frame, decompressed); faster only when the intervals (below 6 runs: the ranges\n",
+        "of the runs) do not overlap\n\n"
     ));
     if let Some(big) = trees.last() {
         out.push_str(&advice(big));
@@ -206,27 +235,43 @@ fn destination(rs: &ResultSet) -> String {
     rs.measurements.first().map(|m| m.target.clone()).unwrap_or_default()
 }
 
-/// The advice for the largest tree: the smallest shard size from which both upload and
-/// read all pay, with its figures and what reading one file then costs.
+/// The route of `shard` on `t`.
+fn route_of(t: &Tree, shard: Sharding) -> Option<&Route> {
+    t.routes.iter().find(|r| r.shard == Some(shard))
+}
+
+/// `tar shards of 64 KiB`.
+fn shards_words(s: Sharding) -> String {
+    format!("{} shards of {}", s.format.name(), fmt_size(s.size as f64))
+}
+
+/// The advice for the largest tree: of each format, the smallest shard size from which
+/// both upload and read all pay; of those, the quickest by the medians of upload + read
+/// all, with its figures, what reading one file then costs and what the store holds.
 pub fn advice(t: &Tree) -> String {
     let head = format!("advice for {} files ({}): ", t.files, fmt_size(t.bytes as f64));
-    let (up, all) = (pays_from(t, 0), pays_from(t, 1));
-    let from = match (up, all) {
-        (Some((_, a)), Some((_, b))) => a.max(b),
-        _ => {
-            let says: Vec<String> =
-                (0..2).map(|i| format!("{}: sharding pays {}", STEP_WORDS[i], pays_words(t, i))).collect();
-            return format!(
-                "{head}keep loose objects: sharding does not pay for both upload and read all ({}).\n",
-                says.join("; ")
-            );
-        }
+    let sum = |r: &Route| Some(r.steps[0].as_ref()?.median() + r.steps[1].as_ref()?.median());
+    let paying: Vec<(Sharding, f64)> = t
+        .formats()
+        .into_iter()
+        .filter_map(|format| {
+            let (Some((_, a)), Some((_, b))) = (pays_from(t, format, 0), pays_from(t, format, 1)) else { return None };
+            let s = Sharding { format, size: a.max(b) };
+            Some((s, sum(route_of(t, s)?)?))
+        })
+        .collect();
+    let Some(&(from, from_secs)) = paying.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+        let says: Vec<String> =
+            (0..2).map(|i| format!("{}: sharding pays {}", STEP_WORDS[i], pays_words(t, i))).collect();
+        return format!(
+            "{head}keep loose objects: sharding does not pay for both upload and read all ({}).\n",
+            says.join("; ")
+        );
     };
-    let Some(r) = t.routes.iter().find(|r| r.shard == Some(from)) else { return String::new() };
-    let Some(loose) = t.loose() else { return String::new() };
+    let (Some(r), Some(loose)) = (route_of(t, from), t.loose()) else { return String::new() };
     let mut s = format!(
-        "{head}shard into tar shards of {} (sharding pays from that size on, for upload and read all).\n",
-        fmt_size(from as f64)
+        "{head}shard into {} (sharding pays from that size on, for upload and read all).\n",
+        shards_words(from)
     );
     for (i, word) in STEP_WORDS.iter().enumerate() {
         let (Some(a), Some(l)) = (&r.steps[i], &loose.steps[i]) else { continue };
@@ -243,16 +288,32 @@ pub fn advice(t: &Tree) -> String {
             requests_text(l)
         ));
     }
-    // The quickest size for upload + read all by medians (not judged by intervals).
-    let sum = |r: &Route| Some(r.steps[0].as_ref()?.median() + r.steps[1].as_ref()?.median());
-    let quickest = t.routes.iter().filter(|r| r.shard.is_some()).filter_map(|r| Some((r.shard?, sum(r)?)));
+    if let (Some(a), Some(l)) = (&r.steps[0], &loose.steps[0]) {
+        s.push_str(&format!(
+            "  stored: {} in the shards and their index, against {} loose\n",
+            fmt_size(a.bytes as f64),
+            fmt_size(l.bytes as f64)
+        ));
+    }
+    for (other, secs) in paying.iter().filter(|p| p.0 != from) {
+        let stored = route_of(t, *other).and_then(|r| r.steps[0].as_ref()).map(|st| st.bytes);
+        s.push_str(&format!(
+            "  {} pay too: upload + read all {} by the medians (against {}), stored {}\n",
+            shards_words(*other),
+            fmt_secs(*secs),
+            fmt_secs(from_secs),
+            stored.map(|b| fmt_size(b as f64)).unwrap_or_else(|| "–".into())
+        ));
+    }
+    // The quickest shards for upload + read all by medians (not judged by intervals).
+    let quickest = t.routes.iter().filter_map(|r| Some((r.shard?, sum(r)?)));
     if let Some((b, secs)) = quickest.min_by(|a, b| a.1.total_cmp(&b.1)).filter(|(b, _)| *b != from) {
         s.push_str(&format!(
-            "  the quickest size tried for upload + read all is {} ({} by the medians, against {} at {}).\n",
-            fmt_size(b as f64),
+            "  the quickest shards tried for upload + read all are {} ({} by the medians, against {} for {}).\n",
+            shards_words(b),
             fmt_secs(secs),
-            fmt_secs(sum(r).unwrap_or(f64::NAN)),
-            fmt_size(from as f64)
+            fmt_secs(from_secs),
+            shards_words(from)
         ));
     }
     s
@@ -266,14 +327,22 @@ mod tests {
         Some(Step {
             runs: (0..runs).map(|i| secs * (1.0 + 0.01 * i as f64)).collect(),
             requests: Some(RequestCounts { put, ..Default::default() }),
+            bytes: put * 4096,
             price: Some((put as f64 * 0.000005, "USD".into())),
         })
     }
 
     fn tree(loose: [f64; 3], shards: &[(u64, [f64; 3])]) -> Tree {
+        tree_of(loose, &shards.iter().map(|(size, secs)| (Format::Tar, *size, *secs)).collect::<Vec<_>>())
+    }
+
+    fn tree_of(loose: [f64; 3], shards: &[(Format, u64, [f64; 3])]) -> Tree {
         let mut routes = vec![Route { shard: None, steps: loose.map(|s| step(s, 6, 100)) }];
-        for (size, secs) in shards {
-            routes.push(Route { shard: Some(*size), steps: secs.map(|s| step(s, 6, 3)) });
+        for (format, size, secs) in shards {
+            routes.push(Route {
+                shard: Some(Sharding { format: *format, size: *size }),
+                steps: secs.map(|s| step(s, 6, 3)),
+            });
         }
         Tree { key: "t".into(), files: 100, bytes: 400 << 10, routes }
     }
@@ -286,9 +355,10 @@ mod tests {
             [1.0, 1.0, 0.01],
             &[(16 * K, [2.0, 0.5, 0.02]), (64 * K, [0.5, 0.4, 0.02]), (1024 * K, [0.3, 0.3, 0.02])],
         );
-        assert_eq!(pays_from(&t, 0), Some((Some(16 * K), 64 * K)));
-        assert_eq!(pays_from(&t, 1), Some((None, 16 * K)));
-        assert_eq!(pays_from(&t, 2), None);
+        let tar = Format::Tar;
+        assert_eq!(pays_from(&t, tar, 0), Some((Some(16 * K), 64 * K)));
+        assert_eq!(pays_from(&t, tar, 1), Some((None, 16 * K)));
+        assert_eq!(pays_from(&t, tar, 2), None);
         let a = advice(&t);
         assert!(a.starts_with("advice for 100 files (400 KiB): shard into tar shards of 64 KiB"), "{a}");
         assert!(
@@ -296,28 +366,62 @@ mod tests {
             "{a}"
         );
         assert!(a.contains("read one file:") && a.contains("slower"), "{a}");
-        assert_eq!(pays_words(&t, 0), "from 64 KiB shards (between 16 KiB and 64 KiB)");
+        assert_eq!(pays_words(&t, 0), "tar from 64 KiB shards (between 16 KiB and 64 KiB)");
+        assert!(a.contains("stored: 12 KiB in the shards and their index, against 400 KiB loose"), "{a}");
         assert!(
-            a.contains("the quickest size tried for upload + read all is 1 MiB (615 ms by the medians, against 922 ms at 64 KiB)"),
+            a.contains(
+                "the quickest shards tried for upload + read all are tar shards of 1 MiB (615 ms by the medians, \
+                 against 922 ms for tar shards of 64 KiB)"
+            ),
             "{a}"
         );
         // Overlapping runs are no win: loose 1.0–1.05, shards 1.0–1.05.
         let t = tree([1.0, 1.0, 0.01], &[(16 * K, [1.0, 1.0, 0.02])]);
-        assert_eq!(pays_from(&t, 0), None);
+        assert_eq!(pays_from(&t, Format::Tar, 0), None);
         assert!(advice(&t).contains("keep loose objects"), "{}", advice(&t));
         // A win at a small size only: said, but no "from".
         let t = tree([1.0, 1.0, 0.01], &[(16 * K, [0.5, 0.5, 0.02]), (64 * K, [2.0, 2.0, 0.02])]);
-        assert_eq!(pays_words(&t, 0), "at 16 KiB only, not at the largest size tried");
+        assert_eq!(pays_words(&t, 0), "tar at 16 KiB only, not at the largest size tried");
+    }
+
+    #[test]
+    fn the_advice_picks_the_quicker_format_and_names_the_other() {
+        const K: u64 = 1 << 10;
+        // tar pays from 64 KiB (1.0 s for upload + read all), tar.zst from 16 KiB (0.8 s).
+        let t = tree_of(
+            [1.0, 1.0, 0.01],
+            &[
+                (Format::Tar, 16 * K, [2.0, 2.0, 0.02]),
+                (Format::Tar, 64 * K, [0.5, 0.5, 0.02]),
+                (Format::TarZst, 16 * K, [0.4, 0.4, 0.02]),
+                (Format::TarZst, 64 * K, [0.3, 0.3, 0.02]),
+            ],
+        );
+        assert_eq!(pays_from(&t, Format::TarZst, 0), Some((None, 16 * K)));
+        let a = advice(&t);
+        assert!(a.contains("shard into tar.zst shards of 16 KiB"), "{a}");
+        assert!(a.contains("tar shards of 64 KiB pay too: upload + read all 1.02 s by the medians"), "{a}");
+        assert!(a.contains("the quickest shards tried for upload + read all are tar.zst shards of 64 KiB"), "{a}");
+        assert_eq!(
+            pays_words(&t, 0),
+            "tar from 64 KiB shards (between 16 KiB and 64 KiB); tar.zst from 16 KiB shards (the smallest tried)"
+        );
     }
 
     #[test]
     fn shard_sizes_come_back_from_route_names() {
-        assert_eq!(shard_of("tar@1MiB"), Some(1 << 20));
-        assert_eq!(shard_of("tar@64KiB"), Some(64 << 10));
-        assert_eq!(shard_of("tar@1000B"), Some(1000));
+        let tar = |size| Some(Sharding { format: Format::Tar, size });
+        assert_eq!(shard_of("tar@1MiB"), tar(1 << 20));
+        assert_eq!(shard_of("tar@64KiB"), tar(64 << 10));
+        assert_eq!(shard_of("tar@1000B"), tar(1000));
+        assert_eq!(shard_of("tar.zst@1MiB"), Some(Sharding { format: Format::TarZst, size: 1 << 20 }));
         assert_eq!(shard_of("loose"), None);
-        for b in [4096u64, 1 << 20, 3 << 30, 5000] {
-            assert_eq!(shard_of(&route_name(Some(b))), Some(b));
+        assert_eq!(shard_of("zip@1MiB"), None);
+        for format in Format::ALL {
+            for size in [4096u64, 1 << 20, 3 << 30, 5000] {
+                let s = Some(Sharding { format, size });
+                assert_eq!(shard_of(&route_name(s)), s);
+            }
         }
     }
 }

@@ -4,16 +4,18 @@
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
 //!
-//! Ops, per route (`loose`, `tar@SIZE`, e.g. `tar@1MiB`):
+//! Ops, per route (`loose`, `FORMAT@SIZE`, e.g. `tar@1MiB`, `tar.zst@1MiB`: the formats
+//! `--containers` names, tar and tar.zst by default, each at every `--shard-size`):
 //! - `ROUTE:put`: read the tree's files (cold, as pack's other steps) and send them:
 //!   loose, a PUT per file under `RUNDIR/loose/`; sharded, the files packed in the walk's
-//!   order into shards as they are read, each shard a PUT as it is sealed, then the
-//!   index (`RUNDIR/tar@SIZE/index.json`), a PUT;
+//!   order into shards as they are read (tar.zst: each compressed, in the time), each
+//!   shard a PUT as it is sealed, then the index (`RUNDIR/ROUTE/index.json`), a PUT;
 //! - `ROUTE:get-all`: read everything back, finding it as a reader would: loose, LIST
 //!   the prefix (1,000 keys a page) and GET every object; sharded, GET the index and
-//!   every shard;
+//!   every shard (tar.zst: decompressed as it arrives, in the time);
 //! - `ROUTE:get-one`: one file (the middle one of the walk's sorted list): loose, its
-//!   GET; sharded, GET the index and a range GET of the file's bytes in its shard.
+//!   GET; sharded, GET the index and a range GET of the file's place in its shard
+//!   (tar.zst: its member's frame, decompressed).
 //!
 //! Each answer's length is checked as it arrives; the one file read is compared byte for
 //! byte with the source (untimed). A route's objects are deleted (untimed, 1,000 keys a
@@ -31,7 +33,7 @@ use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
 use crate::ops::object::Tally;
-use crate::pack::shards::{INDEX_KEY, Index, ShardBuilder, shard_key};
+use crate::pack::shards::{Format, INDEX_KEY, Index, ShardBuilder, Sharding, member, unpacked_len};
 use crate::results::prices::PriceTable;
 use crate::signals;
 use crate::storage::object_client::ObjectClient;
@@ -66,17 +68,27 @@ pub fn size_label(bytes: u64) -> String {
     }
 }
 
-/// The route of `shard` bytes (None: loose).
-pub fn route_name(shard: Option<u64>) -> String {
+/// The route of `shard` (None: loose): `loose`, `tar@1MiB`, `tar.zst@64KiB`.
+pub fn route_name(shard: Option<Sharding>) -> String {
     match shard {
         None => "loose".into(),
-        Some(b) => format!("tar@{}", size_label(b)),
+        Some(s) => format!("{}@{}", s.format.name(), size_label(s.size)),
     }
 }
 
+/// The shardings a pack onto an object store tries: the formats `--containers` names
+/// (tar and tar.zst when it names none), each at every `--shard-size`.
+pub fn shardings(cfg: &super::PackExperiment) -> Vec<Sharding> {
+    let formats: Vec<Format> = match cfg.named {
+        true => Format::ALL.into_iter().filter(|f| cfg.containers.iter().any(|c| c == f.name())).collect(),
+        false => Format::ALL.to_vec(),
+    };
+    formats.into_iter().flat_map(|format| cfg.shard_sizes.iter().map(move |&size| Sharding { format, size })).collect()
+}
+
 /// Every op an object pack records, in order.
-pub fn op_names(shard_sizes: &[u64]) -> Vec<String> {
-    let routes = std::iter::once(None).chain(shard_sizes.iter().map(|s| Some(*s)));
+pub fn op_names(shardings: &[Sharding]) -> Vec<String> {
+    let routes = std::iter::once(None).chain(shardings.iter().map(|s| Some(*s)));
     routes.flat_map(|r| STEPS.iter().map(move |s| format!("{}:{s}", route_name(r)))).collect()
 }
 
@@ -104,10 +116,11 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
         }
         return Ok(false);
     }
-    if cfg.named && cfg.containers.iter().any(|c| c != "tar") {
+    if cfg.named && cfg.containers.iter().any(|c| Format::parse(c).is_none()) {
         return Err(Error::bad(
             "--containers",
-            "onto an object store only tar shards are compared with loose objects (--shard-size sets their sizes)",
+            "onto an object store tar and tar.zst shards are compared with loose objects (--shard-size sets their \
+             sizes)",
         ));
     }
     if let Some(s) = cfg.shard_sizes.iter().find(|s| !(MIN_SHARD..=MAX_SHARD).contains(*s)) {
@@ -154,7 +167,7 @@ pub fn endpoint_and_prices(
 /// What the object routes need beside pack's own setup.
 pub struct ObjectSetup<'a> {
     pub endpoint: &'a Endpoint,
-    pub shard_sizes: &'a [u64],
+    pub shardings: &'a [Sharding],
     pub in_flight: usize,
     pub prices: &'a PriceTable,
 }
@@ -163,7 +176,6 @@ pub struct ObjectSetup<'a> {
 #[derive(Debug, Clone)]
 struct LocalFile {
     rel: String,
-    size: u64,
 }
 
 /// The regular files below `root`, sorted by path (fd-relative, no symlink followed;
@@ -180,9 +192,8 @@ fn list_files(root: &OwnedFd) -> Result<Vec<LocalFile>, String> {
             match e.kind {
                 Kind::Dir => dirs.push(path),
                 Kind::File => {
-                    let size = walk::meta_at(fd.as_fd(), &e.name).map_err(|x| format!("{path}: {x}"))?.size;
                     object_store::path::Path::parse(&path).map_err(|x| format!("{path}: not an object key: {x}"))?;
-                    out.push(LocalFile { rel: path, size });
+                    out.push(LocalFile { rel: path });
                 }
                 k => return Err(format!("{path}: a {}: an object store holds only files", k.name())),
             }
@@ -304,19 +315,28 @@ fn loose_put(c: &Ctx, prefix: &str) -> PhaseResult {
     t.finish()
 }
 
-/// tar@SIZE:put: shards PUT as they are sealed (at most [`SHARD_BYTES_HELD`] waiting),
-/// then the index.
-fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
+/// FORMAT@SIZE:put: shards PUT as they are sealed (at most [`SHARD_BYTES_HELD`] waiting),
+/// then the index. Every key a PUT was sent for goes into `sent` (what the route then
+/// deletes: only what it wrote).
+fn shards_put(c: &Ctx, prefix: &str, sharding: Sharding, sent: &mut Vec<String>) -> PhaseResult {
     let mut t = Tally::start(c.client, c.in_flight);
-    let limit = c.in_flight.min((SHARD_BYTES_HELD / shard_size).max(1) as usize);
+    let limit = c.in_flight.min((SHARD_BYTES_HELD / sharding.size).max(1) as usize);
     let handle = c.client.handle().clone();
-    let send = |files: u64, key: String, data: Vec<u8>| {
-        let task = handle.spawn(timed(put(c.client.store.clone(), format!("{prefix}{key}"), data)));
+    let mut send = |files: u64, key: String, data: Vec<u8>| {
+        let key = format!("{prefix}{key}");
+        sent.push(key.clone());
+        let task = handle.spawn(timed(put(c.client.store.clone(), key, data)));
         async move { (files, task.await.unwrap_or_else(|e| Err(format!("request task: {e}")))) }
     };
     c.client.block_on(async {
         let mut pending = FuturesUnordered::new();
-        let mut b = ShardBuilder::new(shard_size);
+        let mut b = match ShardBuilder::new(sharding) {
+            Ok(b) => b,
+            Err(e) => {
+                t.error(1, e);
+                return;
+            }
+        };
         let mut held = 0u64; // files in the shard being filled
         for f in c.files {
             if signals::pending() != 0 || t.errors() > 0 {
@@ -332,21 +352,17 @@ fn shards_put(c: &Ctx, prefix: &str, shard_size: u64) -> PhaseResult {
                             t.answer(n, r);
                         }
                     }
-                    pending.push(send(held, shard_key(i), shard));
+                    pending.push(send(held, crate::pack::shards::shard_key(i, sharding.format), shard));
                     held = 1;
                 }
             }
         }
         if t.errors() == 0 && signals::pending() == 0 {
-            match b.finish() {
-                Ok((last, index)) => {
-                    if let Some((i, shard)) = last {
-                        pending.push(send(held, shard_key(i), shard));
-                    }
-                    pending.push(send(0, INDEX_KEY.to_string(), index.to_json()));
-                }
-                Err(e) => t.error(1, e),
+            let (last, index) = b.finish();
+            if let Some((i, shard)) = last {
+                pending.push(send(held, crate::pack::shards::shard_key(i, sharding.format), shard));
             }
+            pending.push(send(0, INDEX_KEY.to_string(), index.to_json()));
         }
         while let Some((n, r)) = pending.next().await {
             t.answer(n, r);
@@ -389,10 +405,12 @@ fn check_len(b: bytes::Bytes, want: u64, key: &str) -> Result<u64, String> {
     }
 }
 
-/// tar@SIZE:get-all: GET the index, then every shard.
+/// FORMAT@SIZE:get-all: GET the index, then every shard (tar.zst's decompressed as a
+/// reader would, in the time).
 fn shards_get_all(c: &Ctx, prefix: &str) -> PhaseResult {
     let mut t = Tally::start(c.client, c.in_flight);
     let Some(index) = c.index(prefix, &mut t) else { return t.finish() };
+    let format = index.shard_format();
     let shards: Vec<(u64, String, u64)> = index
         .shards
         .iter()
@@ -405,19 +423,26 @@ fn shards_get_all(c: &Ctx, prefix: &str) -> PhaseResult {
         shards,
         |(files, key, bytes)| {
             let (store, key) = (c.client.store.clone(), format!("{prefix}{key}"));
-            (files, timed(async move { check_len(get(store, key.clone(), None).await?, bytes, &key) }))
+            let whole = async move {
+                let body = get(store, key.clone(), None).await?;
+                unpacked_len(format, &body).map_err(|e| format!("GET {key}: {e}"))?;
+                check_len(body, bytes, &key)
+            };
+            (files, timed(whole))
         },
         |n, r| t.answer(n, r),
     );
     t.finish()
 }
 
-/// ROUTE:get-one: file `f` (loose: its GET; sharded: the index's GET and a range GET).
-/// Returns the bytes read.
-fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult, Option<bytes::Bytes>) {
+/// ROUTE:get-one: file `f` (loose: its GET; sharded: the index's GET and a range GET,
+/// tar.zst's frame decompressed in the time). Returns the file's bytes as read.
+fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult, Option<Vec<u8>>) {
     let mut t = Tally::start(c.client, 1);
+    let mut format = None;
     let (key, range) = if sharded {
         let Some(index) = c.index(prefix, &mut t) else { return (t.finish(), None) };
+        format = Some(index.shard_format());
         match index.find(&f.rel) {
             Some((key, offset, len)) => (format!("{prefix}{key}"), Some(offset..offset + len)),
             None => {
@@ -428,9 +453,16 @@ fn get_one(c: &Ctx, prefix: &str, sharded: bool, f: &LocalFile) -> (PhaseResult,
     } else {
         (format!("{prefix}{}", f.rel), None)
     };
-    let got = c.one(get(c.client.store.clone(), key, range));
-    let body = got.as_ref().ok().map(|(_, b)| b.clone());
-    t.answer(1, got.map(|(d, b)| (d, b.len() as u64)));
+    let t0 = Instant::now();
+    let got = c.one(get(c.client.store.clone(), key, range)).and_then(|(_, b)| {
+        let data = match format {
+            Some(fm) => member(fm, &b, &f.rel)?,
+            None => b.to_vec(),
+        };
+        Ok((t0.elapsed(), b.len() as u64, data))
+    });
+    let body = got.as_ref().ok().map(|(_, _, d)| d.clone());
+    t.answer(1, got.map(|(d, n, _)| (d, n)));
     (t.finish(), body)
 }
 
@@ -451,7 +483,7 @@ pub(super) fn routes(s: &mut Steps, o: &ObjectSetup, src: &Path, bucket_dir: &st
         Err(e) => return Some(Stop::Failed(e)),
     };
     let c = Ctx { client: &client, root: &root, files: &files, in_flight: o.in_flight };
-    let routes = std::iter::once(None).chain(o.shard_sizes.iter().map(|s| Some(*s)));
+    let routes = std::iter::once(None).chain(o.shardings.iter().map(|s| Some(*s)));
     for shard in routes {
         if let Some(stop) = route(s, &c, o, shard, (src, bucket_dir), w) {
             return Some(stop);
@@ -465,7 +497,7 @@ fn route(
     s: &mut Steps,
     c: &Ctx,
     o: &ObjectSetup,
-    shard: Option<u64>,
+    shard: Option<Sharding>,
     (src, bucket_dir): (&Path, &str),
     w: Watches,
 ) -> Option<Stop> {
@@ -482,9 +514,10 @@ fn route(
         s.record(op, r)
     };
     let mut read = None;
+    let mut sent = Vec::new();
     let mut stop = step(s, &format!("{name}:put"), Some(src), &mut || match shard {
         None => loose_put(c, &prefix),
-        Some(size) => shards_put(c, &prefix, size),
+        Some(sharding) => shards_put(c, &prefix, sharding, &mut sent),
     });
     if stop.is_none() {
         stop = step(s, &format!("{name}:get-all"), None, &mut || match shard {
@@ -502,17 +535,11 @@ fn route(
     if stop.is_none() {
         stop = untimed(same_bytes(c, one, read.as_deref(), &name));
     }
-    // The route's objects go, whatever happened (untimed).
-    let mut keys: Vec<String> = match shard {
+    // The route's objects go, whatever happened (untimed): the keys it sent.
+    let keys: Vec<String> = match shard {
         None => c.files.iter().map(|f| format!("{prefix}{}", f.rel)).collect(),
-        Some(size) => {
-            let n = crate::pack::shards::count_shards(c.files.iter().map(|f| (f.rel.len(), f.size)), size);
-            (0..n as u32).map(|i| format!("{prefix}{}", shard_key(i))).collect()
-        }
+        Some(_) => sent,
     };
-    if shard.is_some() {
-        keys.push(format!("{prefix}{INDEX_KEY}"));
-    }
     let failed = crate::engine::object::delete_own(c.client, keys);
     stop.or_else(|| failed.map(|e| Stop::Failed(format!("deleting {name}'s objects: {e}")))).or_else(interrupted)
 }
@@ -543,11 +570,14 @@ mod tests {
         assert_eq!(size_label(3 << 30), "3GiB");
         assert_eq!(size_label(1_000_000), "1000000B");
         assert_eq!(size_label((1 << 20) + 1024), "1025KiB");
-        let ops = op_names(&[64 << 10, 16 << 20]);
-        assert_eq!(ops.len(), 9);
+        let tar = |size| Sharding { format: Format::Tar, size };
+        let zst = |size| Sharding { format: Format::TarZst, size };
+        let ops = op_names(&[tar(64 << 10), tar(16 << 20), zst(64 << 10)]);
+        assert_eq!(ops.len(), 12);
         assert_eq!(ops[0..3], ["loose:put", "loose:get-all", "loose:get-one"]);
         assert_eq!(ops[3], "tar@64KiB:put");
         assert_eq!(ops[8], "tar@16MiB:get-one");
+        assert_eq!(ops[9], "tar.zst@64KiB:put");
     }
 
     #[test]
@@ -558,8 +588,8 @@ mod tests {
         std::fs::write(d.path().join("a"), b"").unwrap();
         let root = walk::open_root(d.path()).unwrap();
         let files = list_files(&root).unwrap();
-        let got: Vec<(&str, u64)> = files.iter().map(|f| (f.rel.as_str(), f.size)).collect();
-        assert_eq!(got, [("a", 0), ("b/c/x", 3)]);
+        let got: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(got, ["a", "b/c/x"]);
         assert_eq!(read_file(&root, "b/c/x").unwrap(), b"xyz");
         std::os::unix::fs::symlink("a", d.path().join("b/l")).unwrap();
         assert!(list_files(&root).unwrap_err().contains("b/l: a symlink"));

@@ -91,8 +91,9 @@ fn object_section(rs: &ResultSet) -> String {
         h.push_str("</ul>\n");
     }
     h.push_str("<p class=\"muted\">Medians of complete runs with their 95% intervals (order statistics over the runs). \
-        upload: read the files and PUT them (sharded: packed into tar shards as read, then the index); read all: LIST + a GET per object, \
-        or the index + a GET per shard; read one file: its GET, or the index's GET + a range GET into its shard. Sharding pays at a size when \
+        upload: read the files and PUT them (sharded: packed into tar or tar.zst shards as read, then the index); read all: LIST + a GET \
+        per object, or the index + a GET per shard (tar.zst: decompressed); read one file: its GET, or the index's GET + a range GET into \
+        its shard (tar.zst: the file's own zstd frame, decompressed). Sharding pays at a size when \
         the intervals (below 6 runs: the ranges of the runs) do not overlap, from the size named on.</p>\n");
     h.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n<div class=\"recommendation\">");
     if let Some(big) = trees.last() {
@@ -109,7 +110,7 @@ fn object_section(rs: &ResultSet) -> String {
 fn object_charts(rs: &ResultSet) -> Vec<Chart> {
     use super::object_routes::{self as ob, STEP_WORDS};
     let Some(big) = ob::trees(rs).pop() else { return Vec::new() };
-    let legend = vec!["loose".to_string(), "tar shards".to_string()];
+    let legend = vec!["loose".to_string(), "tar shards".to_string(), "tar.zst shards".to_string()];
     (0..3)
         .filter_map(|i| {
             let loose = big.loose()?.steps[i].as_ref()?;
@@ -119,7 +120,12 @@ fn object_charts(rs: &ResultSet) -> Vec<Chart> {
                 .filter_map(|r| {
                     let st = r.steps[i].as_ref()?;
                     let (value, ci) = med(&st.runs);
-                    Some(Dot { label: r.name(), group: usize::from(r.shard.is_some()), value, ci })
+                    let group = match r.shard.map(|s| s.format) {
+                        None => 0,
+                        Some(crate::pack::shards::Format::Tar) => 1,
+                        Some(crate::pack::shards::Format::TarZst) => 2,
+                    };
+                    Some(Dot { label: r.name(), group, value, ci })
                 })
                 .collect();
             let missing = dots.iter().filter(|d| d.ci.is_none()).count();
