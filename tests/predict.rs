@@ -136,6 +136,11 @@ fn predict_bad_input() {
     );
     assert_bad_input(&run(["predict", "--model", m, "--inventory", m]), "--inventory", "not an inventory");
     assert_bad_input(&run(["predict", "--model", m, "--tree", missing.to_str().unwrap()]), "--tree", "missing tree");
+    // Prices are for an object store's calibration, not a ladder's model.
+    let prices = tmp.path().join("prices.toml");
+    std::fs::write(&prices, "name = \"x\"\n").unwrap();
+    let r = run(["predict", "--model", m, "--inventory", i, "--prices", prices.to_str().unwrap()]);
+    assert_bad_input(&r, "--prices", "prices with a ladder's model");
     // A result without models (one tree shape) cannot predict.
     let ops = tmp.path().join("ops.json");
     let a = format!("ops --files 50 --runs 1 --target {} --json {} --quiet", tmp.path().display(), ops.display());

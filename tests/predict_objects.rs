@@ -86,7 +86,7 @@ fn predicted_requests_are_what_the_printed_check_sends() {
     let work = tempfile::tempdir_in("/var/tmp").unwrap();
     let src = work.path().join("tree");
     tree(&src);
-    let pj = work.path().join("predict.json");
+    let (pj, cal) = (work.path().join("predict.json"), work.path().join("cal.json"));
     let p = run([
         "predict",
         "--tree",
@@ -98,8 +98,26 @@ fn predicted_requests_are_what_the_printed_check_sends() {
         "--quiet",
         "--json",
         pj.to_str().unwrap(),
+        "--save-calibration",
+        cal.to_str().unwrap(),
     ]);
     p.ok();
+    // The saved calibration predicts the engines' commands again, with the same exact
+    // requests and check lines that bring the same kind of store up.
+    let pj2 = work.path().join("again.json");
+    let again = run(["predict", "--tree", src.to_str().unwrap(), "--model", cal.to_str().unwrap()]
+        .into_iter()
+        .chain(["--quiet", "--json", pj2.to_str().unwrap()]));
+    again.ok();
+    let second: Value = serde_json::from_slice(&std::fs::read(&pj2).unwrap()).unwrap();
+    let first: Value = serde_json::from_slice(&std::fs::read(&pj).unwrap()).unwrap();
+    let reqs = |v: &Value| -> Vec<Vec<(&'static str, u64)>> {
+        v["objects"]["commands"].as_array().unwrap().iter().map(|c| kinds(&c["requests"])).collect()
+    };
+    assert_eq!(reqs(&first), reqs(&second), "--model: the same requests");
+    let lines = check_commands(&again.stdout);
+    assert_eq!(lines.len(), 9, "--model: the check lines again: {}", again.stdout);
+    assert!(lines[1].starts_with("manyfiles mount ") && lines[1].contains("s3@rtt=1ms"), "{lines:?}");
     let predicted: Value = serde_json::from_slice(&std::fs::read(&pj).unwrap()).unwrap();
     let objects = &predicted["objects"];
     assert_eq!((objects["tree"]["objects"].as_u64(), objects["tree"]["losses"].as_u64()), (Some(1001), Some(1)));

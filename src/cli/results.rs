@@ -374,6 +374,59 @@ fn calibration_outside_tree(dir: &std::path::Path, tree: &std::path::Path) -> Re
     }
 }
 
+/// `--prices` is for an object store's predictions.
+const PRICES_ONLY: &str =
+    "only with an object store (--fs s3…, --on s3://BUCKET/PREFIX, or --model of a calibration made there)";
+
+/// `predict --model FILE`: the prediction from a saved result (a ladder's models, or a
+/// calibration's; an object store's prints its engines' section and check lines again).
+fn model_job(
+    a: &PredictArgs,
+    path: &std::path::Path,
+    (tree, interval_s, threads): (manyfiles::report::TreeInput, Option<f64>, usize),
+    prices: Option<manyfiles::results::prices::PriceTable>,
+) -> Result<PredictJob> {
+    let model = read_results(path, "--model")?;
+    if model.models.is_empty() {
+        return Err(Error::bad(
+            "--model",
+            format!("{} holds no fitted model (fitting needs at least 3 tree shapes: run a ladder)", path.display()),
+        ));
+    }
+    // A calibration made on an object store: the engines' section and its check lines
+    // again, the client's setup timed here (as the calibration times it).
+    let objects = manyfiles::experiment::calibrate::saved_object_target(&model);
+    if prices.is_some() && objects.is_none() {
+        return Err(Error::bad("--prices", PRICES_ONLY));
+    }
+    let (object_setup_s, tree_path) = match (&objects, &tree) {
+        (None, _) => (Vec::new(), None),
+        (Some(_), t) => (
+            manyfiles::experiment::calibrate_objects::client_setup_s(
+                manyfiles::experiment::calibrate_objects::SETUP_RUNS,
+            )?,
+            match t {
+                manyfiles::report::TreeInput::Path(p) => Some(p.clone()),
+                manyfiles::report::TreeInput::Inventory(_) => None,
+            },
+        ),
+    };
+    Ok(PredictJob::Model(Box::new(manyfiles::report::PredictConfig {
+        model_name: path.display().to_string(),
+        model,
+        tree,
+        interval_s,
+        json: a.json.clone(),
+        threads,
+        runs_ahead: a.runs_ahead,
+        check_on: objects,
+        check_threads: None,
+        tree_path,
+        object_setup_s,
+        prices,
+    })))
+}
+
 pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<PredictJob> {
     use manyfiles::experiment::TargetSpec;
     let interval_s = match &a.interval {
@@ -432,42 +485,21 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     let threads = threads(a.threads)?;
     let tree = tree_input(&a.tree, &a.inventory, "--tree")?;
     let prices = match &a.prices {
-        Some(_) if !target.as_ref().is_some_and(manyfiles::experiment::calibrate::is_object_store) => {
-            return Err(Error::bad("--prices", "only with an object store (--fs s3… or --on s3://BUCKET/PREFIX)"));
-        }
         Some(p) => Some(manyfiles::results::prices::PriceTable::load(p).map_err(|e| Error::bad("--prices", e))?),
         None => None,
     };
+    const PRICES_ONLY: &str =
+        "only with an object store (--fs s3…, --on s3://BUCKET/PREFIX, or --model of a calibration made there)";
     let Some(target) = target else {
         if a.save_calibration.is_some() {
             return Err(Error::bad("--save-calibration", "only with --on DIR or --fs SPEC (a calibration to save)"));
         }
         let path = a.model.as_ref().expect("clap: --model, --on or --fs");
-        let model = read_results(path, "--model")?;
-        if model.models.is_empty() {
-            return Err(Error::bad(
-                "--model",
-                format!(
-                    "{} holds no fitted model (fitting needs at least 3 tree shapes: run a ladder)",
-                    path.display()
-                ),
-            ));
-        }
-        return Ok(PredictJob::Model(Box::new(manyfiles::report::PredictConfig {
-            model_name: path.display().to_string(),
-            model,
-            tree,
-            interval_s,
-            json: a.json.clone(),
-            threads,
-            runs_ahead: a.runs_ahead,
-            check_on: None,
-            check_threads: None,
-            tree_path: None,
-            object_setup_s: Vec::new(),
-            prices,
-        })));
+        return model_job(a, path, (tree, interval_s, threads), prices);
     };
+    if prices.is_some() && !manyfiles::experiment::calibrate::is_object_store(&target) {
+        return Err(Error::bad("--prices", PRICES_ONLY));
+    }
     let max_time_s = humantime::parse_duration(&a.max_time)
         .map_err(|e| Error::bad("--max-time", format!("{}: {e}", a.max_time)))?
         .as_secs_f64();

@@ -259,6 +259,25 @@ pub fn is_object_store(t: &CalibrateOn) -> bool {
     }
 }
 
+/// Where a saved calibration (`predict --model FILE`) ran, when it was an object
+/// store's: `predict` prints the engines' section and its check lines again from it, the
+/// client's setup timed here as a calibration times it. None: not an object store's
+/// calibration (its check lines are not printed from a file).
+pub fn saved_object_target(model: &ResultSet) -> Option<crate::report::CheckOn> {
+    let native = model.experiment.ops.iter().all(|o| o.starts_with("obj:"));
+    if model.experiment.name != "calibrate" || model.experiment.ops.is_empty() || !native {
+        return None;
+    }
+    let t = model.targets.first()?;
+    if let Some(m) = t.managed.as_ref().filter(|m| m.object.is_some()) {
+        return Some(crate::report::CheckOn::ObjectSpec(m.spec.clone()));
+    }
+    // A bucket of the user's (`--on s3://…`): its URL; how it was reached (`--s3-via`) is
+    // not saved, so the check lines reach it through the environment.
+    matches!(t.kind.as_str(), "s3" | "azblob")
+        .then(|| crate::report::CheckOn::ObjectUrl(t.path.display().to_string(), None))
+}
+
 /// `predict --on/--fs`: walk the tree once, calibrate on the target with trees shaped
 /// like it, and hand the calibration to the prediction as its model.
 pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfig> {
