@@ -9,7 +9,7 @@
 
 use super::verify::{Item, Way};
 use super::{
-    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, S3Url, Summary, connect, each, list_all,
+    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, ObjectUrl, Summary, connect, each, list_all,
     mtime_value, why,
 };
 use crate::engine::walker::{join, open_below, split_last};
@@ -42,7 +42,7 @@ struct Walked {
 }
 
 /// Copy or sync `src` to `dst`.
-pub fn run(o: &Options, src: &Path, dst: &S3Url) -> Result<Summary> {
+pub fn run(o: &Options, src: &Path, dst: &ObjectUrl) -> Result<Summary> {
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
     let root = crate::fs::walk::open_root(src)
@@ -97,7 +97,7 @@ pub fn run(o: &Options, src: &Path, dst: &S3Url) -> Result<Summary> {
 fn plan(
     files: &[LocalFile],
     there: &HashMap<String, super::Listed>,
-    dst: &S3Url,
+    dst: &ObjectUrl,
     s: &mut Summary,
 ) -> (Vec<LocalFile>, Vec<String>) {
     let mut send = Vec::new();
@@ -128,7 +128,7 @@ fn put_all(
     o: &Options,
     client: &crate::storage::object_client::ObjectClient,
     root: Arc<OwnedFd>,
-    dst: &S3Url,
+    dst: &ObjectUrl,
     send: Vec<LocalFile>,
     s: &mut Summary,
     progress: &Progress,

@@ -171,7 +171,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     // s3://BUCKET/PREFIX: an object store of the user's (objects.rs), not a directory.
     let dst_url = match v.path("dst-target").filter(|p| crate::engine::object::is_url(p)) {
         Some(p) => {
-            Some(crate::engine::object::S3Url::parse(&p.to_string_lossy()).map_err(|e| Error::bad("--dst-target", e))?)
+            Some(crate::engine::object::ObjectUrl::parse_s3(&p.to_string_lossy()).map_err(|e| Error::bad("--dst-target", e))?)
         }
         None => None,
     };
