@@ -68,7 +68,7 @@ pub fn from_env() -> Result<Reach> {
     let (account, endpoint, secret, via) = match env_first(&[CONNECTION]) {
         Some(text) => {
             let (a, e, s) = from_connection_string(&text)?;
-            (a, e, s, format!("{CONNECTION} from the environment"))
+            (a, e, s, CONNECTION.to_string())
         }
         None => {
             let account = env_first(&["AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_ACCOUNT_NAME"]).ok_or_else(|| {
@@ -82,7 +82,8 @@ pub fn from_env() -> Result<Reach> {
             let key = env_first(&["AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY"]);
             let endpoint = env_first(&["AZURE_STORAGE_BLOB_ENDPOINT", "AZURE_STORAGE_ENDPOINT"]);
             let secret = key.map_or(Secret::Ambient, |k| Secret::AzureKey(Hidden(k)));
-            (account, endpoint.map(|e| e.trim_end_matches('/').to_string()), secret, "AZURE_STORAGE_ACCOUNT".into())
+            let via = "AZURE_STORAGE_ACCOUNT".to_string();
+            (account, endpoint.map(|e| e.trim_end_matches('/').to_string()), secret, via)
         }
     };
     if let Some(e) = &endpoint {
@@ -97,8 +98,8 @@ pub fn from_env() -> Result<Reach> {
         return Err(Error::bad("AZURE_STORAGE_KEY", "the account key is not base64 (as Azure's keys are)"));
     }
     let via = match &endpoint {
-        Some(e) => format!("endpoint {e} from the environment ({via})"),
-        None => format!("Azure Blob account {account} ({via})"),
+        Some(e) => format!("endpoint {e} from the environment, {via}"),
+        None => format!("Azure Blob account {account}, {via} from the environment"),
     };
     Ok(Reach {
         provider: Provider::Azblob,

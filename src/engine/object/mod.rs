@@ -454,6 +454,18 @@ pub fn connect(reach: &Reach, url: &ObjectUrl) -> Result<(ObjectClient, bool)> {
     }
 }
 
+/// Was an object last modified before the file was (upload sync's rule)? At the
+/// resolution its store's LIST gives: S3's in milliseconds and below, Azure Blob's in
+/// whole seconds (List Blobs' `Last-Modified` is an RFC 1123 date), so on Azure a file
+/// is judged by its mtime's second (one changed within the second its object was
+/// written, at the same size, is not seen: the listing cannot tell).
+pub fn older_than_file(provider: Provider, object: (i64, u32), file: (i64, u32)) -> bool {
+    match provider {
+        Provider::S3 => object < file,
+        Provider::Azblob => object.0 < file.0,
+    }
+}
+
 /// A file's mtime as the `mtime` metadata value: `SECONDS.NANOSECONDS`.
 pub fn mtime_value((s, ns): (i64, u32)) -> String {
     format!("{s}.{ns:09}")
@@ -584,6 +596,14 @@ fn finish(s: &mut Summary, client: &ObjectClient, t0: Instant, cpu0: (f64, f64))
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn azure_last_modified_is_compared_by_the_second() {
+        let (obj, file) = ((100, 0), (100, 5));
+        assert!(older_than_file(Provider::S3, obj, file));
+        assert!(!older_than_file(Provider::Azblob, obj, file));
+        assert!(older_than_file(Provider::Azblob, (99, 999_999_999), file));
+    }
 
     #[test]
     fn mtimes_round_trip_and_read_rclone_floats() {

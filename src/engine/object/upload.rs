@@ -105,12 +105,13 @@ fn plan(
     for f in files {
         let key = dst.key(&f.rel);
         let at = there.get(&key);
-        let unchanged = at.is_some_and(|l| l.size == f.size && l.modified >= f.mtime);
+        let older = |l: &super::Listed| super::older_than_file(dst.provider, l.modified, f.mtime);
+        let unchanged = at.is_some_and(|l| l.size == f.size && !older(l));
         wanted.insert(key);
         if unchanged {
             s.skipped += 1;
         } else {
-            s.change(super::changes::sent(&f.rel, at.map(|l| (l.size != f.size, l.modified < f.mtime))));
+            s.change(super::changes::sent(&f.rel, at.map(|l| (l.size != f.size, older(l)))));
             if s.dry_run {
                 s.copied += 1;
                 s.bytes_transferred += f.size;
