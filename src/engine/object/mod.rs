@@ -466,13 +466,23 @@ pub fn older_than_file(provider: Provider, object: (i64, u32), file: (i64, u32))
     }
 }
 
-/// A file's mtime as the `mtime` metadata value: `SECONDS.NANOSECONDS`.
-pub fn mtime_value((s, ns): (i64, u32)) -> String {
-    format!("{s}.{ns:09}")
+/// A file's mtime as the `mtime` metadata value, as rclone writes it for the provider:
+/// on S3 `SECONDS.NANOSECONDS` (rclone's float seconds), on Azure Blob RFC 3339 with
+/// nanoseconds in UTC (`2023-11-14T22:13:20.000000005Z`, rclone's azureblob format), so
+/// either tool reads the other's.
+pub fn mtime_value(provider: Provider, (s, ns): (i64, u32)) -> String {
+    match (provider, chrono::DateTime::from_timestamp(s, ns)) {
+        (Provider::Azblob, Some(t)) => t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+        _ => format!("{s}.{ns:09}"),
+    }
 }
 
-/// The `mtime` metadata value back as (seconds, nanoseconds); rclone's float seconds too.
+/// The `mtime` metadata value back as (seconds, nanoseconds): float seconds (ours and
+/// rclone's on S3) or RFC 3339 (rclone's on Azure Blob).
 pub fn parse_mtime(v: &str) -> Option<(i64, u32)> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(v.trim()) {
+        return Some((t.timestamp(), t.timestamp_subsec_nanos()));
+    }
     let (s, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
     let secs: i64 = s.parse().ok()?;
     if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
@@ -607,7 +617,11 @@ mod tests {
 
     #[test]
     fn mtimes_round_trip_and_read_rclone_floats() {
-        assert_eq!(parse_mtime(&mtime_value((1_700_000_000, 5))), Some((1_700_000_000, 5)));
+        for p in [Provider::S3, Provider::Azblob] {
+            assert_eq!(parse_mtime(&mtime_value(p, (1_700_000_000, 5))), Some((1_700_000_000, 5)));
+        }
+        assert_eq!(mtime_value(Provider::Azblob, (1_700_000_000, 5)), "2023-11-14T22:13:20.000000005Z");
+        assert_eq!(parse_mtime("2023-11-14T22:13:20.5Z"), Some((1_700_000_000, 500_000_000)));
         assert_eq!(parse_mtime("1700000000.5"), Some((1_700_000_000, 500_000_000)));
         assert_eq!(parse_mtime("1700000000"), Some((1_700_000_000, 0)));
         assert_eq!(parse_mtime("x"), None);

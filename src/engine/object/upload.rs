@@ -142,7 +142,8 @@ fn put_all(
             let (store, root) = (client.store.clone(), root.clone());
             let key = dst.key(&f.rel);
             let rel = f.rel.clone();
-            (rel, async move { put_file(store, &root, &f, &key).await })
+            let provider = dst.provider;
+            (rel, async move { put_file(store, &root, &f, (&key, provider)).await })
         },
         |rel, r| {
             match r {
@@ -179,12 +180,12 @@ async fn put_file<S: ObjectStore + ?Sized>(
     store: Arc<S>,
     root: &OwnedFd,
     f: &LocalFile,
-    key: &str,
+    (key, provider): (&str, crate::storage::object_stack::Provider),
 ) -> std::result::Result<(u64, bool), String> {
     let mut file = open_file(root, &f.rel)?;
     let location = object_store::path::Path::parse(key).map_err(|e| why(&e))?;
     let mut attributes = Attributes::new();
-    attributes.insert(Attribute::Metadata(MTIME_KEY.into()), mtime_value(f.mtime).into());
+    attributes.insert(Attribute::Metadata(MTIME_KEY.into()), mtime_value(provider, f.mtime).into());
     if f.size <= MULTIPART_ABOVE {
         let mut data = Vec::with_capacity(f.size as usize);
         file.read_to_end(&mut data).map_err(|e| format!("read: {e}"))?;
