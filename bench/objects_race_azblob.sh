@@ -16,8 +16,10 @@
 # for each T in TRANSFERS. SRC: N files of SIZE bytes in DIRS directories on local RAM.
 # manyfiles reaches the store with `--store-via DIR`; rclone (Debian's 1.60) runs under
 # `nsenter --net=` into the stack's namespace, its azureblob remote given in the
-# environment (account, key and endpoint read from the stack's 0600 connection string
-# when it starts: the key is in no file of this script's and on no command line). Every
+# environment: rclone 1.60 reaches an account by key only at https://ACCOUNT.SUFFIX, so
+# it gets a SAS URL of the stack's endpoint, an account SAS signed once with the key
+# from the stack's 0600 connection string (bench/azure_account_sas.py; neither is
+# written to a file nor on a command line). Every
 # rm run gets a prefix of its own, uploaded (untimed) by manyfiles. Every run is checked
 # (objects uploaded, files downloaded, nothing left after rm, nothing to do for sync).
 # Times: wall of the whole command, medians and min–max over the rounds; "× faster" is
@@ -88,14 +90,16 @@ endpoint=$(sed -n 's/^blob store: endpoint \([^ ]*\).*/\1/p' <<<"$printed" | hea
 [ -n "$ns" ] && [ -n "$conn" ] && [ -n "$endpoint" ] || { echo "objects_race_azblob: mount printed no endpoint: $printed" >&2; exit 1; }
 mf() { "$MF" "$@" --store-via "$mp"; }
 # rclone as a program (timed runs it through /usr/bin/time): in the stack's namespace,
-# its azureblob remote `mfaz` from the environment, account and key read from the
-# stack's connection string as it starts (never written by this script).
+# its azureblob remote `mfaz` from the environment. rclone 1.60 takes an account and key
+# only for https://ACCOUNT.SUFFIX, so it gets a SAS URL of the stack's path-style http
+# endpoint: an account SAS signed with the stack's key, made once here, untimed
+# (bench/azure_account_sas.py), and handed down in this script's environment (the key
+# and the SAS are written to no file).
+MFAZ_SAS_URL=$(python3 "$ROOT/bench/azure_account_sas.py" "$conn" "$endpoint")
+export MFAZ_SAS_URL
 cat >"$WORK/rc" <<RC
 #!/bin/sh
-key=\$(tr ';' '\\n' <"$conn" | sed -n 's/^AccountKey=//p')
-account=\$(tr ';' '\\n' <"$conn" | sed -n 's/^AccountName=//p')
-exec nsenter --net="$ns" env RCLONE_CONFIG_MFAZ_TYPE=azureblob RCLONE_CONFIG_MFAZ_ACCOUNT="\$account" \\
-    RCLONE_CONFIG_MFAZ_KEY="\$key" RCLONE_CONFIG_MFAZ_ENDPOINT="$endpoint" rclone -q "\$@"
+exec nsenter --net="$ns" env RCLONE_CONFIG_MFAZ_TYPE=azureblob RCLONE_CONFIG_MFAZ_SAS_URL="\$MFAZ_SAS_URL" rclone -q "\$@"
 RC
 chmod 700 "$WORK/rc"
 rc=$WORK/rc
