@@ -153,7 +153,11 @@ fn rm_removes_its_prefix_and_nothing_beside_it() {
     blob.run(&["copy", one.to_str().unwrap(), "azblob://manyfiles/p2", "--quiet"]).ok();
     blob.run(&["copy", one.to_str().unwrap(), "azblob://manyfiles/q/p", "--quiet"]).ok();
     // The whole container only with --whole-bucket.
-    common::assert_bad_input(&blob.run(&["rm", "azblob://manyfiles/", "--quiet"]), "--whole-bucket", "rm of a container");
+    common::assert_bad_input(
+        &blob.run(&["rm", "azblob://manyfiles/", "--quiet"]),
+        "--whole-bucket",
+        "rm of a container",
+    );
     let r = blob.run(&["rm", "azblob://manyfiles/p", "--quiet"]);
     assert!(r.ok().stdout.contains(&format!("deleted {n} of {n} objects")), "{}", r.stdout);
     let r = blob.run(&["scan", "azblob://manyfiles/"]);

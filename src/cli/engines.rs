@@ -633,7 +633,8 @@ fn objects_rm(a: &RmArgs) -> Result<()> {
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
-    let url = manyfiles::engine::object::ObjectUrl::parse(&path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let url =
+        manyfiles::engine::object::ObjectUrl::parse(&path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
     let provider = url.provider;
     let o = manyfiles::engine::object::rm::Options {
         url,
@@ -667,7 +668,8 @@ fn objects_scan(a: &ScanArgs) -> Result<()> {
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
-    let url = manyfiles::engine::object::ObjectUrl::parse(&a.path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let url =
+        manyfiles::engine::object::ObjectUrl::parse(&a.path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
     let filter = a.filters.filter()?.map(std::sync::Arc::new);
     let provider = url.provider;
     let o = manyfiles::engine::object::scan::Options { url, reach: s3_reach(&a.s3, provider)?, quiet: false, filter };

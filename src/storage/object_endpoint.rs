@@ -263,9 +263,8 @@ pub fn from_mount(dir: &Path, provider: Provider) -> Result<Reach> {
 /// A blob stack's endpoint, from its connection string (`BlobEndpoint=…`), while its
 /// server runs.
 fn blob_stack_endpoint(stack: &Path) -> Option<String> {
-    let running = super::share_stack::stack_pids(stack)
-        .into_iter()
-        .any(|(_, argv)| argv.contains(super::azblob_stack::SERVER));
+    let running =
+        super::share_stack::stack_pids(stack).into_iter().any(|(_, argv)| argv.contains(super::azblob_stack::SERVER));
     let text = std::fs::read_to_string(stack.join("connection-string")).ok()?;
     let e = super::azblob_stack::field(&text, "BlobEndpoint")?;
     (running && e.starts_with("http")).then_some(e)

@@ -125,13 +125,15 @@ mod tests {
         .unwrap();
         assert_eq!((a.as_str(), e.as_deref()), ("acct1", Some("http://127.0.0.1:10000/acct1")));
         assert_eq!(format!("{s:?}"), "AzureKey(hidden)");
-        let (a, e, _) =
-            from_connection_string("DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=eA==;EndpointSuffix=core.windows.net")
-                .unwrap();
+        let (a, e, _) = from_connection_string(
+            "DefaultEndpointsProtocol=https;AccountName=prod;AccountKey=eA==;EndpointSuffix=core.windows.net",
+        )
+        .unwrap();
         assert_eq!((a.as_str(), e.as_deref()), ("prod", Some("https://prod.blob.core.windows.net")));
-        let (a, _, s) =
-            from_connection_string("BlobEndpoint=https://sasacct.blob.core.windows.net;SharedAccessSignature=sv=1&sig=zz")
-                .unwrap();
+        let (a, _, s) = from_connection_string(
+            "BlobEndpoint=https://sasacct.blob.core.windows.net;SharedAccessSignature=sv=1&sig=zz",
+        )
+        .unwrap();
         assert_eq!((a.as_str(), format!("{s:?}")), ("sasacct", "AzureSas(hidden)".into()));
         let (a, e, _) = from_connection_string("UseDevelopmentStorage=true").unwrap();
         assert_eq!((a.as_str(), e.as_deref()), (DEV_ACCOUNT, Some(DEV_ENDPOINT)));

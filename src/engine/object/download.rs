@@ -14,7 +14,7 @@
 use super::changes::sent;
 use super::select::{Keys, Side};
 use super::verify::{Item, Way};
-use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, ObjectUrl, Summary, connect, each, list_all, why};
+use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, ObjectUrl, Options, Summary, connect, each, list_all, why};
 use crate::engine::copy::itemize::{Change, Verb, kind_word};
 use crate::engine::filter::Filter;
 use crate::engine::walker::{open_below_same_mount as open_below, split_last};

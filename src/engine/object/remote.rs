@@ -7,7 +7,7 @@
 
 use super::select::{Keys, Side};
 use super::verify::{Item, Way};
-use super::{Options, ObjectUrl, Summary, connect, each, list_all, why};
+use super::{ObjectUrl, Options, Summary, connect, each, list_all, why};
 use crate::error::{Error, Result};
 use crate::measure::progress::Progress;
 use object_store::ObjectStoreExt;

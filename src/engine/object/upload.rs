@@ -9,7 +9,7 @@
 
 use super::verify::{Item, Way};
 use super::{
-    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, ObjectUrl, Summary, connect, each, list_all,
+    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, ObjectUrl, Options, PART, Summary, connect, each, list_all,
     mtime_value, why,
 };
 use crate::engine::walker::{join, open_below, split_last};

@@ -51,8 +51,7 @@ impl ObjectUrl {
     /// container by its provider's rules; a prefix's segments are never empty, `.` or
     /// `..`, nor hold control characters.
     pub fn parse(text: &str) -> std::result::Result<ObjectUrl, String> {
-        let (provider, rest) =
-            scheme_of(text).ok_or_else(|| format!("{text}: not an s3:// or azblob:// URL"))?;
+        let (provider, rest) = scheme_of(text).ok_or_else(|| format!("{text}: not an s3:// or azblob:// URL"))?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         match provider {
             Provider::S3 if !ok_bucket(bucket) => {
@@ -81,7 +80,10 @@ impl ObjectUrl {
         let url = Self::parse(text)?;
         match url.provider {
             Provider::S3 => Ok(url),
-            p => Err(format!("{text}: {}:// URLs are taken by copy, sync, rm and scan only (yet); this takes s3://", p.name())),
+            p => Err(format!(
+                "{text}: {}:// URLs are taken by copy, sync, rm and scan only (yet); this takes s3://",
+                p.name()
+            )),
         }
     }
 
@@ -118,7 +120,10 @@ mod tests {
     fn urls_parse_and_refuse_what_is_not_a_prefix() {
         let u = ObjectUrl::parse("s3://bucket-1/a/b/").unwrap();
         assert_eq!((u.bucket.as_str(), u.prefix.as_str(), u.dir_prefix()), ("bucket-1", "a/b", "a/b/".to_string()));
-        assert_eq!((u.provider, u.key("c/d"), u.to_string()), (Provider::S3, "a/b/c/d".into(), "s3://bucket-1/a/b/".into()));
+        assert_eq!(
+            (u.provider, u.key("c/d"), u.to_string()),
+            (Provider::S3, "a/b/c/d".into(), "s3://bucket-1/a/b/".into())
+        );
         assert_eq!(ObjectUrl::parse("s3://bkt").unwrap().dir_prefix(), "");
         for bad in ["s3://", "s3://B/x", "s3://bk/a//b", "s3://bk/../x", "s3://bk/a/./b", "http://x/y", "s3:/bk/x"] {
             assert!(ObjectUrl::parse(bad).is_err(), "{bad}");
@@ -132,23 +137,28 @@ mod tests {
         assert_eq!((u.provider, u.bucket.as_str(), u.prefix.as_str()), (Provider::Azblob, "my-container1", "p/q"));
         assert_eq!((u.to_string(), u.bucket_word()), ("azblob://my-container1/p/q/".into(), "container"));
         assert_eq!(ObjectUrl::parse("azblob://abc").unwrap().dir_prefix(), "");
-        assert_eq!(ObjectUrl::parse(&"azblob://".replace("//", &format!("//{}", "a".repeat(63)))).unwrap().bucket.len(), 63);
+        assert_eq!(
+            ObjectUrl::parse(&"azblob://".replace("//", &format!("//{}", "a".repeat(63)))).unwrap().bucket.len(),
+            63
+        );
         for bad in [
             "azblob://",
-            "azblob://ab",                             // too short
+            "azblob://ab",                           // too short
             &format!("azblob://{}", "a".repeat(64)), // too long
-            "azblob://Abc",                            // upper case
-            "azblob://a--b",                           // '--'
-            "azblob://-ab",                            // starts with '-'
-            "azblob://ab-",                            // ends with '-'
-            "azblob://a.b.c",                          // '.': an S3 bucket's, not a container's
+            "azblob://Abc",                          // upper case
+            "azblob://a--b",                         // '--'
+            "azblob://-ab",                          // starts with '-'
+            "azblob://ab-",                          // ends with '-'
+            "azblob://a.b.c",                        // '.': an S3 bucket's, not a container's
             "azblob://a_b",
             "azblob://abc/x//y",
             "azblob://abc/../y",
         ] {
             assert!(ObjectUrl::parse(bad).is_err(), "{bad}");
         }
-        assert!(is_url(Path::new("azblob://abc/x")) && !is_url(Path::new("azblob:/abc")) && !is_url(Path::new("az://abc")));
+        assert!(
+            is_url(Path::new("azblob://abc/x")) && !is_url(Path::new("azblob:/abc")) && !is_url(Path::new("az://abc"))
+        );
         let e = ObjectUrl::parse_s3("azblob://abc/x").unwrap_err();
         assert!(e.contains("copy, sync, rm and scan only"), "{e}");
         assert!(ObjectUrl::parse_s3("s3://abc/x").is_ok());
