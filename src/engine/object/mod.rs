@@ -603,6 +603,40 @@ fn finish(s: &mut Summary, client: &ObjectClient, t0: Instant, cpu0: (f64, f64))
     }
 }
 
+/// sync into a prefix (`dst`, as a directory: `P/`): the keys no source names, deleted
+/// in batches with `--delete` (counted only in a dry run or after a signal), else counted
+/// as extraneous; what the filters protect is kept and counted as extraneous (`present`:
+/// the directories the source has, below the prefix).
+pub(super) fn delete_extra_keys(
+    o: &Options,
+    client: &ObjectClient,
+    (dst, present): (&str, std::collections::HashSet<String>),
+    extra: Vec<String>,
+    s: &mut Summary,
+    progress: &Progress,
+) {
+    let mut protected = select::Keys::new(o.filter.as_deref(), select::Side::Receiver).present(present);
+    let (kept, extra): (Vec<String>, Vec<String>) =
+        extra.into_iter().partition(|k| protected.out(k.strip_prefix(dst).unwrap_or(k)));
+    s.extraneous += kept.len() as u64;
+    if o.delete {
+        for k in &extra {
+            let rel = k.strip_prefix(dst).unwrap_or(k);
+            s.change(Change::new(crate::engine::copy::itemize::Verb::Deleted, "file", rel.as_bytes()));
+        }
+    }
+    if o.delete && !o.dry_run && crate::signals::pending() == 0 {
+        progress.phase("delete", extra.len() as u64);
+        let mut fails = Vec::new();
+        s.deleted = delete_keys(client, o.in_flight, extra, |f| fails.push(f));
+        fails.into_iter().for_each(|f| s.fail(f));
+    } else if o.delete {
+        s.deleted = extra.len() as u64;
+    } else {
+        s.extraneous += extra.len() as u64;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,39 +681,5 @@ mod tests {
         let kinds: Vec<(&str, u64)> = rows.iter().map(|r| (r.kind.as_str(), r.count)).collect();
         assert_eq!(kinds, [("modes", 2), ("symlinks", 1), (EMPTY_DIRS, 1)]);
         assert!(losses_text(&rows, false).contains("an object cannot hold them"));
-    }
-}
-
-/// sync into a prefix (`dst`, as a directory: `P/`): the keys no source names, deleted
-/// in batches with `--delete` (counted only in a dry run or after a signal), else counted
-/// as extraneous; what the filters protect is kept and counted as extraneous (`present`:
-/// the directories the source has, below the prefix).
-pub(super) fn delete_extra_keys(
-    o: &Options,
-    client: &ObjectClient,
-    (dst, present): (&str, std::collections::HashSet<String>),
-    extra: Vec<String>,
-    s: &mut Summary,
-    progress: &Progress,
-) {
-    let mut protected = select::Keys::new(o.filter.as_deref(), select::Side::Receiver).present(present);
-    let (kept, extra): (Vec<String>, Vec<String>) =
-        extra.into_iter().partition(|k| protected.out(k.strip_prefix(dst).unwrap_or(k)));
-    s.extraneous += kept.len() as u64;
-    if o.delete {
-        for k in &extra {
-            let rel = k.strip_prefix(dst).unwrap_or(k);
-            s.change(Change::new(crate::engine::copy::itemize::Verb::Deleted, "file", rel.as_bytes()));
-        }
-    }
-    if o.delete && !o.dry_run && crate::signals::pending() == 0 {
-        progress.phase("delete", extra.len() as u64);
-        let mut fails = Vec::new();
-        s.deleted = delete_keys(client, o.in_flight, extra, |f| fails.push(f));
-        fails.into_iter().for_each(|f| s.fail(f));
-    } else if o.delete {
-        s.deleted = extra.len() as u64;
-    } else {
-        s.extraneous += extra.len() as u64;
     }
 }
