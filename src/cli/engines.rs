@@ -8,14 +8,16 @@ use clap::Args;
 use manyfiles::engine::object::is_url;
 use manyfiles::error::{Error, Result};
 use manyfiles::ranks;
+use manyfiles::storage::object_stack::Provider;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct CopyArgs {
-    /// Source directory, or s3://BUCKET/PREFIX
+    /// Source directory, or s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
-    /// Destination directory: new or empty; or s3://BUCKET/PREFIX: an empty prefix
+    /// Destination directory: new or empty; or s3://BUCKET/PREFIX (azblob://CONTAINER/PREFIX):
+    /// an empty prefix
     #[arg(value_name = "DST")]
     pub dst: PathBuf,
     /// Try a reflink (shared extents) first for every file
@@ -27,10 +29,11 @@ pub struct CopyArgs {
 
 #[derive(Args, Debug)]
 pub struct SyncArgs {
-    /// Source directory, or s3://BUCKET/PREFIX
+    /// Source directory, or s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX
     #[arg(value_name = "SRC")]
     pub src: PathBuf,
-    /// Destination directory (made if missing), or s3://BUCKET/PREFIX
+    /// Destination directory (made if missing), or s3://BUCKET/PREFIX or
+    /// azblob://CONTAINER/PREFIX
     #[arg(value_name = "DST")]
     pub dst: PathBuf,
     /// Decide by content instead of size + mtime
@@ -60,7 +63,7 @@ pub struct CopyCommonArgs {
     /// available cores (sync --dry-run: the cores) with no limit; where a root is on FUSE,
     /// NFS, SMB, 9p, Ceph or AFS (each operation a round trip), adaptive from 16 up to 64
     /// while the storage keeps up; the summary's `in flight` line says which. With an
-    /// s3:// side: requests in flight, 64 by default
+    /// s3:// or azblob:// side: requests in flight, 64 by default
     #[arg(long, value_name = "N", conflicts_with = "threads")]
     pub in_flight: Option<usize>,
     #[command(flatten)]
@@ -73,7 +76,7 @@ pub struct CopyCommonArgs {
     pub quiet: bool,
     /// Compare DST with SRC afterwards: contents, modes, mtimes and every attribute kept
     /// (owner, xattrs, ACLs, hard links, holes, flags); differences listed by kind, exit 1.
-    /// After sync --dry-run: what differs now. With an s3:// side: every object read back
+    /// After sync --dry-run: what differs now. With an object-store side: every object read back
     /// (a GET each, counted and priced) and compared byte for byte, and a download's mtimes
     #[arg(long)]
     pub verify: bool,
@@ -133,15 +136,17 @@ pub struct CopyCommonArgs {
     pub filters: super::common::FilterArgs,
 }
 
-/// How an s3:// URL is reached, on copy, sync, rm and scan.
+/// How an s3:// or azblob:// URL is reached, on copy, sync, rm and scan.
 #[derive(Args, Debug, Clone, Default)]
 pub struct S3Args {
-    /// Reach s3:// URLs through the object store `manyfiles mount s3… DIR` brought up at
-    /// DIR (its endpoint, credentials and network namespace). Without it: the endpoint,
-    /// region and keys of the environment (AWS_ENDPOINT_URL, AWS_REGION,
-    /// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else AWS_SHARED_CREDENTIALS_FILE or
-    /// ~/.aws/credentials under AWS_PROFILE)
-    #[arg(long, value_name = "DIR")]
+    /// Reach s3:// (azblob://) URLs through the object store `manyfiles mount s3… DIR`
+    /// (`mount azblob… DIR`) brought up at DIR (its endpoint, credentials and network
+    /// namespace). Without it, s3://: the endpoint, region and keys of the environment
+    /// (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else
+    /// AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials under AWS_PROFILE); azblob://:
+    /// AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT + AZURE_STORAGE_KEY (+
+    /// AZURE_STORAGE_BLOB_ENDPOINT)
+    #[arg(long, value_name = "DIR", visible_alias = "store-via")]
     pub s3_via: Option<PathBuf>,
 }
 
@@ -195,10 +200,12 @@ pub fn copy_config(
 #[derive(Args, Debug)]
 pub struct RmArgs {
     /// Files or directories to remove (a symlink is removed itself, never followed); or
-    /// one s3://BUCKET/PREFIX: the object PREFIX and every object below PREFIX/
+    /// one s3://BUCKET/PREFIX (azblob://CONTAINER/PREFIX): the object PREFIX and every
+    /// object below PREFIX/
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
-    /// With s3://BUCKET/ (no prefix): delete every object of the bucket (refused without it)
+    /// With s3://BUCKET/ or azblob://CONTAINER/ (no prefix): delete every object of the
+    /// bucket or container (refused without it)
     #[arg(long)]
     pub whole_bucket: bool,
     #[command(flatten)]
@@ -262,7 +269,8 @@ pub fn rm_config(a: &RmArgs) -> Result<(manyfiles::engine::rm::Options, Option<P
 
 #[derive(Args, Debug)]
 pub struct ScanArgs {
-    /// Directory to scan (never written to), or s3://BUCKET/PREFIX (listed and summed; no --db)
+    /// Directory to scan (never written to), or s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX
+    /// (listed and summed; no --db)
     #[arg(value_name = "PATH")]
     pub path: PathBuf,
     #[command(flatten)]
@@ -468,30 +476,51 @@ fn interrupted() -> Error {
     }
 }
 
-/// How the s3:// URLs of a command are reached: a mount's stack, or the environment.
-fn s3_reach(a: &S3Args) -> Result<manyfiles::storage::object_endpoint::Reach> {
+/// How the object-store URLs of a command (`provider`'s) are reached: a mount's stack,
+/// or the environment.
+fn s3_reach(a: &S3Args, provider: Provider) -> Result<manyfiles::storage::object_endpoint::Reach> {
     if ranks::size() > 1 {
-        return Err(Error::bad("s3://", "the object-store engines run on one rank (not under MPI)"));
+        return Err(Error::bad(
+            format!("{}://", provider.name()),
+            "the object-store engines run on one rank (not under MPI)",
+        ));
     }
     match &a.s3_via {
-        Some(dir) => manyfiles::storage::object_endpoint::from_mount(dir),
-        None => manyfiles::storage::object_endpoint::from_env(),
+        Some(dir) => manyfiles::storage::object_endpoint::from_mount(dir, provider),
+        None => manyfiles::storage::object_endpoint::from_env(provider),
+    }
+}
+
+/// The provider of a copy's or sync's object sides: one, or both sides' if they agree.
+fn sides_provider(src: &manyfiles::engine::object::Side, dst: &manyfiles::engine::object::Side) -> Result<Provider> {
+    use manyfiles::engine::object::Side;
+    match (src, dst) {
+        (Side::Object(a), Side::Object(b)) if a.provider != b.provider => Err(Error::bad(
+            "DST",
+            format!("{b} and {a}: object to object copies within one store only (a server-side copy)"),
+        )),
+        (Side::Object(u), _) | (_, Side::Object(u)) => Ok(u.provider),
+        _ => Err(Error::bad("SRC", "neither side is an s3:// or azblob:// URL")),
     }
 }
 
 /// Refuse the flags an object-store run does not do (yet): each (given, flag).
 fn refuse_for_objects(given: &[(bool, &str)]) -> Result<()> {
     match given.iter().find(|g| g.0) {
-        Some((_, flag)) => Err(Error::bad(*flag, "not with an s3:// side (yet)")),
+        Some((_, flag)) => Err(Error::bad(*flag, "not with an object-store side (s3://, azblob://) (yet)")),
         None => Ok(()),
     }
 }
 
-/// What the requests a run sent cost at AWS S3 Standard's list prices, as a line, and
-/// the same as JSON for the summary document.
-fn requests_price(r: &manyfiles::measure::RequestCounts) -> (String, serde_json::Value) {
+/// What the requests a run sent cost at the provider's list prices (AWS S3 Standard's,
+/// Azure Blob hot LRS's), as a line, and the same as JSON for the summary document.
+fn requests_price(r: &manyfiles::measure::RequestCounts, provider: Provider) -> (String, serde_json::Value) {
     use manyfiles::results::prices::{PriceTable, fmt_amount};
-    let cost = PriceTable::aws_s3_standard().cost(r);
+    let table = match provider {
+        Provider::S3 => PriceTable::aws_s3_standard(),
+        Provider::Azblob => PriceTable::azure_blob_hot(),
+    };
+    let cost = table.cost(r);
     let line = format!(
         "price of these requests: {} at {} (requests only: no storage, no data transfer)\n",
         fmt_amount(cost.amount, &cost.currency),
@@ -504,10 +533,10 @@ fn requests_price(r: &manyfiles::measure::RequestCounts) -> (String, serde_json:
 fn objects_report(
     text: String,
     doc: serde_json::Value,
-    r: &manyfiles::measure::RequestCounts,
+    (r, provider): (&manyfiles::measure::RequestCounts, Provider),
     json: Option<&Path>,
 ) -> Result<()> {
-    let (line, cost) = requests_price(r);
+    let (line, cost) = requests_price(r, provider);
     out(&format!("{text}{line}"));
     if let Some(p) = json {
         let mut doc = doc;
@@ -543,11 +572,13 @@ fn objects_copy(
     if let Some(j) = &c.json {
         check_output(j, "--json", c.replace.force)?;
     }
+    let (src, dst) = (Side::of(src, "SRC")?, Side::of(dst, "DST")?);
+    let provider = sides_provider(&src, &dst)?;
     let o = Options {
         sync,
-        src: Side::of(src, "SRC")?,
-        dst: Side::of(dst, "DST")?,
-        reach: s3_reach(&c.s3)?,
+        src,
+        dst,
+        reach: s3_reach(&c.s3, provider)?,
         in_flight: c.in_flight.or(c.threads).unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT).max(1),
         dry_run,
         delete,
@@ -571,7 +602,7 @@ fn objects_copy(
         ItemizeFormat::Rsync => manyfiles::engine::copy::itemize::Format::Rsync,
     };
     let changes = s.changes.as_deref().map(|c| manyfiles::engine::object::changes::lines(c, format));
-    objects_report(changes.unwrap_or_default() + &s.text(), doc, &s.requests, c.json.as_deref())?;
+    objects_report(changes.unwrap_or_default() + &s.text(), doc, (&s.requests, provider), c.json.as_deref())?;
     if s.interrupted {
         return Err(interrupted());
     }
@@ -593,7 +624,7 @@ fn objects_copy(
 /// `rm s3://BUCKET/PREFIX`.
 fn objects_rm(a: &RmArgs) -> Result<()> {
     let [path] = a.paths.as_slice() else {
-        return Err(Error::bad("PATH", "rm takes one s3:// URL at a time, and no local path beside it"));
+        return Err(Error::bad("PATH", "rm takes one s3:// or azblob:// URL at a time, and no local path beside it"));
     };
     refuse_for_objects(&[(a.cold, "--cold"), (a.durable, "--durable"), (a.cross_mounts, "--cross-mounts")])?;
     if a.filters.files_from.is_some() {
@@ -602,10 +633,12 @@ fn objects_rm(a: &RmArgs) -> Result<()> {
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
-    let url = manyfiles::engine::object::S3Url::parse(&path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let url =
+        manyfiles::engine::object::ObjectUrl::parse(&path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let provider = url.provider;
     let o = manyfiles::engine::object::rm::Options {
         url,
-        reach: s3_reach(&a.s3)?,
+        reach: s3_reach(&a.s3, provider)?,
         in_flight: a.in_flight.or(a.threads).unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT).max(1),
         quiet: a.quiet,
         whole_bucket: a.whole_bucket,
@@ -613,7 +646,7 @@ fn objects_rm(a: &RmArgs) -> Result<()> {
     };
     let s = manyfiles::engine::object::rm::run(&o)?;
     let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
-    objects_report(s.text(), doc, &s.requests, a.json.as_deref())?;
+    objects_report(s.text(), doc, (&s.requests, provider), a.json.as_deref())?;
     if s.interrupted {
         return Err(interrupted());
     }
@@ -635,12 +668,14 @@ fn objects_scan(a: &ScanArgs) -> Result<()> {
     if let Some(j) = &a.json {
         check_output(j, "--json", a.replace.force)?;
     }
-    let url = manyfiles::engine::object::S3Url::parse(&a.path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
+    let url =
+        manyfiles::engine::object::ObjectUrl::parse(&a.path.to_string_lossy()).map_err(|e| Error::bad("PATH", e))?;
     let filter = a.filters.filter()?.map(std::sync::Arc::new);
-    let o = manyfiles::engine::object::scan::Options { url, reach: s3_reach(&a.s3)?, quiet: false, filter };
+    let provider = url.provider;
+    let o = manyfiles::engine::object::scan::Options { url, reach: s3_reach(&a.s3, provider)?, quiet: false, filter };
     let s = manyfiles::engine::object::scan::run(&o)?;
     let doc = serde_json::to_value(&s).map_err(|e| Error::failed(e.to_string()))?;
-    objects_report(s.text(), doc, &s.requests, a.json.as_deref())?;
+    objects_report(s.text(), doc, (&s.requests, provider), a.json.as_deref())?;
     if s.interrupted {
         return Err(interrupted());
     }

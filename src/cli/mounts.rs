@@ -46,17 +46,16 @@ pub fn mount_config(a: &MountArgs) -> manyfiles::error::Result<(manyfiles::stora
 
 /// What `mount` prints for an object store beyond the mount: where its endpoint is and
 /// how to reach it, the bucket or container, where the credentials are (never the
-/// credentials), and for S3 the engines' command line that reaches it through
-/// `--s3-via DIR`.
+/// credentials), and the engines' command line that reaches it through `--s3-via DIR`
+/// (`--store-via DIR`).
 pub fn object_lines(d: &manyfiles::storage::managed::ManagedDetails, dir: &std::path::Path) -> String {
     let Some(o) = &d.object else { return String::new() };
     let mut lines = o.reach_lines();
-    if o.object.provider == manyfiles::storage::object_stack::Provider::S3 {
-        lines.push_str(&format!(
-            "the engines reach it through the mount: manyfiles copy SRC {}PREFIX --s3-via {} (and sync, rm, scan with s3://…)\n",
-            o.url,
-            dir.display()
-        ));
-    }
+    lines.push_str(&format!(
+        "the engines reach it through the mount: manyfiles copy SRC {}PREFIX --s3-via {} (and sync, rm, scan with {}://…)\n",
+        o.url,
+        dir.display(),
+        o.object.provider.name()
+    ));
     lines
 }

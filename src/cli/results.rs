@@ -448,7 +448,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     let target = match (&a.on, &a.fs) {
         (Some(u), _) if manyfiles::engine::object::is_url(u) => {
             let text = u.to_str().expect("an s3:// URL is UTF-8");
-            let url = manyfiles::engine::object::S3Url::parse(text).map_err(|e| Error::bad("--on", e))?;
+            let url = manyfiles::engine::object::ObjectUrl::parse_s3(text).map_err(|e| Error::bad("--on", e))?;
             Some(CalibrateOn::Store(StoreOn { url, via: a.s3_via.clone() }))
         }
         (Some(d), _) => {

@@ -148,15 +148,15 @@ pub enum CalibrateOn {
 /// stack (`--s3-via DIR`) or the environment's endpoint and keys.
 #[derive(Debug, Clone)]
 pub struct StoreOn {
-    pub url: crate::engine::object::S3Url,
+    pub url: crate::engine::object::ObjectUrl,
     pub via: Option<PathBuf>,
 }
 
 impl StoreOn {
     pub fn reach(&self) -> Result<crate::storage::object_endpoint::Reach> {
         match &self.via {
-            Some(dir) => crate::storage::object_endpoint::from_mount(dir),
-            None => crate::storage::object_endpoint::from_env(),
+            Some(dir) => crate::storage::object_endpoint::from_mount(dir, self.url.provider),
+            None => crate::storage::object_endpoint::from_env(self.url.provider),
         }
     }
 }

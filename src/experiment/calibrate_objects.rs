@@ -14,7 +14,7 @@
 //!   put deleted by the trial and whatever a failure left under its prefix deleted at
 //!   the end. No other key is touched.
 
-use crate::engine::object::S3Url;
+use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
 use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
@@ -39,8 +39,10 @@ pub fn client_setup_s(runs: usize) -> Result<Vec<f64>> {
     let mut out = Vec::with_capacity(runs);
     for _ in 0..runs {
         let reach = Reach {
+            provider: crate::storage::object_stack::Provider::S3,
             endpoint: Some("http://127.0.0.1:9".into()),
             region: "us-east-1".into(),
+            account: None,
             secret: Secret::Keys(Keys { access_key: "calibration".into(), secret: "calibration".into(), token: None }),
             netns: None,
             from_env: false,
@@ -59,7 +61,7 @@ pub fn client_setup_s(runs: usize) -> Result<Vec<f64>> {
 /// their fitted models.
 pub fn run_on_url(
     reach: &Reach,
-    url: &S3Url,
+    url: &ObjectUrl,
     inv: &Inventory,
     (limits, in_flight, max_time_s): (super::calibrate::Limits, usize, f64),
     (quiet, command_line): (bool, Vec<String>),
@@ -126,7 +128,7 @@ pub fn run_on_url(
 }
 
 /// `PREFIX/manyfiles-calibration-PID[-N]/`: the first with no key below it.
-fn own_prefix(client: &ObjectClient, url: &S3Url) -> Result<String> {
+fn own_prefix(client: &ObjectClient, url: &ObjectUrl) -> Result<String> {
     let hidden = Progress::hidden();
     for n in 0..100u32 {
         let name = match n {
@@ -146,7 +148,7 @@ fn own_prefix(client: &ObjectClient, url: &S3Url) -> Result<String> {
 /// the last op); each phase priced at S3 Standard's list prices.
 fn trial(
     reach: &Reach,
-    url: &S3Url,
+    url: &ObjectUrl,
     prefix: &str,
     tree: &Prepared,
     (in_flight, ops, progress): (usize, &[String], &Progress),
@@ -179,7 +181,7 @@ fn sweep(client: &ObjectClient, prefix: &str) {
 /// The store as the results name it: `s3://BUCKET/PREFIX/`. Block size 1, as the
 /// ladder's bucket target (`user_store`): the result schema wants at least 1, and a saved
 /// calibration with 0 would be refused when read back.
-fn url_target(url: &S3Url) -> TargetInfo {
+fn url_target(url: &ObjectUrl) -> TargetInfo {
     let text = url.to_string();
     TargetInfo { block_size: 1, ..TargetInfo::unmounted("t0", "s3", &text, "s3", &text) }
 }

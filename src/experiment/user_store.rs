@@ -16,7 +16,7 @@
 //! once every request it sent has been answered. Whatever else is under PREFIX — or
 //! under the run's own prefix, put there by someone else — stays as it was.
 
-use crate::engine::object::S3Url;
+use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
 use crate::storage::TargetInfo;
 use crate::storage::object_client::ObjectClient;
@@ -30,12 +30,12 @@ use std::path::Path;
 #[derive(Clone)]
 pub enum Endpoint {
     Stack(Box<ObjectDetails>),
-    Url { reach: Box<Reach>, url: S3Url, base: String },
+    Url { reach: Box<Reach>, url: ObjectUrl, base: String },
 }
 
 impl Endpoint {
     /// A URL of the user's, its keys below `base` (a prefix ending in `/`, or empty).
-    pub fn url(reach: Reach, url: &S3Url, base: String) -> Endpoint {
+    pub fn url(reach: Reach, url: &ObjectUrl, base: String) -> Endpoint {
         Endpoint::Url { reach: Box::new(reach), url: url.clone(), base }
     }
 
@@ -59,7 +59,7 @@ impl Endpoint {
     pub fn provider(&self) -> Provider {
         match self {
             Endpoint::Stack(d) => d.object.provider,
-            Endpoint::Url { .. } => Provider::S3,
+            Endpoint::Url { url, .. } => url.provider,
         }
     }
 
@@ -70,9 +70,9 @@ impl Endpoint {
 }
 
 /// `--target s3://…`: the text of a target that is a URL, parsed (None: a directory).
-pub fn target_url(p: &Path) -> Result<Option<S3Url>> {
+pub fn target_url(p: &Path) -> Result<Option<ObjectUrl>> {
     match p.to_str().filter(|_| crate::engine::object::is_url(p)) {
-        Some(text) => S3Url::parse(text).map(Some).map_err(|e| Error::bad("--target", e)),
+        Some(text) => ObjectUrl::parse_s3(text).map(Some).map_err(|e| Error::bad("--target", e)),
         None => Ok(None),
     }
 }
@@ -92,7 +92,7 @@ fn run_name() -> String {
 /// A bucket of the user's as a target: where it is reached, the run's own prefix, and
 /// the local scratch directory the run directories (markers only) are made in.
 pub struct UserStore {
-    pub url: S3Url,
+    pub url: ObjectUrl,
     reach: Reach,
     /// `PREFIX/manyfiles-ladder-PID-RANDOM/`.
     pub run_prefix: String,
@@ -102,15 +102,15 @@ pub struct UserStore {
 impl UserStore {
     /// Reach `url` from the environment and check it with one LIST (exit 2, one line,
     /// when it does not answer, has no such bucket or refuses the keys).
-    pub fn check(url: &S3Url) -> Result<Reach> {
-        let reach = crate::storage::object_endpoint::from_env()?;
+    pub fn check(url: &ObjectUrl) -> Result<Reach> {
+        let reach = crate::storage::object_endpoint::from_env(url.provider)?;
         drop(crate::engine::object::connect(&reach, url)?);
         Ok(reach)
     }
 
     /// Check `url`, choose the run's own prefix below it (refused when anything is
     /// there already) and make the scratch directory.
-    pub fn open(url: &S3Url) -> Result<UserStore> {
+    pub fn open(url: &ObjectUrl) -> Result<UserStore> {
         let reach = Self::check(url)?;
         let run_prefix = format!("{}{}/", url.dir_prefix(), run_name());
         let client = ObjectClient::reach(&reach, &url.bucket)?;

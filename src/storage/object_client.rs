@@ -338,50 +338,118 @@ fn runtime_here() -> Result<tokio::runtime::Runtime> {
 }
 
 impl ObjectClient {
-    /// A client of `bucket` where `r` says (a user's endpoint from the environment, or a
-    /// `manyfiles mount`'s stack, whose namespace its threads join), counting requests
-    /// as [`connect`](Self::connect)'s. No secret goes into a message.
+    /// A client of `bucket` (an Azure container) where `r` says (a user's endpoint from
+    /// the environment, or a `manyfiles mount`'s stack, whose namespace its threads
+    /// join), in `r.provider`'s API, counting requests as [`connect`](Self::connect)'s.
+    /// No secret goes into a message.
     pub fn reach(r: &super::object_endpoint::Reach, bucket: &str) -> Result<ObjectClient> {
-        use super::object_endpoint::Secret;
         let outside = Arc::new(AtomicBool::new(false));
         let runtime = match &r.netns {
             Some(ns) => runtime_in(ns, outside.clone())?,
             None => runtime_here()?,
         };
-        let keys = match &r.secret {
-            Secret::StackFile(f) => Some((read_credentials(f)?, None)),
-            Secret::Keys(k) => Some(((k.access_key.clone(), k.secret.clone()), k.token.clone())),
-            Secret::Ambient => None,
-        };
         let counter = Arc::new(Counter::default());
-        let http = r.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
-        let builder = |single: bool| {
-            let mut b = if r.from_env { AmazonS3Builder::from_env() } else { AmazonS3Builder::new() };
-            b = b.with_bucket_name(bucket).with_region(&r.region);
-            if let Some(e) = &r.endpoint {
-                b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
+        let connector = || CountingConnector { counter: counter.clone(), outside: outside.clone() };
+        let (store, single_delete, endpoint) = match r.provider {
+            Provider::S3 => {
+                let (store, single) = reach_s3(r, bucket, connector)?;
+                (store, single, r.endpoint.clone().unwrap_or_else(|| format!("AWS S3 ({})", r.region)))
             }
-            if let Some(((key, secret), token)) = &keys {
-                b = b.with_access_key_id(key).with_secret_access_key(secret);
-                if let Some(t) = token {
-                    b = b.with_token(t);
-                }
+            Provider::Azblob => {
+                let (store, endpoint) = reach_azure(r, bucket, connector())?;
+                let store: Arc<dyn Store> = Arc::new(store);
+                (store.clone(), store, endpoint)
             }
-            b.with_allow_http(http)
-                .with_client_options(ClientOptions::new().with_allow_http(http))
-                .with_retry(RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() })
-                .with_disable_bulk_delete(single)
-                .with_http_connector(CountingConnector { counter: counter.clone(), outside: outside.clone() })
-                .build()
-                .map_err(|e| Error::bad(format!("s3://{bucket}"), format!("object store client ({}): {e}", r.via)))
         };
-        let (store, single_delete) = (Arc::new(builder(false)?), Arc::new(builder(true)?));
         if outside.load(Ordering::SeqCst) {
             return Err(Error::failed("the object store client could not join the stack's network namespace"));
         }
-        let endpoint = r.endpoint.clone().unwrap_or_else(|| format!("AWS S3 ({})", r.region));
-        Ok(ObjectClient { provider: Provider::S3, runtime, store, single_delete, counter, endpoint })
+        Ok(ObjectClient { provider: r.provider, runtime, store, single_delete, counter, endpoint })
     }
+}
+
+/// The S3 bucket `r` names twice: DeleteObjects for batches, and bulk delete off.
+fn reach_s3(
+    r: &super::object_endpoint::Reach,
+    bucket: &str,
+    connector: impl Fn() -> CountingConnector,
+) -> Result<(Arc<dyn Store>, Arc<dyn Store>)> {
+    use super::object_endpoint::Secret;
+    let keys = match &r.secret {
+        Secret::StackFile(f) => Some((read_credentials(f)?, None)),
+        Secret::Keys(k) => Some(((k.access_key.clone(), k.secret.clone()), k.token.clone())),
+        Secret::Ambient => None,
+        _ => return Err(Error::failed("an S3 store reached with Azure credentials")),
+    };
+    let http = r.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
+    let builder = |single: bool| -> Result<Arc<dyn Store>> {
+        let mut b = if r.from_env { AmazonS3Builder::from_env() } else { AmazonS3Builder::new() };
+        b = b.with_bucket_name(bucket).with_region(&r.region);
+        if let Some(e) = &r.endpoint {
+            b = b.with_endpoint(e).with_virtual_hosted_style_request(false);
+        }
+        if let Some(((key, secret), token)) = &keys {
+            b = b.with_access_key_id(key).with_secret_access_key(secret);
+            if let Some(t) = token {
+                b = b.with_token(t);
+            }
+        }
+        let s3 = b
+            .with_allow_http(http)
+            .with_client_options(ClientOptions::new().with_allow_http(http))
+            .with_retry(no_retries())
+            .with_disable_bulk_delete(single)
+            .with_http_connector(connector())
+            .build()
+            .map_err(|e| Error::bad(format!("s3://{bucket}"), format!("object store client ({}): {e}", r.via)))?;
+        Ok(Arc::new(s3))
+    };
+    Ok((builder(false)?, builder(true)?))
+}
+
+/// The Azure container `r` names (object_store's `MicrosoftAzureBuilder`: its signing,
+/// paging and Blob Batch deletes), and its endpoint for messages.
+fn reach_azure(
+    r: &super::object_endpoint::Reach,
+    container: &str,
+    connector: CountingConnector,
+) -> Result<(object_store::azure::MicrosoftAzure, String)> {
+    use super::object_endpoint::Secret;
+    use object_store::azure::AzureConfigKey;
+    let mut b = if r.from_env { MicrosoftAzureBuilder::from_env() } else { MicrosoftAzureBuilder::new() };
+    let account = match &r.secret {
+        Secret::StackConnectionString(f) => {
+            let (account, key) = read_connection_string(f)?;
+            b = b.with_access_key(key);
+            account
+        }
+        Secret::AzureKey(k) => {
+            b = b.with_access_key(&k.0);
+            r.account.clone().unwrap_or_default()
+        }
+        Secret::AzureSas(sas) => {
+            b = b.with_config(AzureConfigKey::SasKey, &sas.0);
+            r.account.clone().unwrap_or_default()
+        }
+        Secret::Ambient => r.account.clone().unwrap_or_default(),
+        Secret::StackFile(_) | Secret::Keys(_) => {
+            return Err(Error::failed("an Azure Blob store reached with S3 credentials"));
+        }
+    };
+    let endpoint = r.endpoint.clone().unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+    let http = endpoint.starts_with("http://");
+    let store = b
+        .with_account(&account)
+        .with_endpoint(endpoint.clone())
+        .with_container_name(container)
+        .with_allow_http(http)
+        .with_client_options(ClientOptions::new().with_allow_http(http))
+        .with_retry(no_retries())
+        .with_http_connector(connector)
+        .build()
+        // object_store's builder errors name settings (and the endpoint), never a key.
+        .map_err(|e| Error::bad(format!("azblob://{container}"), format!("blob store client ({}): {e}", r.via)))?;
+    Ok((store, endpoint))
 }
 
 #[cfg(test)]

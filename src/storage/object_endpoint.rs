@@ -1,21 +1,26 @@
-//! Where an `s3://BUCKET/PREFIX` the engines are given points: a [`Reach`] (endpoint,
-//! region, where the credentials come from, the network namespace to join), found one
-//! of two ways:
+//! Where an object-store URL the engines are given (`s3://BUCKET/PREFIX`,
+//! `azblob://CONTAINER/PREFIX`) points: a [`Reach`] (whose API, endpoint, region, where
+//! the credentials come from, the network namespace to join), found one of two ways:
 //!
-//! - [`from_env`]: a user's own store, as the AWS tools find it: `AWS_ENDPOINT_URL_S3` /
+//! - [`from_env`]: a user's own store. S3 as the AWS tools find it: `AWS_ENDPOINT_URL_S3` /
 //!   `AWS_ENDPOINT_URL` (none: AWS itself), `AWS_REGION` / `AWS_DEFAULT_REGION`, keys from
 //!   `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`), else from the
 //!   shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`)
 //!   under `AWS_PROFILE` (else `default`), else whatever object_store finds itself
-//!   (instance metadata, web identity).
-//! - [`from_mount`]: a stack `manyfiles mount s3… DIR` brought up: its record (found by
-//!   where its mount is now, as `umount` finds it) names the stack's directory, which
-//!   holds its credentials file and network namespace; the endpoint is the one its s3fs
-//!   client was started with.
+//!   (instance metadata, web identity). Azure Blob as Azure's tools find it
+//!   ([`super::object_endpoint_azure`]): `AZURE_STORAGE_CONNECTION_STRING`, else
+//!   `AZURE_STORAGE_ACCOUNT` + `AZURE_STORAGE_KEY` (+ `AZURE_STORAGE_BLOB_ENDPOINT`), and
+//!   object_store's own `AZURE_STORAGE_*` names.
+//! - [`from_mount`]: a stack `manyfiles mount s3… DIR` or `mount azblob… DIR` brought up:
+//!   its record (found by where its mount is now, as `umount` finds it) names the stack's
+//!   directory, which holds its credentials file (an S3 store's) or connection string (a
+//!   blob store's) and network namespace; an S3 store's endpoint is the one its s3fs
+//!   client was started with, a blob store's the one in its connection string.
 //!
 //! A secret is read into memory only: never printed (the types' `Debug` hides it), never
 //! written, never in an error.
 
+use super::object_stack::Provider;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -24,8 +29,14 @@ use std::path::{Path, PathBuf};
 pub enum Secret {
     /// A stack's 0600 credentials file (AWS shared-credentials format, `[default]`).
     StackFile(PathBuf),
+    /// A blob stack's 0600 connection string (account and key).
+    StackConnectionString(PathBuf),
     /// Keys found in the environment or a shared credentials file.
     Keys(Keys),
+    /// An Azure storage account's key (base64), from the environment.
+    AzureKey(Hidden),
+    /// An Azure shared access signature (`sv=…&sig=…`), from a connection string.
+    AzureSas(Hidden),
     /// None found: object_store's own chain (instance metadata, web identity …).
     Ambient,
 }
@@ -44,59 +55,88 @@ impl std::fmt::Debug for Keys {
     }
 }
 
+/// A secret string whose `Debug` shows nothing of it.
+#[derive(Clone)]
+pub struct Hidden(pub String);
+
+impl std::fmt::Debug for Hidden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("hidden")
+    }
+}
+
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Secret::StackFile(p) => write!(f, "StackFile({})", p.display()),
+            Secret::StackConnectionString(p) => write!(f, "StackConnectionString({})", p.display()),
             Secret::Keys(_) => f.write_str("Keys(hidden)"),
+            Secret::AzureKey(_) => f.write_str("AzureKey(hidden)"),
+            Secret::AzureSas(_) => f.write_str("AzureSas(hidden)"),
             Secret::Ambient => f.write_str("Ambient"),
         }
     }
 }
 
-/// How to reach an S3 endpoint.
+/// How to reach an object store's endpoint.
 #[derive(Debug, Clone)]
 pub struct Reach {
-    /// `http(s)://HOST[:PORT]`; None: AWS's own endpoint for the region.
+    /// Whose API: S3's or Azure Blob's.
+    pub provider: Provider,
+    /// `http(s)://HOST[:PORT]` (a blob store's may end with its account, path style:
+    /// `http://127.0.0.1:10000/ACCOUNT`); None: AWS's own endpoint for the region, or
+    /// Azure's for the account (`https://ACCOUNT.blob.core.windows.net`).
     pub endpoint: Option<String>,
+    /// S3's region (unused on Azure Blob).
     pub region: String,
+    /// Azure Blob's storage account (not a secret; None on S3, or for a stack's, whose
+    /// connection string names it).
+    pub account: Option<String>,
     pub secret: Secret,
     /// Join this network namespace for every request (a mount's stack).
     pub netns: Option<PathBuf>,
-    /// Take the rest of object_store's `AWS_*` settings from the environment (a user's
-    /// store; never a stack's, whose client must not pick up a user's token).
+    /// Take the rest of object_store's `AWS_*` (`AZURE_*`) settings from the environment
+    /// (a user's store; never a stack's, whose client must not pick up a user's token).
     pub from_env: bool,
     /// For messages: `the environment (AWS_ENDPOINT_URL …)` or `the mount at DIR`.
     pub via: String,
 }
 
 /// The first non-empty value of these environment variables.
-fn env_first(names: &[&str]) -> Option<String> {
+pub(super) fn env_first(names: &[&str]) -> Option<String> {
     names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty())).map(|v| v.trim().to_string())
 }
 
 /// An endpoint from the environment is an `http(s)://HOST[:PORT][/PATH]` URL without
 /// user or password in it (those would be printed in messages and summaries; the
 /// client would also panic on a URI it cannot send a request to).
-fn check_endpoint(e: &str) -> Result<()> {
-    let bad =
-        |why: &str| Error::bad("AWS_ENDPOINT_URL", format!("{why} (an http:// or https:// URL of the S3 endpoint)"));
+pub(super) fn check_endpoint(e: &str, var: &str) -> Result<()> {
+    let bad = |why: &str| Error::bad(var, format!("{why} (an http:// or https:// URL of the endpoint)"));
     let url = reqwest::Url::parse(e).map_err(|err| bad(&format!("not a URL: {err}")))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         return Err(bad(&format!("{}: not an http(s) URL with a host", url.scheme())));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(bad("it holds a user name or password: give keys as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY"));
+        return Err(bad("it holds a user name or password: give the keys in their own variables"));
     }
     Ok(())
 }
 
-/// A user's own store, from the environment and the shared credentials file.
-pub fn from_env() -> Result<Reach> {
+/// A user's own store of `provider`'s, from the environment (and on S3 the shared
+/// credentials file).
+pub fn from_env(provider: Provider) -> Result<Reach> {
+    match provider {
+        Provider::S3 => s3_from_env(),
+        Provider::Azblob => super::object_endpoint_azure::from_env(),
+    }
+}
+
+/// A user's own S3 store, from the environment and the shared credentials file.
+fn s3_from_env() -> Result<Reach> {
     let endpoint = env_first(&["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]);
     let region = env_first(&["AWS_REGION", "AWS_DEFAULT_REGION"]).unwrap_or_else(|| "us-east-1".into());
     if let Some(e) = &endpoint {
-        check_endpoint(e)?;
+        check_endpoint(e, "AWS_ENDPOINT_URL")?;
     }
     if region.is_empty() || !region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return Err(Error::bad("AWS_REGION", format!("{region:?} is not a region name (e.g. us-east-1)")));
@@ -117,7 +157,7 @@ pub fn from_env() -> Result<Reach> {
         Some(e) => format!("endpoint {e} from the environment"),
         None => format!("AWS S3 in {region} (no AWS_ENDPOINT_URL)"),
     };
-    Ok(Reach { endpoint, region, secret, netns: None, from_env: true, via })
+    Ok(Reach { provider: Provider::S3, endpoint, region, account: None, secret, netns: None, from_env: true, via })
 }
 
 /// `AWS_SHARED_CREDENTIALS_FILE`, else `$HOME/.aws/credentials`.
@@ -158,36 +198,76 @@ pub fn profile_keys(file: &Path, profile: &str) -> Result<Keys> {
     }
 }
 
-/// The stack of the `manyfiles mount s3… DIR` mounted at `dir` now.
-pub fn from_mount(dir: &Path) -> Result<Reach> {
-    const FLAG: &str = "--s3-via";
+/// The option that names a mount's directory (`--store-via` is its other name).
+const FLAG: &str = "--s3-via";
+
+/// The stack of the `manyfiles mount s3… DIR` or `mount azblob… DIR` mounted at `dir`
+/// now, for URLs of `provider`'s: a stack of the other provider's is refused (exit 2).
+pub fn from_mount(dir: &Path, provider: Provider) -> Result<Reach> {
+    use super::kinds::KindRecord;
     let abs = std::fs::canonicalize(dir).map_err(|e| Error::bad(FLAG, format!("{}: {e}", dir.display())))?;
     let all = super::registry::mounts();
-    let stack = super::user_mount::persistent_records()
+    let (stack, serves) = super::user_mount::persistent_records()
         .into_iter()
-        .filter(|(_, r)| matches!(r.kind, super::kinds::KindRecord::Object(_)))
+        .filter_map(|(_, r)| match r.kind {
+            KindRecord::Object(_) => Some((Provider::S3, r)),
+            KindRecord::Azblob(_) => Some((Provider::Azblob, r)),
+            _ => None,
+        })
         .find(|(_, r)| super::user_mount::locate(r, &all).is_some_and(|m| m.mount_point == abs))
-        .and_then(|(_, r)| r.share_dir)
+        .and_then(|(p, r)| Some((r.share_dir?, p)))
         .ok_or_else(|| {
             Error::bad(
                 FLAG,
-                format!("{}: no `manyfiles mount s3…` is mounted there (see `manyfiles mount`)", abs.display()),
+                format!(
+                    "{}: no `manyfiles mount {}…` is mounted there (see `manyfiles mount`)",
+                    abs.display(),
+                    provider.name()
+                ),
             )
         })?;
-    let endpoint = stack_endpoint(&stack).ok_or_else(|| {
-        Error::bad(
+    if serves != provider {
+        return Err(Error::bad(
             FLAG,
-            format!("{}: the object store's client is not running; its endpoint is unknown", abs.display()),
-        )
+            format!(
+                "{}: the store mounted there is `{}` (its URLs are {}://…): {}:// URLs need a `manyfiles mount {}…`",
+                abs.display(),
+                serves.name(),
+                serves.name(),
+                provider.name(),
+                provider.name()
+            ),
+        ));
+    }
+    let (endpoint, secret) = match provider {
+        Provider::S3 => (stack_endpoint(&stack), Secret::StackFile(stack.join("credentials"))),
+        Provider::Azblob => {
+            (blob_stack_endpoint(&stack), Secret::StackConnectionString(stack.join("connection-string")))
+        }
+    };
+    let endpoint = endpoint.ok_or_else(|| {
+        Error::bad(FLAG, format!("{}: the object store is not running; its endpoint is unknown", abs.display()))
     })?;
     Ok(Reach {
+        provider,
         endpoint: Some(endpoint),
         region: "us-east-1".into(),
-        secret: Secret::StackFile(stack.join("credentials")),
+        account: None,
+        secret,
         netns: Some(super::share_netns::file(&stack)),
         from_env: false,
         via: format!("the object store mounted at {}", abs.display()),
     })
+}
+
+/// A blob stack's endpoint, from its connection string (`BlobEndpoint=…`), while its
+/// server runs.
+fn blob_stack_endpoint(stack: &Path) -> Option<String> {
+    let running =
+        super::share_stack::stack_pids(stack).into_iter().any(|(_, argv)| argv.contains(super::azblob_stack::SERVER));
+    let text = std::fs::read_to_string(stack.join("connection-string")).ok()?;
+    let e = super::azblob_stack::field(&text, "BlobEndpoint")?;
+    (running && e.starts_with("http")).then_some(e)
 }
 
 /// The endpoint the stack's s3fs was started with (`-o url=ENDPOINT,…`).

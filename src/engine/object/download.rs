@@ -14,7 +14,7 @@
 use super::changes::sent;
 use super::select::{Keys, Side};
 use super::verify::{Item, Way};
-use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, Options, S3Url, Summary, connect, each, list_all, why};
+use super::{Listed, MTIME_KEY, MULTIPART_ABOVE, ObjectUrl, Options, Summary, connect, each, list_all, why};
 use crate::engine::copy::itemize::{Change, Verb, kind_word};
 use crate::engine::filter::Filter;
 use crate::engine::walker::{open_below_same_mount as open_below, split_last};
@@ -42,7 +42,7 @@ struct Wanted {
 }
 
 /// Copy or sync `src` into `dst`.
-pub fn run(o: &Options, src: &S3Url, dst: &Path) -> Result<Summary> {
+pub fn run(o: &Options, src: &ObjectUrl, dst: &Path) -> Result<Summary> {
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
     let (client, _) = connect(&o.reach, src)?;
@@ -138,7 +138,7 @@ fn prepare(dst: &Path, sync: bool, dry_run: bool) -> Result<Option<OwnedFd>> {
 
 /// Each object's path below DST; keys that cannot be one are failures, `…/` markers
 /// (a console's "folders") are left out, and so is what the filters exclude (counted).
-fn paths(listed: &[Listed], src: &S3Url, filter: Option<&Filter>, s: &mut Summary) -> Vec<Wanted> {
+fn paths(listed: &[Listed], src: &ObjectUrl, filter: Option<&Filter>, s: &mut Summary) -> Vec<Wanted> {
     let prefix = src.dir_prefix();
     let mut select = Keys::new(filter, Side::Sender);
     let mut dirs: HashSet<&str> = HashSet::new();

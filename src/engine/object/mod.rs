@@ -1,12 +1,20 @@
-//! The engines where a side is an object store (`s3://BUCKET/PREFIX`): `copy` and `sync`
+//! The engines where a side is an object store (`s3://BUCKET/PREFIX`, or Azure Blob's
+//! `azblob://CONTAINER/PREFIX`: [`url`]): `copy` and `sync`
 //! local → object ([`upload`]), object → local ([`download`]) and object → object
 //! (server-side copies, [`remote`]); `rm` of a prefix ([`rm`]); `scan` of one ([`scan`]).
 //!
-//! Every request goes through [`ObjectClient`] (object_store's S3 client on a runtime of
-//! its own; a `manyfiles mount`'s stack is reached inside its network namespace), which
-//! counts each HTTP request by kind; the summaries say how many of each were sent (the
-//! caller prices them). Requests run `in_flight` at once ([`each`]); listing goes page
-//! by page (1,000 keys), deletes 1,000 keys a request (DeleteObjects).
+//! Every request goes through [`ObjectClient`] (object_store's S3 or Azure client on a
+//! runtime of its own; a `manyfiles mount`'s stack is reached inside its network
+//! namespace), which counts each HTTP request by kind; the summaries say how many of each
+//! were sent (the caller prices them at the provider's list prices). Requests run
+//! `in_flight` at once ([`each`]); listing goes page by page (S3: 1,000 keys; Azure
+//! Blob: 5,000, List Blobs' most), deletes in batches (S3: DeleteObjects of 1,000 keys;
+//! Azure Blob: Blob Batch requests of 256 deletes, object_store 0.14's, which has no
+//! single Delete Blob call — the summaries name them `Blob Batch`). Server-side copies
+//! are S3's CopyObject and Azure's Copy Blob (object_store's `copy`, which overwrites:
+//! sync replaces a changed object; copy's "empty prefix" rule is checked by a LIST first,
+//! so no `copy_if_not_exists` is needed, whose Azure form, `If-None-Match: *`, differs
+//! from S3's).
 //!
 //! An object holds bytes, a key and metadata: a file's mtime goes with it as user
 //! metadata `mtime` (`x-amz-meta-mtime`, seconds with nanoseconds, as rclone writes
@@ -28,7 +36,10 @@ pub mod rm;
 pub mod scan;
 pub mod select;
 pub mod upload;
+pub mod url;
 pub mod verify;
+
+pub use url::{ObjectUrl, is_url};
 
 use crate::engine::copy::itemize::Change;
 use crate::engine::copy::losses::{Loss, LossRow};
@@ -39,6 +50,7 @@ use crate::measure::progress::Progress;
 use crate::signals;
 use crate::storage::object_client::ObjectClient;
 use crate::storage::object_endpoint::Reach;
+use crate::storage::object_stack::Provider;
 use futures_util::StreamExt;
 use object_store::ObjectStore;
 use object_store::list::PaginatedListOptions;
@@ -51,76 +63,26 @@ pub const DEFAULT_IN_FLIGHT: usize = 64;
 /// Files above this go up as multipart uploads, in parts of [`PART`].
 pub const MULTIPART_ABOVE: u64 = 64 << 20;
 pub const PART: usize = 16 << 20;
-/// Keys per LIST page and per DeleteObjects request: S3's most.
+/// Keys per LIST page and per DeleteObjects request: S3's most (an Azure store's are its
+/// provider's: [`Provider::list_page`], [`Provider::delete_batch`]).
 pub const PAGE: usize = 1000;
 /// Failure lines kept in a summary.
 const MAX_FAILURES: usize = 20;
 /// The user metadata key of a file's mtime.
 pub const MTIME_KEY: &str = "mtime";
 
-/// `s3://BUCKET/KEY…`: a bucket and a key prefix (no leading `/`; empty: the bucket).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct S3Url {
-    pub bucket: String,
-    /// As given, without a trailing `/`.
-    pub prefix: String,
-}
-
-/// Is this argument an object-store URL?
-pub fn is_url(p: &Path) -> bool {
-    p.to_str().is_some_and(|s| s.starts_with("s3://"))
-}
-
-impl S3Url {
-    /// Parse `s3://BUCKET[/PREFIX]`: a prefix's segments are never empty, `.` or `..`.
-    pub fn parse(text: &str) -> std::result::Result<S3Url, String> {
-        let rest = text.strip_prefix("s3://").ok_or_else(|| format!("{text}: not an s3:// URL"))?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        let ok_bucket = |b: &str| {
-            (3..=63).contains(&b.len())
-                && b.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-' || c == b'.')
-        };
-        if !ok_bucket(bucket) {
-            return Err(format!("{text}: a bucket name is 3 to 63 of a-z, 0-9, '-' and '.'"));
-        }
-        let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
-        if !prefix.is_empty()
-            && prefix.split('/').any(|s| s.is_empty() || s == "." || s == ".." || s.chars().any(char::is_control))
-        {
-            return Err(format!("{text}: a key prefix has no empty, '.' or '..' parts nor control characters"));
-        }
-        Ok(S3Url { bucket: bucket.to_string(), prefix: prefix.to_string() })
-    }
-
-    /// The prefix as a directory: `PREFIX/`, or empty for the whole bucket.
-    pub fn dir_prefix(&self) -> String {
-        if self.prefix.is_empty() { String::new() } else { format!("{}/", self.prefix) }
-    }
-
-    /// The key of `rel` (a `/`-separated path) below this prefix.
-    pub fn key(&self, rel: &str) -> String {
-        format!("{}{rel}", self.dir_prefix())
-    }
-}
-
-impl std::fmt::Display for S3Url {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "s3://{}/{}", self.bucket, self.dir_prefix())
-    }
-}
-
 /// One side of a copy or sync.
 #[derive(Debug, Clone)]
 pub enum Side {
     Local(PathBuf),
-    Object(S3Url),
+    Object(ObjectUrl),
 }
 
 impl Side {
-    /// An `s3://` argument as a URL, anything else as a local path.
+    /// An `s3://` or `azblob://` argument as a URL, anything else as a local path.
     pub fn of(p: &Path, flag: &str) -> Result<Side> {
         match p.to_str().filter(|_| is_url(p)) {
-            Some(s) => S3Url::parse(s).map(Side::Object).map_err(|e| Error::bad(flag, e)),
+            Some(s) => ObjectUrl::parse(s).map(Side::Object).map_err(|e| Error::bad(flag, e)),
             None => Ok(Side::Local(p.to_path_buf())),
         }
     }
@@ -169,6 +131,8 @@ pub struct Options {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub mode: String,
+    /// Whose API the store speaks (`s3`, `azblob`): what `requests` are named and priced by.
+    pub provider: Provider,
     pub src: String,
     pub dst: String,
     /// Where the store was reached (endpoint; never a credential).
@@ -221,6 +185,7 @@ impl Summary {
     fn new(o: &Options, client: &ObjectClient) -> Summary {
         Summary {
             mode: if o.sync { "sync" } else { "copy" }.into(),
+            provider: client.provider,
             src: o.src.text(),
             dst: o.dst.text(),
             endpoint: client.endpoint.clone(),
@@ -291,7 +256,7 @@ impl Summary {
             self.failed
         ));
         s.push_str(&losses_text(&self.losses, self.losses_accepted));
-        s.push_str(&format!("requests: {}\n", fmt_requests(&self.requests)));
+        s.push_str(&format!("requests: {}\n", fmt_requests_of(&self.requests, self.provider)));
         s.push_str(&format!(
             "elapsed {} ({}) with up to {} requests in flight; list {}, transfer {}, delete {}; cpu user {} sys {}\n",
             fmt_secs(self.elapsed_s),
@@ -340,15 +305,26 @@ fn failures_text(failures: &[String], omitted: u64) -> String {
     s
 }
 
-/// `12 (PUT 10, LIST 2)`: the requests sent, by kind, the kinds with none left out.
+/// `12 (PUT 10, LIST 2)`: the requests sent to an S3 store, by kind, the kinds with none
+/// left out.
 pub fn fmt_requests(r: &RequestCounts) -> String {
+    fmt_requests_of(r, Provider::S3)
+}
+
+/// The requests sent, by kind, in the provider's words: a batched delete is S3's
+/// `DeleteObjects`, Azure Blob's `Blob Batch` (counted as `delete_objects` in the JSON).
+pub fn fmt_requests_of(r: &RequestCounts, provider: Provider) -> String {
+    let batch = match provider {
+        Provider::S3 => "DeleteObjects",
+        Provider::Azblob => "Blob Batch",
+    };
     let kinds = [
         ("PUT", r.put),
         ("GET", r.get),
         ("HEAD", r.head),
         ("LIST", r.list),
         ("DELETE", r.delete),
-        ("DeleteObjects", r.delete_objects),
+        (batch, r.delete_objects),
         ("POST", r.post),
         ("other", r.other),
     ];
@@ -420,7 +396,8 @@ pub fn list_all(client: &ObjectClient, prefix: &str, progress: &Progress) -> Res
     let mut out = Vec::new();
     let mut token: Option<String> = None;
     loop {
-        let opts = PaginatedListOptions { max_keys: Some(PAGE), page_token: token.take(), ..Default::default() };
+        let max_keys = Some(client.provider.list_page());
+        let opts = PaginatedListOptions { max_keys, page_token: token.take(), ..Default::default() };
         let (store, p) = (client.store.clone(), prefix.to_string());
         let page = client
             .block_on(client.handle().spawn(async move { store.list_paginated(Some(p.as_str()), opts).await }))
@@ -462,7 +439,7 @@ pub fn why(e: &dyn std::error::Error) -> String {
 /// The client for `bucket`, checked with one request (a LIST of one key under the
 /// prefix): an endpoint that does not answer, a bucket it does not have or keys it
 /// refuses end here, as one line, exit 2. Also says whether the prefix holds anything.
-pub fn connect(reach: &Reach, url: &S3Url) -> Result<(ObjectClient, bool)> {
+pub fn connect(reach: &Reach, url: &ObjectUrl) -> Result<(ObjectClient, bool)> {
     let client = ObjectClient::reach(reach, &url.bucket)?;
     let opts = PaginatedListOptions { max_keys: Some(1), ..Default::default() };
     let (store, p) = (client.store.clone(), url.dir_prefix());
@@ -477,13 +454,35 @@ pub fn connect(reach: &Reach, url: &S3Url) -> Result<(ObjectClient, bool)> {
     }
 }
 
-/// A file's mtime as the `mtime` metadata value: `SECONDS.NANOSECONDS`.
-pub fn mtime_value((s, ns): (i64, u32)) -> String {
-    format!("{s}.{ns:09}")
+/// Was an object last modified before the file was (upload sync's rule)? At the
+/// resolution its store's LIST gives: S3's in milliseconds and below, Azure Blob's in
+/// whole seconds (List Blobs' `Last-Modified` is an RFC 1123 date), so on Azure a file
+/// is judged by its mtime's second (one changed within the second its object was
+/// written, at the same size, is not seen: the listing cannot tell).
+pub fn older_than_file(provider: Provider, object: (i64, u32), file: (i64, u32)) -> bool {
+    match provider {
+        Provider::S3 => object < file,
+        Provider::Azblob => object.0 < file.0,
+    }
 }
 
-/// The `mtime` metadata value back as (seconds, nanoseconds); rclone's float seconds too.
+/// A file's mtime as the `mtime` metadata value, as rclone writes it for the provider:
+/// on S3 `SECONDS.NANOSECONDS` (rclone's float seconds), on Azure Blob RFC 3339 with
+/// nanoseconds in UTC (`2023-11-14T22:13:20.000000005Z`, rclone's azureblob format), so
+/// either tool reads the other's.
+pub fn mtime_value(provider: Provider, (s, ns): (i64, u32)) -> String {
+    match (provider, chrono::DateTime::from_timestamp(s, ns)) {
+        (Provider::Azblob, Some(t)) => t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+        _ => format!("{s}.{ns:09}"),
+    }
+}
+
+/// The `mtime` metadata value back as (seconds, nanoseconds): float seconds (ours and
+/// rclone's on S3) or RFC 3339 (rclone's on Azure Blob).
 pub fn parse_mtime(v: &str) -> Option<(i64, u32)> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(v.trim()) {
+        return Some((t.timestamp(), t.timestamp_subsec_nanos()));
+    }
     let (s, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
     let secs: i64 = s.parse().ok()?;
     if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
@@ -523,10 +522,15 @@ where
     });
 }
 
-/// Delete `keys`, 1,000 a request, `n` requests in flight; returns how many were
-/// deleted and gives a line for every key not deleted to `fail`.
+/// Delete `keys`, a batch a request (S3: 1,000 keys; Azure Blob: 256), `n` requests in
+/// flight; returns how many were deleted and gives a line for every key not deleted to
+/// `fail`.
 pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail: impl FnMut(String)) -> u64 {
-    let batches: Vec<Vec<String>> = keys.chunks(PAGE).map(|c| c.to_vec()).collect();
+    let batch_name = match client.provider {
+        Provider::S3 => "DeleteObjects",
+        Provider::Azblob => "Blob Batch",
+    };
+    let batches: Vec<Vec<String>> = keys.chunks(client.provider.delete_batch()).map(|c| c.to_vec()).collect();
     let mut deleted = 0;
     each(
         client,
@@ -547,9 +551,9 @@ pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail:
         |count, r: std::result::Result<Vec<String>, String>| match r {
             Ok(failed) => {
                 deleted += count - failed.len() as u64;
-                failed.into_iter().for_each(|e| fail(format!("DeleteObjects: {e}")));
+                failed.into_iter().for_each(|e| fail(format!("{batch_name}: {e}")));
             }
-            Err(e) => (0..count).for_each(|_| fail(format!("DeleteObjects: {e}"))),
+            Err(e) => (0..count).for_each(|_| fail(format!("{batch_name}: {e}"))),
         },
     );
     deleted
@@ -582,7 +586,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         (Side::Local(src), Side::Object(dst)) => upload::run(o, src, dst),
         (Side::Object(src), Side::Local(dst)) => download::run(o, src, dst),
         (Side::Object(src), Side::Object(dst)) => remote::run(o, src, dst),
-        (Side::Local(_), Side::Local(_)) => Err(Error::bad("SRC", "neither side is an s3:// URL")),
+        (Side::Local(_), Side::Local(_)) => Err(Error::bad("SRC", "neither side is an s3:// or azblob:// URL")),
     }
 }
 
@@ -596,51 +600,6 @@ fn finish(s: &mut Summary, client: &ObjectClient, t0: Instant, cpu0: (f64, f64))
     s.interrupted = signals::pending() != 0;
     if let Some(c) = s.changes.as_mut() {
         c.sort_by(|a, b| a.order.cmp(&b.order));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_parse_and_refuse_what_is_not_a_prefix() {
-        let u = S3Url::parse("s3://bucket-1/a/b/").unwrap();
-        assert_eq!((u.bucket.as_str(), u.prefix.as_str(), u.dir_prefix()), ("bucket-1", "a/b", "a/b/".to_string()));
-        assert_eq!(u.key("c/d"), "a/b/c/d");
-        assert_eq!(S3Url::parse("s3://bkt").unwrap().dir_prefix(), "");
-        for bad in ["s3://", "s3://B/x", "s3://bk/a//b", "s3://bk/../x", "s3://bk/a/./b", "http://x/y"] {
-            assert!(S3Url::parse(bad).is_err(), "{bad}");
-        }
-        assert!(is_url(Path::new("s3://b/x")) && !is_url(Path::new("./s3:/x")));
-    }
-
-    #[test]
-    fn mtimes_round_trip_and_read_rclone_floats() {
-        assert_eq!(parse_mtime(&mtime_value((1_700_000_000, 5))), Some((1_700_000_000, 5)));
-        assert_eq!(parse_mtime("1700000000.5"), Some((1_700_000_000, 500_000_000)));
-        assert_eq!(parse_mtime("1700000000"), Some((1_700_000_000, 0)));
-        assert_eq!(parse_mtime("x"), None);
-    }
-
-    #[test]
-    fn requests_are_written_by_kind() {
-        let r = RequestCounts { put: 3, list: 1, ..Default::default() };
-        assert_eq!(fmt_requests(&r), "4 (PUT 3, LIST 1)");
-        assert_eq!(fmt_requests(&RequestCounts::default()), "0 (none)");
-    }
-
-    #[test]
-    fn losses_are_tallied_in_copy_order() {
-        let mut t = LossTally::default();
-        t.add(EMPTY_DIRS, "e");
-        t.add("symlinks", "l");
-        t.add("modes", "m");
-        t.add("modes", "n");
-        let rows = t.rows();
-        let kinds: Vec<(&str, u64)> = rows.iter().map(|r| (r.kind.as_str(), r.count)).collect();
-        assert_eq!(kinds, [("modes", 2), ("symlinks", 1), (EMPTY_DIRS, 1)]);
-        assert!(losses_text(&rows, false).contains("an object cannot hold them"));
     }
 }
 
@@ -675,5 +634,52 @@ pub(super) fn delete_extra_keys(
         s.deleted = extra.len() as u64;
     } else {
         s.extraneous += extra.len() as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn azure_last_modified_is_compared_by_the_second() {
+        let (obj, file) = ((100, 0), (100, 5));
+        assert!(older_than_file(Provider::S3, obj, file));
+        assert!(!older_than_file(Provider::Azblob, obj, file));
+        assert!(older_than_file(Provider::Azblob, (99, 999_999_999), file));
+    }
+
+    #[test]
+    fn mtimes_round_trip_and_read_rclone_floats() {
+        for p in [Provider::S3, Provider::Azblob] {
+            assert_eq!(parse_mtime(&mtime_value(p, (1_700_000_000, 5))), Some((1_700_000_000, 5)));
+        }
+        assert_eq!(mtime_value(Provider::Azblob, (1_700_000_000, 5)), "2023-11-14T22:13:20.000000005Z");
+        assert_eq!(parse_mtime("2023-11-14T22:13:20.5Z"), Some((1_700_000_000, 500_000_000)));
+        assert_eq!(parse_mtime("1700000000.5"), Some((1_700_000_000, 500_000_000)));
+        assert_eq!(parse_mtime("1700000000"), Some((1_700_000_000, 0)));
+        assert_eq!(parse_mtime("x"), None);
+    }
+
+    #[test]
+    fn requests_are_written_by_kind() {
+        let r = RequestCounts { put: 3, list: 1, ..Default::default() };
+        assert_eq!(fmt_requests(&r), "4 (PUT 3, LIST 1)");
+        assert_eq!(fmt_requests(&RequestCounts::default()), "0 (none)");
+        let b = RequestCounts { delete_objects: 2, list: 1, ..Default::default() };
+        assert_eq!(fmt_requests_of(&b, Provider::Azblob), "3 (LIST 1, Blob Batch 2)");
+    }
+
+    #[test]
+    fn losses_are_tallied_in_copy_order() {
+        let mut t = LossTally::default();
+        t.add(EMPTY_DIRS, "e");
+        t.add("symlinks", "l");
+        t.add("modes", "m");
+        t.add("modes", "n");
+        let rows = t.rows();
+        let kinds: Vec<(&str, u64)> = rows.iter().map(|r| (r.kind.as_str(), r.count)).collect();
+        assert_eq!(kinds, [("modes", 2), ("symlinks", 1), (EMPTY_DIRS, 1)]);
+        assert!(losses_text(&rows, false).contains("an object cannot hold them"));
     }
 }

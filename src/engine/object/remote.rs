@@ -7,7 +7,7 @@
 
 use super::select::{Keys, Side};
 use super::verify::{Item, Way};
-use super::{Options, S3Url, Summary, connect, each, list_all, why};
+use super::{ObjectUrl, Options, Summary, connect, each, list_all, why};
 use crate::error::{Error, Result};
 use crate::measure::progress::Progress;
 use object_store::ObjectStoreExt;
@@ -15,9 +15,12 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// Copy or sync `src` to `dst` (the same bucket).
-pub fn run(o: &Options, src: &S3Url, dst: &S3Url) -> Result<Summary> {
+pub fn run(o: &Options, src: &ObjectUrl, dst: &ObjectUrl) -> Result<Summary> {
     if src.bucket != dst.bucket {
-        return Err(Error::bad("DST", "object to object copies within one bucket only (a server-side copy)"));
+        return Err(Error::bad(
+            "DST",
+            format!("object to object copies within one {} only (a server-side copy)", dst.bucket_word()),
+        ));
     }
     let (sp, dp) = (src.dir_prefix(), dst.dir_prefix());
     if sp.starts_with(&dp) || dp.starts_with(&sp) {

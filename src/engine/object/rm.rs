@@ -5,7 +5,7 @@
 //! what they exclude or protect, as the local rm does ([`super::select`]: a key's path
 //! below `PREFIX/`; the object `PREFIX` itself is the top, which no rule judges).
 
-use super::{S3Url, connect, delete_keys, fmt_requests, list_all};
+use super::{ObjectUrl, connect, delete_keys, list_all};
 use crate::error::{Error, Result};
 use crate::measure::RequestCounts;
 use crate::measure::progress::Progress;
@@ -15,7 +15,7 @@ use std::time::Instant;
 
 #[derive(Debug)]
 pub struct Options {
-    pub url: S3Url,
+    pub url: ObjectUrl,
     pub reach: Reach,
     pub in_flight: usize,
     pub quiet: bool,
@@ -29,6 +29,8 @@ pub struct Options {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub url: String,
+    /// Whose API (`s3`, `azblob`): what `requests` are named and priced by.
+    pub provider: crate::storage::object_stack::Provider,
     pub endpoint: String,
     pub in_flight: usize,
     /// Objects the prefix named, and their bytes.
@@ -59,7 +61,7 @@ impl Summary {
             fmt_size(self.bytes as f64),
             self.failed,
             self.endpoint,
-            fmt_requests(&self.requests)
+            super::fmt_requests_of(&self.requests, self.provider)
         );
         if self.filtered {
             s.push_str(&format!("excluded {} (kept by the filters)\n", self.excluded));
@@ -87,7 +89,11 @@ pub fn run(o: &Options) -> Result<Summary> {
     if o.url.prefix.is_empty() && !o.whole_bucket {
         return Err(Error::bad(
             "PATH",
-            format!("{} names the whole bucket: rm deletes every object in it only with --whole-bucket", o.url),
+            format!(
+                "{} names the whole {}: rm deletes every object in it only with --whole-bucket",
+                o.url,
+                o.url.bucket_word()
+            ),
         ));
     }
     let t0 = Instant::now();
@@ -102,6 +108,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         .collect();
     let mut s = Summary {
         url: o.url.to_string(),
+        provider: client.provider,
         endpoint: client.endpoint.clone(),
         in_flight: o.in_flight,
         objects: named.len() as u64,

@@ -3,7 +3,7 @@
 //! No index is written (`--db` is for local trees). Filter rules leave keys out as the
 //! local scan leaves entries out ([`super::select`]: a key's path below the prefix).
 
-use super::{S3Url, connect, fmt_requests, list_all};
+use super::{ObjectUrl, connect, list_all};
 use crate::error::Result;
 use crate::measure::RequestCounts;
 use crate::measure::progress::Progress;
@@ -14,7 +14,7 @@ use std::time::Instant;
 
 #[derive(Debug)]
 pub struct Options {
-    pub url: S3Url,
+    pub url: ObjectUrl,
     pub reach: Reach,
     pub quiet: bool,
     /// Filter rules: what they exclude is not counted (only as `excluded`).
@@ -25,6 +25,8 @@ pub struct Options {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     pub url: String,
+    /// Whose API (`s3`, `azblob`): what `requests` are named and priced by.
+    pub provider: crate::storage::object_stack::Provider,
     pub endpoint: String,
     pub objects: u64,
     pub bytes: u64,
@@ -62,7 +64,7 @@ impl Summary {
             fmt_size(self.smallest as f64),
             fmt_size(self.median as f64),
             fmt_size(self.largest as f64),
-            fmt_requests(&self.requests),
+            super::fmt_requests_of(&self.requests, self.provider),
             fmt_secs(self.elapsed_s),
             fmt_rate(self.objects as f64 / self.elapsed_s.max(1e-9), "objects"),
             if self.interrupted { "; interrupted: the counts are partial" } else { "" }
@@ -97,6 +99,7 @@ pub fn run(o: &Options) -> Result<Summary> {
     sizes.sort_unstable();
     Ok(Summary {
         url: o.url.to_string(),
+        provider: client.provider,
         endpoint: client.endpoint.clone(),
         objects: listed.len() as u64,
         bytes: sizes.iter().sum(),

@@ -9,7 +9,7 @@
 
 use super::verify::{Item, Way};
 use super::{
-    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, Options, PART, S3Url, Summary, connect, each, list_all,
+    EMPTY_DIRS, LossTally, MTIME_KEY, MULTIPART_ABOVE, ObjectUrl, Options, PART, Summary, connect, each, list_all,
     mtime_value, why,
 };
 use crate::engine::walker::{join, open_below, split_last};
@@ -42,7 +42,7 @@ struct Walked {
 }
 
 /// Copy or sync `src` to `dst`.
-pub fn run(o: &Options, src: &Path, dst: &S3Url) -> Result<Summary> {
+pub fn run(o: &Options, src: &Path, dst: &ObjectUrl) -> Result<Summary> {
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
     let root = crate::fs::walk::open_root(src)
@@ -97,7 +97,7 @@ pub fn run(o: &Options, src: &Path, dst: &S3Url) -> Result<Summary> {
 fn plan(
     files: &[LocalFile],
     there: &HashMap<String, super::Listed>,
-    dst: &S3Url,
+    dst: &ObjectUrl,
     s: &mut Summary,
 ) -> (Vec<LocalFile>, Vec<String>) {
     let mut send = Vec::new();
@@ -105,12 +105,13 @@ fn plan(
     for f in files {
         let key = dst.key(&f.rel);
         let at = there.get(&key);
-        let unchanged = at.is_some_and(|l| l.size == f.size && l.modified >= f.mtime);
+        let older = |l: &super::Listed| super::older_than_file(dst.provider, l.modified, f.mtime);
+        let unchanged = at.is_some_and(|l| l.size == f.size && !older(l));
         wanted.insert(key);
         if unchanged {
             s.skipped += 1;
         } else {
-            s.change(super::changes::sent(&f.rel, at.map(|l| (l.size != f.size, l.modified < f.mtime))));
+            s.change(super::changes::sent(&f.rel, at.map(|l| (l.size != f.size, older(l)))));
             if s.dry_run {
                 s.copied += 1;
                 s.bytes_transferred += f.size;
@@ -128,7 +129,7 @@ fn put_all(
     o: &Options,
     client: &crate::storage::object_client::ObjectClient,
     root: Arc<OwnedFd>,
-    dst: &S3Url,
+    dst: &ObjectUrl,
     send: Vec<LocalFile>,
     s: &mut Summary,
     progress: &Progress,
@@ -141,7 +142,8 @@ fn put_all(
             let (store, root) = (client.store.clone(), root.clone());
             let key = dst.key(&f.rel);
             let rel = f.rel.clone();
-            (rel, async move { put_file(store, &root, &f, &key).await })
+            let provider = dst.provider;
+            (rel, async move { put_file(store, &root, &f, (&key, provider)).await })
         },
         |rel, r| {
             match r {
@@ -178,12 +180,12 @@ async fn put_file<S: ObjectStore + ?Sized>(
     store: Arc<S>,
     root: &OwnedFd,
     f: &LocalFile,
-    key: &str,
+    (key, provider): (&str, crate::storage::object_stack::Provider),
 ) -> std::result::Result<(u64, bool), String> {
     let mut file = open_file(root, &f.rel)?;
     let location = object_store::path::Path::parse(key).map_err(|e| why(&e))?;
     let mut attributes = Attributes::new();
-    attributes.insert(Attribute::Metadata(MTIME_KEY.into()), mtime_value(f.mtime).into());
+    attributes.insert(Attribute::Metadata(MTIME_KEY.into()), mtime_value(provider, f.mtime).into());
     if f.size <= MULTIPART_ABOVE {
         let mut data = Vec::with_capacity(f.size as usize);
         file.read_to_end(&mut data).map_err(|e| format!("read: {e}"))?;

@@ -170,9 +170,10 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     let src = target(v.path("src-target"), src_fs, "--src-fs")?;
     // s3://BUCKET/PREFIX: an object store of the user's (objects.rs), not a directory.
     let dst_url = match v.path("dst-target").filter(|p| crate::engine::object::is_url(p)) {
-        Some(p) => {
-            Some(crate::engine::object::S3Url::parse(&p.to_string_lossy()).map_err(|e| Error::bad("--dst-target", e))?)
-        }
+        Some(p) => Some(
+            crate::engine::object::ObjectUrl::parse_s3(&p.to_string_lossy())
+                .map_err(|e| Error::bad("--dst-target", e))?,
+        ),
         None => None,
     };
     let s3_via = v.path("s3-via").map(Path::to_path_buf);

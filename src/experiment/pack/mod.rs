@@ -111,7 +111,7 @@ pub struct PackExperiment {
     pub prices: Option<PathBuf>,
     /// `--dst-target s3://…`: an object store of the user's (the source target holds
     /// the run directory), reached through `--s3-via DIR` or the environment.
-    pub dst_url: Option<crate::engine::object::S3Url>,
+    pub dst_url: Option<crate::engine::object::ObjectUrl>,
     pub s3_via: Option<PathBuf>,
 }
 

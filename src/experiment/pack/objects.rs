@@ -144,8 +144,8 @@ pub fn endpoint_and_prices(
     let (endpoint, provider) = match &cfg.dst_url {
         Some(url) => {
             let reach = match &cfg.s3_via {
-                Some(dir) => crate::storage::object_endpoint::from_mount(dir)?,
-                None => crate::storage::object_endpoint::from_env()?,
+                Some(dir) => crate::storage::object_endpoint::from_mount(dir, url.provider)?,
+                None => crate::storage::object_endpoint::from_env(url.provider)?,
             };
             drop(crate::engine::object::connect(&reach, url)?);
             (Endpoint::url(reach, url, url.dir_prefix()), crate::storage::object_stack::Provider::S3)
