@@ -348,7 +348,7 @@ fn tree_input(
 pub enum PredictJob {
     Model(Box<manyfiles::report::PredictConfig>),
     /// Calibrate, then predict; `predict.model` is filled in by the calibration.
-    Calibrate(Box<manyfiles::experiment::calibrate::CalibrateConfig>, manyfiles::report::PredictParts),
+    Calibrate(Box<manyfiles::experiment::calibrate::CalibrateConfig>, Box<manyfiles::report::PredictParts>),
 }
 
 /// The calibration writes its run directory into `--on DIR`: refused (exit 2) when DIR
@@ -526,7 +526,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     };
     Ok(PredictJob::Calibrate(
         Box::new(cal),
-        manyfiles::report::PredictParts {
+        Box::new(manyfiles::report::PredictParts {
             tree,
             interval_s,
             json: a.json.clone(),
@@ -534,7 +534,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             runs_ahead: a.runs_ahead,
             check_threads: a.threads,
             prices,
-        },
+        }),
     ))
 }
 
@@ -595,7 +595,7 @@ pub fn plan_config(a: &PlanArgs) -> Result<manyfiles::report::PlanConfig> {
 pub fn predict(a: &PredictArgs, command_line: Vec<String>) -> Result<()> {
     let cfg = match predict_config(a, command_line)? {
         PredictJob::Model(cfg) => *cfg,
-        PredictJob::Calibrate(cal, parts) => manyfiles::experiment::calibrate::prediction(&cal, parts)?,
+        PredictJob::Calibrate(cal, parts) => manyfiles::experiment::calibrate::prediction(&cal, *parts)?,
     };
     let (text, verdict) = manyfiles::report::run_predict(&cfg);
     super::out(&text);
