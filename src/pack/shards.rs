@@ -321,6 +321,21 @@ mod tests {
         (shards, index)
     }
 
+    /// Every member of these tar archives, in order: (name, bytes), as the tar crate reads them.
+    fn members(archives: &[&[u8]]) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        for s in archives {
+            for e in ::tar::Archive::new(*s).entries().unwrap() {
+                let mut e = e.unwrap();
+                let name = e.path().unwrap().to_string_lossy().into_owned();
+                let mut got = Vec::new();
+                std::io::Read::read_to_end(&mut e, &mut got).unwrap();
+                out.push((name, got));
+            }
+        }
+        out
+    }
+
     fn content(i: usize, len: usize) -> Vec<u8> {
         (0..len).map(|j| (i * 31 + j * 7) as u8).collect()
     }
@@ -352,19 +367,8 @@ mod tests {
             assert!(s.len() as u64 <= size || held == 1, "{} holds {held} files in {} bytes", e.key, s.len());
         }
         // Each shard is a tar archive the tar crate reads back: names and bytes.
-        let mut seen = Vec::new();
-        for s in &shards {
-            let mut a = ::tar::Archive::new(&s[..]);
-            for e in a.entries().unwrap() {
-                let mut e = e.unwrap();
-                let name = e.path().unwrap().to_string_lossy().into_owned();
-                let mut got = Vec::new();
-                std::io::Read::read_to_end(&mut e, &mut got).unwrap();
-                assert_eq!(&got, &files.iter().find(|f| f.0 == name).unwrap().1);
-                seen.push(name);
-            }
-        }
-        assert_eq!(seen, files.iter().map(|f| f.0.clone()).collect::<Vec<_>>());
+        let archives: Vec<&[u8]> = shards.iter().map(|s| &s[..]).collect();
+        assert_eq!(members(&archives), files);
     }
 
     #[test]
@@ -411,22 +415,12 @@ mod tests {
             assert!(member(Format::TarZst, frame, "other").unwrap_err().contains("holds"), "{n}");
         }
         // A whole shard is one zstd stream of a tar archive: names and bytes in order.
-        let mut seen = Vec::new();
-        for s in &shards {
-            let raw = zstd::stream::decode_all(&s[..]).unwrap();
+        let raws: Vec<Vec<u8>> = shards.iter().map(|s| zstd::stream::decode_all(&s[..]).unwrap()).collect();
+        for (s, raw) in shards.iter().zip(&raws) {
             assert_eq!(unpacked_len(Format::TarZst, s).unwrap(), raw.len() as u64);
             assert_eq!(&raw[raw.len() - 1024..], &[0u8; 1024][..], "the end-of-archive blocks");
-            let mut a = ::tar::Archive::new(&raw[..]);
-            for e in a.entries().unwrap() {
-                let mut e = e.unwrap();
-                let name = e.path().unwrap().to_string_lossy().into_owned();
-                let mut got = Vec::new();
-                std::io::Read::read_to_end(&mut e, &mut got).unwrap();
-                assert_eq!(&got, &files.iter().find(|f| f.0 == name).unwrap().1);
-                seen.push(name);
-            }
         }
-        assert_eq!(seen, files.iter().map(|f| f.0.clone()).collect::<Vec<_>>());
+        assert_eq!(members(&raws.iter().map(|r| &r[..]).collect::<Vec<_>>()), files);
         assert!(member(Format::TarZst, b"not zstd", "x").is_err());
     }
 
