@@ -10,6 +10,12 @@ use manyfiles::experiment::kinds;
 use manyfiles::{ranks, report, signals};
 use std::process::ExitCode;
 
+/// jemalloc serves the binary's own allocations (Cargo.toml says why); the C libraries
+/// (SQLite, zstd) keep glibc's malloc, tuned by [`keep_freed_memory`].
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     keep_freed_memory();
     ranks::init();
@@ -22,7 +28,10 @@ fn main() -> ExitCode {
 /// it passes 128 KiB, so each directory's listing (about 100 bytes an entry on each side)
 /// was faulted in and zeroed again by the next: a warm `sync` of 100,000 files took 1,900
 /// page faults past start-up, about 1.8% of its CPU samples (issue 41, session 22). Freed
-/// memory up to 64 MiB is kept for reuse instead (650 faults).
+/// memory up to 64 MiB is kept for reuse instead (650 faults). That was glibc serving
+/// every allocation; since session 28 the binary's own go to jemalloc (which keeps freed
+/// pages for its decay time, 10 s by default: the A/B of the local engines showed no
+/// difference), and this covers what the C libraries allocate (SQLite, zstd).
 fn keep_freed_memory() {
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt only sets a threshold of the allocator; called before any thread.

@@ -24,8 +24,11 @@ static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// A fresh temporary name: short whatever the final name (a 255-byte name plus a suffix
 /// would not fit NAME_MAX), unique per process and call.
 pub fn tmp_name() -> CString {
+    // The pid read once (a getpid a file showed in the object download's syscalls).
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     let n = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
-    CString::new(format!(".manyfiles-tmp.{}.{n:x}", std::process::id())).expect("no NUL in a formatted number")
+    let pid = PID.get_or_init(std::process::id);
+    CString::new(format!(".manyfiles-tmp.{pid}.{n:x}")).expect("no NUL in a formatted number")
 }
 
 pub fn is_tmp_name(name: &CStr) -> bool {

@@ -370,14 +370,28 @@ fn get_all(
         }
     }
     let replace = o.sync;
+    // Each directory opened once for the run of its keys (a listing gives a directory's
+    // keys together), not once a file: the open is a path walk below DST.
+    let mut parent: Option<(String, Arc<std::result::Result<OwnedFd, String>>)> = None;
     each(
         client,
         o.in_flight,
         ready,
         |w| {
-            let (store, root) = (client.store.clone(), root.clone());
+            let dir = std::str::from_utf8(split_last(w.rel.as_bytes()).0).unwrap_or_default();
+            let fd = match &parent {
+                Some((d, fd)) if d == dir => fd.clone(),
+                _ => {
+                    let fd = Arc::new(
+                        open_below(root.as_fd(), dir.as_bytes()).map_err(|e| format!("cannot open its directory: {e}")),
+                    );
+                    parent = Some((dir.to_string(), fd.clone()));
+                    fd
+                }
+            };
+            let store = client.store.clone();
             let rel = w.rel.clone();
-            (rel, async move { get_file(store, &root, &w, replace).await })
+            (rel, async move { get_file(store, &fd, &w, replace).await })
         },
         |rel, r| {
             match r {
@@ -398,10 +412,11 @@ fn get_all(
 /// followed), its mtime set, renamed into place (copy: never over anything).
 async fn get_file<S: ObjectStore + ?Sized>(
     store: Arc<S>,
-    root: &OwnedFd,
+    parent: &std::result::Result<OwnedFd, String>,
     w: &Wanted,
     replace: bool,
 ) -> std::result::Result<Option<u64>, String> {
+    let parent = parent.as_ref().map_err(|e| e.clone())?;
     let location = object_store::path::Path::parse(&w.key).map_err(|e| why(&e))?;
     let got = match store.get_opts(&location, GetOptions::default()).await {
         Ok(got) => got,
@@ -411,8 +426,7 @@ async fn get_file<S: ObjectStore + ?Sized>(
         Err(e) => return Err(why(&e)),
     };
     let mtime = object_mtime(&got.attributes, &got.meta);
-    let (dir, name) = split_last(w.rel.as_bytes());
-    let parent = open_below(root.as_fd(), dir).map_err(|e| format!("cannot open its directory: {e}"))?;
+    let name = split_last(w.rel.as_bytes()).1;
     // The local engine's temporary names: short whatever the name (a 255-byte name plus a
     // suffix would pass NAME_MAX), and known to the next sync as leftovers to remove.
     let tmp = crate::engine::copy::file::tmp_name();
