@@ -19,7 +19,7 @@
 use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
 use crate::storage::TargetInfo;
-use crate::storage::object_client::ObjectClient;
+use crate::storage::object_client::{ObjectClient, Retries};
 use crate::storage::object_endpoint::Reach;
 use crate::storage::object_stack::{ObjectDetails, Provider};
 use std::path::Path;
@@ -42,8 +42,8 @@ impl Endpoint {
     /// A fresh client (one per trial: no stale pooled connection).
     pub fn client(&self) -> Result<ObjectClient> {
         match self {
-            Endpoint::Stack(d) => ObjectClient::connect(d),
-            Endpoint::Url { reach, url, .. } => ObjectClient::reach(reach, &url.bucket),
+            Endpoint::Stack(d) => ObjectClient::connect(d, Retries::Never),
+            Endpoint::Url { reach, url, .. } => ObjectClient::reach(reach, &url.bucket, Retries::Never),
         }
     }
 
@@ -104,7 +104,7 @@ impl UserStore {
     /// when it does not answer, has no such bucket or refuses the keys).
     pub fn check(url: &ObjectUrl) -> Result<Reach> {
         let reach = crate::storage::object_endpoint::from_env(url.provider)?;
-        drop(crate::engine::object::connect(&reach, url)?);
+        drop(crate::engine::object::connect(&reach, url, Retries::Never)?);
         Ok(reach)
     }
 
@@ -113,7 +113,7 @@ impl UserStore {
     pub fn open(url: &ObjectUrl) -> Result<UserStore> {
         let reach = Self::check(url)?;
         let run_prefix = format!("{}{}/", url.dir_prefix(), run_name());
-        let client = ObjectClient::reach(&reach, &url.bucket)?;
+        let client = ObjectClient::reach(&reach, &url.bucket, Retries::Never)?;
         let hidden = crate::measure::progress::Progress::hidden();
         let there = crate::engine::object::list_all(&client, &run_prefix, &hidden)?;
         if !there.is_empty() {
@@ -160,7 +160,7 @@ impl UserStore {
     /// At the end: does anything remain below the run's own prefix? (Not deleted: the
     /// run deletes only keys it wrote.) A line for the user when so.
     pub fn leftovers(&self) -> Option<String> {
-        let client = ObjectClient::reach(&self.reach, &self.url.bucket).ok()?;
+        let client = ObjectClient::reach(&self.reach, &self.url.bucket, Retries::Never).ok()?;
         let left =
             crate::engine::object::list_all(&client, &self.run_prefix, &crate::measure::progress::Progress::hidden())
                 .ok()?;
