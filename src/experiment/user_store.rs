@@ -15,6 +15,13 @@
 //! sent PUTs for deleted again afterwards ([`UserStore::sweep`], also after a signal),
 //! once every request it sent has been answered. Whatever else is under PREFIX — or
 //! under the run's own prefix, put there by someone else — stays as it was.
+//!
+//! A kill -9 gives the run no chance to delete: while it runs, a registry record
+//! (`storage::kinds::user_objects`, best effort: without root there is no registry)
+//! names the store — bucket, endpoint and region, never a credential — and the run's own
+//! prefix, and is removed when the run ends ([`UserStore`]'s drop); `manyfiles cleanup`
+//! of a killed run's record reaches the store again from its environment and deletes the
+//! keys below that exact prefix (there, an object someone else put below it goes too).
 
 use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
@@ -97,6 +104,44 @@ pub struct UserStore {
     /// `PREFIX/manyfiles-ladder-PID-RANDOM/`.
     pub run_prefix: String,
     scratch: tempfile::TempDir,
+    /// The record `cleanup` finds if the run is killed (None: no registry here).
+    registration: Option<crate::storage::registry::Registration>,
+}
+
+impl Drop for UserStore {
+    /// The run ended (its trials deleted what they wrote, also after a signal): its
+    /// record goes.
+    fn drop(&mut self) {
+        if let Some(r) = self.registration.take() {
+            let _ = r.unregister();
+        }
+    }
+}
+
+/// Record the run's own prefix on `url` (reached by `reach`) for `cleanup`, before any
+/// object is written; None without a registry (not root).
+fn register(
+    url: &ObjectUrl,
+    reach: &Reach,
+    run_prefix: &str,
+    scratch: &Path,
+) -> Option<crate::storage::registry::Registration> {
+    use crate::storage::kinds::{KindRecord, user_objects::UserObjectsRecord};
+    use crate::storage::registry;
+    let record = UserObjectsRecord {
+        provider: url.provider,
+        bucket: url.bucket.clone(),
+        run_prefix: run_prefix.to_string(),
+        endpoint: reach.endpoint.clone(),
+        region: reach.region.clone(),
+        scratch: Some(scratch.to_path_buf()),
+    };
+    // A count of its own for each target of this process (two URLs in one second).
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = format!("{}-objects{n}", crate::storage::rundir::run_id());
+    let rec = registry::Record { kind: KindRecord::UserObjects(record), ..registry::own_record(&url.to_string()) };
+    registry::register(&key, rec).ok()
 }
 
 impl UserStore {
@@ -131,7 +176,8 @@ impl UserStore {
             .prefix("manyfiles-objects-")
             .tempdir()
             .map_err(|e| Error::failed(format!("cannot make a scratch directory for {url}: {e}")))?;
-        Ok(UserStore { url: url.clone(), reach, run_prefix, scratch })
+        let registration = register(url, &reach, &run_prefix, scratch.path());
+        Ok(UserStore { url: url.clone(), reach, run_prefix, scratch, registration })
     }
 
     /// Where its run directories (markers only) are made.
