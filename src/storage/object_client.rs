@@ -204,6 +204,13 @@ fn resendable(e: HttpError) -> HttpError {
     }
 }
 
+/// An S3 answer of 200 whose body says it failed (`InternalError`, `SlowDown`: a
+/// CopyObject or DeleteObjects answered 200 and failed), as object_store tells them.
+fn error_in_body(b: &[u8]) -> bool {
+    let has = |w: &[u8]| b.windows(w.len()).any(|x| x == w);
+    has(b"InternalError") || has(b"SlowDown")
+}
+
 /// Is this request a GET of an object's data (streamed to the caller, retried by
 /// object_store mid-body itself), not a LIST page?
 fn object_data(method: &str, query: &str) -> bool {
@@ -236,7 +243,13 @@ impl HttpService for Counting {
         if self.whole && !object_data(&method, &query) {
             // A body cut off is this attempt's failure, which object_store retries.
             return match body.bytes().await {
-                Ok(b) => Ok(HttpResponse::from_parts(parts, b.into())),
+                Ok(b) => {
+                    if matches!(method.as_str(), "PUT" | "POST") && parts.status.is_success() && error_in_body(&b) {
+                        // S3's 200 that failed (object_store retries it as a 5xx).
+                        self.counter.failed();
+                    }
+                    Ok(HttpResponse::from_parts(parts, b.into()))
+                }
                 Err(e) => {
                     self.counter.failed();
                     Err(if again { resendable(e) } else { e })
@@ -666,6 +679,11 @@ mod tests {
             let (seen, c) = attempts(answer, Retries::Backoff, delete);
             assert_eq!((seen, c.list + c.delete_objects, c.failed), (all, all, all), "{what}: {c:?}");
         }
+        // S3's 200 that failed, which object_store sends again: each counted as failed.
+        let internal: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 41\r\nConnection: close\r\n\r\n<Error><Code>InternalError</Code></Error>";
+        let (seen, c) = attempts(internal, Retries::Backoff, true);
+        let all = 1 + ENGINE_RETRIES as u64;
+        assert_eq!((seen, c.delete_objects, c.failed), (all, all, all), "{c:?}");
     }
 
     #[test]
