@@ -261,6 +261,70 @@ fn sigint_on_a_users_bucket_leaves_only_the_users_objects() {
     assert_no_secret(&format!("{out}{err}{}", std::fs::read_to_string(&json).unwrap()), "an interrupted run");
 }
 
+/// The registry records of this host naming `needle` (a run's own prefix).
+fn records_naming(needle: &str) -> Vec<PathBuf> {
+    let rd = std::fs::read_dir("/run/manyfiles").into_iter().flatten().flatten();
+    rd.map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(needle)))
+        .collect()
+}
+
+/// kill -9 mid-trial leaves the trial's objects below the run's own prefix; its record
+/// names the store (never a key) and that prefix; `cleanup` where the environment points
+/// at another endpoint leaves them and the record; `cleanup` with the run's settings
+/// deletes exactly the keys below that prefix, says so, and the user's objects — one
+/// named like a run's own prefix among them — are byte for byte as before.
+#[test]
+fn kill_9_on_a_users_bucket_then_cleanup_deletes_only_the_runs_own_keys() {
+    let Some(server) = UserServer::start() else { return };
+    let Some(_g) = common::root_only("the registry (/run/manyfiles) needs root") else { return };
+    let (work, before) = seeded(&server);
+    let json = work.path().join("r.json");
+    let mut child =
+        spawn_ladder(&server, &["--total", "16MiB", "--from", "4096", "--to", "4096", "--runs", "20"], &json);
+    let (prefix, stderr) = watch_stderr(&mut child);
+    let stdout = stdout_of(&mut child);
+    let run_prefix = prefix.recv_timeout(Duration::from_secs(60)).expect("the run's own prefix printed");
+    let records = records_naming(&run_prefix);
+    assert_eq!(records.len(), 1, "one record names {run_prefix} while the run lives");
+    let text = std::fs::read_to_string(&records[0]).unwrap();
+    assert_no_secret(&text, "the registry record");
+    // Kill it while objects of its own are there.
+    let url = format!("s3://{BUCKET}/{run_prefix}");
+    let count = |r: &common::Run| r.stdout.split(": ").nth(1).and_then(|t| t.split(' ').next()?.parse::<u64>().ok());
+    let mut left = 0;
+    let there = common::wait_until(Duration::from_secs(120), || {
+        left = count(&server.run(&["scan", &url])).unwrap_or(0);
+        left > 0
+    });
+    assert!(there, "no object of the run's was ever seen below {url}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (_, _) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let left = count(&server.run(&["scan", &url])).unwrap();
+    assert!(left > 0, "the kill left nothing to clean up");
+
+    // Another endpoint in the environment: nothing deleted, the record kept.
+    let out = server.command(&["cleanup"]).env("AWS_ENDPOINT_URL", "http://127.0.0.1:9").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains(&url) && said.contains("left for a cleanup with the run's settings"), "{said}");
+    assert_eq!(count(&server.run(&["scan", &url])), Some(left));
+    assert_eq!(records_naming(&run_prefix).len(), 1, "the record went with nothing deleted");
+
+    // The run's settings: the run's own keys go, and it says so.
+    let r = server.run(&["cleanup"]);
+    r.ok();
+    assert!(
+        r.stdout.contains(&format!("deleted below a killed run's own prefix: {url}: {left} object(s)")),
+        "{}",
+        r.stdout
+    );
+    assert!(records_naming(&run_prefix).is_empty(), "the record stays after its objects went");
+    let after = server.objects(&work.path().join("after"));
+    assert_eq!(before, after, "the user's objects changed, or the killed run's own stayed");
+}
+
 #[test]
 fn a_bad_endpoint_or_a_missing_bucket_is_one_line() {
     let Some(server) = UserServer::start() else { return };

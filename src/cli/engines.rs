@@ -49,6 +49,10 @@ pub struct SyncArgs {
     /// side apply to SRC only; P rules still protect), as rsync's --delete-excluded
     #[arg(long, requires = "delete")]
     pub delete_excluded: bool,
+    /// With --delete onto s3://BUCKET/ or azblob://CONTAINER/ (no prefix): delete what SRC
+    /// has not anywhere in the bucket or container (refused without it)
+    #[arg(long, requires = "delete")]
+    pub whole_bucket: bool,
     #[command(flatten)]
     pub common: CopyCommonArgs,
 }
@@ -337,7 +341,8 @@ pub fn scan_config(a: &ScanArgs, command_line: Vec<String>) -> Result<manyfiles:
 /// `copy SRC DST`.
 pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
     if is_url(&a.src) || is_url(&a.dst) {
-        return objects_copy(false, &a.src, &a.dst, &a.common, &[(a.reflink, "--reflink")], (false, false, false));
+        let how = (false, false, false, false);
+        return objects_copy(false, &a.src, &a.dst, &a.common, &[(a.reflink, "--reflink")], how);
     }
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Copy, &a.src, &a.dst, &a.common, true)?;
     o.reflink = a.reflink;
@@ -347,8 +352,11 @@ pub fn copy(a: &CopyArgs, command_line: Vec<String>) -> Result<()> {
 /// `sync SRC DST`.
 pub fn sync(a: &SyncArgs, command_line: Vec<String>) -> Result<()> {
     if is_url(&a.src) || is_url(&a.dst) {
-        let how = (a.dry_run, a.delete, a.delete_excluded);
+        let how = (a.dry_run, a.delete, a.delete_excluded, a.whole_bucket);
         return objects_copy(true, &a.src, &a.dst, &a.common, &[(a.checksum, "--checksum")], how);
+    }
+    if a.whole_bucket {
+        return Err(Error::bad("--whole-bucket", "only with --delete onto s3://BUCKET/ or azblob://CONTAINER/"));
     }
     let (mut o, json) = copy_config(manyfiles::engine::copy::Mode::Sync, &a.src, &a.dst, &a.common, !a.dry_run)?;
     (o.checksum, o.delete, o.dry_run) = (a.checksum, a.delete, a.dry_run);
@@ -547,14 +555,15 @@ fn objects_report(
     Ok(())
 }
 
-/// `copy`/`sync` with an s3:// side; `(dry_run, delete, delete_excluded)` are sync's.
+/// `copy`/`sync` with an s3:// side; `(dry_run, delete, delete_excluded, whole_bucket)`
+/// are sync's.
 fn objects_copy(
     sync: bool,
     src: &Path,
     dst: &Path,
     c: &CopyCommonArgs,
     own: &[(bool, &str)],
-    (dry_run, delete, delete_excluded): (bool, bool, bool),
+    (dry_run, delete, delete_excluded, whole_bucket): (bool, bool, bool, bool),
 ) -> Result<()> {
     use manyfiles::engine::object::{Keep, Options, Side};
     refuse_for_objects(own)?;
@@ -582,6 +591,7 @@ fn objects_copy(
         in_flight: c.in_flight.or(c.threads).unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT).max(1),
         dry_run,
         delete,
+        whole_bucket,
         quiet: c.quiet,
         keep: Keep {
             owner: !c.no_owner,

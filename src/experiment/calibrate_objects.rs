@@ -20,7 +20,7 @@ use crate::measure::progress::Progress;
 use crate::measure::provenance::Provenance;
 use crate::results::{ExperimentInfo, Measurement, ResultSet, Until};
 use crate::storage::TargetInfo;
-use crate::storage::object_client::ObjectClient;
+use crate::storage::object_client::{ObjectClient, Retries};
 use crate::storage::object_endpoint::{Keys, Reach, Secret};
 use crate::tree::Prepared;
 use crate::tree::inventory::Inventory;
@@ -49,7 +49,7 @@ pub fn client_setup_s(runs: usize) -> Result<Vec<f64>> {
             via: "the calibration's timing of a client".into(),
         };
         let t0 = Instant::now();
-        let client = ObjectClient::reach(&reach, crate::storage::object_stack::BUCKET)?;
+        let client = ObjectClient::reach(&reach, crate::storage::object_stack::BUCKET, Retries::Never)?;
         out.push(t0.elapsed().as_secs_f64());
         drop(client);
     }
@@ -69,7 +69,7 @@ pub fn run_on_url(
     crate::signals::install();
     let trees: Vec<Prepared> =
         super::calibrate::design(inv, limits, 1)?.iter().map(|t| Prepared::new(&t.spec, false)).collect();
-    let (first, _) = crate::engine::object::connect(reach, url)?;
+    let (first, _) = crate::engine::object::connect(reach, url, Retries::Never)?;
     let prefix = own_prefix(&first, url)?;
     let ops = crate::results::predict_objects::CALIBRATION_OPS.map(String::from).to_vec();
     let experiment = ExperimentInfo {
@@ -153,7 +153,7 @@ fn trial(
     tree: &Prepared,
     (in_flight, ops, progress): (usize, &[String], &Progress),
 ) -> Result<Vec<(String, crate::measure::PhaseResult)>> {
-    let client = ObjectClient::reach(reach, &url.bucket)?;
+    let client = ObjectClient::reach(reach, &url.bucket, Retries::Never)?;
     let run = crate::ops::object::Run::new(&client, prefix.to_string(), tree, in_flight, 10_000, progress);
     let (mut phases, failed) = crate::ops::object::run_trial(&run, ops, &mut |f| f());
     let prices = crate::results::prices::PriceTable::aws_s3_standard();

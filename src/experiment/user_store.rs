@@ -15,11 +15,18 @@
 //! sent PUTs for deleted again afterwards ([`UserStore::sweep`], also after a signal),
 //! once every request it sent has been answered. Whatever else is under PREFIX — or
 //! under the run's own prefix, put there by someone else — stays as it was.
+//!
+//! A kill -9 gives the run no chance to delete: while it runs, a registry record
+//! (`storage::kinds::user_objects`, best effort: without root there is no registry)
+//! names the store — bucket, endpoint and region, never a credential — and the run's own
+//! prefix, and is removed when the run ends ([`UserStore`]'s drop); `manyfiles cleanup`
+//! of a killed run's record reaches the store again from its environment and deletes the
+//! keys below that exact prefix (there, an object someone else put below it goes too).
 
 use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
 use crate::storage::TargetInfo;
-use crate::storage::object_client::ObjectClient;
+use crate::storage::object_client::{ObjectClient, Retries};
 use crate::storage::object_endpoint::Reach;
 use crate::storage::object_stack::{ObjectDetails, Provider};
 use std::path::Path;
@@ -42,8 +49,8 @@ impl Endpoint {
     /// A fresh client (one per trial: no stale pooled connection).
     pub fn client(&self) -> Result<ObjectClient> {
         match self {
-            Endpoint::Stack(d) => ObjectClient::connect(d),
-            Endpoint::Url { reach, url, .. } => ObjectClient::reach(reach, &url.bucket),
+            Endpoint::Stack(d) => ObjectClient::connect(d, Retries::Never),
+            Endpoint::Url { reach, url, .. } => ObjectClient::reach(reach, &url.bucket, Retries::Never),
         }
     }
 
@@ -97,6 +104,44 @@ pub struct UserStore {
     /// `PREFIX/manyfiles-ladder-PID-RANDOM/`.
     pub run_prefix: String,
     scratch: tempfile::TempDir,
+    /// The record `cleanup` finds if the run is killed (None: no registry here).
+    registration: Option<crate::storage::registry::Registration>,
+}
+
+impl Drop for UserStore {
+    /// The run ended (its trials deleted what they wrote, also after a signal): its
+    /// record goes.
+    fn drop(&mut self) {
+        if let Some(r) = self.registration.take() {
+            let _ = r.unregister();
+        }
+    }
+}
+
+/// Record the run's own prefix on `url` (reached by `reach`) for `cleanup`, before any
+/// object is written; None without a registry (not root).
+fn register(
+    url: &ObjectUrl,
+    reach: &Reach,
+    run_prefix: &str,
+    scratch: &Path,
+) -> Option<crate::storage::registry::Registration> {
+    use crate::storage::kinds::{KindRecord, user_objects::UserObjectsRecord};
+    use crate::storage::registry;
+    let record = UserObjectsRecord {
+        provider: url.provider,
+        bucket: url.bucket.clone(),
+        run_prefix: run_prefix.to_string(),
+        endpoint: reach.endpoint.clone(),
+        region: reach.region.clone(),
+        scratch: Some(scratch.to_path_buf()),
+    };
+    // A count of its own for each target of this process (two URLs in one second).
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = format!("{}-objects{n}", crate::storage::rundir::run_id());
+    let rec = registry::Record { kind: KindRecord::UserObjects(record), ..registry::own_record(&url.to_string()) };
+    registry::register(&key, rec).ok()
 }
 
 impl UserStore {
@@ -104,7 +149,7 @@ impl UserStore {
     /// when it does not answer, has no such bucket or refuses the keys).
     pub fn check(url: &ObjectUrl) -> Result<Reach> {
         let reach = crate::storage::object_endpoint::from_env(url.provider)?;
-        drop(crate::engine::object::connect(&reach, url)?);
+        drop(crate::engine::object::connect(&reach, url, Retries::Never)?);
         Ok(reach)
     }
 
@@ -113,7 +158,7 @@ impl UserStore {
     pub fn open(url: &ObjectUrl) -> Result<UserStore> {
         let reach = Self::check(url)?;
         let run_prefix = format!("{}{}/", url.dir_prefix(), run_name());
-        let client = ObjectClient::reach(&reach, &url.bucket)?;
+        let client = ObjectClient::reach(&reach, &url.bucket, Retries::Never)?;
         let hidden = crate::measure::progress::Progress::hidden();
         let there = crate::engine::object::list_all(&client, &run_prefix, &hidden)?;
         if !there.is_empty() {
@@ -131,7 +176,8 @@ impl UserStore {
             .prefix("manyfiles-objects-")
             .tempdir()
             .map_err(|e| Error::failed(format!("cannot make a scratch directory for {url}: {e}")))?;
-        Ok(UserStore { url: url.clone(), reach, run_prefix, scratch })
+        let registration = register(url, &reach, &run_prefix, scratch.path());
+        Ok(UserStore { url: url.clone(), reach, run_prefix, scratch, registration })
     }
 
     /// Where its run directories (markers only) are made.
@@ -160,7 +206,7 @@ impl UserStore {
     /// At the end: does anything remain below the run's own prefix? (Not deleted: the
     /// run deletes only keys it wrote.) A line for the user when so.
     pub fn leftovers(&self) -> Option<String> {
-        let client = ObjectClient::reach(&self.reach, &self.url.bucket).ok()?;
+        let client = ObjectClient::reach(&self.reach, &self.url.bucket, Retries::Never).ok()?;
         let left =
             crate::engine::object::list_all(&client, &self.run_prefix, &crate::measure::progress::Progress::hidden())
                 .ok()?;

@@ -158,6 +158,17 @@ pub struct RequestCounts {
     /// Anything else (a method none of the above: OPTIONS, PATCH, …).
     #[serde(default)]
     pub other: u64,
+    /// Of all the above, the attempts that failed: HTTP 5xx or 429 (or, to an engine, S3's
+    /// 200 whose body says `InternalError` or `SlowDown`), or no answer (a connection
+    /// refused, reset or cut off mid-body; a timeout). An engine's client
+    /// sent each again (up to 5 times a request); a measurement's sends none again.
+    /// Absent when none failed (and in files written before it was counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RequestCounts {
@@ -176,6 +187,7 @@ impl RequestCounts {
             delete_objects: self.delete_objects - before.delete_objects,
             post: self.post - before.post,
             other: self.other - before.other,
+            failed: self.failed - before.failed,
         }
     }
 }

@@ -15,7 +15,16 @@
 //!   HTTP-layer wrapper, so a LIST page (S3's `list-type=2`, Blob's `comp=list`), a
 //!   DeleteObjects or Blob Batch request (`comp=batch`) and a retry each count as the one
 //!   request the server saw (and a provider bills).
-//! - No retries: a failed request is an error of the phase, not a hidden second request.
+//! - Retries are a parameter of how a client is built ([`Retries`]): none for the
+//!   measurements (ladder, ops, calibrate, pack: a failed request is an error of the
+//!   phase, not a hidden second request), object_store's own retries with backoff for
+//!   the engines (copy, sync, rm, scan: a store that drops a connection or answers 5xx
+//!   or 429 now and then must not fail a run). Every attempt is counted, and the ones
+//!   that failed (HTTP 5xx or 429, or no answer: a reset, a timeout, a body cut off)
+//!   also as `failed`. With retries on, an answer other than an object's data (a LIST
+//!   page, a DeleteObjects result) is read whole inside the counting layer, so a
+//!   connection cut mid-body is a failed attempt object_store sends again (it retries a
+//!   GET's body itself, but not a LIST page's).
 
 use super::object_stack::{ObjectDetails, Provider};
 use crate::error::{Error, Result};
@@ -26,7 +35,7 @@ use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody, HttpResponse, HttpService,
 };
 use object_store::list::PaginatedListStore;
-use object_store::{ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Arc;
@@ -38,6 +47,41 @@ const WORKERS: usize = 2;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A request's longest (one PUT or GET of a whole ladder's single file included).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How a client answers a failed request: the one parameter that tells an engine's
+/// client from a measurement's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retries {
+    /// Never sent again: the ladder, ops, calibrate and pack measure requests (their
+    /// counts and times are the result), so a failed one is an error of the phase.
+    Never,
+    /// object_store's retries: what it deems retryable (HTTP 5xx, 429, 408; a connection
+    /// refused, reset or cut off; a timeout of a safe or idempotent request) sent again
+    /// up to [`ENGINE_RETRIES`] times, after 100 ms, then twice as long each time (with
+    /// jitter), at most 4 s. The engines' (copy, sync, rm, scan).
+    Backoff,
+}
+
+/// How many times an engine's client sends a failed request again.
+pub const ENGINE_RETRIES: usize = 5;
+
+impl Retries {
+    /// object_store's retry settings for it.
+    pub fn config(self) -> RetryConfig {
+        match self {
+            Retries::Never => RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() },
+            Retries::Backoff => RetryConfig {
+                max_retries: ENGINE_RETRIES,
+                retry_timeout: REQUEST_TIMEOUT,
+                backoff: BackoffConfig {
+                    init_backoff: Duration::from_millis(100),
+                    max_backoff: Duration::from_secs(4),
+                    base: 2.0,
+                },
+            },
+        }
+    }
+}
 
 /// What the native ops ask of a store: its requests and its LIST pages (S3's and
 /// Azure Blob's clients both).
@@ -80,6 +124,8 @@ struct Counter {
     delete_objects: AtomicU64,
     post: AtomicU64,
     other: AtomicU64,
+    /// Attempts that failed (counted with their kind above too).
+    failed: AtomicU64,
 }
 
 impl Counter {
@@ -103,6 +149,11 @@ impl Counter {
         c.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One attempt failed.
+    fn failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+    }
+
     fn snapshot(&self) -> RequestCounts {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         RequestCounts {
@@ -114,17 +165,56 @@ impl Counter {
             delete_objects: l(&self.delete_objects),
             post: l(&self.post),
             other: l(&self.other),
+            failed: l(&self.failed),
         }
     }
 }
 
-/// The HTTP client object_store uses, counting what it sends; refuses to send anything
-/// when a runtime thread is outside the stack's namespace.
+/// The HTTP client object_store uses, counting what it sends and what failed; refuses to
+/// send anything when a runtime thread is outside the stack's namespace.
 #[derive(Debug)]
 struct Counting {
     inner: HttpClient,
     counter: Arc<Counter>,
     outside: Arc<AtomicBool>,
+    /// Retries are on: read every answer but an object's data whole here (module docs).
+    whole: bool,
+}
+
+/// Did the server answer as a failure object_store may send again (5xx, 429)?
+fn failed_status(status: u16) -> bool {
+    status >= 500 || status == 429
+}
+
+/// Is this request a batched delete (S3's DeleteObjects, `POST ?delete`; Blob Batch,
+/// `POST ?comp=batch`)? Deleting the same keys again leaves the same end state (a key
+/// already gone is no error on S3; the engines count Azure's `BlobNotFound` as gone),
+/// though object_store does not mark the POST idempotent and so retries it after a
+/// reset or a timeout only when told the request was not sent ([`resendable`]).
+fn batch_delete(method: &str, query: &str) -> bool {
+    method == "POST" && query.split('&').any(|p| p == "delete" || p.starts_with("delete=") || p == "comp=batch")
+}
+
+/// A batched delete's reset or timeout as an error object_store sends again (its
+/// `Request` kind: "not sent"; see [`batch_delete`]); any other error as it is.
+fn resendable(e: HttpError) -> HttpError {
+    match e.kind() {
+        HttpErrorKind::Interrupted | HttpErrorKind::Timeout => HttpError::new(HttpErrorKind::Request, e),
+        _ => e,
+    }
+}
+
+/// An S3 answer of 200 whose body says it failed (`InternalError`, `SlowDown`: a
+/// CopyObject or DeleteObjects answered 200 and failed), as object_store tells them.
+fn error_in_body(b: &[u8]) -> bool {
+    let has = |w: &[u8]| b.windows(w.len()).any(|x| x == w);
+    has(b"InternalError") || has(b"SlowDown")
+}
+
+/// Is this request a GET of an object's data (streamed to the caller, retried by
+/// object_store mid-body itself), not a LIST page?
+fn object_data(method: &str, query: &str) -> bool {
+    method == "GET" && !query.split('&').any(|p| p.starts_with("list-type") || p == "comp=list")
 }
 
 #[async_trait::async_trait]
@@ -136,8 +226,43 @@ impl HttpService for Counting {
                 std::io::Error::other("a client thread is not in the object store's network namespace"),
             ));
         }
-        self.counter.count(req.method().as_str(), req.uri().query().unwrap_or(""));
-        self.inner.execute(req).await
+        let (method, query) = (req.method().as_str().to_string(), req.uri().query().unwrap_or("").to_string());
+        self.counter.count(&method, &query);
+        let again = self.whole && batch_delete(&method, &query);
+        let answer = match self.inner.execute(req).await {
+            Ok(a) => a,
+            Err(e) => {
+                self.counter.failed();
+                return Err(if again { resendable(e) } else { e });
+            }
+        };
+        if failed_status(answer.status().as_u16()) {
+            self.counter.failed();
+        }
+        let (parts, body) = answer.into_parts();
+        if self.whole && !object_data(&method, &query) {
+            // A body cut off is this attempt's failure, which object_store retries.
+            return match body.bytes().await {
+                Ok(b) => {
+                    if matches!(method.as_str(), "PUT" | "POST") && parts.status.is_success() && error_in_body(&b) {
+                        // S3's 200 that failed (object_store retries it as a 5xx).
+                        self.counter.failed();
+                    }
+                    Ok(HttpResponse::from_parts(parts, b.into()))
+                }
+                Err(e) => {
+                    self.counter.failed();
+                    Err(if again { resendable(e) } else { e })
+                }
+            };
+        }
+        // An object's data, streamed: a body cut off counts as a failed attempt.
+        let counter = self.counter.clone();
+        let body = http_body_util::BodyExt::map_err(body, move |e| {
+            counter.failed();
+            e
+        });
+        Ok(HttpResponse::from_parts(parts, object_store::client::HttpResponseBody::new(body)))
     }
 }
 
@@ -145,6 +270,7 @@ impl HttpService for Counting {
 struct CountingConnector {
     counter: Arc<Counter>,
     outside: Arc<AtomicBool>,
+    retries: Retries,
 }
 
 impl HttpConnector for CountingConnector {
@@ -158,7 +284,8 @@ impl HttpConnector for CountingConnector {
             .build()
             .map_err(|e| object_store::Error::Generic { store: "object store", source: Box::new(e) })?;
         let inner = HttpClient::new(client);
-        Ok(HttpClient::new(Counting { inner, counter: self.counter.clone(), outside: self.outside.clone() }))
+        let whole = self.retries != Retries::Never;
+        Ok(HttpClient::new(Counting { inner, counter: self.counter.clone(), outside: self.outside.clone(), whole }))
     }
 }
 
@@ -193,16 +320,12 @@ fn read_connection_string(file: &Path) -> Result<(String, String)> {
     }
 }
 
-/// No retries: a failed request is an error of the phase (see the module docs).
-fn no_retries() -> RetryConfig {
-    RetryConfig { max_retries: 0, retry_timeout: REQUEST_TIMEOUT, ..Default::default() }
-}
-
 /// The S3 bucket of `d` twice: DeleteObjects for batches, and bulk delete off.
 fn s3_stores(d: &ObjectDetails, connector: impl Fn() -> CountingConnector) -> Result<(Arc<dyn Store>, Arc<dyn Store>)> {
     let (key, secret) = read_credentials(&d.credentials_file)?;
     let options = ClientOptions::new().with_allow_http(true);
     let builder = |single: bool| -> Result<Arc<dyn Store>> {
+        let c = connector();
         let s3 = AmazonS3Builder::new()
             .with_endpoint(&d.endpoint)
             .with_bucket_name(&d.bucket)
@@ -212,9 +335,9 @@ fn s3_stores(d: &ObjectDetails, connector: impl Fn() -> CountingConnector) -> Re
             .with_allow_http(true)
             .with_virtual_hosted_style_request(false)
             .with_client_options(options.clone())
-            .with_retry(no_retries())
+            .with_retry(c.retries.config())
             .with_disable_bulk_delete(single)
-            .with_http_connector(connector())
+            .with_http_connector(c)
             .build()
             // object_store's builder errors name settings, never their values.
             .map_err(|e| Error::failed(format!("object store client for {}: {e}", d.endpoint)))?;
@@ -234,7 +357,7 @@ fn azure_store(d: &ObjectDetails, connector: CountingConnector) -> Result<object
         .with_container_name(&d.bucket)
         .with_allow_http(true)
         .with_client_options(ClientOptions::new().with_allow_http(true))
-        .with_retry(no_retries())
+        .with_retry(connector.retries.config())
         .with_http_connector(connector)
         .build()
         .map_err(|e| Error::failed(format!("blob store client for {}: {e}", d.endpoint)))
@@ -247,7 +370,7 @@ pub fn create_container(d: &ObjectDetails) -> Result<()> {
     let (account, key) = read_connection_string(&d.credentials_file)?;
     let outside = Arc::new(AtomicBool::new(false));
     let runtime = runtime_in(&d.netns, outside.clone())?;
-    let connector = CountingConnector { counter: Arc::new(Counter::default()), outside };
+    let connector = CountingConnector { counter: Arc::new(Counter::default()), outside, retries: Retries::Never };
     let client = connector.connect(&ClientOptions::new().with_allow_http(true)).map_err(|e| fail(e.to_string()))?;
     let mut req = HttpRequest::new(HttpRequestBody::empty());
     *req.method_mut() = "PUT".parse().map_err(|_| fail("bad method".into()))?;
@@ -289,12 +412,12 @@ fn runtime_in(ns: &Path, outside: Arc<AtomicBool>) -> Result<tokio::runtime::Run
 
 impl ObjectClient {
     /// A client of the stack `d` describes (its provider, endpoint, bucket or container,
-    /// credentials file and network namespace).
-    pub fn connect(d: &ObjectDetails) -> Result<ObjectClient> {
+    /// credentials file and network namespace), retrying as `retries` says.
+    pub fn connect(d: &ObjectDetails, retries: Retries) -> Result<ObjectClient> {
         let outside = Arc::new(AtomicBool::new(false));
         let runtime = runtime_in(&d.netns, outside.clone())?;
         let counter = Arc::new(Counter::default());
-        let connector = || CountingConnector { counter: counter.clone(), outside: outside.clone() };
+        let connector = || CountingConnector { counter: counter.clone(), outside: outside.clone(), retries };
         let provider = d.object.provider;
         let (store, single_delete) = match provider {
             Provider::S3 => s3_stores(d, connector)?,
@@ -341,15 +464,16 @@ impl ObjectClient {
     /// A client of `bucket` (an Azure container) where `r` says (a user's endpoint from
     /// the environment, or a `manyfiles mount`'s stack, whose namespace its threads
     /// join), in `r.provider`'s API, counting requests as [`connect`](Self::connect)'s.
-    /// No secret goes into a message.
-    pub fn reach(r: &super::object_endpoint::Reach, bucket: &str) -> Result<ObjectClient> {
+    /// No secret goes into a message. `retries`: the engines' [`Retries::Backoff`], the
+    /// measurements' [`Retries::Never`].
+    pub fn reach(r: &super::object_endpoint::Reach, bucket: &str, retries: Retries) -> Result<ObjectClient> {
         let outside = Arc::new(AtomicBool::new(false));
         let runtime = match &r.netns {
             Some(ns) => runtime_in(ns, outside.clone())?,
             None => runtime_here()?,
         };
         let counter = Arc::new(Counter::default());
-        let connector = || CountingConnector { counter: counter.clone(), outside: outside.clone() };
+        let connector = || CountingConnector { counter: counter.clone(), outside: outside.clone(), retries };
         let (store, single_delete, endpoint) = match r.provider {
             Provider::S3 => {
                 let (store, single) = reach_s3(r, bucket, connector)?;
@@ -394,12 +518,13 @@ fn reach_s3(
                 b = b.with_token(t);
             }
         }
+        let c = connector();
         let s3 = b
             .with_allow_http(http)
             .with_client_options(ClientOptions::new().with_allow_http(http))
-            .with_retry(no_retries())
+            .with_retry(c.retries.config())
             .with_disable_bulk_delete(single)
-            .with_http_connector(connector())
+            .with_http_connector(c)
             .build()
             .map_err(|e| Error::bad(format!("s3://{bucket}"), format!("object store client ({}): {e}", r.via)))?;
         Ok(Arc::new(s3))
@@ -444,7 +569,7 @@ fn reach_azure(
         .with_container_name(container)
         .with_allow_http(http)
         .with_client_options(ClientOptions::new().with_allow_http(http))
-        .with_retry(no_retries())
+        .with_retry(connector.retries.config())
         .with_http_connector(connector)
         .build()
         // object_store's builder errors name settings (and the endpoint), never a key.
@@ -481,6 +606,84 @@ mod tests {
         let got = (s.put, s.get, s.list, s.head, s.delete, s.delete_objects, s.post, s.other);
         assert_eq!(got, (2, 2, 3, 1, 1, 2, 2, 1), "{s:?}");
         assert_eq!(s.total(), 14);
+    }
+
+    /// A server on loopback that answers every request as `answer` says (after reading
+    /// its head), counting the requests it read.
+    fn server(answer: &'static [u8]) -> (u16, Arc<AtomicU64>) {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let seen = Arc::new(AtomicU64::new(0));
+        let n = seen.clone();
+        std::thread::spawn(move || {
+            for mut c in l.incoming().flatten() {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).is_ok_and(|k| k == 1) {
+                    head.push(b[0]);
+                }
+                n.fetch_add(1, Ordering::SeqCst);
+                let _ = c.write_all(answer);
+            }
+        });
+        (port, seen)
+    }
+
+    /// One LIST page (`delete`: one DeleteObjects of one key) of a bucket on a server
+    /// answering `answer`, by a client built with `retries`: the requests the server
+    /// read, and the client's counts.
+    fn attempts(answer: &'static [u8], retries: Retries, delete: bool) -> (u64, RequestCounts) {
+        use super::super::object_endpoint::{Keys, Reach, Secret};
+        use futures_util::StreamExt;
+        let (port, seen) = server(answer);
+        let reach = Reach {
+            provider: Provider::S3,
+            endpoint: Some(format!("http://127.0.0.1:{port}")),
+            region: "us-east-1".into(),
+            account: None,
+            secret: Secret::Keys(Keys { access_key: "k".into(), secret: "s".into(), token: None }),
+            netns: None,
+            from_env: false,
+            via: "a test".into(),
+        };
+        let client = ObjectClient::reach(&reach, "b", retries).unwrap();
+        let store = client.store.clone();
+        let failed = client.block_on(client.handle().spawn(async move {
+            if delete {
+                let keys = futures_util::stream::iter([Ok(object_store::path::Path::from("p/k"))]).boxed();
+                store.delete_stream(keys).collect::<Vec<_>>().await.iter().any(|r| r.is_err())
+            } else {
+                let opts = object_store::list::PaginatedListOptions::default();
+                store.list_paginated(Some("p/"), opts).await.is_err()
+            }
+        }));
+        assert!(failed.unwrap(), "{} succeeded", String::from_utf8_lossy(answer));
+        (seen.load(Ordering::SeqCst), client.requests())
+    }
+
+    #[test]
+    fn a_measurements_client_sends_each_request_once_an_engines_retries() {
+        assert_eq!(Retries::Never.config().max_retries, 0);
+        assert_eq!(Retries::Backoff.config().max_retries, ENGINE_RETRIES);
+        let busy: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        // An answer cut off mid-body (object_store itself retries no LIST body).
+        let cut: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n<?xml";
+        let gone: &[u8] = b"";
+        // LIST pages; DeleteObjects, a POST object_store does not retry after a reset.
+        for (answer, delete) in [(busy, false), (cut, false), (gone, false), (cut, true), (gone, true)] {
+            let what = format!("{} (DeleteObjects {delete})", String::from_utf8_lossy(answer));
+            let (seen, c) = attempts(answer, Retries::Never, delete);
+            assert_eq!((seen, c.list + c.delete_objects, c.failed), (1, 1, 1), "{what}: {c:?}");
+            let all = 1 + ENGINE_RETRIES as u64;
+            let (seen, c) = attempts(answer, Retries::Backoff, delete);
+            assert_eq!((seen, c.list + c.delete_objects, c.failed), (all, all, all), "{what}: {c:?}");
+        }
+        // S3's 200 that failed, which object_store sends again: each counted as failed.
+        let internal: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 41\r\nConnection: close\r\n\r\n<Error><Code>InternalError</Code></Error>";
+        let (seen, c) = attempts(internal, Retries::Backoff, true);
+        let all = 1 + ENGINE_RETRIES as u64;
+        assert_eq!((seen, c.delete_objects, c.failed), (all, all, all), "{c:?}");
     }
 
     #[test]

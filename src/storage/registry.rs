@@ -310,6 +310,9 @@ pub struct CleanupReport {
     pub kept_mounts: usize,
     /// Daemons stopped (a device class's nbdkit and nbdfuse, a share's stack), by name.
     pub stopped: Vec<String>,
+    /// Objects a killed run left below its own prefix in a bucket of the user's, deleted:
+    /// `s3://BUCKET/PREFIX/manyfiles-ladder-PID-RANDOM/: N object(s)` each.
+    pub objects: Vec<String>,
     pub problems: Vec<String>,
 }
 
@@ -322,6 +325,7 @@ impl CleanupReport {
         self.skipped_live += other.skipped_live;
         self.kept_mounts += other.kept_mounts;
         self.stopped.extend(other.stopped);
+        self.objects.extend(other.objects);
         self.problems.extend(other.problems);
     }
 }
@@ -341,6 +345,9 @@ impl fmt::Display for CleanupReport {
         }
         if self.kept_mounts > 0 {
             write!(f, ", {} `manyfiles mount`(s) kept (umount DIR or cleanup --mounts)", self.kept_mounts)?;
+        }
+        for o in &self.objects {
+            write!(f, "\n  deleted below a killed run's own prefix: {o}")?;
         }
         for p in &self.problems {
             write!(f, "\n  problem: {p}")?;

@@ -45,7 +45,7 @@ struct Wanted {
 pub fn run(o: &Options, src: &ObjectUrl, dst: &Path) -> Result<Summary> {
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
-    let (client, _) = connect(&o.reach, src)?;
+    let (client, _) = connect(&o.reach, src, crate::storage::object_client::Retries::Backoff)?;
     if o.delete && dst.canonicalize().is_ok_and(|p| p == Path::new("/")) {
         return Err(Error::bad("DST", "/: sync --delete into the root directory is refused"));
     }

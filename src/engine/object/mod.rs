@@ -48,7 +48,7 @@ use crate::error::{Error, Result};
 use crate::measure::RequestCounts;
 use crate::measure::progress::Progress;
 use crate::signals;
-use crate::storage::object_client::ObjectClient;
+use crate::storage::object_client::{ObjectClient, Retries};
 use crate::storage::object_endpoint::Reach;
 use crate::storage::object_stack::Provider;
 use futures_util::StreamExt;
@@ -116,6 +116,9 @@ pub struct Options {
     pub in_flight: usize,
     pub dry_run: bool,
     pub delete: bool,
+    /// `--whole-bucket`: sync `--delete` onto a bare bucket or container (no prefix), which
+    /// deletes what the source has not anywhere in it, is refused without it.
+    pub whole_bucket: bool,
     pub quiet: bool,
     pub keep: Keep,
     /// Filter rules: what they exclude at the source is not copied, what they protect at
@@ -256,7 +259,7 @@ impl Summary {
             self.failed
         ));
         s.push_str(&losses_text(&self.losses, self.losses_accepted));
-        s.push_str(&format!("requests: {}\n", fmt_requests_of(&self.requests, self.provider)));
+        s.push_str(&format!("requests: {}\n", fmt_engine_requests(&self.requests, self.provider)));
         s.push_str(&format!(
             "elapsed {} ({}) with up to {} requests in flight; list {}, transfer {}, delete {}; cpu user {} sys {}\n",
             fmt_secs(self.elapsed_s),
@@ -330,6 +333,20 @@ pub fn fmt_requests_of(r: &RequestCounts, provider: Provider) -> String {
     ];
     let sent: Vec<String> = kinds.iter().filter(|k| k.1 > 0).map(|(n, c)| format!("{n} {c}")).collect();
     format!("{} ({})", r.total(), if sent.is_empty() { "none".into() } else { sent.join(", ") })
+}
+
+/// The requests an engine sent ([`fmt_requests_of`]), and how many of them failed and
+/// were sent again by its client ([`Retries::Backoff`]): `12 (PUT 10, LIST 2), 3 failed
+/// and retried (up to 5 times a request)`.
+pub fn fmt_engine_requests(r: &RequestCounts, provider: Provider) -> String {
+    let sent = fmt_requests_of(r, provider);
+    match r.failed {
+        0 => sent,
+        n => format!(
+            "{sent}, {n} failed and retried (up to {} times a request)",
+            crate::storage::object_client::ENGINE_RETRIES
+        ),
+    }
 }
 
 /// The one kind of loss that is not copy's: a directory with nothing in it (an object
@@ -439,8 +456,10 @@ pub fn why(e: &dyn std::error::Error) -> String {
 /// The client for `bucket`, checked with one request (a LIST of one key under the
 /// prefix): an endpoint that does not answer, a bucket it does not have or keys it
 /// refuses end here, as one line, exit 2. Also says whether the prefix holds anything.
-pub fn connect(reach: &Reach, url: &ObjectUrl) -> Result<(ObjectClient, bool)> {
-    let client = ObjectClient::reach(reach, &url.bucket)?;
+/// The engines' clients retry ([`Retries::Backoff`]); a measurement's check passes
+/// [`Retries::Never`].
+pub fn connect(reach: &Reach, url: &ObjectUrl, retries: Retries) -> Result<(ObjectClient, bool)> {
+    let client = ObjectClient::reach(reach, &url.bucket, retries)?;
     let opts = PaginatedListOptions { max_keys: Some(1), ..Default::default() };
     let (store, p) = (client.store.clone(), url.dir_prefix());
     let r = client.block_on(client.handle().spawn(async move { store.list_paginated(Some(p.as_str()), opts).await }));
@@ -493,7 +512,10 @@ pub fn parse_mtime(v: &str) -> Option<(i64, u32)> {
 }
 
 /// Run the requests `make(item)` makes, `n` in flight on the client's runtime, and give
-/// each answer to `done(item's tag, answer)` on this thread; stops sending at a signal.
+/// each answer to `done(item's tag, answer)` on this thread. At a signal nothing more is
+/// made or sent, but every request already in flight is awaited and its answer given to
+/// `done`: a request sent lands (or not) whether anyone listens, so a summary counts
+/// every one (RELIABILITY.md: after SIGINT `copied` undercounted what landed).
 pub fn each<T, G, V, F, Fut, D>(client: &ObjectClient, n: usize, items: Vec<T>, mut make: F, mut done: D)
 where
     F: FnMut(T) -> (G, Fut),
@@ -501,12 +523,11 @@ where
     V: Send + 'static,
     D: FnMut(G, std::result::Result<V, String>),
 {
-    if signals::pending() != 0 {
-        return;
-    }
     let handle = client.handle().clone();
     client.block_on(async {
         let mut answers = futures_util::stream::iter(items)
+            // Asked before each item is made (buffer_unordered takes one when a slot is free).
+            .take_while(|_| std::future::ready(signals::pending() == 0))
             .map(|item| {
                 let (tag, fut) = make(item);
                 let task = handle.spawn(fut);
@@ -515,9 +536,6 @@ where
             .buffer_unordered(n.max(1));
         while let Some((tag, r)) = answers.next().await {
             done(tag, r);
-            if signals::pending() != 0 {
-                break;
-            }
         }
     });
 }
@@ -543,7 +561,14 @@ pub fn delete_keys(client: &ObjectClient, n: usize, keys: Vec<String>, mut fail:
                 let paths: Vec<object_store::Result<object_store::path::Path>> =
                     batch.iter().map(|k| object_store::path::Path::parse(k).map_err(Into::into)).collect();
                 let answers: Vec<_> = store.delete_stream(futures_util::stream::iter(paths).boxed()).collect().await;
-                let failed: Vec<String> = answers.into_iter().filter_map(|r| r.err()).map(|e| why(&e)).collect();
+                // A key already gone is deleted (Azure's `BlobNotFound`: a batch sent again
+                // after a reset that the store had carried out finds its keys gone).
+                let failed: Vec<String> = answers
+                    .into_iter()
+                    .filter_map(|r| r.err())
+                    .filter(|e| !matches!(e, object_store::Error::NotFound { .. }))
+                    .map(|e| why(&e))
+                    .collect();
                 Ok(failed)
             };
             (count, fut)
@@ -580,6 +605,20 @@ pub fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
 
 /// Dispatch a copy or sync by its sides.
 pub fn run(o: &Options) -> Result<Summary> {
+    if let Side::Object(dst) = &o.dst
+        && o.sync
+        && o.delete
+        && dst.prefix.is_empty()
+        && !o.whole_bucket
+    {
+        return Err(Error::bad(
+            "DST",
+            format!(
+                "{dst} names the whole {0}: sync --delete deletes what SRC has not anywhere in it only with --whole-bucket",
+                dst.bucket_word()
+            ),
+        ));
+    }
     // SIGINT/SIGTERM stop sending; what was sent is summed up (exit 128 + signal).
     signals::install();
     match (&o.src, &o.dst) {
@@ -668,6 +707,12 @@ mod tests {
         assert_eq!(fmt_requests(&RequestCounts::default()), "0 (none)");
         let b = RequestCounts { delete_objects: 2, list: 1, ..Default::default() };
         assert_eq!(fmt_requests_of(&b, Provider::Azblob), "3 (LIST 1, Blob Batch 2)");
+        assert_eq!(fmt_engine_requests(&b, Provider::Azblob), "3 (LIST 1, Blob Batch 2)");
+        let failed = RequestCounts { put: 5, failed: 2, ..Default::default() };
+        assert_eq!(
+            fmt_engine_requests(&failed, Provider::S3),
+            "5 (PUT 5), 2 failed and retried (up to 5 times a request)"
+        );
     }
 
     #[test]

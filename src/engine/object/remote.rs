@@ -28,7 +28,7 @@ pub fn run(o: &Options, src: &ObjectUrl, dst: &ObjectUrl) -> Result<Summary> {
     }
     let t0 = Instant::now();
     let cpu0 = crate::measure::cpu_times();
-    let (client, any) = connect(&o.reach, dst)?;
+    let (client, any) = connect(&o.reach, dst, crate::storage::object_client::Retries::Backoff)?;
     if !o.sync && any {
         return Err(Error::bad("DST", format!("{dst} holds objects: copy writes only under an empty prefix")));
     }

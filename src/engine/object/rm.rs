@@ -61,7 +61,7 @@ impl Summary {
             fmt_size(self.bytes as f64),
             self.failed,
             self.endpoint,
-            super::fmt_requests_of(&self.requests, self.provider)
+            super::fmt_engine_requests(&self.requests, self.provider)
         );
         if self.filtered {
             s.push_str(&format!("excluded {} (kept by the filters)\n", self.excluded));
@@ -97,7 +97,7 @@ pub fn run(o: &Options) -> Result<Summary> {
         ));
     }
     let t0 = Instant::now();
-    let (client, _) = connect(&o.reach, &o.url)?;
+    let (client, _) = connect(&o.reach, &o.url, crate::storage::object_client::Retries::Backoff)?;
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
     let (exact, below) = (o.url.prefix.clone(), o.url.dir_prefix());

@@ -64,7 +64,7 @@ impl Summary {
             fmt_size(self.smallest as f64),
             fmt_size(self.median as f64),
             fmt_size(self.largest as f64),
-            super::fmt_requests_of(&self.requests, self.provider),
+            super::fmt_engine_requests(&self.requests, self.provider),
             fmt_secs(self.elapsed_s),
             fmt_rate(self.objects as f64 / self.elapsed_s.max(1e-9), "objects"),
             if self.interrupted { "; interrupted: the counts are partial" } else { "" }
@@ -75,7 +75,7 @@ impl Summary {
 pub fn run(o: &Options) -> Result<Summary> {
     crate::signals::install();
     let t0 = Instant::now();
-    let (client, _) = connect(&o.reach, &o.url)?;
+    let (client, _) = connect(&o.reach, &o.url, crate::storage::object_client::Retries::Backoff)?;
     let progress = Progress::new(o.quiet);
     progress.phase("list", 0);
     let prefix = o.url.dir_prefix();

@@ -47,7 +47,7 @@ pub fn run(o: &Options, src: &Path, dst: &ObjectUrl) -> Result<Summary> {
     let cpu0 = crate::measure::cpu_times();
     let root = crate::fs::walk::open_root(src)
         .map_err(|e| Error::bad("SRC", format!("{}: {e} (a directory to copy)", src.display())))?;
-    let (client, any) = connect(&o.reach, dst)?;
+    let (client, any) = connect(&o.reach, dst, crate::storage::object_client::Retries::Backoff)?;
     if !o.sync && any {
         return Err(Error::bad(
             "DST",

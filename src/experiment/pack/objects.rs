@@ -147,7 +147,7 @@ pub fn endpoint_and_prices(
                 Some(dir) => crate::storage::object_endpoint::from_mount(dir, url.provider)?,
                 None => crate::storage::object_endpoint::from_env(url.provider)?,
             };
-            drop(crate::engine::object::connect(&reach, url)?);
+            drop(crate::engine::object::connect(&reach, url, crate::storage::object_client::Retries::Never)?);
             (Endpoint::url(reach, url, url.dir_prefix()), crate::storage::object_stack::Provider::S3)
         }
         None => {

@@ -138,6 +138,7 @@ kinds! {
     "image" => Image(image::ImageRecord),
     "directory" => Directory(directory::DirectoryRecord),
     "container" => Container(container::ContainerRecord),
+    "user_objects" => UserObjects(user_objects::UserObjectsRecord),
 }
 
 impl Default for KindRecord {
