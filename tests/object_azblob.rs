@@ -291,7 +291,10 @@ fn ladder_on_a_users_container_writes_and_deletes_only_its_own_blobs() {
     let text = std::fs::read_to_string(&j).unwrap();
     assert!(!text.contains(&blob.key()), "the key in the JSON");
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!((doc["targets"][0]["label"].as_str(), doc["targets"][0]["kind"].as_str()), (Some("azblob://manyfiles/p/"), Some("azblob")));
+    assert_eq!(
+        (doc["targets"][0]["label"].as_str(), doc["targets"][0]["kind"].as_str()),
+        (Some("azblob://manyfiles/p/"), Some("azblob"))
+    );
     let puts: Vec<&serde_json::Value> =
         doc["measurements"].as_array().unwrap().iter().filter(|m| m["op"] == "obj:put").collect();
     assert!(!puts.is_empty());
@@ -378,13 +381,18 @@ fn predict_on_a_container_prints_checks_that_count_exactly() {
         lines.map_while(|l| l.strip_prefix("  ")).filter(|l| !l.starts_with('(')).map(String::from).collect();
     assert_eq!(cmds.len(), 5, "upload, scan, download, rm, rm DIR: {}", p.stdout);
     let via = format!("--s3-via {}", blob.mp.display());
-    assert!(cmds[..4].iter().all(|c| c.contains("azblob://manyfiles/p/manyfiles-check-") && c.ends_with(&via)), "{cmds:?}");
+    assert!(
+        cmds[..4].iter().all(|c| c.contains("azblob://manyfiles/p/manyfiles-check-") && c.ends_with(&via)),
+        "{cmds:?}"
+    );
     let path = format!("{}:{}", common::bin().parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
     for (i, c) in cmds.iter().enumerate() {
         let j = work.path().join(format!("engine{i}.json"));
         let engine = c.contains(" azblob://");
         let extra = match engine {
-            true => format!("{} --json {}", if c.starts_with("manyfiles scan ") { "" } else { " --quiet" }, j.display()),
+            true => {
+                format!("{} --json {}", if c.starts_with("manyfiles scan ") { "" } else { " --quiet" }, j.display())
+            }
             false => String::new(),
         };
         let out = Command::new("sh").args(["-c", &format!("{c}{extra}")]).env("PATH", &path).output().unwrap();

@@ -260,7 +260,7 @@ pub struct PredictArgs {
     /// an object store, s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX (objects put and
     /// deleted under a prefix of its own below PREFIX), then predict the engines' upload,
     /// scan, download and rm of the tree in requests (exact), price and time
-    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX|azblob://CONTAINER/PREFIX", conflicts_with = "fs")]
+    #[arg(long, value_name = "DIR|URL", conflicts_with = "fs")]
     pub on: Option<PathBuf>,
     /// With --on s3://… or azblob://…: reach the store through the `manyfiles mount s3… DIR`
     /// (azblob…) at DIR (without it: the environment's endpoint and keys, as the engines')
@@ -484,8 +484,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         Some(p) => Some(manyfiles::results::prices::PriceTable::load(p).map_err(|e| Error::bad("--prices", e))?),
         None => None,
     };
-    const PRICES_ONLY: &str =
-        "only with an object store (--fs s3…/azblob…, --on s3://… or azblob://…, or --model of a calibration made there)";
+    const PRICES_ONLY: &str = "only with an object store (--fs s3…/azblob…, --on s3://… or azblob://…, or --model of a calibration made there)";
     let Some(target) = target else {
         if a.save_calibration.is_some() {
             return Err(Error::bad("--save-calibration", "only with --on DIR or --fs SPEC (a calibration to save)"));

@@ -232,7 +232,10 @@ impl LiveTarget {
             {
                 let store = UserStore::open(&url)?;
                 let scheme = url.provider.name();
-                eprintln!("manyfiles: {url}: this run writes only below {scheme}://{}/{}", url.bucket, store.run_prefix);
+                eprintln!(
+                    "manyfiles: {url}: this run writes only below {scheme}://{}/{}",
+                    url.bucket, store.run_prefix
+                );
                 let id = unique_id(scheme, &mut ids);
                 let rundir = Some(RunDir::create(store.scratch(), keep)?);
                 let watch = TargetWatch { device: None, serving: Vec::new() };

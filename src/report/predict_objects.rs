@@ -49,7 +49,7 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
         prices.label(),
         predict_objects::CALIBRATION_OPS.join(", "),
     );
-    text.push_str(&table(&rows));
+    text.push_str(&table(&rows, provider));
     text.push_str(
         "  (time: the client's setup as timed here and the requests as calibrated — the sum of the parts' \
          predictions and of their intervals' bounds; not in it: the single LISTs around them, the local walk, reads \
@@ -69,8 +69,8 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
     Ok((text, json))
 }
 
-/// One row per command: time [interval], requests by kind, price.
-fn table(rows: &[ObjectPrediction]) -> String {
+/// One row per command: time [interval], requests by kind (in `provider`'s words), price.
+fn table(rows: &[ObjectPrediction], provider: crate::storage::object_stack::Provider) -> String {
     let mut out = String::new();
     let mut notes = String::new();
     for r in rows {
@@ -89,7 +89,7 @@ fn table(rows: &[ObjectPrediction]) -> String {
             "  {:<9} {:<28} requests {}  price {}\n",
             r.command.name(),
             time,
-            crate::engine::object::fmt_requests(&r.requests),
+            crate::engine::object::fmt_requests_of(&r.requests, provider),
             fmt_amount(r.cost.amount, &r.cost.currency)
         ));
     }

@@ -52,8 +52,8 @@ use crate::engine::object::{MULTIPART_ABOVE, PART};
 use crate::measure::{RequestCost, RequestCounts};
 use crate::results::ResultSet;
 use crate::results::predict::Shape;
-use crate::storage::object_stack::Provider;
 use crate::results::prices::PriceTable;
+use crate::storage::object_stack::Provider;
 use crate::tree::inventory::{Inventory, log2_bucket, log2_bucket_range};
 use serde::Serialize;
 use std::path::Path;
@@ -203,8 +203,12 @@ impl Command {
         match self {
             // Blob's multipart: a Put Block per part and a Put Block List, all PUTs.
             Command::Upload => match p {
-                Provider::S3 => RequestCounts { list: 1, put: t.single_puts() + parts, post: 2 * large, ..Default::default() },
-                Provider::Azblob => RequestCounts { list: 1, put: t.single_puts() + parts + large, ..Default::default() },
+                Provider::S3 => {
+                    RequestCounts { list: 1, put: t.single_puts() + parts, post: 2 * large, ..Default::default() }
+                }
+                Provider::Azblob => {
+                    RequestCounts { list: 1, put: t.single_puts() + parts + large, ..Default::default() }
+                }
             },
             Command::Scan => RequestCounts { list: 1 + pages(n, p), ..Default::default() },
             Command::Download => RequestCounts { list: 1 + pages(n, p), get: n, ..Default::default() },
@@ -313,10 +317,7 @@ mod tests {
 
     #[test]
     fn pages_and_batches_are_a_thousand_keys() {
-        assert_eq!(
-            [0, 1, 999, 1000, 1001, 2000, 2001].map(|n| pages(n, Provider::S3)),
-            [1, 1, 1, 1, 2, 2, 3]
-        );
+        assert_eq!([0, 1, 999, 1000, 1001, 2000, 2001].map(|n| pages(n, Provider::S3)), [1, 1, 1, 1, 2, 2, 3]);
         assert_eq!([0, 1, 1000, 1001].map(|n| delete_batches(n, Provider::S3)), [0, 1, 1, 2]);
         // Blob: List Blobs pages of 5,000, Blob Batches of 256.
         assert_eq!([0, 5000, 5001].map(|n| pages(n, Provider::Azblob)), [1, 1, 2]);

@@ -174,8 +174,7 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     // (objects.rs), not a directory.
     let dst_url = match v.path("dst-target").filter(|p| crate::engine::object::is_url(p)) {
         Some(p) => Some(
-            crate::engine::object::ObjectUrl::parse(&p.to_string_lossy())
-                .map_err(|e| Error::bad("--dst-target", e))?,
+            crate::engine::object::ObjectUrl::parse(&p.to_string_lossy()).map_err(|e| Error::bad("--dst-target", e))?,
         ),
         None => None,
     };
