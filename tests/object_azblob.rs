@@ -223,3 +223,187 @@ fn the_environment_reaches_it_and_bad_input_is_one_line() {
     };
     common::assert_bad_input(&r, "AZURE_STORAGE_CONNECTION_STRING", "no account in the environment");
 }
+
+impl Blob {
+    /// `manyfiles ARGS` as a user with their own Azure store runs it: the connection
+    /// string in `AZURE_STORAGE_CONNECTION_STRING` (no other `AZURE_*`), inside the
+    /// stack's network namespace (its endpoint is there only); `env` on top. The key in
+    /// no output.
+    fn as_user(&self, args: &[&str], env: &[(&str, String)]) -> common::Run {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net={}", self.after("nsenter --net="))).arg(common::bin()).args(args);
+        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AZURE_")) {
+            c.env_remove(k);
+        }
+        c.env("AZURE_STORAGE_CONNECTION_STRING", self.connection_string()).stdin(std::process::Stdio::null());
+        c.envs(env.iter().map(|(k, v)| (k, v)));
+        let out = c.output().unwrap();
+        let r = common::Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into(),
+            stderr: String::from_utf8_lossy(&out.stderr).into(),
+        };
+        let key = self.key();
+        assert!(!r.stdout.contains(&key) && !r.stderr.contains(&key), "the account key printed by {args:?}");
+        r
+    }
+
+    /// Every blob of the container: key → bytes (downloaded by the engines).
+    fn blobs(&self, into: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+        let _ = std::fs::remove_dir_all(into);
+        self.run(&["copy", "azblob://manyfiles", into.to_str().unwrap(), "--quiet"]).ok();
+        files(into).into_iter().map(|(k, (bytes, _))| (k, bytes)).collect()
+    }
+
+    /// The user's own blobs: under the prefix the runs are given (one named as a run
+    /// names its own), beside it and elsewhere.
+    fn seed(&self, work: &std::path::Path) {
+        let mine = work.join("mine");
+        for (rel, n) in [("p/a/one", 10), ("p/manyfiles-ladder-1-00000000/theirs", 300), ("p2/x", 5), ("q/p/s", 4097)] {
+            let f = mine.join(rel);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(&f, (0..n).map(|i| (i * 7 + rel.len()) as u8).collect::<Vec<u8>>()).unwrap();
+        }
+        self.run(&["copy", mine.to_str().unwrap(), "azblob://manyfiles", "--quiet"]).ok();
+    }
+}
+
+/// `ladder --target azblob://CONTAINER/PREFIX`: the native ops on a user's container,
+/// reached through `AZURE_STORAGE_*`; only below a prefix of the run's own, every other
+/// blob byte for byte as it was, Azure's prices; a missing container and an endpoint
+/// that does not answer are one line, exit 2.
+#[test]
+fn ladder_on_a_users_container_writes_and_deletes_only_its_own_blobs() {
+    need_blob!();
+    let _g = serial();
+    let blob = Blob::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    blob.seed(work.path());
+    let before = blob.blobs(&work.path().join("before"));
+    let j = work.path().join("r.json");
+    let ops = "obj:put,obj:head,obj:list,obj:get,obj:delete,obj:delete-batch";
+    let args = ["ladder", "--target", "azblob://manyfiles/p", "--ops", ops, "--total", "16KiB", "--to", "4"];
+    let r = blob.as_user(&[&args[..], &["--runs", "3", "-q", "--json", j.to_str().unwrap()]].concat(), &[]);
+    r.ok();
+    assert!(r.stderr.contains("writes only below azblob://manyfiles/p/manyfiles-ladder-"), "{}", r.stderr);
+    assert!(r.stdout.contains("Azure Blob Storage hot LRS"), "{}", r.stdout);
+    assert_eq!(before, blob.blobs(&work.path().join("after")), "the user's blobs changed, or the run left some");
+    let text = std::fs::read_to_string(&j).unwrap();
+    assert!(!text.contains(&blob.key()), "the key in the JSON");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (doc["targets"][0]["label"].as_str(), doc["targets"][0]["kind"].as_str()),
+        (Some("azblob://manyfiles/p/"), Some("azblob"))
+    );
+    let puts: Vec<&serde_json::Value> =
+        doc["measurements"].as_array().unwrap().iter().filter(|m| m["op"] == "obj:put").collect();
+    assert!(!puts.is_empty());
+    for m in puts {
+        assert_eq!((&m["requests"]["put"], &m["errors"]), (&m["tree_files"], &serde_json::json!(0)), "{m}");
+    }
+    // A container the store has not; an endpoint that does not answer (port 9).
+    let bad = ["ladder", "--target", "azblob://no-such-container/p", "--ops", ops, "--to", "4", "-q"];
+    common::assert_bad_input(&blob.as_user(&bad, &[]), "azblob://no-such-container", "a missing container");
+    let conn = blob.connection_string();
+    let nowhere = conn
+        .split(';')
+        .map(|f| if f.starts_with("BlobEndpoint=") { "BlobEndpoint=http://127.0.0.1:9/manyfiles" } else { f })
+        .collect::<Vec<_>>()
+        .join(";");
+    let args = ["ladder", "--target", "azblob://manyfiles/p", "--ops", ops, "--to", "4", "-q"];
+    let r = blob.as_user(&args, &[("AZURE_STORAGE_CONNECTION_STRING", nowhere)]);
+    common::assert_bad_input(&r, "azblob://manyfiles/p", "an endpoint that does not answer");
+}
+
+/// `pack --dst-target azblob://CONTAINER/PREFIX` through `AZURE_STORAGE_*`: loose blobs
+/// against tar and tar.zst shards, every request counted; the user's blobs under the
+/// prefix stay as they were and only they are left.
+#[test]
+fn pack_onto_a_users_container_writes_and_deletes_only_its_own_blobs() {
+    need_blob!();
+    let _g = serial();
+    let blob = Blob::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    blob.seed(work.path());
+    let before = blob.blobs(&work.path().join("before"));
+    let tree = work.path().join("tree");
+    for i in 0..40usize {
+        let dir = tree.join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("file-{i:04}")), vec![(i * 131) as u8; 4096]).unwrap();
+    }
+    let j = work.path().join("r.json");
+    let (w, t) = (work.path().to_str().unwrap(), tree.to_str().unwrap());
+    let args = ["pack", t, "--src-target", w, "--dst-target", "azblob://manyfiles/p", "--shard-size", "64KiB"];
+    let r = blob.as_user(&[&args[..], &["--runs", "1", "--quiet", "--json", j.to_str().unwrap()]].concat(), &[]);
+    r.ok();
+    assert!(r.stdout.contains("advice for 40 files"), "{}", r.stdout);
+    let doc = json(&j);
+    let run1 = |op: &str| {
+        let all = doc["measurements"].as_array().unwrap();
+        all.iter().find(|m| m["op"] == op && m["run"] == 1).unwrap_or_else(|| panic!("no {op}")).clone()
+    };
+    // 40 files of 4 KiB: a PUT each loose; 14 a 64 KiB tar shard → 3 shards + the index.
+    assert_eq!((requests(&run1("loose:put"), "put"), requests(&run1("tar@64KiB:put"), "put")), (40, 4));
+    let target = run1("loose:put")["target"].as_str().unwrap().to_string();
+    assert!(target.ends_with("→ azblob://manyfiles/p/"), "{target}");
+    assert!(run1("loose:put")["cost"].to_string().contains("USD"), "priced: {}", run1("loose:put"));
+    assert!(!std::fs::read_to_string(&j).unwrap().contains(&blob.key()), "the key in the JSON");
+    assert_eq!(before, blob.blobs(&work.path().join("after")), "the user's blobs changed, or the run left some");
+    assert!(common::run_dirs(work.path()).is_empty(), "a run directory left on the source");
+}
+
+/// `predict --on azblob://CONTAINER/PREFIX --store-via DIR`: the calibration under a
+/// prefix of its own (taken away; the user's blobs stay), Azure's prices, and the check
+/// lines run as printed send exactly the predicted requests.
+#[test]
+fn predict_on_a_container_prints_checks_that_count_exactly() {
+    need_blob!();
+    let _g = serial();
+    let blob = Blob::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    blob.seed(work.path());
+    let before = blob.blobs(&work.path().join("before"));
+    let src = work.path().join("tree");
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    for i in 0..30u32 {
+        std::fs::write(src.join(format!("a/f{i}")), vec![7u8; (i * 300) as usize]).unwrap();
+    }
+    let pj = work.path().join("predict.json");
+    let args = ["predict", "--tree", src.to_str().unwrap(), "--on", "azblob://manyfiles/p", "--max-time", "20s"];
+    let p = blob.run(&[&args[..], &["--quiet", "--json", pj.to_str().unwrap()]].concat());
+    p.ok();
+    let predicted = json(&pj);
+    assert!(predicted["objects"]["prices"]["name"].as_str().unwrap().starts_with("Azure Blob"), "{predicted}");
+    let commands = predicted["objects"]["commands"].as_array().unwrap().clone();
+    let lines = p.stdout.lines().skip_while(|l| !l.starts_with("check, one run each")).skip(1);
+    let cmds: Vec<String> =
+        lines.map_while(|l| l.strip_prefix("  ")).filter(|l| !l.starts_with('(')).map(String::from).collect();
+    assert_eq!(cmds.len(), 5, "upload, scan, download, rm, rm DIR: {}", p.stdout);
+    let via = format!("--s3-via {}", blob.mp.display());
+    assert!(
+        cmds[..4].iter().all(|c| c.contains("azblob://manyfiles/p/manyfiles-check-") && c.ends_with(&via)),
+        "{cmds:?}"
+    );
+    let path = format!("{}:{}", common::bin().parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    for (i, c) in cmds.iter().enumerate() {
+        let j = work.path().join(format!("engine{i}.json"));
+        let engine = c.contains(" azblob://");
+        let extra = match engine {
+            true => {
+                format!("{} --json {}", if c.starts_with("manyfiles scan ") { "" } else { " --quiet" }, j.display())
+            }
+            false => String::new(),
+        };
+        let out = Command::new("sh").args(["-c", &format!("{c}{extra}")]).env("PATH", &path).output().unwrap();
+        assert!(out.status.success(), "{c}: {}", String::from_utf8_lossy(&out.stderr));
+        if engine {
+            let sent = json(&j);
+            for kind in ["put", "get", "head", "list", "delete", "delete_objects", "post", "other"] {
+                let want = commands[i]["requests"][kind].as_u64();
+                assert_eq!(want, sent["requests"][kind].as_u64(), "{c}: {kind} predicted against sent");
+            }
+        }
+    }
+    assert_eq!(before, blob.blobs(&work.path().join("after")), "the user's blobs changed, or the run left some");
+}

@@ -84,8 +84,9 @@ pub const RUN_PORTION_DEFAULT: u64 = 10_000;
 pub struct RunArgs {
     /// Directory to work in: a private run directory is made inside it and removed afterwards
     /// (default: . unless --fs is given); or a bucket of yours, s3://BUCKET/PREFIX, reached as the
-    /// engines reach it (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID …, ~/.aws/credentials), for the
-    /// obj:… ops: the run writes and deletes only below a fresh PREFIX/manyfiles-ladder-PID-RANDOM/
+    /// engines reach it (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID …, ~/.aws/credentials), or a container,
+    /// azblob://CONTAINER/PREFIX (AZURE_STORAGE_CONNECTION_STRING …), for the obj:… ops: the run
+    /// writes and deletes only below a fresh PREFIX/manyfiles-ladder-PID-RANDOM/
     #[arg(long)]
     pub target: Option<PathBuf>,
     /// Test file systems to format and run on (root): TYPE[:BLOCK][@ram|@disk[:DIR]|@dev:/dev/NAME|@class:CLASS],
@@ -442,7 +443,7 @@ impl RunArgs {
     pub(super) fn targets(&self) -> Result<Vec<TargetSpec>> {
         let mut targets = Vec::new();
         if let Some(t) = &self.target {
-            manyfiles::experiment::user_store::target_url(t)?; // an s3:// URL must parse
+            manyfiles::experiment::user_store::target_url(t)?; // an s3:// or azblob:// URL must parse
             targets.push(TargetSpec::Dir(t.clone()));
         }
         if let Some(f) = &self.fs {

@@ -257,18 +257,18 @@ pub struct PredictArgs {
     pub inventory: Option<PathBuf>,
     /// Calibrate on this directory first (trees shaped like --tree, made and removed in a
     /// run directory inside it), then predict copy onto it, read, scan and delete; or on
-    /// an object store, s3://BUCKET/PREFIX (objects put and deleted under a prefix of its
-    /// own below PREFIX), then predict the engines' upload, scan, download and rm of the
-    /// tree in requests (exact), price and time
-    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX", conflicts_with = "fs")]
+    /// an object store, s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX (objects put and
+    /// deleted under a prefix of its own below PREFIX), then predict the engines' upload,
+    /// scan, download and rm of the tree in requests (exact), price and time
+    #[arg(long, value_name = "DIR|URL", conflicts_with = "fs")]
     pub on: Option<PathBuf>,
-    /// With --on s3://…: reach the store through the `manyfiles mount s3… DIR` at DIR
-    /// (without it: the environment's endpoint, region and keys, as the engines')
-    #[arg(long, value_name = "DIR")]
+    /// With --on s3://… or azblob://…: reach the store through the `manyfiles mount s3… DIR`
+    /// (azblob…) at DIR (without it: the environment's endpoint and keys, as the engines')
+    #[arg(long, value_name = "DIR", visible_alias = "store-via")]
     pub s3_via: Option<PathBuf>,
     /// Calibrate on a test file system instead (root): one TYPE[:BLOCK][@ram|@disk[:DIR]], as ladder's --fs;
-    /// or an object store, s3[@rtt=1ms]: the engines' upload, scan, download and rm of the tree
-    /// in requests (exact), price and time
+    /// or an object store, s3[@rtt=1ms] or azblob[@rtt=1ms]: the engines' upload, scan, download and rm
+    /// of the tree in requests (exact), price and time
     #[arg(long, value_name = "SPEC")]
     pub fs: Option<String>,
     /// Calibration: time budget of the adaptive runs (90s, 3m, 1h)
@@ -295,7 +295,8 @@ pub struct PredictArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// On an object store: price the commands' requests and the tree's storage with this
-    /// TOML table instead of AWS S3 Standard's list prices (its fields: README, "Object stores")
+    /// TOML table instead of the provider's list prices (AWS S3 Standard's, Azure Blob hot
+    /// LRS's; its fields: README, "Object stores")
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
     #[command(flatten)]
@@ -376,7 +377,7 @@ fn calibration_outside_tree(dir: &std::path::Path, tree: &std::path::Path) -> Re
 
 /// `--prices` is for an object store's predictions.
 const PRICES_ONLY: &str =
-    "only with an object store (--fs s3…, --on s3://BUCKET/PREFIX, or --model of a calibration made there)";
+    "only with an object store (--fs s3…/azblob…, --on s3://… or azblob://…, or --model of a calibration made there)";
 
 /// `predict --model FILE`: the prediction from a saved result (a ladder's models, or a
 /// calibration's; an object store's prints its engines' section and check lines again).
@@ -401,8 +402,9 @@ fn model_job(
     }
     let (object_setup_s, tree_path) = match (&objects, &tree) {
         (None, _) => (Vec::new(), None),
-        (Some(_), t) => (
+        (Some(on), t) => (
             manyfiles::experiment::calibrate_objects::client_setup_s(
+                on.object_provider().unwrap_or_default(),
                 manyfiles::experiment::calibrate_objects::SETUP_RUNS,
             )?,
             match t {
@@ -443,12 +445,12 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
     }
     use manyfiles::experiment::calibrate::{CalibrateOn, StoreOn};
     if a.s3_via.is_some() && !a.on.as_deref().is_some_and(manyfiles::engine::object::is_url) {
-        return Err(Error::bad("--s3-via", "only with --on s3://BUCKET/PREFIX"));
+        return Err(Error::bad("--s3-via", "only with --on s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX"));
     }
     let target = match (&a.on, &a.fs) {
         (Some(u), _) if manyfiles::engine::object::is_url(u) => {
-            let text = u.to_str().expect("an s3:// URL is UTF-8");
-            let url = manyfiles::engine::object::ObjectUrl::parse_s3(text).map_err(|e| Error::bad("--on", e))?;
+            let text = u.to_str().expect("an object-store URL is UTF-8");
+            let url = manyfiles::engine::object::ObjectUrl::parse(text).map_err(|e| Error::bad("--on", e))?;
             Some(CalibrateOn::Store(StoreOn { url, via: a.s3_via.clone() }))
         }
         (Some(d), _) => {
@@ -472,12 +474,6 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             if spec.device().is_some() {
                 return Err(Error::bad("--fs", format!("'{f}': a real device is not calibrated on here (use ladder)")));
             }
-            if spec.object().is_some_and(|o| o.provider != manyfiles::storage::object_stack::Provider::S3) {
-                return Err(Error::bad(
-                    "--fs",
-                    format!("'{f}': the engines take s3:// URLs only, so only an s3 store's prediction can be checked"),
-                ));
-            }
             Some(CalibrateOn::Target(TargetSpec::Fs(spec)))
         }
         (None, None) => None,
@@ -488,8 +484,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         Some(p) => Some(manyfiles::results::prices::PriceTable::load(p).map_err(|e| Error::bad("--prices", e))?),
         None => None,
     };
-    const PRICES_ONLY: &str =
-        "only with an object store (--fs s3…, --on s3://BUCKET/PREFIX, or --model of a calibration made there)";
+    const PRICES_ONLY: &str = "only with an object store (--fs s3…/azblob…, --on s3://… or azblob://…, or --model of a calibration made there)";
     let Some(target) = target else {
         if a.save_calibration.is_some() {
             return Err(Error::bad("--save-calibration", "only with --on DIR or --fs SPEC (a calibration to save)"));

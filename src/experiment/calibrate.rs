@@ -139,7 +139,7 @@ pub fn design(inv: &Inventory, limits: Limits, seed: u64) -> Result<Vec<CalTree>
 pub enum CalibrateOn {
     /// `--on DIR` or `--fs SPEC` (an object store's `s3…` too): the experiments' targets.
     Target(TargetSpec),
-    /// `--on s3://BUCKET/PREFIX`: a store the tool did not make
+    /// `--on s3://BUCKET/PREFIX` or `azblob://CONTAINER/PREFIX`: a store the tool did not make
     /// (`super::calibrate_objects::run_on_url`).
     Store(StoreOn),
 }
@@ -252,10 +252,16 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
 /// Is the target an object store (`--fs s3…`, `--on s3://…`): calibrated with the
 /// native ops.
 pub fn is_object_store(t: &CalibrateOn) -> bool {
+    object_provider(t).is_some()
+}
+
+/// The object store's provider (`--fs s3…`/`azblob…`, `--on s3://…`/`azblob://…`); None
+/// for a file system.
+pub fn object_provider(t: &CalibrateOn) -> Option<crate::storage::object_stack::Provider> {
     match t {
-        CalibrateOn::Store(_) => true,
-        CalibrateOn::Target(TargetSpec::Fs(s)) => s.object().is_some(),
-        CalibrateOn::Target(TargetSpec::Dir(_)) => false,
+        CalibrateOn::Store(s) => Some(s.url.provider),
+        CalibrateOn::Target(TargetSpec::Fs(s)) => s.object().map(|o| o.provider),
+        CalibrateOn::Target(TargetSpec::Dir(_)) => None,
     }
 }
 
@@ -272,7 +278,7 @@ pub fn saved_object_target(model: &ResultSet) -> Option<crate::report::CheckOn> 
     if let Some(m) = t.managed.as_ref().filter(|m| m.object.is_some()) {
         return Some(crate::report::CheckOn::ObjectSpec(m.spec.clone()));
     }
-    // A bucket of the user's (`--on s3://…`): its URL; how it was reached (`--s3-via`) is
+    // A bucket of the user's (`--on s3://…`, `azblob://…`): its URL; how it was reached (`--s3-via`) is
     // not saved, so the check lines reach it through the environment.
     matches!(t.kind.as_str(), "s3" | "azblob")
         .then(|| crate::report::CheckOn::ObjectUrl(t.path.display().to_string(), None))
@@ -286,9 +292,9 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         TreeInput::Inventory(i) => (*i, None),
     };
     let model = run(cal, &inv)?;
-    let object_setup_s = match is_object_store(&cal.target) {
-        true => super::calibrate_objects::client_setup_s(super::calibrate_objects::SETUP_RUNS)?,
-        false => Vec::new(),
+    let object_setup_s = match object_provider(&cal.target) {
+        Some(p) => super::calibrate_objects::client_setup_s(p, super::calibrate_objects::SETUP_RUNS)?,
+        None => Vec::new(),
     };
     let model_name = match &cal.save {
         Some(s) => s.display().to_string(),

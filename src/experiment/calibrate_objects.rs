@@ -5,7 +5,7 @@
 //!   certificates parsed), measured in this process, which is the binary the check runs.
 //!   It is CPU of this machine, not of the store, so it is timed without a store: the
 //!   client is built for an address no request is sent to, with keys that are no one's.
-//! - [`run_on_url`]: `predict --on s3://BUCKET/PREFIX`, a store the tool did not make
+//! - [`run_on_url`]: `predict --on s3://BUCKET/PREFIX` (`azblob://…`), a store the tool did not make
 //!   (the environment's endpoint and keys, or a `manyfiles mount`'s stack): the native
 //!   ops over the calibration's trees under a prefix of its own below PREFIX
 //!   (`manyfiles-calibration-PID[-N]/`, used only when nothing is there yet), a fresh
@@ -21,7 +21,8 @@ use crate::measure::provenance::Provenance;
 use crate::results::{ExperimentInfo, Measurement, ResultSet, Until};
 use crate::storage::TargetInfo;
 use crate::storage::object_client::{ObjectClient, Retries};
-use crate::storage::object_endpoint::{Keys, Reach, Secret};
+use crate::storage::object_endpoint::{Hidden, Keys, Reach, Secret};
+use crate::storage::object_stack::Provider;
 use crate::tree::Prepared;
 use crate::tree::inventory::Inventory;
 use std::time::Instant;
@@ -34,16 +35,25 @@ pub const MAX_RUNS: u32 = 12;
 /// command builds it once, in a fresh process).
 pub const SETUP_RUNS: usize = 7;
 
-/// Seconds to build an S3 client as the engines do, `runs` times.
-pub fn client_setup_s(runs: usize) -> Result<Vec<f64>> {
+/// Seconds to build `provider`'s client (S3's, Azure Blob's) as the engines do, `runs`
+/// times.
+pub fn client_setup_s(provider: Provider, runs: usize) -> Result<Vec<f64>> {
     let mut out = Vec::with_capacity(runs);
     for _ in 0..runs {
+        let (account, secret) = match provider {
+            Provider::S3 => {
+                let keys = Keys { access_key: "calibration".into(), secret: "calibration".into(), token: None };
+                (None, Secret::Keys(keys))
+            }
+            // A key that is no one's, base64 as Azure's are.
+            Provider::Azblob => (Some("calibration".into()), Secret::AzureKey(Hidden("Y2FsaWJyYXRpb24=".into()))),
+        };
         let reach = Reach {
-            provider: crate::storage::object_stack::Provider::S3,
+            provider,
             endpoint: Some("http://127.0.0.1:9".into()),
             region: "us-east-1".into(),
-            account: None,
-            secret: Secret::Keys(Keys { access_key: "calibration".into(), secret: "calibration".into(), token: None }),
+            account,
+            secret,
             netns: None,
             from_env: false,
             via: "the calibration's timing of a client".into(),
@@ -145,7 +155,7 @@ fn own_prefix(client: &ObjectClient, url: &ObjectUrl) -> Result<String> {
 }
 
 /// One trial: a fresh client, the ops over `tree` under `prefix` (its objects deleted by
-/// the last op); each phase priced at S3 Standard's list prices.
+/// the last op); each phase priced at its provider's list prices.
 fn trial(
     reach: &Reach,
     url: &ObjectUrl,
@@ -156,7 +166,7 @@ fn trial(
     let client = ObjectClient::reach(reach, &url.bucket, Retries::Never)?;
     let run = crate::ops::object::Run::new(&client, prefix.to_string(), tree, in_flight, 10_000, progress);
     let (mut phases, failed) = crate::ops::object::run_trial(&run, ops, &mut |f| f());
-    let prices = crate::results::prices::PriceTable::aws_s3_standard();
+    let prices = crate::results::prices::PriceTable::list_prices(url.provider);
     for (_, r) in &mut phases {
         r.cost = r.requests.as_ref().map(|q| prices.cost(q));
         if let Some(f) = r.failed.clone().or(r.first_error.clone()) {
@@ -178,12 +188,13 @@ fn sweep(client: &ObjectClient, prefix: &str) {
     }
 }
 
-/// The store as the results name it: `s3://BUCKET/PREFIX/`. Block size 1, as the
+/// The store as the results name it: `s3://BUCKET/PREFIX/` (`azblob://…`; its kind the
+/// provider's name). Block size 1, as the
 /// ladder's bucket target (`user_store`): the result schema wants at least 1, and a saved
 /// calibration with 0 would be refused when read back.
 fn url_target(url: &ObjectUrl) -> TargetInfo {
-    let text = url.to_string();
-    TargetInfo { block_size: 1, ..TargetInfo::unmounted("t0", "s3", &text, "s3", &text) }
+    let (text, kind) = (url.to_string(), url.provider.name());
+    TargetInfo { block_size: 1, ..TargetInfo::unmounted("t0", kind, &text, kind, &text) }
 }
 
 fn measurement(
@@ -214,7 +225,9 @@ fn measurement(
 mod tests {
     #[test]
     fn a_client_is_built_without_a_request() {
-        let t = super::client_setup_s(2).unwrap();
-        assert!(t.len() == 2 && t.iter().all(|s| *s > 0.0 && *s < 60.0), "{t:?}");
+        for p in [super::Provider::S3, super::Provider::Azblob] {
+            let t = super::client_setup_s(p, 2).unwrap();
+            assert!(t.len() == 2 && t.iter().all(|s| *s > 0.0 && *s < 60.0), "{p:?}: {t:?}");
+        }
     }
 }

@@ -231,8 +231,12 @@ impl LiveTarget {
                 && let Some(url) = user_store::target_url(p)?
             {
                 let store = UserStore::open(&url)?;
-                eprintln!("manyfiles: {url}: this run writes only below s3://{}/{}", url.bucket, store.run_prefix);
-                let id = unique_id("s3", &mut ids);
+                let scheme = url.provider.name();
+                eprintln!(
+                    "manyfiles: {url}: this run writes only below {scheme}://{}/{}",
+                    url.bucket, store.run_prefix
+                );
+                let id = unique_id(scheme, &mut ids);
                 let rundir = Some(RunDir::create(store.scratch(), keep)?);
                 let watch = TargetWatch { device: None, serving: Vec::new() };
                 let (info, store) = (store.info(&id), Some(store));

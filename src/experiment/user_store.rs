@@ -1,11 +1,11 @@
 //! Where the experiments' objects go ([`Endpoint`]: a managed stack's bucket, or a URL
 //! of the user's) and a bucket of the user's as a target of the tree experiments
-//! ([`UserStore`]: `ladder --target s3://BUCKET/PREFIX`, `ops`, `clusters` …: the native
-//! ops `obj:*` on a store the tool did not make).
+//! ([`UserStore`]: `ladder --target s3://BUCKET/PREFIX` or `azblob://CONTAINER/PREFIX`,
+//! `ops`, `clusters` …: the native ops `obj:*` on a store the tool did not make).
 //!
 //! A user's store is reached as the engines reach it (`storage::object_endpoint::
-//! from_env`: the AWS environment variables and shared credentials file; a secret is
-//! held in memory only) and checked with one LIST before anything is made: an endpoint
+//! from_env`: the AWS environment variables and shared credentials file, or Azure's
+//! `AZURE_STORAGE_*`; a secret is held in memory only) and checked with one LIST before anything is made: an endpoint
 //! that does not answer, a bucket it has not or keys it refuses are one line, exit 2.
 //! The run then writes only below a prefix of its own, `PREFIX/manyfiles-ladder-PID-
 //! RANDOM/`, refused unless nothing is there yet; every trial's keys lie below it
@@ -62,7 +62,7 @@ impl Endpoint {
         }
     }
 
-    /// Whose API it speaks (a URL: S3's).
+    /// Whose API it speaks (a URL: its scheme's).
     pub fn provider(&self) -> Provider {
         match self {
             Endpoint::Stack(d) => d.object.provider,
@@ -76,10 +76,11 @@ impl Endpoint {
     }
 }
 
-/// `--target s3://…`: the text of a target that is a URL, parsed (None: a directory).
+/// `--target s3://…` or `azblob://…`: the text of a target that is a URL, parsed (None:
+/// a directory).
 pub fn target_url(p: &Path) -> Result<Option<ObjectUrl>> {
     match p.to_str().filter(|_| crate::engine::object::is_url(p)) {
-        Some(text) => ObjectUrl::parse_s3(text).map(Some).map_err(|e| Error::bad("--target", e)),
+        Some(text) => ObjectUrl::parse(text).map(Some).map_err(|e| Error::bad("--target", e)),
         None => Ok(None),
     }
 }
@@ -165,8 +166,9 @@ impl UserStore {
             return Err(Error::bad(
                 "--target",
                 format!(
-                    "s3://{}/{run_prefix} already holds {} object(s): the run writes only below a prefix of its \
+                    "{}://{}/{run_prefix} already holds {} object(s): the run writes only below a prefix of its \
                      own that nothing else is under; run it again (another name is drawn)",
+                    url.provider.name(),
                     url.bucket,
                     there.len()
                 ),
@@ -193,8 +195,8 @@ impl UserStore {
     /// What the results record: the URL the user gave (never the endpoint's keys); a
     /// block of 1 byte (an object has none; the result schema's least).
     pub fn info(&self, id: &str) -> TargetInfo {
-        let url = self.url.to_string();
-        TargetInfo { block_size: 1, ..TargetInfo::unmounted(id, "s3", &url, "s3", &url) }
+        let (url, kind) = (self.url.to_string(), self.url.provider.name());
+        TargetInfo { block_size: 1, ..TargetInfo::unmounted(id, kind, &url, kind, &url) }
     }
 
     /// Delete `keys` (a trial's, below the run's own prefix) whatever happened, also
@@ -206,18 +208,21 @@ impl UserStore {
     /// At the end: does anything remain below the run's own prefix? (Not deleted: the
     /// run deletes only keys it wrote.) A line for the user when so.
     pub fn leftovers(&self) -> Option<String> {
-        let client = ObjectClient::reach(&self.reach, &self.url.bucket, Retries::Never).ok()?;
-        let left =
-            crate::engine::object::list_all(&client, &self.run_prefix, &crate::measure::progress::Progress::hidden())
-                .ok()?;
-        (!left.is_empty()).then(|| {
-            format!(
-                "manyfiles: {} object(s) remain below s3://{}/{} that this run did not write (or could not delete); \
+        let at = format!("{}://{}/{}", self.url.provider.name(), self.url.bucket, self.run_prefix);
+        // Not a measurement: a client that retries, and a LIST that fails says so.
+        let hidden = crate::measure::progress::Progress::hidden();
+        let listed = ObjectClient::reach(&self.reach, &self.url.bucket, Retries::Backoff)
+            .and_then(|client| crate::engine::object::list_all(&client, &self.run_prefix, &hidden));
+        match listed {
+            Err(e) => Some(format!(
+                "manyfiles: could not check what remains below {at}: {e}; list it with `manyfiles scan {at}`"
+            )),
+            Ok(left) if !left.is_empty() => Some(format!(
+                "manyfiles: {} object(s) remain below {at} that this run did not write (or could not delete); \
                  left as they are",
-                left.len(),
-                self.url.bucket,
-                self.run_prefix
-            )
-        })
+                left.len()
+            )),
+            Ok(_) => None,
+        }
     }
 }

@@ -181,12 +181,26 @@ pub enum CheckOn {
     /// `--fs SPEC` (its canonical text): the check brings the same spec up with
     /// `manyfiles mount` in a fresh directory and takes it down after.
     Spec(String),
-    /// `--fs s3…`: the object-store engines' commands are predicted too (requests,
+    /// `--fs s3…`/`azblob…`: the object-store engines' commands are predicted too (requests,
     /// price, time: `predict_objects`), and checked on a mount of the same spec.
     ObjectSpec(String),
-    /// `--on s3://BUCKET/PREFIX` (and the `--s3-via DIR` it was reached through): the
-    /// same, checked under a fresh prefix below PREFIX.
+    /// `--on s3://BUCKET/PREFIX` or `azblob://…` (and the `--s3-via DIR` it was reached
+    /// through): the same, checked under a fresh prefix below PREFIX.
     ObjectUrl(String, Option<PathBuf>),
+}
+
+impl CheckOn {
+    /// An object store's provider, by its spec's or URL's first word (`s3…`, `azblob…`);
+    /// None for a file system.
+    pub fn object_provider(&self) -> Option<crate::storage::object_stack::Provider> {
+        use crate::storage::object_stack::Provider;
+        match self {
+            CheckOn::ObjectSpec(s) | CheckOn::ObjectUrl(s, _) => {
+                Some(if s.starts_with(Provider::Azblob.name()) { Provider::Azblob } else { Provider::S3 })
+            }
+            CheckOn::Dir(_) | CheckOn::Spec(_) => None,
+        }
+    }
 }
 
 /// A prediction's settings before its model exists (`predict --on/--fs`: the

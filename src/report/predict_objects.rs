@@ -1,4 +1,4 @@
-//! `predict --fs s3…`: the object-store engines' commands for the tree (upload, scan,
+//! `predict --fs s3…` (`azblob…`, `--on s3://…`, `azblob://…`): the object-store engines' commands for the tree (upload, scan,
 //! download, rm; `results::predict_objects`) as a table — time with its interval, the
 //! requests by kind, their price — and the check lines that run them on the same kind of
 //! target as printed: the store brought up by `manyfiles mount` in a fresh directory,
@@ -24,7 +24,7 @@ pub fn object_tree(cfg: &PredictConfig, inv: &Inventory) -> Result<ObjectTree> {
     }
 }
 
-/// The section `predict` prints for an object store (`--fs s3…` or `--on s3://…`), and
+/// The section `predict` prints for an object store (`--fs s3…`/`azblob…` or a URL), and
 /// the same as JSON (`predict --json`'s `objects`).
 pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(String, serde_json::Value)> {
     let spec = match on {
@@ -32,9 +32,10 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
         CheckOn::Dir(_) | CheckOn::Spec(_) => unreachable!("the object section is for object stores"),
     };
     let tree = object_tree(cfg, inv)?;
-    let prices = cfg.prices.clone().unwrap_or_else(PriceTable::aws_s3_standard);
+    let provider = on.object_provider().unwrap_or_default();
+    let prices = cfg.prices.clone().unwrap_or_else(|| PriceTable::list_prices(provider));
     let (shape, setup) = (Shape::from(inv), &cfg.object_setup_s);
-    let rows = predict_objects::predict(&cfg.model, (&tree, &shape), setup, &prices, cfg.runs_ahead);
+    let rows = predict_objects::predict(&cfg.model, (&tree, &shape, provider), setup, &prices, cfg.runs_ahead);
     let in_flight = cfg.check_threads.unwrap_or(crate::engine::object::DEFAULT_IN_FLIGHT);
     let mut text = format!(
         "the engines on {spec} with up to {in_flight} requests in flight: {} objects ({}); requests {} (as the engines \
@@ -48,7 +49,7 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
         prices.label(),
         predict_objects::CALIBRATION_OPS.join(", "),
     );
-    text.push_str(&table(&rows));
+    text.push_str(&table(&rows, provider));
     text.push_str(
         "  (time: the client's setup as timed here and the requests as calibrated — the sum of the parts' \
          predictions and of their intervals' bounds; not in it: the single LISTs around them, the local walk, reads \
@@ -68,8 +69,8 @@ pub fn section(cfg: &PredictConfig, inv: &Inventory, on: &CheckOn) -> Result<(St
     Ok((text, json))
 }
 
-/// One row per command: time [interval], requests by kind, price.
-fn table(rows: &[ObjectPrediction]) -> String {
+/// One row per command: time [interval], requests by kind (in `provider`'s words), price.
+fn table(rows: &[ObjectPrediction], provider: crate::storage::object_stack::Provider) -> String {
     let mut out = String::new();
     let mut notes = String::new();
     for r in rows {
@@ -88,7 +89,7 @@ fn table(rows: &[ObjectPrediction]) -> String {
             "  {:<9} {:<28} requests {}  price {}\n",
             r.command.name(),
             time,
-            crate::engine::object::fmt_requests(&r.requests),
+            crate::engine::object::fmt_requests_of(&r.requests, provider),
             fmt_amount(r.cost.amount, &r.cost.currency)
         ));
     }
@@ -120,15 +121,16 @@ fn check_lines(cfg: &PredictConfig, inv: &Inventory, tree: &ObjectTree, on: &Che
             let calibrated = cfg.model.targets.iter().filter_map(|t| t.managed.as_ref()).map(|m| m.image_bytes);
             let need = inv.total_bytes.saturating_mul(2) + (inv.files + inv.dirs) * 4096;
             let size = calibrated.max().unwrap_or(0).max(need).max(256 << 20);
-            let spec = match on {
-                CheckOn::ObjectSpec(s) => s.as_str(),
-                _ => "s3",
+            let (spec, scheme) = match on {
+                CheckOn::ObjectSpec(s) => (s.as_str(), on.object_provider().unwrap_or_default().name()),
+                _ => ("s3", "s3"),
             };
             let up = vec![
                 format!("mkdir {m}"),
                 format!("manyfiles mount --size {}MiB {} {m}", size.div_ceil(1 << 20), shell_word(spec)),
             ];
-            let url = format!("s3://{}/{CHECK_PREFIX}", crate::storage::object_stack::BUCKET);
+            // Both stacks' bucket (container) has the same name.
+            let url = format!("{scheme}://{}/{CHECK_PREFIX}", crate::storage::object_stack::BUCKET);
             (up, url, format!(" --s3-via {m}"), vec![format!("manyfiles umount {m}"), format!("rmdir {m}")])
         }
     };

@@ -1,4 +1,4 @@
-//! `predict --tree PATH --fs s3…` (issue 43): what the object-store engines would do with
+//! `predict --tree PATH --fs s3…` (or `azblob…`, `--on s3://…`, `azblob://…`; issue 43): what the object-store engines would do with
 //! the tree — `copy PATH s3://…` (upload), `scan s3://…`, `copy s3://… DIR` (download)
 //! and `rm s3://…` — in requests by kind, their price, and time.
 //!
@@ -10,9 +10,13 @@
 //! | command | requests |
 //! |---|---|
 //! | upload (`copy PATH s3://B/P`) | 1 LIST (the connection's check, one key) + 1 PUT per object of at most [`MULTIPART_ABOVE`] bytes; above it a multipart upload: 1 POST to start, 1 PUT per part of [`PART`] bytes, 1 POST to complete |
-//! | scan | 1 LIST (check) + the LIST pages of the prefix, [`PAGE`] keys a page, at least one |
+//! | scan | 1 LIST (check) + the LIST pages of the prefix, [`PAGE`](crate::engine::object::PAGE) keys a page, at least one |
 //! | download (`copy s3://B/P DIR`) | 1 LIST (check) + the pages + 1 GET per object (a large one too: one streamed GET) |
-//! | rm | 1 LIST (check) + the pages + one DeleteObjects per [`PAGE`] keys + 1 LIST page to see that they are gone (when anything was deleted) |
+//! | rm | 1 LIST (check) + the pages + one DeleteObjects per [`PAGE`](crate::engine::object::PAGE) keys + 1 LIST page to see that they are gone (when anything was deleted) |
+//!
+//! On Azure Blob (`azblob://…`) the same with Blob's numbers: List Blobs pages of 5,000
+//! keys, Blob Batches of 256 deletes ([`Provider::list_page`], [`Provider::delete_batch`]),
+//! and a multipart upload as a Put Block (PUT) per part and a Put Block List (PUT), no POST.
 //!
 //! The objects are what the upload engine sends: every regular file whose name an
 //! object key can hold (UTF-8, no control character), in directories it can enter;
@@ -44,11 +48,12 @@
 //! a multipart upload's part structure (obj:put sends any object in one PUT).
 
 use crate::analysis::model::Prediction;
-use crate::engine::object::{MULTIPART_ABOVE, PAGE, PART};
+use crate::engine::object::{MULTIPART_ABOVE, PART};
 use crate::measure::{RequestCost, RequestCounts};
 use crate::results::ResultSet;
 use crate::results::predict::Shape;
 use crate::results::prices::PriceTable;
+use crate::storage::object_stack::Provider;
 use crate::tree::inventory::{Inventory, log2_bucket, log2_bucket_range};
 use serde::Serialize;
 use std::path::Path;
@@ -71,14 +76,15 @@ pub struct ObjectTree {
     pub estimate: Option<String>,
 }
 
-/// LIST pages of a listing of `n` keys: at least one (an empty prefix answers one page).
-pub fn pages(n: u64) -> u64 {
-    n.div_ceil(PAGE as u64).max(1)
+/// LIST pages of a listing of `n` keys on `p`'s API: at least one (an empty prefix
+/// answers one page).
+pub fn pages(n: u64, p: Provider) -> u64 {
+    n.div_ceil(p.list_page() as u64).max(1)
 }
 
-/// DeleteObjects requests for `n` keys (none for none).
-pub fn delete_batches(n: u64) -> u64 {
-    n.div_ceil(PAGE as u64)
+/// DeleteObjects (Blob Batch) requests for `n` keys on `p`'s API (none for none).
+pub fn delete_batches(n: u64, p: Provider) -> u64 {
+    n.div_ceil(p.delete_batch() as u64)
 }
 
 /// Parts of a multipart upload of `size` bytes ([`PART`] each, the last shorter).
@@ -188,21 +194,27 @@ impl Command {
         }
     }
 
-    /// The requests the engine sends for this command on `t` (module docs).
-    pub fn requests(self, t: &ObjectTree) -> RequestCounts {
+    /// The requests the engine sends for this command on `t` through `p`'s API (module
+    /// docs).
+    pub fn requests(self, t: &ObjectTree, p: Provider) -> RequestCounts {
         let n = t.objects;
+        let large = t.multipart_sizes.len() as u64;
+        let parts: u64 = t.multipart_sizes.iter().map(|s| parts(*s)).sum();
         match self {
-            Command::Upload => RequestCounts {
-                list: 1,
-                put: t.single_puts() + t.multipart_sizes.iter().map(|s| parts(*s)).sum::<u64>(),
-                post: 2 * t.multipart_sizes.len() as u64,
-                ..Default::default()
+            // Blob's multipart: a Put Block per part and a Put Block List, all PUTs.
+            Command::Upload => match p {
+                Provider::S3 => {
+                    RequestCounts { list: 1, put: t.single_puts() + parts, post: 2 * large, ..Default::default() }
+                }
+                Provider::Azblob => {
+                    RequestCounts { list: 1, put: t.single_puts() + parts + large, ..Default::default() }
+                }
             },
-            Command::Scan => RequestCounts { list: 1 + pages(n), ..Default::default() },
-            Command::Download => RequestCounts { list: 1 + pages(n), get: n, ..Default::default() },
+            Command::Scan => RequestCounts { list: 1 + pages(n, p), ..Default::default() },
+            Command::Download => RequestCounts { list: 1 + pages(n, p), get: n, ..Default::default() },
             Command::Rm => RequestCounts {
-                list: 1 + pages(n) + u64::from(n > 0),
-                delete_objects: delete_batches(n),
+                list: 1 + pages(n, p) + u64::from(n > 0),
+                delete_objects: delete_batches(n, p),
                 ..Default::default()
             },
         }
@@ -264,11 +276,11 @@ pub fn with_setup(p: Prediction, setup_s: &[f64]) -> Prediction {
     Prediction { seconds: p.seconds + median, interval95: p.interval95.map(|[l, h]| [l + lo, h + hi]) }
 }
 
-/// Every command's requests, price at `prices` and time from the calibration `rs` (the
-/// engine's client setup, `setup_s` as timed, added to each).
+/// Every command's requests on `provider`'s API, price at `prices` and time from the
+/// calibration `rs` (the engine's client setup, `setup_s` as timed, added to each).
 pub fn predict(
     rs: &ResultSet,
-    (t, shape): (&ObjectTree, &Shape),
+    (t, shape, provider): (&ObjectTree, &Shape, Provider),
     setup_s: &[f64],
     prices: &PriceTable,
     runs: u32,
@@ -276,7 +288,7 @@ pub fn predict(
     Command::ALL
         .iter()
         .map(|&c| {
-            let requests = c.requests(t);
+            let requests = c.requests(t, provider);
             let (time, no_time) = match summed_time(rs, c.ops(), shape, runs) {
                 Ok(p) => (Some(with_setup(p, setup_s)), None),
                 Err(why) => (None, Some(why)),
@@ -305,11 +317,21 @@ mod tests {
 
     #[test]
     fn pages_and_batches_are_a_thousand_keys() {
-        assert_eq!(
-            [pages(0), pages(1), pages(999), pages(1000), pages(1001), pages(2000), pages(2001)],
-            [1, 1, 1, 1, 2, 2, 3]
-        );
-        assert_eq!([delete_batches(0), delete_batches(1), delete_batches(1000), delete_batches(1001)], [0, 1, 1, 2]);
+        assert_eq!([0, 1, 999, 1000, 1001, 2000, 2001].map(|n| pages(n, Provider::S3)), [1, 1, 1, 1, 2, 2, 3]);
+        assert_eq!([0, 1, 1000, 1001].map(|n| delete_batches(n, Provider::S3)), [0, 1, 1, 2]);
+        // Blob: List Blobs pages of 5,000, Blob Batches of 256.
+        assert_eq!([0, 5000, 5001].map(|n| pages(n, Provider::Azblob)), [1, 1, 2]);
+        assert_eq!([0, 256, 257].map(|n| delete_batches(n, Provider::Azblob)), [0, 1, 2]);
+    }
+
+    #[test]
+    fn blob_counts_its_multipart_as_puts_and_its_pages_by_5000() {
+        // A Put Block per part and a Put Block List (checked by hand on Azurite: 64 MiB +
+        // 1 byte went up in PUT 6, LIST 1).
+        let t = ObjectTree::of_sizes([1, 64 * MIB + 1], 0);
+        assert_eq!(kinds(&Command::Upload.requests(&t, Provider::Azblob)), [1 + 5 + 1, 0, 0, 1, 0, 0]);
+        let many = ObjectTree::of_sizes(std::iter::repeat_n(1, 5001), 0);
+        assert_eq!(kinds(&Command::Rm.requests(&many, Provider::Azblob)), [0, 0, 0, 4, 20, 0]);
     }
 
     #[test]
@@ -320,26 +342,26 @@ mod tests {
         assert_eq!(t.multipart_sizes, vec![64 * MIB + 1, 80 * MIB, 100 * MIB]);
         assert_eq!([parts(64 * MIB + 1), parts(80 * MIB), parts(100 * MIB)], [5, 5, 7]);
         // 3 single PUTs + 5 + 5 + 7 parts; a start and a completion each.
-        let up = Command::Upload.requests(&t);
+        let up = Command::Upload.requests(&t, Provider::S3);
         assert_eq!(kinds(&up), [3 + 17, 0, 0, 1, 0, 6]);
         // Down: one GET each, however large; one page.
-        assert_eq!(kinds(&Command::Download.requests(&t)), [0, 6, 0, 2, 0, 0]);
+        assert_eq!(kinds(&Command::Download.requests(&t, Provider::S3)), [0, 6, 0, 2, 0, 0]);
     }
 
     #[test]
     fn counts_for_many_objects_and_for_none() {
         let t = ObjectTree::of_sizes(std::iter::repeat_n(4096, 2500), 0);
-        assert_eq!(kinds(&Command::Upload.requests(&t)), [2500, 0, 0, 1, 0, 0]);
-        assert_eq!(kinds(&Command::Scan.requests(&t)), [0, 0, 0, 4, 0, 0]);
-        assert_eq!(kinds(&Command::Download.requests(&t)), [0, 2500, 0, 4, 0, 0]);
-        assert_eq!(kinds(&Command::Rm.requests(&t)), [0, 0, 0, 5, 3, 0]);
+        assert_eq!(kinds(&Command::Upload.requests(&t, Provider::S3)), [2500, 0, 0, 1, 0, 0]);
+        assert_eq!(kinds(&Command::Scan.requests(&t, Provider::S3)), [0, 0, 0, 4, 0, 0]);
+        assert_eq!(kinds(&Command::Download.requests(&t, Provider::S3)), [0, 2500, 0, 4, 0, 0]);
+        assert_eq!(kinds(&Command::Rm.requests(&t, Provider::S3)), [0, 0, 0, 5, 3, 0]);
         let exactly = ObjectTree::of_sizes(std::iter::repeat_n(1, 1000), 0);
-        assert_eq!(kinds(&Command::Rm.requests(&exactly)), [0, 0, 0, 3, 1, 0]);
+        assert_eq!(kinds(&Command::Rm.requests(&exactly, Provider::S3)), [0, 0, 0, 3, 1, 0]);
         let none = ObjectTree::of_sizes([], 0);
-        assert_eq!(kinds(&Command::Upload.requests(&none)), [0, 0, 0, 1, 0, 0]);
-        assert_eq!(kinds(&Command::Scan.requests(&none)), [0, 0, 0, 2, 0, 0]);
+        assert_eq!(kinds(&Command::Upload.requests(&none, Provider::S3)), [0, 0, 0, 1, 0, 0]);
+        assert_eq!(kinds(&Command::Scan.requests(&none, Provider::S3)), [0, 0, 0, 2, 0, 0]);
         // Nothing to delete: no DeleteObjects, no second look.
-        assert_eq!(kinds(&Command::Rm.requests(&none)), [0, 0, 0, 2, 0, 0]);
+        assert_eq!(kinds(&Command::Rm.requests(&none, Provider::S3)), [0, 0, 0, 2, 0, 0]);
     }
 
     #[test]

@@ -74,19 +74,6 @@ impl ObjectUrl {
         Ok(ObjectUrl { provider, bucket: bucket.to_string(), prefix: prefix.to_string() })
     }
 
-    /// Parse an `s3://` URL only: where an `azblob://` one is not taken yet (ladder's
-    /// `--target`, pack's `--dst-target`, predict's `--on`), it is refused by name.
-    pub fn parse_s3(text: &str) -> std::result::Result<ObjectUrl, String> {
-        let url = Self::parse(text)?;
-        match url.provider {
-            Provider::S3 => Ok(url),
-            p => Err(format!(
-                "{text}: {}:// URLs are taken by copy, sync, rm and scan only (yet); this takes s3://",
-                p.name()
-            )),
-        }
-    }
-
     /// The prefix as a directory: `PREFIX/`, or empty for the whole bucket.
     pub fn dir_prefix(&self) -> String {
         if self.prefix.is_empty() { String::new() } else { format!("{}/", self.prefix) }
@@ -159,8 +146,5 @@ mod tests {
         assert!(
             is_url(Path::new("azblob://abc/x")) && !is_url(Path::new("azblob:/abc")) && !is_url(Path::new("az://abc"))
         );
-        let e = ObjectUrl::parse_s3("azblob://abc/x").unwrap_err();
-        assert!(e.contains("copy, sync, rm and scan only"), "{e}");
-        assert!(ObjectUrl::parse_s3("s3://abc/x").is_ok());
     }
 }

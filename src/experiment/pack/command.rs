@@ -87,8 +87,9 @@ pub const COMMAND: CommandLine = CommandLine {
         Flag::path(
             "dst-target",
             "DST_TARGET",
-            "Destination directory (default: the source target holds both ends), or s3://BUCKET/PREFIX: an object \
-             store of yours, reached as the engines reach it (--s3-via, or the AWS environment)",
+            "Destination directory (default: the source target holds both ends), or s3://BUCKET/PREFIX or \
+             azblob://CONTAINER/PREFIX: an object store of yours, reached as the engines reach it (--s3-via, or the \
+             AWS or AZURE_STORAGE_* environment)",
         )
         .conflicts(&["dst-fs"]),
         Flag::text(
@@ -108,7 +109,8 @@ pub const COMMAND: CommandLine = CommandLine {
         Flag::path(
             "s3-via",
             "DIR",
-            "With --dst-target s3://…: reach it through the object store `manyfiles mount` brought up at DIR",
+            "With --dst-target s3://… or azblob://…: reach it through the object store `manyfiles mount` brought up \
+             at DIR",
         ),
         Flag::path(
             "prices",
@@ -168,17 +170,17 @@ fn config(v: &Values, common: &dyn Common) -> Result<Box<dyn Config>> {
     };
     let (src_fs, dst_fs) = (v.text("src-fs"), v.text("dst-fs"));
     let src = target(v.path("src-target"), src_fs, "--src-fs")?;
-    // s3://BUCKET/PREFIX: an object store of the user's (objects.rs), not a directory.
+    // s3://BUCKET/PREFIX or azblob://CONTAINER/PREFIX: an object store of the user's
+    // (objects.rs), not a directory.
     let dst_url = match v.path("dst-target").filter(|p| crate::engine::object::is_url(p)) {
         Some(p) => Some(
-            crate::engine::object::ObjectUrl::parse_s3(&p.to_string_lossy())
-                .map_err(|e| Error::bad("--dst-target", e))?,
+            crate::engine::object::ObjectUrl::parse(&p.to_string_lossy()).map_err(|e| Error::bad("--dst-target", e))?,
         ),
         None => None,
     };
     let s3_via = v.path("s3-via").map(Path::to_path_buf);
     if s3_via.is_some() && dst_url.is_none() {
-        return Err(Error::bad("--s3-via", "only with --dst-target s3://…"));
+        return Err(Error::bad("--s3-via", "only with --dst-target s3://… or azblob://…"));
     }
     let dst = target(v.path("dst-target").filter(|_| dst_url.is_none()), dst_fs, "--dst-fs")?;
     let fs_size = v.given_number("fs-size");

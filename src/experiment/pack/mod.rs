@@ -109,7 +109,7 @@ pub struct PackExperiment {
     pub shard_sizes_given: bool,
     pub in_flight: usize,
     pub prices: Option<PathBuf>,
-    /// `--dst-target s3://…`: an object store of the user's (the source target holds
+    /// `--dst-target s3://…` or `azblob://…`: an object store of the user's (the source target holds
     /// the run directory), reached through `--s3-via DIR` or the environment.
     pub dst_url: Option<crate::engine::object::ObjectUrl>,
     pub s3_via: Option<PathBuf>,

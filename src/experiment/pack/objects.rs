@@ -1,5 +1,5 @@
 //! `pack` onto an object store (`--dst-fs s3[@rtt=…]` or `azblob[@rtt=…]`, or a bucket of
-//! the user's: `--dst-target s3://BUCKET/PREFIX`, [`crate::experiment::user_store::Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
+//! the user's: `--dst-target s3://BUCKET/PREFIX` or `azblob://CONTAINER/PREFIX`, [`crate::experiment::user_store::Endpoint`]): does sharding pay? Per trial the source tree goes up as loose objects (one PUT per file) and then,
 //! for every `--shard-size`, as tar shards of that size with one index beside them
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
@@ -105,13 +105,13 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
         if cfg.shard_sizes_given {
             return Err(Error::bad(
                 "--shard-size",
-                "shards are for an object-store destination (--dst-fs s3…, --dst-target s3://…)",
+                "shards are for an object-store destination (--dst-fs s3…, --dst-target s3://… or azblob://…)",
             ));
         }
         if cfg.prices.is_some() {
             return Err(Error::bad(
                 "--prices",
-                "prices are for an object-store destination (--dst-fs s3…, --dst-target s3://…)",
+                "prices are for an object-store destination (--dst-fs s3…, --dst-target s3://… or azblob://…)",
             ));
         }
         return Ok(false);
@@ -148,7 +148,7 @@ pub fn endpoint_and_prices(
                 None => crate::storage::object_endpoint::from_env(url.provider)?,
             };
             drop(crate::engine::object::connect(&reach, url, crate::storage::object_client::Retries::Never)?);
-            (Endpoint::url(reach, url, url.dir_prefix()), crate::storage::object_stack::Provider::S3)
+            (Endpoint::url(reach, url, url.dir_prefix()), url.provider)
         }
         None => {
             let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();

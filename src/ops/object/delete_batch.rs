@@ -21,7 +21,7 @@ impl ObjectOp for DeleteBatch {
         let handle = run.client.handle().clone();
         run.client.block_on(async {
             let mut answers = futures_util::stream::iter(
-                run.keys().chunks(run.client.provider.delete_batch()).take_while(|_| !crate::signals::pending() != 0),
+                run.keys().chunks(run.client.provider.delete_batch()).take_while(|_| crate::signals::pending() == 0),
             )
             .map(|chunk| {
                 let keys: Vec<object_store::Result<object_store::path::Path>> =
