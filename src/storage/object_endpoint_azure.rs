@@ -75,8 +75,8 @@ pub fn from_env() -> Result<Reach> {
                 Error::bad(
                     "azblob://",
                     "no Azure storage account in the environment: set AZURE_STORAGE_CONNECTION_STRING, or \
-                     AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY (+ AZURE_STORAGE_BLOB_ENDPOINT), or use --s3-via DIR \
-                     on a `manyfiles mount azblob… DIR`",
+                     AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY (+ AZURE_STORAGE_BLOB_ENDPOINT), or (copy, sync, rm, \
+                     scan, pack, predict) --store-via DIR on a `manyfiles mount azblob… DIR`",
                 )
             })?;
             let key = env_first(&["AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY"]);
