@@ -226,9 +226,13 @@ impl HttpService for Counting {
                 std::io::Error::other("a client thread is not in the object store's network namespace"),
             ));
         }
-        let (method, query) = (req.method().as_str().to_string(), req.uri().query().unwrap_or("").to_string());
-        self.counter.count(&method, &query);
-        let again = self.whole && batch_delete(&method, &query);
+        // What the answer's handling needs from the request, taken before it is sent (no
+        // copy of the method or query a request).
+        let method = req.method().clone();
+        let query = req.uri().query().unwrap_or("");
+        self.counter.count(method.as_str(), query);
+        let again = self.whole && batch_delete(method.as_str(), query);
+        let whole = self.whole && !object_data(method.as_str(), query);
         let answer = match self.inner.execute(req).await {
             Ok(a) => a,
             Err(e) => {
@@ -240,7 +244,7 @@ impl HttpService for Counting {
             self.counter.failed();
         }
         let (parts, body) = answer.into_parts();
-        if self.whole && !object_data(&method, &query) {
+        if whole {
             // A body cut off is this attempt's failure, which object_store retries.
             return match body.bytes().await {
                 Ok(b) => {

@@ -599,7 +599,9 @@ pub fn delete_own(client: &ObjectClient, keys: Vec<String>) -> Option<String> {
     for batch in keys.chunks(PAGE) {
         let mut e = None;
         for pause_ms in [0, 250, 500, 1000] {
-            std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+            if pause_ms > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+            }
             let store = client.store.clone();
             let paths: Vec<object_store::Result<object_store::path::Path>> =
                 batch.iter().map(|k| Ok(object_store::path::Path::from(k.as_str()))).collect();
