@@ -161,9 +161,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "30")]
     pub max_runs: u32,
     /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); no trial starts
-    /// that would overrun it, not even a minimum run
-    #[arg(long, value_name = "DURATION", default_value = "3m")]
-    pub max_time: String,
+    /// that would overrun a budget given here, not even a minimum run [default: 3m,
+    /// stretched up to 9m while cells lack their --min-runs]
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
     /// Synthetic times for tests of the statistics (cv=,slow=,disturbed=,seed=)
     #[arg(long, hide = true, value_name = "SPEC")]
     pub mock_timing: Option<String>,
@@ -421,14 +422,18 @@ impl RunArgs {
         if self.max_runs < self.min_runs || self.max_runs > 10_000 {
             return Err(Error::bad("--max-runs", "must be at least --min-runs and at most 10000"));
         }
-        let max_time_s = parse_duration(&self.max_time).map_err(|e| Error::bad("--max-time", e))?;
+        let settings = match &self.max_time {
+            Some(t) => manyfiles::results::adaptive::Adaptive {
+                max_time_s: parse_duration(t).map_err(|e| Error::bad("--max-time", e))?,
+                ..manyfiles::results::adaptive::Adaptive::default_settings()
+            },
+            None => manyfiles::results::adaptive::Adaptive::default_budget(),
+        };
         Ok(Some(manyfiles::results::adaptive::Adaptive {
             precision,
             min_runs: self.min_runs,
             max_runs: self.max_runs,
-            max_time_s,
-            budget_spent: false,
-            spent_s: 0.0,
+            ..settings
         }))
     }
 

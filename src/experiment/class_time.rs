@@ -193,14 +193,16 @@ pub fn check(cfg: &TreeExperiment, copies: u64) -> Result<Option<f64>> {
     };
     let runs = (a.min_runs + cfg.warmup) as f64;
     let total: f64 = rounds.iter().map(|r| r.2).sum::<f64>() * runs;
-    if total > 2.0 * a.max_time_s {
+    // The minimum runs may take the default budget's stretch (`Adaptive::stretch_s`).
+    let budget = a.min_runs_budget_s();
+    if total > 2.0 * budget {
         let slowest = rounds.iter().max_by(|x, y| x.2.total_cmp(&y.2)).expect("not empty");
         let fewer = match cfg.name.as_str() {
             "ladder" => "--to N (fewer files), fewer --ops",
             "calibrate" => "a smaller tree",
             _ => "fewer files, fewer --ops",
         };
-        let factor = total / a.max_time_s;
+        let factor = total / budget;
         return Err(Error::bad(
             "--max-time",
             format!(
@@ -211,7 +213,7 @@ pub fn check(cfg: &TreeExperiment, copies: u64) -> Result<Option<f64>> {
                 fmt_long(slowest.2),
                 cfg.trees.len(),
                 if factor < 10.0 { format!("{factor:.1}") } else { format!("{factor:.0}") },
-                fmt_long(a.max_time_s)
+                fmt_long(budget)
             ),
         ));
     }

@@ -195,13 +195,11 @@ fn next_round(
         let round: Duration = p.cells.iter().flatten().map(|c| c.last).sum();
         let need = p.started.elapsed() + round * a.min_runs.saturating_sub(1);
         if need.as_secs_f64() > a.max_time_s && crate::ranks::is_root() {
-            progress.println(&format!(
-                "manyfiles: {} runs of every cell would take about {} (a round takes {}); --max-time {} stops sooner: cells will have fewer runs, below 6 no interval",
-                a.min_runs,
-                crate::units::fmt_secs(need.as_secs_f64()),
-                crate::units::fmt_secs(round.as_secs_f64()),
-                crate::units::fmt_secs(a.max_time_s)
-            ));
+            let stretch = a.min_runs_budget_s();
+            progress.println(&min_runs_line(&a, need.as_secs_f64(), round.as_secs_f64()));
+            if stretch > a.max_time_s {
+                progress.set_budget(Some(Duration::from_secs_f64(need.as_secs_f64().min(stretch))));
+            }
         }
     }
     let mut next = rounds::next_round(&a, &p.cells, p.started.elapsed(), d.order == Order::Sequential);
@@ -416,5 +414,37 @@ fn reformat_phase(target: &mut LiveTarget, tree: &TreeMeta) -> PhaseResult {
         first_finish_s: el,
         last_finish_s: el,
         ..PhaseResult::default()
+    }
+}
+
+/// What the minimum runs will take against the budget, said after the first round:
+/// the default budget stretched for them, or `--max-time` cutting them short.
+fn min_runs_line(a: &crate::results::adaptive::Adaptive, need_s: f64, round_s: f64) -> String {
+    use crate::units::fmt_secs;
+    let head = format!(
+        "manyfiles: {} runs of every cell take about {} here (a round takes {})",
+        a.min_runs,
+        fmt_secs(need_s),
+        fmt_secs(round_s)
+    );
+    let stretch = a.min_runs_budget_s();
+    if stretch <= a.max_time_s {
+        format!(
+            "{head}; --max-time {} stops sooner: cells will have fewer runs, below {} no interval",
+            fmt_secs(a.max_time_s),
+            crate::analysis::stats::MEDIAN_CI_MIN_N
+        )
+    } else if need_s <= stretch {
+        format!(
+            "{head}: the default {} budget stretches to that, so that every cell gets an interval (--max-time sets a budget that holds)",
+            fmt_secs(a.max_time_s)
+        )
+    } else {
+        format!(
+            "{head}: the default {} budget stretches only to {}, so cells will have fewer runs, below {} no interval (fewer files or ops, or a longer --max-time)",
+            fmt_secs(a.max_time_s),
+            fmt_secs(stretch),
+            crate::analysis::stats::MEDIAN_CI_MIN_N
+        )
     }
 }

@@ -9,9 +9,10 @@
 //! (see `measure::machine`), so precision is judged from the 6th such run on.
 //! Disturbed runs are left out of the statistics (once 6 undisturbed ones remain; see
 //! `results::split_disturbed`) and replaced by one more run each: they do not count
-//! toward `--max-runs`, and a cell never runs more than twice `--max-runs`. Every cell gets `--min-runs` runs whatever the budget; past them, a
-//! trial is not started when the time it took last round would take the experiment
-//! past `--max-time`.
+//! toward `--max-runs`, and a cell never runs more than twice `--max-runs`. A trial is
+//! not started when the time it took last round would take the experiment past
+//! `--max-time`; without `--max-time`, the default budget gives way to a cell's
+//! `--min-runs` (the fewest with an interval) up to its stretch (`Adaptive::stretch_s`).
 //!
 //! Under MPI every rank must run the same trials: rank 0 decides each round and
 //! every rank follows (the machine activity and clocks of ranks differ).
@@ -77,12 +78,17 @@ impl CellState {
         CellState { runs, disturbed: disturbed_runs.len() as u32, precision, last: Duration::ZERO }
     }
 
+    /// Runs that count toward the minimum are short (disturbed runs do not count).
+    pub fn short_of_min_runs(&self, a: &Adaptive) -> bool {
+        self.runs.saturating_sub(self.disturbed) < a.min_runs && self.runs < 2 * a.max_runs
+    }
+
     /// The cell needs no more runs: its precision is reached (looked at from
     /// [`FIRST_LOOK`] counted runs on, and after min_runs), or it used its runs.
     pub fn done(&self, a: &Adaptive) -> bool {
         let counted = self.runs.saturating_sub(self.disturbed);
         // Disturbed runs do not count toward the minimum either (up to twice --max-runs).
-        if counted < a.min_runs && self.runs < 2 * a.max_runs {
+        if self.short_of_min_runs(a) {
             return false;
         }
         let precise = counted >= FIRST_LOOK && self.precision.is_some_and(|p| p <= a.precision);
@@ -151,6 +157,7 @@ pub enum Next {
 /// time the experiment has run; `sequential`: finish one target before the next.
 pub fn next_round(a: &Adaptive, cells: &[Vec<CellState>], elapsed: Duration, sequential: bool) -> Next {
     let budget = Duration::from_secs_f64(a.max_time_s.max(0.0));
+    let min_runs_budget = Duration::from_secs_f64(a.min_runs_budget_s().max(0.0));
     let mut round = Vec::new();
     let mut spent = false;
     let mut predicted = elapsed;
@@ -160,9 +167,11 @@ pub fn next_round(a: &Adaptive, cells: &[Vec<CellState>], elapsed: Duration, seq
                 continue;
             }
             // No trial starts that would take the experiment past the budget, not even
-            // one of the minimum runs (`--max-time` is a promise); a cell not run yet
-            // has no estimate and gets its first run.
-            if c.runs > 0 && predicted + c.last > budget {
+            // one of the minimum runs when `--max-time` was given (a promise); without
+            // it the minimum runs may go on to the stretch. A cell not run yet has no
+            // estimate and gets its first run.
+            let limit = if c.short_of_min_runs(a) { min_runs_budget } else { budget };
+            if c.runs > 0 && predicted + c.last > limit {
                 spent = true;
                 continue;
             }
@@ -338,6 +347,32 @@ mod tests {
         }
         let done = vec![vec![cell(10, 0, Some(0.01), 1.0)]];
         assert!(matches!(next_round(&a, &done, Duration::ZERO, false), Next::Finished { budget_spent: false }));
+    }
+
+    #[test]
+    fn a_default_budget_stretches_for_the_minimum_runs_only() {
+        let a = Adaptive { max_time_s: 10.0, stretch_s: Some(30.0), ..Adaptive::default_settings() };
+        // Past the budget: a cell short of its 6 counted runs goes on, one that has them
+        // (or has 6 only with a disturbed one among them) is judged by the budget.
+        let cells = vec![vec![cell(4, 0, None, 1.0), cell(6, 0, Some(0.2), 1.0), cell(6, 1, None, 1.0)]];
+        match next_round(&a, &cells, Duration::from_secs(12), false) {
+            Next::Round(r) => assert_eq!(r, vec![(0, 0), (2, 0)]),
+            Next::Finished { .. } => panic!("minimum runs left within the stretch"),
+        }
+        // Not past the stretch itself.
+        assert!(matches!(
+            next_round(&a, &cells, Duration::from_secs_f64(29.5), false),
+            Next::Finished { budget_spent: true }
+        ));
+        // --max-time given (no stretch): the budget holds for the minimum runs too.
+        let promise = Adaptive { stretch_s: None, ..a };
+        assert!(matches!(
+            next_round(&promise, &cells, Duration::from_secs(12), false),
+            Next::Finished { budget_spent: true }
+        ));
+        // A stretch below the budget never shortens it.
+        let odd = Adaptive { stretch_s: Some(5.0), ..a };
+        assert_eq!(odd.min_runs_budget_s(), 10.0);
     }
 
     /// Coverage of the adaptive driver's interval (the stopping rule `CellState::done`,

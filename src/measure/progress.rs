@@ -151,6 +151,11 @@ impl Progress {
         });
     }
 
+    /// The experiment's budget changed (a default budget stretched for the minimum runs).
+    pub fn set_budget(&self, budget: Option<Duration>) {
+        self.update(|w| w.budget = budget);
+    }
+
     /// A trial begins: `done` finished, `planned` in all so far (this one included), the
     /// estimates of this trial and of the planned ones after it.
     pub fn trial(&self, done: u64, planned: u64, this_trial: Option<Duration>, after_this: Option<Duration>) {

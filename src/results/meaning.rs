@@ -121,7 +121,7 @@ impl ResultSet {
             "{} cells {by} before ±{} (budget {}, took {}): their intervals are wider than asked — a longer --max-time: {}",
             cut.len(),
             crate::analysis::model::check::pct(a.precision),
-            fmt_secs(a.max_time_s),
+            a.budget_text(),
             fmt_secs(a.spent_s),
             cell_list(self, cut.iter().map(|s| (s.op.as_str(), s.tree_files, s.target.as_str())))
         );

@@ -77,7 +77,7 @@ pub fn runs_line(rs: &ResultSet) -> String {
                 pct(a.precision),
                 a.min_runs,
                 a.max_runs,
-                fmt_secs(a.max_time_s),
+                a.budget_text(),
                 fmt_secs(a.spent_s),
                 sums.len() - short.len(),
                 sums.len()
