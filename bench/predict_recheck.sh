@@ -7,6 +7,7 @@
 # a calibration fitted by an older build is fitted again when read).
 #
 #   bench/predict_recheck.sh KEPT_DIR
+#   LEVEL=90% bench/predict_recheck.sh KEPT_DIR    the new intervals at `predict --level 90%`
 #
 # Each case needs the tree's inventory (inv.json, written by predict_check.sh since
 # session 26); for older cases it is taken here of a `cp -rL` copy of the tree on a
@@ -19,9 +20,10 @@ WORK=/dev/shm/mf-predict-recheck-$$
 source "$ROOT/bench/lib.sh"
 [ $# -eq 1 ] && [ -d "$1" ] || { echo "usage: bench/predict_recheck.sh KEPT_DIR" >&2; exit 2; }
 KEPT=$(cd "$1" && pwd)
+LEVEL=${LEVEL:-95%}
 bench_setup
 bench_build
-bench_header "predict's statistics A/B on the same runs" "bench/predict_recheck.sh $KEPT" "$("$MF" --version)"
+bench_header "predict's statistics A/B on the same runs" "LEVEL=$LEVEL bench/predict_recheck.sh $KEPT" "$("$MF" --version)"
 mounted=""
 trap 'st=$?; [ -n "$mounted" ] && "$MF" umount "$mounted" >/dev/null 2>&1; (exit $st); bench_cleanup' EXIT
 for c in "$KEPT"/c*; do
@@ -39,7 +41,7 @@ for c in "$KEPT"/c*; do
         "$MF" scan --inventory "$c/inv.json" "$mounted/src" >/dev/null
     fi
     echo "re-predicting $c ($tree)" >&2
-    "$MF" predict --model "$c/cal.json" --inventory "$c/inv.json" --json "$c/pred-new.json" --force \
+    "$MF" predict --model "$c/cal.json" --inventory "$c/inv.json" --level "$LEVEL" --json "$c/pred-new.json" --force \
         >"$c/pred-new.txt" 2>"$c/pred-new.err" || { echo "  failed: $(tail -1 "$c/pred-new.err")" >&2; continue; }
 done
 python3 - "$KEPT" <<'EOF'
@@ -70,7 +72,8 @@ for c in sorted((d for d in os.listdir(kept) if d.startswith("c")), key=lambda s
             if q.get("usable") is False:
                 cells.append("not fitted (no answer)")
                 continue
-            s, (lo, hi) = q["seconds"], q["interval95"]
+            # The interval at the level asked for (`interval`; older files: `interval95`).
+            s, (lo, hi) = q["seconds"], q.get("interval") or q["interval95"]
             ins = sum(lo <= r <= hi for r in runs)
             w = max(hi / s - 1, 1 - lo / s)
             t = tot[name]

@@ -117,6 +117,37 @@ fn sync_ops_get_a_recovery_point() {
 }
 
 #[test]
+fn a_level_narrows_the_printed_interval_and_keeps_the_95_percent_one() {
+    // `--level 90%`: the interval printed and in `interval` is the 90% one, inside the
+    // 95% one the JSON keeps as `interval95`; the table and the note say 90%.
+    let tmp = tempfile::tempdir().unwrap();
+    // Synthetic times, so that a loaded machine does not make the fit no answer.
+    let model = ladder_with(tmp.path(), "--mock-timing cv=0.03,seed=4");
+    let inv = inventory(tmp.path(), "inv.json", 100, 256 * 1024, 1);
+    let (r95, v95) = predict_json(&model, &inv, &[]);
+    let (r90, v90) = predict_json(&model, &inv, &["--level", "90%"]);
+    assert_eq!(f(&v95, "level"), 0.95);
+    assert_eq!(f(&v90, "level"), 0.9);
+    let pair = |p: &Value, k: &str| [p[k][0].as_f64().unwrap(), p[k][1].as_f64().unwrap()];
+    let mut narrower = 0;
+    for (a, b) in arr(&v95, "predictions").iter().zip(arr(&v90, "predictions")) {
+        assert_eq!((&a["op"], &a["seconds"], &a["interval95"]), (&b["op"], &b["seconds"], &b["interval95"]));
+        assert_eq!(pair(a, "interval"), pair(a, "interval95"), "at 95% the two are one");
+        let ([lo, hi], [lo95, hi95], x) = (pair(b, "interval"), pair(b, "interval95"), f(b, "seconds"));
+        assert!(lo95 <= lo && lo <= x && x <= hi && hi <= hi95, "90% [{lo}, {hi}] inside 95% [{lo95}, {hi95}]");
+        narrower += usize::from(hi - lo < hi95 - lo95);
+    }
+    assert!(narrower > 0, "no interval narrowed at 90%: {v90:#}");
+    assert!(r95.stdout.contains("(95% interval)") && r95.stdout.contains("Student t, 95%"), "{}", r95.stdout);
+    assert!(r90.stdout.contains("(90% interval)") && r90.stdout.contains("Student t, 90%"), "{}", r90.stdout);
+    let m = model.to_str().unwrap();
+    let i = inv.to_str().unwrap();
+    for bad in ["0.9", "100%", "40%", "ninety"] {
+        assert_bad_input(&run(["predict", "--model", m, "--inventory", i, "--level", bad]), "--level", bad);
+    }
+}
+
+#[test]
 fn predict_bad_input() {
     let tmp = tempfile::tempdir().unwrap();
     let model = ladder(tmp.path());

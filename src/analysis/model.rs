@@ -593,12 +593,17 @@ impl CostModel {
     /// freedom. Models from older files ("points") keep their interval: Student
     /// t times sqrt(gᵀ·Cov·g + (s·ŝ)²).
     pub fn predict(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64) -> Prediction {
+        self.predict_at(files, bytes, dirs, dir_sq, 0.95)
+    }
+
+    /// [`CostModel::predict`] with its interval at `level` (0.95: 95%).
+    fn predict_at(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64, level: f64) -> Prediction {
         let g = [files, bytes, dirs, dir_sq, 1.0];
         let seconds = self.seconds(files, bytes, dirs, dir_sq);
         if self.df == 0 {
             return Prediction { seconds, interval95: None };
         }
-        let t = super::stats::t_quantile_975(self.df);
+        let t = super::stats::t_quantile_two_sided(self.df, level);
         let var_par = quad(&g, &self.covariance);
         if self.interval_method == "cells" && self.cv_log_sd > 0.0 && seconds > 0.0 {
             let excess = (var_par / (seconds * seconds) - self.param_rel_var_mean).max(0.0);
@@ -631,10 +636,14 @@ impl CostModel {
     /// Drift between the calibration and the user's run (another day, another load) is
     /// not in it: one calibration cannot measure it. Models without run noise (older
     /// files, one run per cell) fall back to [`CostModel::predict`].
-    pub fn predict_runs(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64, runs: u32) -> Prediction {
+    ///
+    /// `level`: the interval's two-sided level (0.95 by default; `predict --level`); the
+    /// same parts, with t at that level. The field keeps its name `interval95`: the
+    /// caller says which level it asked for.
+    pub fn predict_runs(&self, files: f64, bytes: f64, dirs: f64, dir_sq: f64, runs: u32, level: f64) -> Prediction {
         let seconds = self.seconds(files, bytes, dirs, dir_sq);
         if self.interval_method != "cells" || self.run_df == 0 || self.df == 0 || seconds <= 0.0 {
-            return self.predict(files, bytes, dirs, dir_sq);
+            return self.predict_at(files, bytes, dirs, dir_sq, level);
         }
         let g = [files, bytes, dirs, dir_sq, 1.0];
         let run_var = self.run_log_sd * self.run_log_sd;
@@ -655,12 +664,12 @@ impl CostModel {
                 // for the sum, rounded down.
                 let model = (c * c - run_var * self.cell_median_factor).max(0.0) + param;
                 let df = satterthwaite(&[(model, self.df), (ahead, self.run_df)]);
-                super::stats::t_quantile_975(df) * (model + ahead).sqrt()
+                super::stats::t_quantile_two_sided(df, level) * (model + ahead).sqrt()
             }
             None => {
                 let misfit = (self.cv_log_sd * self.cv_log_sd - run_var * self.cell_median_factor).max(0.0);
                 let excess = (param - self.param_rel_var_mean).max(0.0);
-                super::stats::t_quantile_975(self.df) * (misfit + excess + ahead).sqrt()
+                super::stats::t_quantile_two_sided(self.df, level) * (misfit + excess + ahead).sqrt()
             }
         };
         Prediction { seconds, interval95: Some([seconds * (-half).exp(), seconds * half.exp()]) }

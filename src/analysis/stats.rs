@@ -208,10 +208,35 @@ pub fn t_quantile_975(df: usize) -> f64 {
     }
 }
 
+/// Two-sided Student t critical value at `level` (0.95: [`t_quantile_975`]; 0.90:
+/// 1.943 at df = 6, 1.645 for large df). `level` must lie in (0, 1); df 0 is taken as 1.
+pub fn t_quantile_two_sided(df: usize, level: f64) -> f64 {
+    if level == 0.95 {
+        return t_quantile_975(df);
+    }
+    let p = (1.0 + level.clamp(1e-6, 1.0 - 1e-9)) / 2.0;
+    let dff = df.max(1) as f64;
+    let z = statrs::distribution::Normal::new(0.0, 1.0).map_or(Z_975, |n| n.inverse_cdf(p));
+    if dff >= ASYMPTOTIC_DF {
+        return t_quantile_asymptotic(dff, z);
+    }
+    match StudentsT::new(0.0, 1.0, dff) {
+        Ok(t) => {
+            let q = t.inverse_cdf(p);
+            if q.is_finite() { q } else { t_quantile_asymptotic(dff, z) }
+        }
+        Err(_) => t_quantile_asymptotic(dff, z),
+    }
+}
+
 /// Cornish-Fisher expansion of the t quantile in powers of 1/df, up to
 /// 1/df³ (Abramowitz & Stegun 26.7.5).
 fn t_quantile_975_asymptotic(df: f64) -> f64 {
-    let z = Z_975;
+    t_quantile_asymptotic(df, Z_975)
+}
+
+/// The same expansion around the normal quantile `z`.
+fn t_quantile_asymptotic(df: f64, z: f64) -> f64 {
     let z3 = z * z * z;
     let z5 = z3 * z * z;
     let z7 = z5 * z * z;

@@ -283,6 +283,10 @@ pub struct PredictArgs {
     /// Sync interval (e.g. 15m, 1h): prints the recovery point of sync ops
     #[arg(long, value_name = "DUR")]
     pub interval: Option<String>,
+    /// Level of the printed prediction intervals, 50% to 99.9% (file-system targets; the
+    /// JSON keeps the 95% one as `interval95` beside `interval`)
+    #[arg(long, value_name = "P%", default_value = "95%")]
+    pub level: String,
     /// Also write the predictions as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -379,6 +383,25 @@ fn calibration_outside_tree(dir: &std::path::Path, tree: &std::path::Path) -> Re
 const PRICES_ONLY: &str =
     "only with an object store (--fs s3…/azblob…, --on s3://… or azblob://…, or --model of a calibration made there)";
 
+/// `--level P%` as a fraction; only 95% on an object store, whose engines' section has
+/// its own intervals.
+fn level_of(a: &PredictArgs, object_store: bool) -> Result<f64> {
+    let text = a.level.trim();
+    let level = match text.strip_suffix('%').unwrap_or(text).trim().parse::<f64>() {
+        Ok(p) if (50.0..=99.9).contains(&p) => p / 100.0,
+        _ => {
+            return Err(Error::bad(
+                "--level",
+                format!("'{}': expected a percentage from 50% to 99.9%, such as 90%", a.level),
+            ));
+        }
+    };
+    if object_store && level != manyfiles::results::predict::DEFAULT_LEVEL {
+        return Err(Error::bad("--level", "only 95% on an object store (its engines' section is at 95%)"));
+    }
+    Ok(level)
+}
+
 /// `predict --model FILE`: the prediction from a saved result (a ladder's models, or a
 /// calibration's; an object store's prints its engines' section and check lines again).
 fn model_job(
@@ -400,6 +423,7 @@ fn model_job(
     if prices.is_some() && objects.is_none() {
         return Err(Error::bad("--prices", PRICES_ONLY));
     }
+    let level = level_of(a, objects.is_some())?;
     let (object_setup_s, tree_path) = match (&objects, &tree) {
         (None, _) => (Vec::new(), None),
         (Some(on), t) => (
@@ -421,6 +445,7 @@ fn model_job(
         json: a.json.clone(),
         threads,
         runs_ahead: a.runs_ahead,
+        level,
         check_on: objects,
         check_threads: None,
         tree_path,
@@ -509,6 +534,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
         true => a.threads.unwrap_or(manyfiles::engine::object::DEFAULT_IN_FLIGHT),
         false => threads,
     };
+    let level = level_of(a, manyfiles::experiment::calibrate::is_object_store(&target))?;
     let cal = manyfiles::experiment::calibrate::CalibrateConfig {
         target,
         max_time_s,
@@ -527,6 +553,7 @@ pub fn predict_config(a: &PredictArgs, command_line: Vec<String>) -> Result<Pred
             json: a.json.clone(),
             threads,
             runs_ahead: a.runs_ahead,
+            level,
             check_threads: a.threads,
             prices,
         }),

@@ -308,6 +308,7 @@ pub fn prediction(cal: &CalibrateConfig, p: PredictParts) -> Result<PredictConfi
         json: p.json,
         threads: p.threads,
         runs_ahead: p.runs_ahead,
+        level: p.level,
         check_on: Some(match &cal.target {
             CalibrateOn::Target(TargetSpec::Dir(d)) => crate::report::CheckOn::Dir(d.clone()),
             CalibrateOn::Target(TargetSpec::Fs(f)) if f.object().is_some() => {

@@ -202,7 +202,19 @@ fn next_round(
             }
         }
     }
-    let mut next = rounds::next_round(&a, &p.cells, p.started.elapsed(), d.order == Order::Sequential);
+    let (elapsed, sequential) = (p.started.elapsed(), d.order == Order::Sequential);
+    let mut next = rounds::next_round(&a, &p.cells, elapsed, sequential);
+    // Did the stretch let in trials the budget alone would not? (The footers say so.)
+    if let (rounds::Next::Round(r), Some(_)) = (&next, a.stretch_s) {
+        let promise = crate::results::adaptive::Adaptive { stretch_s: None, ..a };
+        let kept = match rounds::next_round(&promise, &p.cells, elapsed, sequential) {
+            rounds::Next::Round(k) => k.len(),
+            rounds::Next::Finished { .. } => 0,
+        };
+        if let (true, Some(info)) = (kept < r.len(), rs.experiment.adaptive.as_mut()) {
+            info.stretched = true;
+        }
+    }
     p.rounds += 1;
     if let (rounds::Next::Round(r), Order::Interleaved) = (&mut next, d.order) {
         rounds::shuffle(r, p.seed, 1 << 32 | p.rounds);

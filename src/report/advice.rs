@@ -46,12 +46,13 @@ pub fn predictions(
     shape: &Shape,
     model_line: &str,
     model: &crate::results::ResultSet,
-    runs_ahead: u32,
+    ahead: crate::results::predict::Ahead,
 ) -> String {
+    let (runs_ahead, level) = (ahead.runs, ahead.level_text());
     let what = if runs_ahead <= 1 {
-        "predicted time of one run (95% interval)".to_string()
+        format!("predicted time of one run ({level} interval)")
     } else {
-        format!("predicted median of {runs_ahead} runs (95% interval)")
+        format!("predicted median of {runs_ahead} runs ({level} interval)")
     };
     let mut t = new_table(&["op", "target", &what, "calibrated range"]);
     let mut notes = Vec::new();
@@ -79,7 +80,7 @@ pub fn predictions(
                 ));
                 "not usable (see below)".to_string()
             }
-            None => fmt_prediction(&r.prediction),
+            None => fmt_prediction(&r.shown()),
         };
         t.add_row(vec![op, target.clone(), figure, range]);
         if let Some([rp, hi]) = r.recovery_point_s {
@@ -96,11 +97,11 @@ pub fn predictions(
     for n in notes {
         out.push_str(&format!("warning: {n}\n"));
     }
-    out.push_str(
+    out.push_str(&format!(
         "interval: run-to-run noise (of one run, or the median of --runs-ahead K), the model's misfit and its \
-         coefficients' uncertainty (leave-one-cell-out, terms chosen again in every fold; Student t, 95%); not in it: \
-         drift between the calibration and your run\n",
-    );
+         coefficients' uncertainty (leave-one-cell-out, terms chosen again in every fold; Student t, {level}); not in \
+         it: drift between the calibration and your run\n",
+    ));
     out.push_str(model_line);
     out.push('\n');
     out

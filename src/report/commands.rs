@@ -157,6 +157,8 @@ pub struct PredictConfig {
     pub threads: usize,
     /// Predict the median of this many runs (1: a single run).
     pub runs_ahead: u32,
+    /// Two-sided level of the printed intervals (`--level`; 0.95).
+    pub level: f64,
     /// The model is a calibration made for this tree on this target (`--on`/`--fs`): say
     /// how to check it there.
     pub check_on: Option<CheckOn>,
@@ -171,6 +173,13 @@ pub struct PredictConfig {
     /// `--prices`: an object store's requests and storage priced with this table
     /// (None: AWS S3 Standard's list prices).
     pub prices: Option<crate::results::prices::PriceTable>,
+}
+
+impl PredictConfig {
+    /// What the predictions are of (`--runs-ahead`) and their intervals' level (`--level`).
+    pub fn ahead(&self) -> crate::results::predict::Ahead {
+        crate::results::predict::Ahead { runs: self.runs_ahead, level: self.level }
+    }
 }
 
 /// Where a calibration ran: its check lines run on the same target, or one like it.
@@ -212,6 +221,8 @@ pub struct PredictParts {
     pub json: Option<PathBuf>,
     pub threads: usize,
     pub runs_ahead: u32,
+    /// `--level` (see [`PredictConfig::level`]).
+    pub level: f64,
     /// `--threads` as given: the calibration ran every op with it, so the checks need it.
     pub check_threads: Option<usize>,
     /// `--prices` (see [`PredictConfig::prices`]).
@@ -274,7 +285,7 @@ fn complete(inv: &crate::tree::inventory::Inventory) -> Result<()> {
 fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> Result<(String, Usable)> {
     use crate::results::predict::{self, Shape};
     let shape = Shape::from(inv);
-    let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.runs_ahead);
+    let rows = predict::predict(&cfg.model, &shape, cfg.interval_s, cfg.ahead());
     let usable = if rows.is_empty() || rows.iter().any(|r| r.usable) { Usable::Some } else { Usable::None(rows.len()) };
     let objects = match &cfg.check_on {
         Some(on @ (CheckOn::ObjectSpec(_) | CheckOn::ObjectUrl(..))) => {
@@ -288,14 +299,14 @@ fn predictions(cfg: &PredictConfig, inv: &crate::tree::inventory::Inventory) -> 
             cfg.model.targets.iter().map(|t| serde_json::json!({ "id": t.id, "label": t.shown() })).collect();
         let model =
             serde_json::json!({ "file": cfg.model_name, "targets": targets, "provenance": cfg.model.provenance });
-        let mut doc = serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "predictions": rows, "model": model });
+        let mut doc = serde_json::json!({ "tree": shape, "interval_s": cfg.interval_s, "runs_ahead": cfg.runs_ahead, "level": cfg.level, "predictions": rows, "model": model });
         if let Some((_, o)) = &objects {
             doc["objects"] = o.clone(); // an object store's: the engines' commands
         }
         write_json(j, &doc)?;
     }
     let mut text =
-        super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.runs_ahead);
+        super::advice::predictions(&rows, &shape, &model_line(&cfg.model_name, &cfg.model), &cfg.model, cfg.ahead());
     if let Some(on) = &cfg.check_on {
         text.push_str(&too_wide(&rows, &cfg.model));
         match objects {
@@ -475,6 +486,8 @@ mod tests {
             target: "dir".into(),
             op: op.into(),
             prediction: Prediction { seconds: (lo * hi).sqrt(), interval95: Some([lo, hi]) },
+            level: 0.95,
+            interval: Some([lo, hi]),
             extrapolation: vec![],
             reach: None,
             recovery_point_s: None,

@@ -28,6 +28,8 @@ pub struct Row {
 #[derive(Debug, Clone)]
 pub struct PredictFile {
     pub tree: Value,
+    /// The rows' intervals' level, `95%` (`predict --level`; older files: 95%).
+    pub level: String,
     pub interval_s: Option<f64>,
     pub rows: Vec<Row>,
     /// The model's file, target labels by id, and provenance (files from before they
@@ -60,7 +62,8 @@ pub fn read(path: &std::path::Path) -> Result<PredictFile, String> {
             target,
             op,
             seconds,
-            interval95: p.get("interval95").and_then(pair),
+            // The interval at the level asked for (`interval`), else the 95% one (older files).
+            interval95: p.get("interval").or_else(|| p.get("interval95")).and_then(pair),
             extrapolation: p
                 .get("extrapolation")
                 .and_then(Value::as_array)
@@ -80,8 +83,10 @@ pub fn read(path: &std::path::Path) -> Result<PredictFile, String> {
                 .collect()
         })
         .unwrap_or_default();
+    let level = v.get("level").and_then(Value::as_f64).unwrap_or(crate::results::predict::DEFAULT_LEVEL);
     Ok(PredictFile {
         tree: v.get("tree").cloned().unwrap_or(Value::Null),
+        level: crate::results::predict::Ahead { runs: 1, level }.level_text(),
         interval_s: v.get("interval_s").and_then(Value::as_f64),
         rows,
         model_file: model.and_then(|m| m.get("file")).and_then(Value::as_str).map(str::to_string),
@@ -114,11 +119,12 @@ pub fn render(p: &PredictFile, file: &str) -> Result<String, String> {
     );
     let mut h = head(&format!("manyfiles predict: {shape}"), &legend);
     h.push_str(&format!(
-        "<p class=\"muted\">Predicted time of every modelled op on every target for this tree, with its 95% prediction interval (from the model's leave-one-cell-out errors). \
+        "<p class=\"muted\">Predicted time of every modelled op on every target for this tree, with its {} prediction interval (from the model's leave-one-cell-out errors). \
          Marked rows lie outside what the model was calibrated on: extrapolations.{}</p>\n",
+        p.level,
         p.interval_s.map(|i| format!(" Sync interval {}: the recovery point is interval + sync time.", fmt_secs(i))).unwrap_or_default()
     ));
-    h.push_str("<h2 id=\"predictions\">Predictions</h2>\n<table class=\"predictions\"><tr><th>target</th><th>op</th><th>predicted [95% interval]</th><th>recovery point</th><th>extrapolation</th></tr>\n");
+    h.push_str(&format!("<h2 id=\"predictions\">Predictions</h2>\n<table class=\"predictions\"><tr><th>target</th><th>op</th><th>predicted [{} interval]</th><th>recovery point</th><th>extrapolation</th></tr>\n", p.level));
     for r in &p.rows {
         let (scale, unit) = super::table::unit_for(r.seconds);
         let fig = match r.interval95 {
@@ -176,7 +182,7 @@ pub fn render(p: &PredictFile, file: &str) -> Result<String, String> {
     if !dots.is_empty() {
         let c = Chart {
             id: "predictions-chart".into(),
-            title: "predicted time per op and target, 95% prediction interval".into(),
+            title: format!("predicted time per op and target, {} prediction interval", p.level),
             kind: Kind::Dots { dots, axis: Axis::Predicted, reference: None },
             legend: legend.clone(),
             notes,

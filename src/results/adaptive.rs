@@ -28,6 +28,9 @@ pub struct Adaptive {
     /// is a promise (`--max-time` given, or a caller's own budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stretch_s: Option<f64>,
+    /// The stretch let in trials the budget alone would have cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stretched: bool,
     /// The budget stopped at least one cell before its precision.
     #[serde(default)]
     pub budget_spent: bool,
@@ -46,6 +49,7 @@ impl Adaptive {
             max_runs: 30,
             max_time_s: DEFAULT_MAX_TIME_S,
             stretch_s: None,
+            stretched: false,
             budget_spent: false,
             spent_s: 0.0,
         }
@@ -62,7 +66,7 @@ impl Adaptive {
     pub fn budget_text(&self) -> String {
         let budget = crate::units::fmt_secs(self.max_time_s);
         match self.stretch_s {
-            Some(_) if self.spent_s > self.max_time_s => {
+            Some(_) if self.stretched => {
                 format!("{budget}, stretched to {} for the minimum runs", crate::units::fmt_secs(self.spent_s))
             }
             _ => budget,
@@ -72,5 +76,29 @@ impl Adaptive {
     /// The time minimum runs may take: the stretch when there is one, else the budget.
     pub fn min_runs_budget_s(&self) -> f64 {
         self.stretch_s.map_or(self.max_time_s, |s| s.max(self.max_time_s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_footer_says_stretched_only_when_the_stretch_let_trials_in() {
+        let mut a = Adaptive { spent_s: 181.0, ..Adaptive::default_budget() };
+        // The last trial ran a second past the budget: not a stretch.
+        assert_eq!(a.budget_text(), crate::units::fmt_secs(180.0));
+        a.stretched = true;
+        a.spent_s = 242.0;
+        assert_eq!(
+            a.budget_text(),
+            format!(
+                "{}, stretched to {} for the minimum runs",
+                crate::units::fmt_secs(180.0),
+                crate::units::fmt_secs(242.0)
+            )
+        );
+        assert_eq!(a.min_runs_budget_s(), 540.0);
+        assert_eq!(Adaptive::default_settings().min_runs_budget_s(), 180.0, "a budget given holds");
     }
 }

@@ -37,9 +37,15 @@ impl From<&Inventory> for Shape {
 }
 
 impl Shape {
-    /// The model's prediction for the median of `runs` runs on this tree (1: one run).
+    /// The model's prediction for the median of `runs` runs on this tree (1: one run),
+    /// its interval at 95%.
     pub fn predict(&self, m: &super::model::CostModel, runs: u32) -> Prediction {
-        m.predict_runs(self.files as f64, self.bytes as f64, self.dirs as f64, self.dir_sq, runs)
+        self.predict_at(m, runs, DEFAULT_LEVEL)
+    }
+
+    /// [`Shape::predict`] with the interval at `level`.
+    pub fn predict_at(&self, m: &super::model::CostModel, runs: u32, level: f64) -> Prediction {
+        m.predict_runs(self.files as f64, self.bytes as f64, self.dirs as f64, self.dir_sq, runs, level)
     }
 
     /// Where this tree lies against the model's cells (directories below the root, as
@@ -49,12 +55,44 @@ impl Shape {
     }
 }
 
+/// The level of `predict`'s intervals unless `--level` says otherwise.
+pub const DEFAULT_LEVEL: f64 = 0.95;
+
+/// What a prediction is of, and the level of its interval (`predict --runs-ahead`,
+/// `--level`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ahead {
+    /// The median of this many runs (1: a single run).
+    pub runs: u32,
+    /// Two-sided level of the intervals (0.95).
+    pub level: f64,
+}
+
+impl Default for Ahead {
+    fn default() -> Self {
+        Ahead { runs: 1, level: DEFAULT_LEVEL }
+    }
+}
+
+impl Ahead {
+    /// `95%`, `90%`, `99.5%`: the level as the views print it.
+    pub fn level_text(&self) -> String {
+        let p = self.level * 100.0;
+        if (p - p.round()).abs() < 1e-9 { format!("{p:.0}%") } else { format!("{p:.1}%") }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct PredictionRow {
     pub target: String,
     pub op: String,
+    /// The prediction with its 95% interval (`interval95` in the JSON).
     #[serde(flatten)]
     pub prediction: Prediction,
+    /// The level the user asked for (`--level`; 0.95 by default) and the interval at it:
+    /// what the views print (`interval95` when the level is 95%).
+    pub level: f64,
+    pub interval: Option<[f64; 2]>,
     /// Why the prediction is an extrapolation (empty: inside the calibrated range).
     pub extrapolation: Vec<String>,
     /// The tree against the calibrated cells, judged jointly (None: older files).
@@ -68,6 +106,13 @@ pub struct PredictionRow {
     /// Why the model is no answer, and what to do (None when usable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_usable: Option<String>,
+}
+
+impl PredictionRow {
+    /// The prediction as the views print it: its interval at the level asked for.
+    pub fn shown(&self) -> Prediction {
+        Prediction { seconds: self.prediction.seconds, interval95: self.interval }
+    }
 }
 
 /// Is `x` inside [lo, hi]? A range of [0, 0] is unknown (older result files).
@@ -114,12 +159,16 @@ pub fn is_sync(op: &str) -> bool {
 /// Every model's prediction for `s` (the median of `runs` runs), farthest out first; a
 /// model judged no answer (its left-out error above the threshold) is marked unusable
 /// with why, and the views print no figure for it.
-pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, runs: u32) -> Vec<PredictionRow> {
+pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, ahead: Ahead) -> Vec<PredictionRow> {
     let mut rows: Vec<PredictionRow> = rs
         .models
         .iter()
         .map(|m| {
-            let p = s.predict(&m.model, runs);
+            let p = s.predict(&m.model, ahead.runs);
+            let interval = match ahead.level == DEFAULT_LEVEL {
+                true => p.interval95,
+                false => s.predict_at(&m.model, ahead.runs, ahead.level).interval95,
+            };
             let reach = s.reach(&m.model);
             let extrapolation = match &reach {
                 Some(r) if r.outside => vec![r.explain()],
@@ -127,7 +176,7 @@ pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, runs: u32) ->
                 None => extrapolation(m, s),
             };
             let recovery_point_s = match interval_s {
-                Some(i) if is_sync(&m.op) => Some([i + p.seconds, i + p.interval95.map_or(p.seconds, |[_, hi]| hi)]),
+                Some(i) if is_sync(&m.op) => Some([i + p.seconds, i + interval.map_or(p.seconds, |[_, hi]| hi)]),
                 _ => None,
             };
             let check = m.check();
@@ -135,6 +184,8 @@ pub fn predict(rs: &ResultSet, s: &Shape, interval_s: Option<f64>, runs: u32) ->
                 target: m.target.clone(),
                 op: m.op.clone(),
                 prediction: p,
+                level: ahead.level,
+                interval,
                 extrapolation,
                 reach,
                 recovery_point_s: recovery_point_s.filter(|_| check.usable),

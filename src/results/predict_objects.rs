@@ -249,7 +249,7 @@ pub struct ObjectPrediction {
 /// The sum of the predictions of `ops` (each the median of `runs` runs) for `shape` on
 /// the calibration's one target; Err: which op has no usable model, and why.
 pub fn summed_time(rs: &ResultSet, ops: &[&str], shape: &Shape, runs: u32) -> Result<Prediction, String> {
-    let rows = super::predict::predict(rs, shape, None, runs);
+    let rows = super::predict::predict(rs, shape, None, super::predict::Ahead { runs, ..Default::default() });
     let (mut seconds, mut lo, mut hi, mut bounded) = (0.0, 0.0, 0.0, true);
     for op in ops {
         let row = rows.iter().find(|r| r.op == *op).ok_or_else(|| format!("no model of {op} (too few trees?)"))?;
