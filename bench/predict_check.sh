@@ -94,7 +94,7 @@ for target in $TARGETS; do
 done
 [ -n "${KEEP:-}" ] && cp -r "$OUT" "$KEEP"
 
-python3 - "$OUT" <<'EOF'
+python3 - "$OUT" "$LEVEL" <<'EOF'
 import json, math, os, sys, statistics
 out = sys.argv[1]
 rows, errs, inside, widths, per_run, unusable = [], [], 0, [], [], []
@@ -136,7 +136,7 @@ for c in sorted(os.listdir(out), key=lambda s: int(s[1:])):
                     f"{s*1e3:.1f} ms ({iv[0]*1e3:.1f} – {iv[1]*1e3:.1f}){out_flag} | "
                     f"{', '.join(f'{r*1e3:.1f}' for r in runs)} | "
                     f"{statistics.median(e)*100:+.0f}% | {ins}/{len(runs)} |")
-print("| target | tree | op | predicted (95% interval) | measured runs, ms | median error | inside |")
+print(f"| target | tree | op | predicted ({sys.argv[2]} interval) | measured runs, ms | median error | inside |")
 print("|---|---|---|---:|---:|---:|---:|")
 print("\n".join(rows))
 n = len(errs)

@@ -460,3 +460,28 @@ fn min_runs_line(a: &crate::results::adaptive::Adaptive, need_s: f64, round_s: f
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::min_runs_line;
+    use crate::results::adaptive::Adaptive;
+
+    #[test]
+    fn the_minimum_runs_line_says_whether_the_budget_gives_way() {
+        // --max-time given: it holds, and the cells will be short.
+        let given = Adaptive { max_time_s: 60.0, ..Adaptive::default_settings() };
+        let line = min_runs_line(&given, 240.0, 40.0);
+        assert!(line.starts_with("manyfiles: 6 runs of every cell take about"), "{line}");
+        assert!(
+            line.contains("--max-time") && line.contains("stops sooner") && line.contains("below 6 no interval"),
+            "{line}"
+        );
+        // The default budget stretches to what the minimum runs take…
+        let default = Adaptive::default_budget();
+        let line = min_runs_line(&default, 240.0, 40.0);
+        assert!(line.contains("budget stretches to that") && !line.contains("stops sooner"), "{line}");
+        // … but not past its stretch.
+        let line = min_runs_line(&default, 900.0, 150.0);
+        assert!(line.contains("stretches only to") && line.contains("below 6 no interval"), "{line}");
+    }
+}
