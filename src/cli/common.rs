@@ -161,8 +161,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "30")]
     pub max_runs: u32,
     /// Adaptive: time budget of the whole experiment (90s, 3m, 1h); no trial starts
-    /// that would overrun a budget given here, not even a minimum run [default: 3m,
-    /// stretched up to 9m while cells lack their --min-runs]
+    /// that would overrun a budget given here, not even a minimum run; the default
+    /// stretches up to 9m while cells lack their --min-runs [default: 3m]
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<String>,
     /// Synthetic times for tests of the statistics (cv=,slow=,disturbed=,seed=)
