@@ -6,6 +6,10 @@
 //!
 //! Ops, per route (`loose`, `FORMAT@SIZE`, e.g. `tar@1MiB`, `tar.zst@1MiB`: the formats
 //! `--containers` names, tar and tar.zst by default, each at every `--shard-size`):
+//! On a bucket of the user's every key lies below a prefix of the run's own,
+//! `PREFIX/manyfiles-pack-PID-RANDOM/` (claimed for `cleanup`: `user_store::Claim`), and
+//! every object carries the run's mark (`storage::object_owner`).
+//!
 //! - `ROUTE:put`: read the tree's files (cold, as pack's other steps) and send them:
 //!   loose, a PUT per file under `RUNDIR/loose/`; sharded, the files packed in the walk's
 //!   order into shards as they are read (tar.zst: each compressed, in the time), each
