@@ -4,12 +4,12 @@
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
 //!
-//! Ops, per route (`loose`, `FORMAT@SIZE`, e.g. `tar@1MiB`, `tar.zst@1MiB`: the formats
-//! `--containers` names, tar and tar.zst by default, each at every `--shard-size`):
 //! On a bucket of the user's every key lies below a prefix of the run's own,
 //! `PREFIX/manyfiles-pack-PID-RANDOM/` (claimed for `cleanup`: `user_store::Claim`), and
 //! every object carries the run's mark (`storage::object_owner`).
 //!
+//! Ops, per route (`loose`, `FORMAT@SIZE`, e.g. `tar@1MiB`, `tar.zst@1MiB`: the formats
+//! `--containers` names, tar and tar.zst by default, each at every `--shard-size`):
 //! - `ROUTE:put`: read the tree's files (cold, as pack's other steps) and send them:
 //!   loose, a PUT per file under `RUNDIR/loose/`; sharded, the files packed in the walk's
 //!   order into shards as they are read (tar.zst: each compressed, in the time), each
