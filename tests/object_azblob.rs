@@ -18,8 +18,9 @@ mod object_common;
 use common::serial;
 use manyfiles::storage::azblob_stack;
 use object_common::{files, json, make_tree, requests};
+use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn missing_blob() -> Option<String> {
     let stack = |path: &std::ffi::OsStr| azblob_stack::preflight("azblob", path).err();
@@ -230,14 +231,7 @@ impl Blob {
     /// stack's network namespace (its endpoint is there only); `env` on top. The key in
     /// no output.
     fn as_user(&self, args: &[&str], env: &[(&str, String)]) -> common::Run {
-        let mut c = Command::new("nsenter");
-        c.arg(format!("--net={}", self.after("nsenter --net="))).arg(common::bin()).args(args);
-        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AZURE_")) {
-            c.env_remove(k);
-        }
-        c.env("AZURE_STORAGE_CONNECTION_STRING", self.connection_string()).stdin(std::process::Stdio::null());
-        c.envs(env.iter().map(|(k, v)| (k, v)));
-        let out = c.output().unwrap();
+        let out = self.user_command(args, env).output().unwrap();
         let r = common::Run {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into(),
@@ -246,6 +240,24 @@ impl Blob {
         let key = self.key();
         assert!(!r.stdout.contains(&key) && !r.stderr.contains(&key), "the account key printed by {args:?}");
         r
+    }
+
+    /// The command [`Blob::as_user`] runs (nsenter execs it: its pid is manyfiles').
+    fn user_command(&self, args: &[&str], env: &[(&str, String)]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net={}", self.after("nsenter --net="))).arg(common::bin()).args(args);
+        for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("AZURE_")) {
+            c.env_remove(k);
+        }
+        c.env("AZURE_STORAGE_CONNECTION_STRING", self.connection_string()).stdin(std::process::Stdio::null());
+        c.envs(env.iter().map(|(k, v)| (k, v)));
+        c
+    }
+
+    /// How many blobs `manyfiles scan URL` counts (None: no count said).
+    fn scanned(&self, url: &str) -> Option<u64> {
+        let r = self.run(&["scan", url]);
+        r.stdout.split(": ").nth(1).and_then(|t| t.split(' ').next()?.parse::<u64>().ok())
     }
 
     /// Every blob of the container: key → bytes (downloaded by the engines).
@@ -313,6 +325,54 @@ fn ladder_on_a_users_container_writes_and_deletes_only_its_own_blobs() {
     let args = ["ladder", "--target", "azblob://manyfiles/p", "--ops", ops, "--to", "4", "-q"];
     let r = blob.as_user(&args, &[("AZURE_STORAGE_CONNECTION_STRING", nowhere)]);
     common::assert_bad_input(&r, "azblob://manyfiles/p", "an endpoint that does not answer");
+}
+
+/// kill -9 of `ladder --target azblob://CONTAINER/PREFIX` mid-trial, a blob of someone
+/// else's put below the run's own prefix while it ran: `cleanup` (the same
+/// `AZURE_STORAGE_*`) deletes the run's own blobs there — each carries its mark in
+/// `x-ms-meta-manyfilesrun` — and leaves the other byte for byte, counted; every other
+/// blob is as it was.
+#[test]
+fn kill_9_on_a_users_container_then_cleanup_deletes_only_the_runs_own_blobs() {
+    need_blob!();
+    let _g = serial();
+    let blob = Blob::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    blob.seed(work.path());
+    let mut before = blob.blobs(&work.path().join("before"));
+    let ops = "obj:put,obj:head,obj:list,obj:get,obj:delete,obj:delete-batch";
+    let args = ["ladder", "--target", "azblob://manyfiles/p", "--ops", ops, "--total", "16MiB", "--from", "4096"];
+    let all_args = [&args[..], &["--to", "4096", "--runs", "20", "-q"]].concat();
+    let mut child = blob.user_command(&all_args, &[]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let run_prefix = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.split("writes only below azblob://manyfiles/").nth(1).map(|p| p.trim().to_string()))
+        .expect("the run's own prefix printed");
+    std::thread::spawn(move || lines.for_each(drop));
+    let url = format!("azblob://manyfiles/{run_prefix}");
+    // Someone else's blob below the run's own prefix, while it runs.
+    let d = work.path().join("intruder");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("theirs"), b"not the run's").unwrap();
+    blob.run(&["copy", d.to_str().unwrap(), &format!("{url}zz-intruder"), "--quiet"]).ok();
+    let there = common::wait_until(std::time::Duration::from_secs(120), || blob.scanned(&url).unwrap_or(0) > 1);
+    assert!(there, "no blob of the run's was ever seen below {url}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = blob.scanned(&url).unwrap();
+    assert!(left > 1, "the kill left nothing to clean up");
+    let r = blob.as_user(&["cleanup"], &[]);
+    r.ok();
+    let deleted = format!("deleted below a killed run's own prefix: {url}: {} object(s)", left - 1);
+    assert!(r.stdout.contains(&deleted), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("{url}: 1 object(s) that this run did not write")), "{}", r.stdout);
+    let mut after = blob.blobs(&work.path().join("after"));
+    let theirs = after.remove(&format!("{run_prefix}zz-intruder/theirs")).expect("someone else's blob deleted");
+    assert_eq!(theirs, b"not the run's");
+    before.retain(|k, _| !k.starts_with(&run_prefix));
+    assert_eq!(before, after, "the user's blobs changed, or the killed run's own stayed");
 }
 
 /// `pack --dst-target azblob://CONTAINER/PREFIX` through `AZURE_STORAGE_*`: loose blobs

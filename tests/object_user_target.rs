@@ -270,16 +270,25 @@ fn records_naming(needle: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// How many objects `manyfiles scan URL` counts below `url` (None: it said no count).
+fn scanned(server: &UserServer, url: &str) -> Option<u64> {
+    let r = server.run(&["scan", url]);
+    r.stdout.split(": ").nth(1).and_then(|t| t.split(' ').next()?.parse::<u64>().ok())
+}
+
 /// kill -9 mid-trial leaves the trial's objects below the run's own prefix; its record
-/// names the store (never a key) and that prefix; `cleanup` where the environment points
-/// at another endpoint leaves them and the record; `cleanup` with the run's settings
-/// deletes exactly the keys below that prefix, says so, and the user's objects — one
-/// named like a run's own prefix among them — are byte for byte as before.
+/// names the store (never a key), that prefix and the run's nonce; `cleanup` where the
+/// environment points at another endpoint leaves them and the record; `cleanup` with the
+/// run's settings deletes exactly the run's own objects below that prefix and says so,
+/// while an object someone else put there during the run, and copies of the run's own
+/// objects put there after the kill (a copy keeps the metadata, not the key), are left
+/// byte for byte and counted; the user's objects — one named like a run's own prefix
+/// among them — are as before.
 #[test]
 fn kill_9_on_a_users_bucket_then_cleanup_deletes_only_the_runs_own_keys() {
     let Some(server) = UserServer::start() else { return };
     let Some(_g) = common::root_only("the registry (/run/manyfiles) needs root") else { return };
-    let (work, before) = seeded(&server);
+    let (work, mut before) = seeded(&server);
     let json = work.path().join("r.json");
     let mut child =
         spawn_ladder(&server, &["--total", "16MiB", "--from", "4096", "--to", "4096", "--runs", "20"], &json);
@@ -290,39 +299,107 @@ fn kill_9_on_a_users_bucket_then_cleanup_deletes_only_the_runs_own_keys() {
     assert_eq!(records.len(), 1, "one record names {run_prefix} while the run lives");
     let text = std::fs::read_to_string(&records[0]).unwrap();
     assert_no_secret(&text, "the registry record");
+    assert!(text.contains("\"owner\""), "the record names no nonce: {text}");
+    // Someone else's object below the run's own prefix, while it runs.
+    let theirs = intrude(&server, work.path(), &run_prefix);
     // Kill it while objects of its own are there.
     let url = format!("s3://{BUCKET}/{run_prefix}");
-    let count = |r: &common::Run| r.stdout.split(": ").nth(1).and_then(|t| t.split(' ').next()?.parse::<u64>().ok());
     let mut left = 0;
     let there = common::wait_until(Duration::from_secs(120), || {
-        left = count(&server.run(&["scan", &url])).unwrap_or(0);
-        left > 0
+        left = scanned(&server, &url).unwrap_or(0);
+        left > 1
     });
     assert!(there, "no object of the run's was ever seen below {url}");
     child.kill().unwrap();
     child.wait().unwrap();
     let (_, _) = (stdout.join().unwrap(), stderr.join().unwrap());
-    let left = count(&server.run(&["scan", &url])).unwrap();
-    assert!(left > 0, "the kill left nothing to clean up");
+    // Copies of one of its directories, below its own prefix (server-side: the metadata
+    // goes with them).
+    let all = server.objects(&work.path().join("killed"));
+    let own: Vec<&String> = all.keys().filter(|k| k.starts_with(&run_prefix) && !k.contains("zz-intruder")).collect();
+    assert!(!own.is_empty(), "the kill left nothing to clean up");
+    let dir = own[0].rsplit_once('/').unwrap().0.to_string();
+    let copied = all.keys().filter(|k| k.rsplit_once('/').unwrap().0 == dir).count() as u64;
+    let copy_to = format!("s3://{BUCKET}/{run_prefix}zz-copied");
+    server.run(&["copy", &format!("s3://{BUCKET}/{dir}"), &copy_to, "--quiet"]).ok();
+    let left = scanned(&server, &url).unwrap();
+    let own_n = own.len() as u64;
+    assert_eq!(left, own_n + 1 + copied, "the run's own, the intruder's and the copies");
 
     // Another endpoint in the environment: nothing deleted, the record kept.
     let out = server.command(&["cleanup"]).env("AWS_ENDPOINT_URL", "http://127.0.0.1:9").output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(said.contains(&url) && said.contains("left for a cleanup with the run's settings"), "{said}");
-    assert_eq!(count(&server.run(&["scan", &url])), Some(left));
+    assert_eq!(scanned(&server, &url), Some(left));
     assert_eq!(records_naming(&run_prefix).len(), 1, "the record went with nothing deleted");
 
-    // The run's settings: the run's own keys go, and it says so.
+    // The run's settings: the run's own keys go, and it says so; the others stay.
     let r = server.run(&["cleanup"]);
     r.ok();
     assert!(
-        r.stdout.contains(&format!("deleted below a killed run's own prefix: {url}: {left} object(s)")),
+        r.stdout.contains(&format!("deleted below a killed run's own prefix: {url}: {own_n} object(s)")),
         "{}",
         r.stdout
     );
+    let kept =
+        format!("left below a killed run's own prefix: {url}: {} object(s) that this run did not write", 1 + copied);
+    assert!(r.stdout.contains(&kept), "{}", r.stdout);
     assert!(records_naming(&run_prefix).is_empty(), "the record stays after its objects went");
-    let after = server.objects(&work.path().join("after"));
+    let mut after = server.objects(&work.path().join("after"));
+    let left = after.remove(theirs.to_str().unwrap()).expect("someone else's object below the run's prefix deleted");
+    assert_eq!(left, b"not the run's");
+    for (k, v) in &all {
+        if k.rsplit_once('/').unwrap().0 == dir {
+            let name = k.rsplit_once('/').unwrap().1;
+            let copy =
+                after.remove(&format!("{run_prefix}zz-copied/{name}")).expect("a copy of the run's object deleted");
+            assert_eq!(&copy, v, "a copy changed");
+        }
+    }
+    before.retain(|k, _| !k.starts_with(&run_prefix));
     assert_eq!(before, after, "the user's objects changed, or the killed run's own stayed");
+}
+
+/// A kill -9 of `predict --on s3://BUCKET/PREFIX` mid-calibration: its record names its
+/// own prefix (`PREFIX/manyfiles-calibration-PID/`) while it runs, and `cleanup` deletes
+/// every object of the calibration's there and nothing else (an object someone else put
+/// below that prefix stays, byte for byte).
+#[test]
+fn kill_9_of_predict_on_a_users_bucket_then_cleanup_leaves_no_run_object() {
+    let Some(server) = UserServer::start() else { return };
+    let Some(_g) = common::root_only("the registry (/run/manyfiles) needs root") else { return };
+    let (work, before) = seeded(&server);
+    let tree = work.path().join("tree");
+    for i in 0..400usize {
+        let d = tree.join(format!("d{}", i % 4));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(format!("f{i:04}")), vec![(i % 251) as u8; 512 + i * 8]).unwrap();
+    }
+    let args = ["predict", "--tree", tree.to_str().unwrap(), "--on", "s3://userbkt/p", "--max-time", "120s", "--quiet"];
+    let mut child = server.command(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let run_prefix = format!("p/manyfiles-calibration-{}/", child.id());
+    let url = format!("s3://{BUCKET}/{run_prefix}");
+    let registered = common::wait_until(Duration::from_secs(60), || !records_naming(&run_prefix).is_empty());
+    assert!(registered, "no record names {run_prefix} while the calibration runs");
+    assert_no_secret(&std::fs::read_to_string(&records_naming(&run_prefix)[0]).unwrap(), "the registry record");
+    let theirs = intrude(&server, work.path(), &run_prefix);
+    let there = common::wait_until(Duration::from_secs(120), || scanned(&server, &url).unwrap_or(0) > 1);
+    assert!(there, "no object of the calibration's was ever seen below {url}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+    let left = scanned(&server, &url).unwrap();
+    assert!(left > 1, "the kill left nothing of the calibration's to clean up ({left}): {err}");
+    let r = server.run(&["cleanup"]);
+    r.ok();
+    let said = format!("deleted below a killed run's own prefix: {url}: {} object(s)", left - 1);
+    assert!(r.stdout.contains(&said), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("{url}: 1 object(s) that this run did not write")), "{}", r.stdout);
+    assert!(records_naming(&run_prefix).is_empty(), "the record stays after its objects went");
+    let mut after = server.objects(&work.path().join("after"));
+    assert_eq!(after.remove(theirs.to_str().unwrap()).as_deref(), Some(&b"not the run's"[..]));
+    assert_eq!(before, after, "the user's objects changed, or the calibration left some of its own");
 }
 
 #[test]

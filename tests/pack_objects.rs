@@ -8,7 +8,8 @@
 //! (Azurite) with Blob's counts; onto a bucket of the user's (`--dst-target s3://…
 //! --s3-via DIR`) only the run's own keys are written and deleted, the user's stay as
 //! they were, and a missing bucket is exit 2; SIGINT mid-run exits 130 and leaves no
-//! record. Bad combinations are exit 2
+//! record; after a kill -9 `cleanup` deletes the run's own objects there (through the
+//! mount) and nothing else. Bad combinations are exit 2
 //! with one line before anything is made. Needs root, FUSE, s3fs, manyfiles-s3server and
 //! toxiproxy-server (as tests/object_store.rs): without them the stack test prints why it
 //! skipped, except under CI (CI=true), where a skip is a failure.
@@ -340,4 +341,73 @@ fn onto_a_users_bucket_only_its_own_keys_are_written_and_deleted() {
     let r = store.run(&["pack", t, "--src-target", w, "--dst-target", "s3://no-such-bucket/x", "--runs", "1", "-q"]);
     common::assert_bad_input(&r, "s3://no-such-bucket", "a missing bucket");
     assert!(common::run_dirs(work.path()).is_empty(), "a run directory left on the source");
+}
+
+/// How many objects `manyfiles scan URL --s3-via` counts below `url`.
+fn scanned(store: &object_common::Store, url: &str) -> Option<u64> {
+    let r = store.run(&["scan", url]);
+    r.stdout.split(": ").nth(1).and_then(|t| t.split(' ').next()?.parse::<u64>().ok())
+}
+
+/// kill -9 of `pack --dst-target s3://BUCKET/PREFIX --s3-via DIR` mid-upload, an object
+/// of someone else's put below the run's own prefix while it ran: the run's record names
+/// that prefix and the mount it went through, and `cleanup` reaches the store through
+/// that mount, deletes the run's own objects there and leaves the other byte for byte,
+/// counted; the user's objects under PREFIX are as they were.
+#[test]
+fn kill_9_onto_a_users_bucket_then_cleanup_deletes_only_the_runs_own_keys() {
+    need_stack!();
+    let _g = serial();
+    let store = object_common::Store::up();
+    let work = tempfile::tempdir_in("/var/tmp").unwrap();
+    let mine = work.path().join("mine");
+    object_common::make_tree(&mine);
+    let dst = "s3://manyfiles/mine";
+    store.run(&["copy", mine.to_str().unwrap(), dst, "--quiet"]).ok();
+    let (w, via) = (work.path().to_str().unwrap(), store.mp.to_str().unwrap());
+    let args = ["pack", "--files", "3000", "--size", "4k", "--src-target", w, "--dst-target", dst, "--s3-via", via];
+    let mut child = std::process::Command::new(common::bin())
+        .args(args)
+        .args(["--runs", "20", "--quiet"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let run_prefix = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.split("writes only below s3://manyfiles/").nth(1).map(|p| p.trim().to_string()))
+        .expect("the run's own prefix printed");
+    std::thread::spawn(move || lines.for_each(drop));
+    assert!(run_prefix.starts_with("mine/manyfiles-pack-") && run_prefix.ends_with('/'), "{run_prefix}");
+    let url = format!("s3://manyfiles/{run_prefix}");
+    let texts = records_of(child.id()).into_iter().filter_map(|p| std::fs::read_to_string(p).ok());
+    let rec = texts.into_iter().find(|t| t.contains(&run_prefix)).expect("a record names the prefix");
+    assert!(rec.contains(via), "the record names no mount: {rec}");
+    let intruder = work.path().join("intruder");
+    std::fs::create_dir_all(&intruder).unwrap();
+    std::fs::write(intruder.join("theirs"), b"not the run's").unwrap();
+    store.run(&["copy", intruder.to_str().unwrap(), &format!("{url}zz-intruder"), "--quiet"]).ok();
+    let there = common::wait_until(std::time::Duration::from_secs(120), || scanned(&store, &url).unwrap_or(0) > 1);
+    assert!(there, "no object of the run's was ever seen below {url}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = scanned(&store, &url).unwrap();
+    assert!(left > 1, "the kill left nothing to clean up");
+    let r = common::run(["cleanup"]);
+    r.ok();
+    let deleted = format!("deleted below a killed run's own prefix: {url}: {} object(s)", left - 1);
+    assert!(r.stdout.contains(&deleted), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("{url}: 1 object(s) that this run did not write")), "{}", r.stdout);
+    assert!(records_of(child.id()).is_empty(), "a record of the killed run stays");
+    let back = work.path().join("back");
+    store.run(&["copy", dst, back.to_str().unwrap(), "--quiet"]).ok();
+    let mut b = object_common::files(&back);
+    let theirs = b.remove(&format!("{}zz-intruder/theirs", run_prefix.trim_start_matches("mine/")));
+    assert_eq!(theirs.map(|t| t.0), Some(b"not the run's".to_vec()), "someone else's object deleted");
+    let a = object_common::files(&mine);
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "the user's objects, and nothing else");
+    assert!(a.iter().all(|(k, v)| b[k].0 == v.0), "the user's objects changed");
 }

@@ -189,7 +189,7 @@ pub fn run(cfg: &CalibrateConfig, inv: &Inventory) -> Result<ResultSet> {
         CalibrateOn::Store(on) => {
             let rs = super::calibrate_objects::run_on_url(
                 &on.reach()?,
-                &on.url,
+                (&on.url, on.via.as_deref()),
                 inv,
                 (cfg.limits, cfg.threads, cfg.max_time_s),
                 (cfg.quiet, cfg.command_line.clone()),

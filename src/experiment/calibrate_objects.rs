@@ -12,7 +12,9 @@
 //!   client per trial as a check command has, runs interleaved in blocks until the
 //!   budget is spent (at least [`MIN_RUNS`], at most [`MAX_RUNS`] each), every object it
 //!   put deleted by the trial and whatever a failure left under its prefix deleted at
-//!   the end. No other key is touched.
+//!   the end — only objects that carry its mark (`storage::object_owner`): no other key
+//!   is touched. While it runs the prefix is claimed for `cleanup`
+//!   (`user_store::Claim`), so a kill -9's leftovers can be deleted the same way.
 
 use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
@@ -22,6 +24,7 @@ use crate::results::{ExperimentInfo, Measurement, ResultSet, Until};
 use crate::storage::TargetInfo;
 use crate::storage::object_client::{ObjectClient, Retries};
 use crate::storage::object_endpoint::{Hidden, Keys, Reach, Secret};
+use crate::storage::object_owner::Owner;
 use crate::storage::object_stack::Provider;
 use crate::tree::Prepared;
 use crate::tree::inventory::Inventory;
@@ -71,7 +74,7 @@ pub fn client_setup_s(provider: Provider, runs: usize) -> Result<Vec<f64>> {
 /// their fitted models.
 pub fn run_on_url(
     reach: &Reach,
-    url: &ObjectUrl,
+    (url, via): (&ObjectUrl, Option<&std::path::Path>),
     inv: &Inventory,
     (limits, in_flight, max_time_s): (super::calibrate::Limits, usize, f64),
     (quiet, command_line): (bool, Vec<String>),
@@ -81,6 +84,7 @@ pub fn run_on_url(
         super::calibrate::design(inv, limits, 1)?.iter().map(|t| Prepared::new(&t.spec, false)).collect();
     let (first, _) = crate::engine::object::connect(reach, url, Retries::Never)?;
     let prefix = own_prefix(&first, url)?;
+    let claim = super::user_store::Claim::register(url, reach, &prefix, (None, via))?;
     let ops = crate::results::predict_objects::CALIBRATION_OPS.map(String::from).to_vec();
     let experiment = ExperimentInfo {
         name: "calibrate".into(),
@@ -108,7 +112,8 @@ pub fn run_on_url(
         }
         for (ti, tree) in trees.iter().enumerate() {
             progress.message(format!("calibration run {run} · tree {} of {}", ti + 1, trees.len()));
-            let done = match trial(reach, url, &format!("{prefix}t{ti}-r{run}/"), tree, (in_flight, &ops, &progress)) {
+            let on = (reach, url, &claim.owner);
+            let done = match trial(on, &format!("{prefix}t{ti}-r{run}/"), tree, (in_flight, &ops, &progress)) {
                 Ok(done) => done,
                 Err(e) => {
                     failed = Some(e);
@@ -125,7 +130,8 @@ pub fn run_on_url(
         }
     }
     progress.finish();
-    sweep(&first, &prefix);
+    sweep(&first, url, &prefix, &claim.owner);
+    drop(claim);
     if let Some(e) = failed {
         return Err(e);
     }
@@ -157,14 +163,14 @@ fn own_prefix(client: &ObjectClient, url: &ObjectUrl) -> Result<String> {
 /// One trial: a fresh client, the ops over `tree` under `prefix` (its objects deleted by
 /// the last op); each phase priced at its provider's list prices.
 fn trial(
-    reach: &Reach,
-    url: &ObjectUrl,
+    (reach, url, owner): (&Reach, &ObjectUrl, &Owner),
     prefix: &str,
     tree: &Prepared,
     (in_flight, ops, progress): (usize, &[String], &Progress),
 ) -> Result<Vec<(String, crate::measure::PhaseResult)>> {
     let client = ObjectClient::reach(reach, &url.bucket, Retries::Never)?;
-    let run = crate::ops::object::Run::new(&client, prefix.to_string(), tree, in_flight, 10_000, progress);
+    let run = crate::ops::object::Run::new(&client, prefix.to_string(), tree, in_flight, 10_000, progress)
+        .owned_by(Some(owner));
     let (mut phases, failed) = crate::ops::object::run_trial(&run, ops, &mut |f| f());
     let prices = crate::results::prices::PriceTable::list_prices(url.provider);
     for (_, r) in &mut phases {
@@ -179,12 +185,16 @@ fn trial(
     }
 }
 
-/// Delete whatever is left below the calibration's own prefix (a trial that failed).
-fn sweep(client: &ObjectClient, prefix: &str) {
-    let Ok(left) = crate::engine::object::list_all(client, prefix, &Progress::hidden()) else { return };
-    let keys: Vec<String> = left.into_iter().map(|l| l.key).filter(|k| k.starts_with(prefix)).collect();
-    if !keys.is_empty() {
-        crate::engine::object::delete_keys(client, crate::engine::object::DEFAULT_IN_FLIGHT, keys, |_| {});
+/// Delete what the calibration wrote and left below its own prefix (a trial that
+/// failed): only objects that carry its mark; say how many others remain.
+fn sweep(client: &ObjectClient, url: &ObjectUrl, prefix: &str, owner: &Owner) {
+    let at = format!("{}://{}/{prefix}", url.provider.name(), url.bucket);
+    match crate::storage::object_owner::sweep_owned(client, prefix, Some(owner)) {
+        Ok(s) if s.left > 0 => {
+            eprintln!("manyfiles: {} object(s) remain below {at} that this run did not write; left as they are", s.left)
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("manyfiles: could not delete all of the calibration's objects below {at}: {e}"),
     }
 }
 

@@ -431,7 +431,8 @@ fn object_trial(
     // Without --threads (`copy_threads` set): DEFAULT_IN_FLIGHT requests at once, not the cores.
     let in_flight = cfg.copy_threads.map_or(cfg.threads, |_| ops::object::DEFAULT_IN_FLIGHT);
     let prefix = format!("{}{name}/objects/", d.base());
-    let run = ops::object::Run::new(&client, prefix, tree, in_flight, cfg.portion_files, env.progress);
+    let run =
+        ops::object::Run::new(&client, prefix, tree, in_flight, cfg.portion_files, env.progress).owned_by(d.owner());
     let (mut phases, failed) = ops::object::run_trial(&run, &wanted, &mut |f| watched(env.watch, CacheState::Warm, f));
     let prices = prices.clone().unwrap_or_else(|| crate::results::prices::PriceTable::list_prices(d.provider()));
     for (_, r) in &mut phases {

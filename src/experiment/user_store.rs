@@ -18,32 +18,46 @@
 //!
 //! A kill -9 gives the run no chance to delete: while it runs, a registry record
 //! (`storage::kinds::user_objects`, best effort: without root there is no registry)
-//! names the store — bucket, endpoint and region, never a credential — and the run's own
-//! prefix, and is removed when the run ends ([`UserStore`]'s drop); `manyfiles cleanup`
-//! of a killed run's record reaches the store again from its environment and deletes the
-//! keys below that exact prefix (there, an object someone else put below it goes too).
+//! names the store — bucket, endpoint and region, never a credential —, the run's own
+//! prefix and its nonce ([`Claim`]), and is removed when the run ends ([`UserStore`]'s
+//! drop); every object the run PUTs carries the nonce's mark of its key
+//! (`storage::object_owner`), and `manyfiles cleanup` of a killed run's record reaches
+//! the store again from its environment and deletes the keys below that exact prefix
+//! that carry it (an object someone else put below it stays, and is counted).
+//! `predict --on` and `pack --dst-target` claim their own prefixes the same way.
 
 use crate::engine::object::ObjectUrl;
 use crate::error::{Error, Result};
 use crate::storage::TargetInfo;
 use crate::storage::object_client::{ObjectClient, Retries};
 use crate::storage::object_endpoint::Reach;
+use crate::storage::object_owner::Owner;
 use crate::storage::object_stack::{ObjectDetails, Provider};
 use std::path::Path;
 
 /// Where a run's objects go: a managed stack (`--fs s3…`, `--dst-fs s3…`: its bucket,
 /// keys below the run directory's name) or a URL of the user's (keys below
-/// [`Endpoint::base`] and the run directory's name; only keys this run wrote are deleted).
+/// [`Endpoint::base`] and the run directory's name; only keys this run wrote are deleted,
+/// and every object it PUTs carries its owner's mark).
 #[derive(Clone)]
 pub enum Endpoint {
     Stack(Box<ObjectDetails>),
-    Url { reach: Box<Reach>, url: ObjectUrl, base: String },
+    Url { reach: Box<Reach>, url: ObjectUrl, base: String, owner: Owner },
 }
 
 impl Endpoint {
-    /// A URL of the user's, its keys below `base` (a prefix ending in `/`, or empty).
-    pub fn url(reach: Reach, url: &ObjectUrl, base: String) -> Endpoint {
-        Endpoint::Url { reach: Box::new(reach), url: url.clone(), base }
+    /// A URL of the user's, its keys below `base` (a prefix ending in `/`, or empty), its
+    /// objects marked as `owner`'s.
+    pub fn url(reach: Reach, url: &ObjectUrl, base: String, owner: Owner) -> Endpoint {
+        Endpoint::Url { reach: Box::new(reach), url: url.clone(), base, owner }
+    }
+
+    /// Whose mark the objects PUT there carry (None: a managed stack's, no mark).
+    pub fn owner(&self) -> Option<&Owner> {
+        match self {
+            Endpoint::Stack(_) => None,
+            Endpoint::Url { owner, .. } => Some(owner),
+        }
     }
 
     /// A fresh client (one per trial: no stale pooled connection).
@@ -85,8 +99,8 @@ pub fn target_url(p: &Path) -> Result<Option<ObjectUrl>> {
     }
 }
 
-/// The run's own name below PREFIX: `manyfiles-ladder-PID-RANDOM`.
-fn run_name() -> String {
+/// A run's own name below PREFIX: `manyfiles-WHAT-PID-RANDOM` (`ladder`, `pack`).
+pub fn run_name(what: &str) -> String {
     let mut r = [0u8; 4];
     let random = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut r));
     let bits = match random {
@@ -94,7 +108,7 @@ fn run_name() -> String {
         // No /dev/urandom: the clock's nanoseconds.
         Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos()),
     };
-    format!("manyfiles-ladder-{}-{bits:08x}", std::process::id())
+    format!("manyfiles-{what}-{}-{bits:08x}", std::process::id())
 }
 
 /// A bucket of the user's as a target: where it is reached, the run's own prefix, and
@@ -105,13 +119,19 @@ pub struct UserStore {
     /// `PREFIX/manyfiles-ladder-PID-RANDOM/`.
     pub run_prefix: String,
     scratch: tempfile::TempDir,
-    /// The record `cleanup` finds if the run is killed (None: no registry here).
+    claim: Claim,
+}
+
+/// A run's claim on its own prefix in a store of the user's: its nonce, whose mark every
+/// object it PUTs carries, and the record `cleanup` finds if the run is killed (removed
+/// when the claim is dropped: the run ended, its trials deleted what they wrote).
+pub struct Claim {
+    pub owner: Owner,
+    /// None: no registry here (not root).
     registration: Option<crate::storage::registry::Registration>,
 }
 
-impl Drop for UserStore {
-    /// The run ended (its trials deleted what they wrote, also after a signal): its
-    /// record goes.
+impl Drop for Claim {
     fn drop(&mut self) {
         if let Some(r) = self.registration.take() {
             let _ = r.unregister();
@@ -119,30 +139,56 @@ impl Drop for UserStore {
     }
 }
 
-/// Record the run's own prefix on `url` (reached by `reach`) for `cleanup`, before any
-/// object is written; None without a registry (not root).
-fn register(
-    url: &ObjectUrl,
-    reach: &Reach,
-    run_prefix: &str,
-    scratch: &Path,
-) -> Option<crate::storage::registry::Registration> {
-    use crate::storage::kinds::{KindRecord, user_objects::UserObjectsRecord};
-    use crate::storage::registry;
-    let record = UserObjectsRecord {
-        provider: url.provider,
-        bucket: url.bucket.clone(),
-        run_prefix: run_prefix.to_string(),
-        endpoint: reach.endpoint.clone(),
-        region: reach.region.clone(),
-        scratch: Some(scratch.to_path_buf()),
-    };
-    // A count of its own for each target of this process (two URLs in one second).
-    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let key = format!("{}-objects{n}", crate::storage::rundir::run_id());
-    let rec = registry::Record { kind: KindRecord::UserObjects(record), ..registry::own_record(&url.to_string()) };
-    registry::register(&key, rec).ok()
+impl Claim {
+    /// Draw the nonce and record the run's own prefix on `url` (reached by `reach`; through
+    /// the mount `via`, if one) for `cleanup`, before any object is written; the record
+    /// is best effort (none without a registry).
+    pub fn register(
+        url: &ObjectUrl,
+        reach: &Reach,
+        run_prefix: &str,
+        (scratch, via): (Option<&Path>, Option<&Path>),
+    ) -> Result<Claim> {
+        use crate::storage::kinds::{KindRecord, user_objects::UserObjectsRecord};
+        use crate::storage::registry;
+        let owner = Owner::new()?;
+        let record = UserObjectsRecord {
+            provider: url.provider,
+            bucket: url.bucket.clone(),
+            run_prefix: run_prefix.to_string(),
+            endpoint: reach.endpoint.clone(),
+            region: reach.region.clone(),
+            scratch: scratch.map(Path::to_path_buf),
+            owner: Some(owner.to_hex()),
+            via: via.and_then(|d| std::fs::canonicalize(d).ok()),
+        };
+        // A count of its own for each claim of this process (two URLs in one second).
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let key = format!("{}-objects{n}", crate::storage::rundir::run_id());
+        let rec = registry::Record { kind: KindRecord::UserObjects(record), ..registry::own_record(&url.to_string()) };
+        Ok(Claim { owner, registration: registry::register(&key, rec).ok() })
+    }
+}
+
+/// Refuse `run_prefix` on `url` unless nothing is below it yet (`flag`: the option that
+/// named the store).
+pub fn check_unused(client: &ObjectClient, url: &ObjectUrl, run_prefix: &str, flag: &str) -> Result<()> {
+    let hidden = crate::measure::progress::Progress::hidden();
+    let there = crate::engine::object::list_all(client, run_prefix, &hidden)?;
+    if there.is_empty() {
+        return Ok(());
+    }
+    Err(Error::bad(
+        flag,
+        format!(
+            "{}://{}/{run_prefix} already holds {} object(s): the run writes only below a prefix of its own that \
+             nothing else is under; run it again (another name is drawn)",
+            url.provider.name(),
+            url.bucket,
+            there.len()
+        ),
+    ))
 }
 
 impl UserStore {
@@ -158,28 +204,15 @@ impl UserStore {
     /// there already) and make the scratch directory.
     pub fn open(url: &ObjectUrl) -> Result<UserStore> {
         let reach = Self::check(url)?;
-        let run_prefix = format!("{}{}/", url.dir_prefix(), run_name());
+        let run_prefix = format!("{}{}/", url.dir_prefix(), run_name("ladder"));
         let client = ObjectClient::reach(&reach, &url.bucket, Retries::Never)?;
-        let hidden = crate::measure::progress::Progress::hidden();
-        let there = crate::engine::object::list_all(&client, &run_prefix, &hidden)?;
-        if !there.is_empty() {
-            return Err(Error::bad(
-                "--target",
-                format!(
-                    "{}://{}/{run_prefix} already holds {} object(s): the run writes only below a prefix of its \
-                     own that nothing else is under; run it again (another name is drawn)",
-                    url.provider.name(),
-                    url.bucket,
-                    there.len()
-                ),
-            ));
-        }
+        check_unused(&client, url, &run_prefix, "--target")?;
         let scratch = tempfile::Builder::new()
             .prefix("manyfiles-objects-")
             .tempdir()
             .map_err(|e| Error::failed(format!("cannot make a scratch directory for {url}: {e}")))?;
-        let registration = register(url, &reach, &run_prefix, scratch.path());
-        Ok(UserStore { url: url.clone(), reach, run_prefix, scratch, registration })
+        let claim = Claim::register(url, &reach, &run_prefix, (Some(scratch.path()), None))?;
+        Ok(UserStore { url: url.clone(), reach, run_prefix, scratch, claim })
     }
 
     /// Where its run directories (markers only) are made.
@@ -189,7 +222,7 @@ impl UserStore {
 
     /// How the run reaches it.
     pub fn endpoint(&self) -> Endpoint {
-        Endpoint::url(self.reach.clone(), &self.url, self.run_prefix.clone())
+        Endpoint::url(self.reach.clone(), &self.url, self.run_prefix.clone(), self.claim.owner.clone())
     }
 
     /// What the results record: the URL the user gave (never the endpoint's keys); a

@@ -18,6 +18,7 @@ pub mod nbd_stack;
 pub mod object_client;
 pub mod object_endpoint;
 pub mod object_endpoint_azure;
+pub mod object_owner;
 pub mod object_stack;
 pub mod registry;
 pub mod rundir;

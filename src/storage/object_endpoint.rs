@@ -204,28 +204,17 @@ const FLAG: &str = "--s3-via";
 /// The stack of the `manyfiles mount s3… DIR` or `mount azblob… DIR` mounted at `dir`
 /// now, for URLs of `provider`'s: a stack of the other provider's is refused (exit 2).
 pub fn from_mount(dir: &Path, provider: Provider) -> Result<Reach> {
-    use super::kinds::KindRecord;
     let abs = std::fs::canonicalize(dir).map_err(|e| Error::bad(FLAG, format!("{}: {e}", dir.display())))?;
-    let all = super::registry::mounts();
-    let (stack, serves) = super::user_mount::persistent_records()
-        .into_iter()
-        .filter_map(|(_, r)| match r.kind {
-            KindRecord::Object(_) => Some((Provider::S3, r)),
-            KindRecord::Azblob(_) => Some((Provider::Azblob, r)),
-            _ => None,
-        })
-        .find(|(_, r)| super::user_mount::locate(r, &all).is_some_and(|m| m.mount_point == abs))
-        .and_then(|(p, r)| Some((r.share_dir?, p)))
-        .ok_or_else(|| {
-            Error::bad(
-                FLAG,
-                format!(
-                    "{}: no `manyfiles mount {}…` is mounted there (see `manyfiles mount`)",
-                    abs.display(),
-                    provider.name()
-                ),
-            )
-        })?;
+    let (stack, serves) = stack_at(&abs).ok_or_else(|| {
+        Error::bad(
+            FLAG,
+            format!(
+                "{}: no `manyfiles mount {}…` is mounted there (see `manyfiles mount`)",
+                abs.display(),
+                provider.name()
+            ),
+        )
+    })?;
     if serves != provider {
         return Err(Error::bad(
             FLAG,
@@ -258,6 +247,28 @@ pub fn from_mount(dir: &Path, provider: Provider) -> Result<Reach> {
         from_env: false,
         via: format!("the object store mounted at {}", abs.display()),
     })
+}
+
+/// The stack directory and provider of the `manyfiles mount s3…`/`azblob…` mounted at
+/// `abs` (canonical) now.
+fn stack_at(abs: &Path) -> Option<(PathBuf, Provider)> {
+    use super::kinds::KindRecord;
+    let all = super::registry::mounts();
+    super::user_mount::persistent_records()
+        .into_iter()
+        .filter_map(|(_, r)| match r.kind {
+            KindRecord::Object(_) => Some((Provider::S3, r)),
+            KindRecord::Azblob(_) => Some((Provider::Azblob, r)),
+            _ => None,
+        })
+        .find(|(_, r)| super::user_mount::locate(r, &all).is_some_and(|m| m.mount_point == abs))
+        .and_then(|(p, r)| Some((r.share_dir?, p)))
+}
+
+/// Is a `manyfiles mount` of an object store mounted at `dir` now? (Its store, and
+/// every object in it, goes when it is taken down.)
+pub fn store_mounted_at(dir: &Path) -> bool {
+    std::fs::canonicalize(dir).ok().is_some_and(|abs| stack_at(&abs).is_some())
 }
 
 /// A blob stack's endpoint, from its connection string (`BlobEndpoint=…`), while its

@@ -313,6 +313,9 @@ pub struct CleanupReport {
     /// Objects a killed run left below its own prefix in a bucket of the user's, deleted:
     /// `s3://BUCKET/PREFIX/manyfiles-ladder-PID-RANDOM/: N object(s)` each.
     pub objects: Vec<String>,
+    /// Objects below such a prefix that the run did not write (no mark of its own), left
+    /// as they are: `s3://…/: N object(s) that this run did not write` each.
+    pub left_objects: Vec<String>,
     pub problems: Vec<String>,
 }
 
@@ -326,6 +329,7 @@ impl CleanupReport {
         self.kept_mounts += other.kept_mounts;
         self.stopped.extend(other.stopped);
         self.objects.extend(other.objects);
+        self.left_objects.extend(other.left_objects);
         self.problems.extend(other.problems);
     }
 }
@@ -348,6 +352,9 @@ impl fmt::Display for CleanupReport {
         }
         for o in &self.objects {
             write!(f, "\n  deleted below a killed run's own prefix: {o}")?;
+        }
+        for o in &self.left_objects {
+            write!(f, "\n  left below a killed run's own prefix: {o}")?;
         }
         for p in &self.problems {
             write!(f, "\n  problem: {p}")?;

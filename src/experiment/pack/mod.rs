@@ -641,7 +641,7 @@ pub fn run(cfg: &PackExperiment) -> Result<PackOutcome> {
             flush: true,
             shared_dir: all_ranks::shared_dir(),
         },
-        objects: onto.as_ref().map(|(endpoint, prices)| objects::ObjectSetup {
+        objects: onto.as_ref().map(|(endpoint, prices, _claim)| objects::ObjectSetup {
             endpoint,
             shardings: &shardings,
             in_flight: cfg.in_flight,

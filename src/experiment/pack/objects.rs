@@ -4,6 +4,10 @@
 //! (`crate::pack::shards`), and each way is read back; every step is timed, its requests
 //! counted by kind and priced (`results::prices`).
 //!
+//! On a bucket of the user's every key lies below a prefix of the run's own,
+//! `PREFIX/manyfiles-pack-PID-RANDOM/` (claimed for `cleanup`: `user_store::Claim`), and
+//! every object carries the run's mark (`storage::object_owner`).
+//!
 //! Ops, per route (`loose`, `FORMAT@SIZE`, e.g. `tar@1MiB`, `tar.zst@1MiB`: the formats
 //! `--containers` names, tar and tar.zst by default, each at every `--shard-size`):
 //! - `ROUTE:put`: read the tree's files (cold, as pack's other steps) and send them:
@@ -28,7 +32,7 @@ use crate::engine::object::{each, list_all, why};
 use crate::engine::walker::{open_below, split_last};
 use crate::experiment::Stop;
 use crate::experiment::TargetSpec;
-use crate::experiment::user_store::Endpoint;
+use crate::experiment::user_store::{self, Claim, Endpoint};
 use crate::fs::walk::{self, Kind};
 use crate::measure::PhaseResult;
 use crate::measure::progress::Progress;
@@ -37,6 +41,7 @@ use crate::pack::shards::{Format, INDEX_KEY, Index, ShardBuilder, Sharding, memb
 use crate::results::prices::PriceTable;
 use crate::signals;
 use crate::storage::object_client::ObjectClient;
+use crate::storage::object_owner::Owner;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use object_store::{GetOptions, ObjectStore, PutOptions, PutPayload};
@@ -136,32 +141,43 @@ pub fn check(cfg: &super::PackExperiment) -> crate::error::Result<bool> {
 /// FILE`, or its provider's list prices). A URL is reached as the engines reach it
 /// (`--s3-via DIR`, or the environment) and checked with one LIST: an endpoint that does
 /// not answer or a bucket it has not is one line, exit 2, before anything is made there.
+/// There the run writes only below a prefix of its own, `PREFIX/manyfiles-pack-PID-RANDOM/`
+/// (refused unless empty), claimed for `cleanup` while the [`Claim`] lives.
 pub fn endpoint_and_prices(
     cfg: &super::PackExperiment,
     dst: &crate::experiment::targets::LiveTarget,
-) -> crate::error::Result<(Endpoint, PriceTable)> {
+) -> crate::error::Result<(Endpoint, PriceTable, Option<Claim>)> {
     use crate::error::Error;
-    let (endpoint, provider) = match &cfg.dst_url {
+    let (endpoint, provider, claim) = match &cfg.dst_url {
         Some(url) => {
             let reach = match &cfg.s3_via {
                 Some(dir) => crate::storage::object_endpoint::from_mount(dir, url.provider)?,
                 None => crate::storage::object_endpoint::from_env(url.provider)?,
             };
-            drop(crate::engine::object::connect(&reach, url, crate::storage::object_client::Retries::Never)?);
-            (Endpoint::url(reach, url, url.dir_prefix()), url.provider)
+            let (client, _) =
+                crate::engine::object::connect(&reach, url, crate::storage::object_client::Retries::Never)?;
+            let run_prefix = format!("{}{}/", url.dir_prefix(), user_store::run_name("pack"));
+            user_store::check_unused(&client, url, &run_prefix, "--dst-target")?;
+            let claim = Claim::register(url, &reach, &run_prefix, (None, cfg.s3_via.as_deref()))?;
+            eprintln!(
+                "manyfiles: {url}: this run writes only below {}://{}/{run_prefix}",
+                url.provider.name(),
+                url.bucket
+            );
+            (Endpoint::url(reach, url, run_prefix, claim.owner.clone()), url.provider, Some(claim))
         }
         None => {
             let d = dst.info.managed.as_ref().and_then(|m| m.object.as_deref()).cloned();
             let d = d.ok_or_else(|| Error::failed("the object-store destination has no endpoint recorded"))?;
             let provider = d.object.provider;
-            (Endpoint::Stack(Box::new(d)), provider)
+            (Endpoint::Stack(Box::new(d)), provider, None)
         }
     };
     let prices = match &cfg.prices {
         Some(f) => PriceTable::load(f).map_err(|e| Error::bad("--prices", e))?,
         None => PriceTable::list_prices(provider),
     };
-    Ok((endpoint, prices))
+    Ok((endpoint, prices, claim))
 }
 
 /// What the object routes need beside pack's own setup.
@@ -239,12 +255,17 @@ async fn get(
     body.bytes().await.map_err(|e| format!("GET {key}: {}", why(&e)))
 }
 
-/// PUT `data` at `key`: its length.
-async fn put(store: Arc<dyn crate::storage::object_client::Store>, key: String, data: Vec<u8>) -> Result<u64, String> {
+/// PUT `data` at `key` (marked as `owner`'s: a store of the user's): its length.
+async fn put(
+    store: Arc<dyn crate::storage::object_client::Store>,
+    (key, owner): (String, Option<Owner>),
+    data: Vec<u8>,
+) -> Result<u64, String> {
     let n = data.len() as u64;
     let location = object_store::path::Path::from(key.as_str());
+    let attributes = owner.map(|o| o.attributes(location.as_ref())).unwrap_or_default();
     store
-        .put_opts(&location, PutPayload::from(data), PutOptions::default())
+        .put_opts(&location, PutPayload::from(data), PutOptions { attributes, ..Default::default() })
         .await
         .map_err(|e| format!("PUT {key}: {}", why(&e)))?;
     Ok(n)
@@ -253,6 +274,8 @@ async fn put(store: Arc<dyn crate::storage::object_client::Store>, key: String, 
 /// What every step of one trial shares.
 struct Ctx<'a> {
     client: &'a ObjectClient,
+    /// Whose mark every PUT carries (a store of the user's).
+    owner: Option<&'a Owner>,
     root: &'a OwnedFd,
     files: &'a [LocalFile],
     in_flight: usize,
@@ -304,7 +327,7 @@ fn loose_put(c: &Ctx, prefix: &str) -> PhaseResult {
                 }
             }
             let data = read_file(c.root, &f.rel);
-            let (store, key) = (c.client.store.clone(), format!("{prefix}{}", f.rel));
+            let (store, key) = (c.client.store.clone(), (format!("{prefix}{}", f.rel), c.owner.cloned()));
             let task = handle.spawn(timed(async move { put(store, key, data?).await }));
             pending.push(async move { task.await.unwrap_or_else(|e| Err(format!("request task: {e}"))) });
         }
@@ -325,7 +348,7 @@ fn shards_put(c: &Ctx, prefix: &str, sharding: Sharding, sent: &mut Vec<String>)
     let mut send = |files: u64, key: String, data: Vec<u8>| {
         let key = format!("{prefix}{key}");
         sent.push(key.clone());
-        let task = handle.spawn(timed(put(c.client.store.clone(), key, data)));
+        let task = handle.spawn(timed(put(c.client.store.clone(), (key, c.owner.cloned()), data)));
         async move { (files, task.await.unwrap_or_else(|e| Err(format!("request task: {e}")))) }
     };
     c.client.block_on(async {
@@ -482,7 +505,7 @@ pub(super) fn routes(s: &mut Steps, o: &ObjectSetup, src: &Path, bucket_dir: &st
         Ok(f) => f,
         Err(e) => return Some(Stop::Failed(e)),
     };
-    let c = Ctx { client: &client, root: &root, files: &files, in_flight: o.in_flight };
+    let c = Ctx { client: &client, owner: o.endpoint.owner(), root: &root, files: &files, in_flight: o.in_flight };
     let routes = std::iter::once(None).chain(o.shardings.iter().map(|s| Some(*s)));
     for shard in routes {
         if let Some(stop) = route(s, &c, o, shard, (src, bucket_dir), w) {

@@ -69,6 +69,9 @@ pub struct Run<'a> {
     pub in_flight: usize,
     pub portion_files: u64,
     pub progress: &'a Progress,
+    /// Whose mark every object PUT carries (a store of the user's:
+    /// `storage::object_owner`); None: no mark.
+    pub owner: Option<&'a crate::storage::object_owner::Owner>,
     /// (file index, key) of every object, by directory.
     keys: Vec<(u64, String)>,
 }
@@ -93,7 +96,13 @@ impl<'a> Run<'a> {
                 keys.push((i, format!("{dir_prefix}{}", String::from_utf8_lossy(&name[..n]))));
             }
         }
-        Run { client, prefix, tree, in_flight: in_flight.max(1), portion_files: portion_files.max(1), progress, keys }
+        let (in_flight, portion_files) = (in_flight.max(1), portion_files.max(1));
+        Run { client, prefix, tree, in_flight, portion_files, progress, owner: None, keys }
+    }
+
+    /// Its PUTs marked as `owner`'s.
+    pub fn owned_by(self, owner: Option<&'a crate::storage::object_owner::Owner>) -> Run<'a> {
+        Run { owner, ..self }
     }
 
     /// Bytes of file `index` as the tree spec draws them.

@@ -1,5 +1,6 @@
 //! obj:put: one PUT per file of the tree, its bytes drawn as `create` writes them (one
-//! request each, however large: no multipart).
+//! request each, however large: no multipart); on a store of the user's each carries the
+//! run's mark (`storage::object_owner`).
 
 use super::{ObjectOp, Run, each_object, path};
 use crate::measure::PhaseResult;
@@ -18,8 +19,10 @@ impl ObjectOp for Put {
             let mut data = vec![0u8; size as usize];
             run.tree.content.fill(i, 0, &mut data);
             let (store, location) = (run.client.store.clone(), path(key));
+            let attributes = run.owner.map(|o| o.attributes(location.as_ref())).unwrap_or_default();
             async move {
-                let put = store.put_opts(&location, PutPayload::from(data), PutOptions::default()).await;
+                let opts = PutOptions { attributes, ..Default::default() };
+                let put = store.put_opts(&location, PutPayload::from(data), opts).await;
                 put.map(|_| size).map_err(|e| e.to_string())
             }
         })
